@@ -1,0 +1,88 @@
+"""shadowzarr-spec: the reference file system format, its builder, writer and loader."""
+
+from __future__ import annotations
+
+from shadowzarr_spec.arrays import ArrayInfo, array_info, array_paths
+from shadowzarr_spec.attribute_conventions import (
+    BYTES_CONVENTION,
+    NON_FINITE_CONVENTION,
+    decode_attributes,
+    encode_attributes,
+)
+from shadowzarr_spec.builder import RfsBuilder, columns_selection
+from shadowzarr_spec.chunk_index import decode_index_chunk, index_array_metadata, index_chunk_shape
+from shadowzarr_spec.errors import (
+    BuilderError,
+    ChunkDecodeError,
+    GenExpressionError,
+    NotVirtualizable,
+    ReferenceFormatError,
+    ShadowzarrError,
+    SourceAccessError,
+    SourceChangedError,
+    SourceError,
+    SourceNotFoundError,
+    UnsafePathError,
+    UnsupportedFeatureError,
+)
+from shadowzarr_spec.gen import Dimension, GenEntry
+from shadowzarr_spec.io import REFS_FILE, load_index_table, load_rfs, write_rfs
+from shadowzarr_spec.json_text import parse_json
+from shadowzarr_spec.model import (
+    MISSING_CHUNK,
+    FileRef,
+    IndexRef,
+    InlineRef,
+    Ref,
+    ReferenceFileSystem,
+    Selection,
+    SourceInfo,
+)
+from shadowzarr_spec.parse import rfs_from_json
+from shadowzarr_spec.serialize import rfs_to_json
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BYTES_CONVENTION",
+    "MISSING_CHUNK",
+    "NON_FINITE_CONVENTION",
+    "REFS_FILE",
+    "ArrayInfo",
+    "BuilderError",
+    "ChunkDecodeError",
+    "Dimension",
+    "FileRef",
+    "GenEntry",
+    "GenExpressionError",
+    "IndexRef",
+    "InlineRef",
+    "NotVirtualizable",
+    "Ref",
+    "ReferenceFileSystem",
+    "ReferenceFormatError",
+    "RfsBuilder",
+    "Selection",
+    "ShadowzarrError",
+    "SourceAccessError",
+    "SourceChangedError",
+    "SourceError",
+    "SourceInfo",
+    "SourceNotFoundError",
+    "UnsafePathError",
+    "UnsupportedFeatureError",
+    "array_info",
+    "array_paths",
+    "columns_selection",
+    "decode_attributes",
+    "decode_index_chunk",
+    "encode_attributes",
+    "index_array_metadata",
+    "index_chunk_shape",
+    "load_index_table",
+    "load_rfs",
+    "parse_json",
+    "rfs_from_json",
+    "rfs_to_json",
+    "write_rfs",
+]

@@ -1,0 +1,169 @@
+"""The Non-Finite Attributes and Bytes Attributes conventions, encoding and decoding.
+
+JSON has no NaN, no infinities and no bytes. A node whose attributes hold any is written with
+those values as strings ("NaN", "Infinity", "-Infinity"; "base64:<data>") and registers the
+convention in ``zarr_conventions``; real strings that would be mistaken for them get the prefix
+``_str_``. A node that needs neither is written exactly as before. Decoding applies only the
+conventions a node registers, in one pass, so the order of registration does not matter.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+
+from shadowzarr_spec.errors import ReferenceFormatError
+
+__all__ = [
+    "BYTES_CONVENTION",
+    "NON_FINITE_CONVENTION",
+    "decode_attributes",
+    "encode_attributes",
+    "to_json_value",
+]
+
+NON_FINITE_CONVENTION: Final = {
+    "uuid": "4b1b3f0e-6a5e-5d8a-9c57-8c1a6a0e2f11",
+    "name": "non-finite-attributes",
+    "description": 'NaN and infinite numbers are stored as the strings "NaN", "Infinity" and '
+    '"-Infinity"; strings of those forms, or starting with "_str_", carry the prefix "_str_".',
+}
+BYTES_CONVENTION: Final = {
+    "uuid": "9d2c6a57-0b8e-5f3c-a1e4-3e7b5c2d9f40",
+    "name": "bytes-attributes",
+    "description": 'Bytes are stored as "base64:" followed by their base64 encoding; strings '
+    'starting with "base64:" or "_str_" carry the prefix "_str_".',
+}
+ESCAPE: Final = "_str_"
+BYTES_PREFIX: Final = "base64:"
+NON_FINITE_STRINGS: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+CONVENTIONS_KEY: Final = "zarr_conventions"
+
+
+def to_json_value(value: Any) -> Any:
+    """Turn numpy scalars and arrays, tuples and bytes-likes into plain Python values."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "SV" or value.dtype.kind == "O":
+            return [to_json_value(v) for v in value.tolist()]
+        return to_json_value(value.tolist())
+    if isinstance(value, np.generic):
+        return to_json_value(value.item())
+    if isinstance(value, Mapping):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_value(v) for v in value]
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Encode a node's attributes so they are valid JSON, registering the conventions used."""
+    plain = to_json_value(dict(attributes))
+    needs_non_finite, needs_bytes = _scan(plain)
+    if not (needs_non_finite or needs_bytes):
+        return plain
+    conventions = [c for c in plain.get(CONVENTIONS_KEY, []) if isinstance(c, dict)]
+    known = {c.get("uuid") for c in conventions}
+    for wanted, convention in (
+        (needs_non_finite, NON_FINITE_CONVENTION),
+        (needs_bytes, BYTES_CONVENTION),
+    ):
+        if wanted and convention["uuid"] not in known:
+            conventions.append(dict(convention))
+    encoded = {
+        key: _encode_value(value, needs_non_finite, needs_bytes)
+        for key, value in plain.items()
+        if key != CONVENTIONS_KEY
+    }
+    encoded[CONVENTIONS_KEY] = conventions
+    return encoded
+
+
+def decode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Undo both conventions, as far as the node registers them; other attributes pass through."""
+    plain = dict(attributes)
+    registered = {
+        c.get("uuid") for c in plain.get(CONVENTIONS_KEY, []) or [] if isinstance(c, dict)
+    }
+    non_finite = NON_FINITE_CONVENTION["uuid"] in registered
+    as_bytes = BYTES_CONVENTION["uuid"] in registered
+    if not (non_finite or as_bytes):
+        return plain
+    decoded = {
+        k: _decode_value(v, non_finite, as_bytes) for k, v in plain.items() if k != CONVENTIONS_KEY
+    }
+    remaining = [
+        c
+        for c in plain.get(CONVENTIONS_KEY, [])
+        if not (
+            isinstance(c, dict)
+            and c.get("uuid") in (NON_FINITE_CONVENTION["uuid"], BYTES_CONVENTION["uuid"])
+        )
+    ]
+    if remaining:
+        decoded[CONVENTIONS_KEY] = remaining
+    return decoded
+
+
+def _scan(value: Any) -> tuple[bool, bool]:
+    if isinstance(value, float):
+        return (not math.isfinite(value), False)
+    if isinstance(value, bytes):
+        return (False, True)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        non_finite = has_bytes = False
+        for item in value:
+            a, b = _scan(item)
+            non_finite |= a
+            has_bytes |= b
+        return non_finite, has_bytes
+    return (False, False)
+
+
+def _encode_value(value: Any, non_finite: bool, as_bytes: bool) -> Any:
+    if isinstance(value, float) and non_finite and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, bytes) and as_bytes:
+        return BYTES_PREFIX + base64.b64encode(value).decode("ascii")
+    if isinstance(value, str) and _needs_escape(value, non_finite, as_bytes):
+        return ESCAPE + value
+    if isinstance(value, dict):
+        return {k: _encode_value(v, non_finite, as_bytes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode_value(v, non_finite, as_bytes) for v in value]
+    return value
+
+
+def _needs_escape(text: str, non_finite: bool, as_bytes: bool) -> bool:
+    return (
+        text.startswith(ESCAPE)
+        or (non_finite and text in NON_FINITE_STRINGS)
+        or (as_bytes and text.startswith(BYTES_PREFIX))
+    )
+
+
+def _decode_value(value: Any, non_finite: bool, as_bytes: bool) -> Any:
+    if isinstance(value, str):
+        if value.startswith(ESCAPE):
+            return value[len(ESCAPE) :]
+        if non_finite and value in NON_FINITE_STRINGS:
+            return NON_FINITE_STRINGS[value]
+        if as_bytes and value.startswith(BYTES_PREFIX):
+            try:
+                return base64.b64decode(value[len(BYTES_PREFIX) :], validate=True)
+            except binascii.Error as exc:
+                raise ReferenceFormatError(f"attribute value {value[:40]!r} is not base64") from exc
+        return value
+    if isinstance(value, dict):
+        return {k: _decode_value(v, non_finite, as_bytes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_value(v, non_finite, as_bytes) for v in value]
+    return value

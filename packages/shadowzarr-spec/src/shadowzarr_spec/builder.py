@@ -1,0 +1,412 @@
+"""RfsBuilder: the one way generators describe a reference file system, whatever the format.
+
+Generators add groups, arrays and their chunk locations; :meth:`RfsBuilder.build` checks that
+everything will read back (chunk keys inside the grid, selections that fit their records,
+metadata zarr-python accepts), encodes attributes with the Non-Finite and Bytes conventions and
+returns a :class:`~shadowzarr_spec.model.ReferenceFileSystem`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shadowzarr_spec.attribute_conventions import encode_attributes
+from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
+from shadowzarr_spec.gen import Dimension, GenEntry
+from shadowzarr_spec.json_text import dumps_strict
+from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
+from shadowzarr_spec.metadata import array_metadata, default_codecs, group_metadata, zarr_data_type
+from shadowzarr_spec.model import (
+    FileRef,
+    IndexRef,
+    InlineRef,
+    Ref,
+    ReferenceFileSystem,
+    Selection,
+    SourceInfo,
+)
+
+__all__ = ["RfsBuilder", "columns_selection"]
+
+
+@dataclass(slots=True)
+class _Array:
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    data_type: Any
+    fill_value: Any
+    codecs: list[dict[str, Any]]
+    attributes: dict[str, Any]
+    dimension_names: list[str | None] | None
+    chunks: dict[tuple[int, ...], Ref] = field(default_factory=dict)
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return chunk_grid_shape(self.shape, self.chunk_shape)
+
+
+class RfsBuilder:
+    """Collects groups, arrays and chunk locations, then builds a reference file system."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[str, Any]] = {}
+        self._arrays: dict[str, _Array] = {}
+        self._gen: list[tuple[str, GenEntry]] = []
+        self._indexes: dict[str, IndexRef] = {}
+        self._selections: dict[str, Selection] = {}
+        self._sources: dict[str, SourceInfo] = {}
+
+    # -- nodes -----------------------------------------------------------------------------
+    def add_group(self, path: str, attributes: Mapping[str, Any] | None = None) -> None:
+        """Add a group ('' is the root)."""
+        path = _node_path(path)
+        self._check_free(path)
+        self._groups[path] = dict(attributes or {})
+
+    def add_array(
+        self,
+        path: str,
+        *,
+        shape: Sequence[int],
+        data_type: Any,
+        chunk_shape: Sequence[int] | None = None,
+        codecs: list[dict[str, Any]] | None = None,
+        fill_value: Any = None,
+        attributes: Mapping[str, Any] | None = None,
+        dimension_names: Sequence[str | None] | None = None,
+    ) -> None:
+        """Add an array. ``data_type`` is a numpy dtype (its byte order picks the ``bytes``
+        codec's endianness when ``codecs`` is not given) or ``"string"``."""
+        path = _node_path(path)
+        if not path:
+            raise BuilderError("the root must be a group, not an array")
+        self._check_free(path)
+        shape = tuple(int(s) for s in shape)
+        chunk_shape = tuple(int(c) for c in (shape if chunk_shape is None else chunk_shape))
+        if len(chunk_shape) != len(shape):
+            raise BuilderError(
+                f"array {path!r}: chunk shape {chunk_shape} does not match shape {shape}"
+            )
+        if any(s < 0 for s in shape):
+            raise BuilderError(f"array {path!r}: negative shape {shape}")
+        if any(c <= 0 for c in chunk_shape):
+            raise BuilderError(f"array {path!r}: chunk sizes must be positive, got {chunk_shape}")
+        if dimension_names is not None and len(dimension_names) != len(shape):
+            raise BuilderError(
+                f"array {path!r}: {len(dimension_names)} dimension names for {len(shape)} axes"
+            )
+        dtype: Any = (
+            data_type
+            if isinstance(data_type, str) and data_type == "string"
+            else np.dtype(data_type)
+        )
+        json_type, json_fill = zarr_data_type(dtype, fill_value)
+        self._arrays[path] = _Array(
+            shape=shape,
+            chunk_shape=chunk_shape,
+            data_type=json_type,
+            fill_value=json_fill,
+            codecs=list(codecs) if codecs is not None else default_codecs(dtype),
+            attributes=dict(attributes or {}),
+            dimension_names=list(dimension_names) if dimension_names is not None else None,
+        )
+
+    def set_attributes(self, path: str, attributes: Mapping[str, Any]) -> None:
+        """Replace the attributes of a group or array added before."""
+        path = _node_path(path)
+        if path in self._groups:
+            self._groups[path] = dict(attributes)
+        else:
+            self._array(path).attributes = dict(attributes)
+
+    # -- chunks ----------------------------------------------------------------------------
+    def add_chunk(self, path: str, coords: Sequence[int], url: str, offset: int, size: int) -> None:
+        """One chunk stored at ``size`` bytes from ``offset`` of ``url``."""
+        array = self._array(path)
+        self._check_coords(path, array, coords)
+        try:
+            array.chunks[tuple(int(c) for c in coords)] = FileRef(url, int(offset), int(size))
+        except ReferenceFormatError as exc:
+            raise BuilderError(f"array {path!r}, chunk {tuple(coords)}: {exc}") from exc
+
+    def add_inline_chunk(self, path: str, coords: Sequence[int], data: bytes) -> None:
+        """A chunk held in the references themselves (already encoded by the array's codecs)."""
+        array = self._array(path)
+        self._check_coords(path, array, coords)
+        array.chunks[tuple(int(c) for c in coords)] = InlineRef(bytes(data))
+
+    def add_index(self, path: str, url: str, table: np.ndarray) -> None:
+        """All chunks of a large array in one file: ``table`` is uint64, grid shape + (2,),
+        holding (offset, nbytes), 2**64-1 where a chunk was never written."""
+        array = self._array(path)
+        table = np.asarray(table)
+        if table.dtype != np.uint64 or table.shape != (*array.grid, 2):
+            raise BuilderError(
+                f"array {path!r}: the chunk index must be uint64 of shape {(*array.grid, 2)}, got "
+                f"{table.dtype} {table.shape}"
+            )
+        self._indexes[_node_path(path)] = IndexRef(url=url, table=table)
+
+    def add_strided_chunks(
+        self,
+        path: str,
+        *,
+        url: str,
+        start: int,
+        stride: int,
+        length: int,
+        count: int,
+        ndim: int | None = None,
+        axis: int = 0,
+    ) -> None:
+        """``count`` chunks along ``axis`` (other chunk coordinates 0), chunk ``i`` at
+        ``start + i * stride``, ``length`` bytes each: one gen entry."""
+        array = self._array(path)
+        ndim = len(array.shape) if ndim is None else ndim
+        if ndim != len(array.shape):
+            raise BuilderError(f"array {path!r} has {len(array.shape)} axes, not {ndim}")
+        if min(start, stride, length, count) < 0 or (count > 0 and length <= 0):
+            raise BuilderError(f"array {path!r}: negative start, stride, length or count")
+        if count > (array.grid[axis] if array.grid else 1):
+            raise BuilderError(
+                f"array {path!r}: {count} chunks along axis {axis} exceed the grid {array.grid}"
+            )
+        coords = ["0"] * ndim
+        coords[axis] = "{{i}}"
+        key = join(_node_path(path), "/".join(["c", *coords]))
+        offset = f"{{{{{start} + i * {stride}}}}}"
+        entry = GenEntry(key, url, offset, str(length), {"i": Dimension(stop=count)})
+        self._gen.append((_node_path(path), entry))
+
+    def add_contiguous_chunks(
+        self,
+        path: str,
+        *,
+        url: str,
+        start: int,
+        shape: Sequence[int],
+        chunk_shape: Sequence[int],
+        itemsize: int,
+        row_bytes: int | None = None,
+    ) -> None:
+        """A C-ordered block of ``shape`` at ``start``, cut into slabs along the first axis.
+
+        ``row_bytes`` is the stored size of one row (first-axis index) when rows are records
+        holding other bytes too; the array's selection then says which bytes to keep.
+        """
+        shape = tuple(int(s) for s in shape)
+        chunk_shape = tuple(int(c) for c in chunk_shape)
+        if shape[1:] != chunk_shape[1:]:
+            raise BuilderError(
+                f"array {path!r}: contiguous chunks must span every axis but the first"
+            )
+        row = math.prod(shape[1:]) * itemsize if row_bytes is None else int(row_bytes)
+        slab = chunk_shape[0] * row
+        count = math.ceil(shape[0] / chunk_shape[0]) if shape and chunk_shape[0] else 1
+        if not shape:
+            self.add_chunk(path, (), url, start, itemsize if row_bytes is None else row)
+            return
+        if count == 1:
+            self.add_chunk(path, (0,) * len(shape), url, start, slab)
+            return
+        self.add_strided_chunks(path, url=url, start=start, stride=slab, length=slab, count=count)
+
+    def add_selection(self, path: str, record_size: int, keep: Sequence[Sequence[int]]) -> None:
+        """Read every reference of ``path`` as records and keep only the ``keep`` byte ranges."""
+        self._array(path)
+        try:
+            selection = Selection(int(record_size), tuple((int(a), int(b)) for a, b in keep))
+        except ReferenceFormatError as exc:
+            raise BuilderError(f"array {path!r}: {exc}") from exc
+        self._selections[_node_path(path)] = selection
+
+    def add_source(self, url: str, *, size: int | None = None, etag: str | None = None) -> None:
+        """Record what a source file looks like now, so readers can detect a change."""
+        self._sources[url] = SourceInfo(size, etag)
+
+    # -- build -----------------------------------------------------------------------------
+    def build(self, *, consolidate: bool = True) -> ReferenceFileSystem:
+        """Validate and return the reference file system."""
+        self._add_missing_parents()
+        refs: dict[str, Ref] = {}
+        documents: dict[str, dict[str, Any]] = {}
+        for path, attributes in self._groups.items():
+            documents[path] = group_metadata(encode_attributes(attributes))
+        for path, array in self._arrays.items():
+            self._validate_array(path, array)
+            documents[path] = array_metadata(
+                shape=array.shape,
+                data_type=array.data_type,
+                chunk_shape=array.chunk_shape,
+                fill_value=array.fill_value,
+                codecs=array.codecs,
+                attributes=encode_attributes(array.attributes),
+                dimension_names=array.dimension_names,
+            )
+            for coords, ref in array.chunks.items():
+                refs[chunk_key(path, coords)] = ref
+        if consolidate and "" in documents:
+            documents[""] = {**documents[""], "consolidated_metadata": _consolidated(documents)}
+        for path, document in documents.items():
+            refs[metadata_key(path)] = InlineRef(dumps_strict(document).encode("utf-8"))
+        for path, _entry in self._gen:
+            self._array(path)
+        rfs = ReferenceFileSystem(
+            refs=refs,
+            gen=[entry for _, entry in self._gen],
+            indexes=dict(self._indexes),
+            selections=dict(self._selections),
+            sources=dict(self._sources),
+        )
+        rfs.version = rfs.required_version
+        return rfs
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _array(self, path: str) -> _Array:
+        try:
+            return self._arrays[_node_path(path)]
+        except KeyError:
+            raise BuilderError(f"no array {path!r}: call add_array first") from None
+
+    def _check_free(self, path: str) -> None:
+        if path in self._groups or path in self._arrays:
+            raise BuilderError(f"{path!r} was added already")
+
+    @staticmethod
+    def _check_coords(path: str, array: _Array, coords: Sequence[int]) -> None:
+        grid = array.grid
+        if len(coords) != len(grid) or any(
+            not 0 <= int(c) < g for c, g in zip(coords, grid, strict=False)
+        ):
+            raise BuilderError(
+                f"array {path!r}: chunk {tuple(coords)} is outside the chunk grid {grid}"
+            )
+
+    def _add_missing_parents(self) -> None:
+        for path in [*self._groups, *self._arrays]:
+            parts = path.split("/") if path else []
+            for depth in range(len(parts)):
+                parent = "/".join(parts[:depth])
+                if parent in self._arrays:
+                    raise BuilderError(f"{path!r} lies inside the array {parent!r}")
+                self._groups.setdefault(parent, {})
+
+    def _validate_array(self, path: str, array: _Array) -> None:
+        grid = array.grid
+        for entry in (e for p, e in self._gen if p == path):
+            for axis, bound in enumerate(_gen_key_bounds(entry, path)):
+                if bound is not None and bound >= (grid[axis] if grid else 1):
+                    raise BuilderError(
+                        f"array {path!r}: gen entry {entry.key!r} reaches beyond the chunk grid {grid}"
+                    )
+        selection = self._selections.get(path)
+        if selection is not None:
+            if any(codec.get("name") not in ("bytes", "transpose") for codec in array.codecs):
+                raise BuilderError(f"array {path!r}: a selection applies to uncompressed data only")
+            itemsize = _itemsize(array.data_type)
+            chunk_bytes = math.prod(array.chunk_shape) * itemsize
+            if itemsize and chunk_bytes % selection.kept_size:
+                raise BuilderError(
+                    f"array {path!r}: a chunk of {chunk_bytes} bytes is not a whole number of "
+                    f"selected records of {selection.kept_size} bytes"
+                )
+        _validate_with_zarr(path, array)
+
+
+def columns_selection(
+    n_columns: int, itemsize: int, columns: slice | Sequence[int]
+) -> tuple[int, list[list[int]]]:
+    """(record_size, keep) selecting ``columns`` of rows of ``n_columns`` items, in that order,
+    with neighbouring columns joined into one range."""
+    indices = (
+        list(range(n_columns))[columns] if isinstance(columns, slice) else [int(c) for c in columns]
+    )
+    if not indices:
+        raise BuilderError("columns_selection needs at least one column")
+    for column in indices:
+        if not 0 <= column < n_columns:
+            raise BuilderError(f"column {column} is outside 0..{n_columns - 1}")
+    keep: list[list[int]] = []
+    for column in indices:
+        start = column * itemsize
+        if keep and keep[-1][1] == start:
+            keep[-1][1] = start + itemsize
+        else:
+            keep.append([start, start + itemsize])
+    return n_columns * itemsize, keep
+
+
+def _node_path(path: str) -> str:
+    path = path.strip("/")
+    if path:
+        check_key(path)
+    return path
+
+
+def _consolidated(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    metadata = {}
+    for path, document in sorted(documents.items()):
+        if not path:
+            continue
+        if document["node_type"] == "group":
+            document = {
+                **document,
+                "consolidated_metadata": {
+                    "kind": "inline",
+                    "must_understand": False,
+                    "metadata": {},
+                },
+            }
+        metadata[path] = document
+    return {"kind": "inline", "must_understand": False, "metadata": metadata}
+
+
+def _gen_key_bounds(entry: GenEntry, path: str) -> list[int | None]:
+    """The largest chunk coordinate a gen entry's key reaches on each axis."""
+    tail = entry.key[len(path) + 1 :] if path else entry.key
+    parts = tail.split("/")[1:]
+    bounds: list[int | None] = []
+    for part in parts:
+        if part.startswith("{{"):
+            name = part.strip("{}").strip()
+            bounds.append(max(entry.dimensions[name], default=None))
+        else:
+            bounds.append(int(part))
+    return bounds
+
+
+def _itemsize(data_type: Any) -> int:
+    try:
+        from zarr.core.dtype import get_data_type_from_json
+    except ImportError:
+        return 0
+    try:
+        return int(get_data_type_from_json(data_type, zarr_format=3).to_native_dtype().itemsize)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _validate_with_zarr(path: str, array: _Array) -> None:
+    """Ask zarr-python whether it accepts the metadata, when zarr-python is installed."""
+    try:
+        from zarr.core.metadata.v3 import ArrayV3Metadata
+    except ImportError:
+        return
+    document = array_metadata(
+        shape=array.shape,
+        data_type=array.data_type,
+        chunk_shape=array.chunk_shape,
+        fill_value=array.fill_value,
+        codecs=array.codecs,
+        attributes={},
+        dimension_names=array.dimension_names,
+    )
+    try:
+        ArrayV3Metadata.from_dict(document)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise BuilderError(f"array {path!r}: zarr-python refuses its metadata: {exc}") from exc

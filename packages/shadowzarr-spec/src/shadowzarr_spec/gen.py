@@ -1,0 +1,236 @@
+"""Kerchunk ``gen`` entries: many chunk references described by one template, looked up lazily.
+
+A gen entry is never expanded up front: :meth:`GenEntry.lookup` matches one key against the key
+template with a regular expression, checks each dimension's range and evaluates the URL, offset
+and length for that key alone, in O(1).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from shadowzarr_spec.errors import GenExpressionError, ReferenceFormatError
+from shadowzarr_spec.gen_expr import Expression, render_template, split_template
+from shadowzarr_spec.model import FileRef
+
+__all__ = ["Dimension", "GenEntry"]
+
+MAX_GEN_DIMENSIONS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Dimension:
+    """The values one gen dimension takes: a range, or an explicit list."""
+
+    start: int = 0
+    stop: int = 0
+    step: int = 1
+    values: tuple[int, ...] | None = None
+    _value_set: frozenset[int] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.values is not None:
+            object.__setattr__(self, "_value_set", frozenset(self.values))
+
+    def __len__(self) -> int:
+        if self.values is not None:
+            return len(self.values)
+        return len(range(self.start, self.stop, self.step))
+
+    def __contains__(self, value: object) -> bool:
+        if self.values is not None:
+            return value in self._value_set  # type: ignore[operator]
+        return value in range(self.start, self.stop, self.step)
+
+    def __iter__(self) -> Iterator[int]:
+        if self.values is not None:
+            return iter(self.values)
+        return iter(range(self.start, self.stop, self.step))
+
+    @classmethod
+    def from_json(cls, name: str, value: object) -> Dimension:
+        if isinstance(value, list):
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                raise ReferenceFormatError(f"gen dimension {name!r} must list integers")
+            return cls(values=tuple(value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls(stop=value)
+        if isinstance(value, dict):
+            try:
+                start, stop, step = value.get("start", 0), value["stop"], value.get("step", 1)
+            except KeyError:
+                raise ReferenceFormatError(f"gen dimension {name!r} has no 'stop'") from None
+            for part in (start, stop, step):
+                if not isinstance(part, int) or isinstance(part, bool):
+                    raise ReferenceFormatError(f"gen dimension {name!r} must hold integers")
+            if step == 0:
+                raise ReferenceFormatError(f"gen dimension {name!r} has step 0")
+            return cls(start=start, stop=stop, step=step)
+        raise ReferenceFormatError(f"gen dimension {name!r} must be a dict, list or integer")
+
+    def to_json(self) -> object:
+        if self.values is not None:
+            return list(self.values)
+        out: dict[str, int] = {"stop": self.stop}
+        if self.start:
+            out["start"] = self.start
+        if self.step != 1:
+            out["step"] = self.step
+        return out
+
+
+class GenEntry:
+    """One compiled gen entry."""
+
+    __slots__ = (
+        "_key_regex",
+        "_length_parts",
+        "_offset_parts",
+        "_url_parts",
+        "dimensions",
+        "key",
+        "length",
+        "offset",
+        "prefix",
+        "url",
+    )
+
+    def __init__(
+        self,
+        key: str,
+        url: str,
+        offset: str | int,
+        length: str | int,
+        dimensions: Mapping[str, Dimension],
+        templates: Mapping[str, str] | None = None,
+    ) -> None:
+        if not dimensions:
+            raise ReferenceFormatError(f"gen entry {key!r} has no dimensions")
+        if len(dimensions) > MAX_GEN_DIMENSIONS:
+            raise ReferenceFormatError(f"gen entry {key!r} has too many dimensions")
+        self.key = key
+        self.url = _expand_named_templates(url, templates or {})
+        self.offset = str(offset)
+        self.length = str(length)
+        self.dimensions = dict(dimensions)
+        self._key_regex, self.prefix = _compile_key(key, self.dimensions)
+        self._url_parts = split_template(self.url)
+        self._offset_parts = split_template(self.offset)
+        self._length_parts = split_template(self.length)
+        for parts, what in (
+            (self._url_parts, "url"),
+            (self._offset_parts, "offset"),
+            (self._length_parts, "length"),
+        ):
+            for part in parts:
+                if isinstance(part, Expression) and not part.names <= self.dimensions.keys():
+                    unknown = sorted(part.names - self.dimensions.keys())
+                    raise GenExpressionError(
+                        f"gen entry {key!r}: its {what} uses {unknown}, which are not dimensions"
+                    )
+
+    @property
+    def count(self) -> int:
+        """How many keys this entry describes."""
+        total = 1
+        for dimension in self.dimensions.values():
+            total *= len(dimension)
+        return total
+
+    def lookup(self, key: str) -> FileRef | None:
+        """The reference for ``key``, or None if this entry does not describe it."""
+        if not key.startswith(self.prefix):
+            return None
+        match = self._key_regex.fullmatch(key)
+        if match is None:
+            return None
+        variables: dict[str, int] = {}
+        for name, text in match.groupdict().items():
+            value = int(text)
+            if str(value) != text or value not in self.dimensions[name]:
+                return None
+            variables[name] = value
+        return self.render(variables)
+
+    def render(self, variables: Mapping[str, int]) -> FileRef:
+        offset = int(render_template(self._offset_parts, variables))
+        length = int(render_template(self._length_parts, variables))
+        return FileRef(render_template(self._url_parts, variables), offset, length)
+
+    def items(self) -> Iterator[tuple[str, FileRef]]:
+        """Every (key, reference) this entry describes; for writing version 1 files."""
+        names = list(self.dimensions)
+        key_parts = split_template(self.key)
+        for values in itertools.product(*(self.dimensions[n] for n in names)):
+            variables = dict(zip(names, values, strict=True))
+            yield render_template(key_parts, variables), self.render(variables)
+
+    def to_json(self, url: str | None = None) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "url": self.url if url is None else url,
+            "offset": self.offset,
+            "length": self.length,
+            "dimensions": {n: d.to_json() for n, d in self.dimensions.items()},
+        }
+
+    @classmethod
+    def from_json(cls, entry: object, templates: Mapping[str, str]) -> GenEntry:
+        if not isinstance(entry, dict):
+            raise ReferenceFormatError("a gen entry must be an object")
+        try:
+            key, url, offset, length = (entry[k] for k in ("key", "url", "offset", "length"))
+            raw_dimensions = entry["dimensions"]
+        except KeyError as exc:
+            raise ReferenceFormatError(f"gen entry lacks {exc.args[0]!r}") from None
+        if not isinstance(key, str) or not isinstance(url, str):
+            raise ReferenceFormatError("gen entry key and url must be strings")
+        for value in (offset, length):
+            if not isinstance(value, str | int) or isinstance(value, bool):
+                raise ReferenceFormatError(f"gen entry {key!r}: offset and length must be text")
+        if not isinstance(raw_dimensions, dict):
+            raise ReferenceFormatError(f"gen entry {key!r}: dimensions must be an object")
+        dimensions = {str(n): Dimension.from_json(str(n), v) for n, v in raw_dimensions.items()}
+        return cls(key, url, offset, length, dimensions, templates)
+
+    def __repr__(self) -> str:
+        return f"GenEntry(key={self.key!r}, count={self.count})"
+
+
+def _compile_key(key: str, dimensions: Mapping[str, Dimension]) -> tuple[re.Pattern[str], str]:
+    """Turn ``a/c/{{i}}/{{j}}`` into a regex with one named group per dimension."""
+    pattern: list[str] = []
+    prefix: str | None = None
+    seen: set[str] = set()
+    for part in split_template(key):
+        if isinstance(part, str):
+            pattern.append(re.escape(part))
+            continue
+        name = part.source
+        if name not in dimensions or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise GenExpressionError(
+                f"gen key {key!r} may use only bare dimension names in '{{{{ }}}}', got {name!r}"
+            )
+        if prefix is None:
+            prefix = "".join(p for p in pattern)
+        pattern.append(f"(?P<{name}>-?[0-9]+)" if name not in seen else f"(?P={name})")
+        seen.add(name)
+    if prefix is None:
+        raise GenExpressionError(f"gen key {key!r} uses no dimension")
+    literal_prefix = key[: key.index("{{")]
+    return re.compile("".join(pattern)), literal_prefix
+
+
+def _expand_named_templates(url: str, templates: Mapping[str, str]) -> str:
+    """Replace ``{{u0}}``-style references to the file's templates, keep arithmetic."""
+    if not templates or "{{" not in url:
+        return url
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1).strip()
+        return templates.get(name, match.group(0))
+
+    return re.sub(r"\{\{(.*?)\}\}", replace, url)

@@ -1,0 +1,237 @@
+"""write_rfs and load_rfs: one JSON file (kerchunk version 1) or a directory with chunk indexes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shadowzarr_spec.arrays import array_info
+from shadowzarr_spec.chunk_index import (
+    decode_index_chunk,
+    encode_index_chunks,
+    index_array_metadata,
+    new_index_table,
+)
+from shadowzarr_spec.errors import ReferenceFormatError, SourceError, SourceNotFoundError
+from shadowzarr_spec.json_text import dumps_strict, parse_json
+from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
+from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
+from shadowzarr_spec.parse import rfs_from_json
+from shadowzarr_spec.serialize import rfs_to_json
+
+__all__ = ["REFS_FILE", "load_index_table", "load_rfs", "write_rfs"]
+
+REFS_FILE = "refs.json"
+INDEX_DIR = "index"
+
+
+def write_rfs(
+    rfs: ReferenceFileSystem,
+    path: str | os.PathLike[str],
+    *,
+    chunk_index_threshold: int | None = 1000,
+) -> Path:
+    """Write ``rfs`` to ``path``.
+
+    A path ending in ``.json`` gets one JSON file with every chunk listed (version 1, or 2 when
+    selections need it). Any other path gets a directory: ``refs.json`` plus, for each array with
+    more than ``chunk_index_threshold`` chunks in one file, an index array under ``index/``.
+    The write is atomic: readers see the old references or the new ones, never a mix.
+    """
+    target = Path(path)
+    if target.suffix == ".json":
+        rfs = _with_loaded_indexes(rfs)
+        document = rfs_to_json(rfs, expand=True)
+        _atomic_write_text(target, dumps_strict(document))
+        return target
+    return _write_directory(rfs, target, chunk_index_threshold)
+
+
+def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
+    """Read a reference file system from a JSON file, a directory, a URL to either, or a dict.
+
+    Index arrays are not read here: they stay on disk or remote until a reader needs them.
+    """
+    if isinstance(source, dict):
+        return rfs_from_json(source)
+    text = os.fspath(source)
+    if text.startswith(("http://", "https://")):
+        return _load_url(text)
+    if text.startswith("file://"):
+        text = urllib.request.url2pathname(urllib.parse.urlparse(text).path)
+    local = Path(text)
+    if local.is_dir():
+        refs_path = local / REFS_FILE
+        base = local
+    else:
+        refs_path = local
+        base = local.parent
+    try:
+        raw = refs_path.read_bytes()
+    except FileNotFoundError:
+        raise SourceNotFoundError(f"no reference file at {refs_path}") from None
+    return rfs_from_json(parse_json(raw), base=str(base.resolve()))
+
+
+def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
+    """Read a whole stored index array of a local directory into memory."""
+    index = rfs.indexes[path]
+    if index.table is not None:
+        return index.table
+    if rfs.base is None or "://" in rfs.base or index.path is None:
+        raise ReferenceFormatError(f"index of {path!r} is not in a local directory")
+    check_relative_path(index.path)
+    root = Path(rfs.base) / index.path
+    document = parse_json((root / "zarr.json").read_bytes())
+    grid = tuple(document["shape"][:-1])
+    chunk_shape = tuple(document["chunk_grid"]["configuration"]["chunk_shape"])
+    table = new_index_table(grid)
+    counts = [-(-g // c) for g, c in zip(grid, chunk_shape[:-1], strict=True)]
+    for coords in np.ndindex(*counts):
+        chunk_path = root / "c" / Path(*[str(c) for c in (*coords, 0)])
+        if not chunk_path.exists():
+            continue
+        block = decode_index_chunk(chunk_path.read_bytes(), chunk_shape)
+        region = tuple(
+            slice(i * c, min((i + 1) * c, g))
+            for i, c, g in zip(coords, chunk_shape, grid, strict=False)
+        )
+        table[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
+    return table
+
+
+def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | None) -> Path:
+    if target.exists() and not (target / REFS_FILE).exists():
+        raise ReferenceFormatError(
+            f"{target} exists and is not a reference directory; not overwriting"
+        )
+    rfs = _indexed(rfs, threshold)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        index_paths: dict[str, str] = {}
+        for array_path, index in rfs.indexes.items():
+            table = index.table if index.table is not None else load_index_table(rfs, array_path)
+            relative = join(INDEX_DIR, array_path) if array_path else INDEX_DIR
+            _write_index_array(staging / relative, table)
+            index_paths[array_path] = relative
+        document = rfs_to_json(rfs, index_paths=index_paths)
+        (staging / REFS_FILE).write_text(dumps_strict(document), encoding="utf-8")
+        _replace_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _replace_directory(staging: Path, target: Path) -> None:
+    if not target.exists():
+        staging.rename(target)
+        return
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_index_array(root: Path, table: np.ndarray) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "zarr.json").write_text(
+        json.dumps(index_array_metadata(table.shape[:-1])), encoding="utf-8"
+    )
+    for coords, data in encode_index_chunks(table):
+        chunk_path = root / "c" / Path(*[str(c) for c in coords])
+        chunk_path.parent.mkdir(parents=True, exist_ok=True)
+        chunk_path.write_bytes(data)
+
+
+def _indexed(rfs: ReferenceFileSystem, threshold: int | None) -> ReferenceFileSystem:
+    """Move the listed chunks of arrays above the threshold into index tables."""
+    if threshold is None:
+        return rfs
+    by_array: dict[str, dict[tuple[int, ...], FileRef]] = {}
+    for key, ref in rfs.refs.items():
+        if not isinstance(ref, FileRef) or ref.offset is None:
+            continue
+        split = array_of_chunk_key(key)
+        if split is not None:
+            by_array.setdefault(split[0], {})[split[1]] = ref
+    refs = dict(rfs.refs)
+    indexes = dict(rfs.indexes)
+    for path, chunks in by_array.items():
+        if len(chunks) <= threshold or path in indexes:
+            continue
+        urls = {ref.url for ref in chunks.values()}
+        info = array_info(rfs, path)
+        if len(urls) != 1 or info is None:
+            continue
+        table = new_index_table(info.grid)
+        for coords, ref in chunks.items():
+            table[coords] = (ref.offset, ref.size)
+            del refs[join(path, "c", *map(str, coords))]
+        indexes[path] = IndexRef(url=urls.pop(), table=table)
+    return ReferenceFileSystem(
+        refs=refs,
+        gen=rfs.gen,
+        indexes=indexes,
+        selections=rfs.selections,
+        sources=rfs.sources,
+        version=rfs.version,
+        base=rfs.base,
+    )
+
+
+def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
+    if all(index.table is not None for index in rfs.indexes.values()):
+        return rfs
+    indexes = {
+        path: IndexRef(url=index.url, table=load_index_table(rfs, path))
+        for path, index in rfs.indexes.items()
+    }
+    return ReferenceFileSystem(
+        refs=rfs.refs,
+        gen=rfs.gen,
+        indexes=indexes,
+        selections=rfs.selections,
+        sources=rfs.sources,
+        version=rfs.version,
+        base=rfs.base,
+    )
+
+
+def _atomic_write_text(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _load_url(url: str) -> ReferenceFileSystem:
+    if url.endswith(".json"):
+        refs_url, base = url, url.rsplit("/", 1)[0]
+    else:
+        base = url.rstrip("/")
+        refs_url = base + "/" + REFS_FILE
+    try:
+        with urllib.request.urlopen(refs_url, timeout=60) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise SourceNotFoundError(f"no reference file at {refs_url}") from exc
+        raise SourceError(f"reading {refs_url} failed: HTTP {exc.code}") from exc
+    except urllib.error.URLError as exc:
+        raise SourceError(f"reading {refs_url} failed: {exc.reason}") from exc
+    return rfs_from_json(parse_json(raw), base=base)

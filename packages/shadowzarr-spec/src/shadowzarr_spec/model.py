@@ -1,0 +1,162 @@
+"""Typed entries of a reference file system, so no reader asks "a list of one or three?".
+
+A reference file is parsed once (see :mod:`shadowzarr_spec.parse`) into these frozen values;
+URLs are stored with templates already expanded and interned, so a million references to one
+file share one string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shadowzarr_spec.errors import ReferenceFormatError
+
+if TYPE_CHECKING:
+    from shadowzarr_spec.gen import GenEntry
+
+__all__ = [
+    "MISSING_CHUNK",
+    "FileRef",
+    "IndexRef",
+    "InlineRef",
+    "Ref",
+    "ReferenceFileSystem",
+    "Selection",
+    "SourceInfo",
+]
+
+MISSING_CHUNK = np.uint64(2**64 - 1)
+"""Offset and size stored in a chunk index for a chunk that was never written."""
+
+
+@dataclass(frozen=True, slots=True)
+class InlineRef:
+    """Bytes held in the reference file itself (metadata, small datasets, strings)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """``size`` bytes at ``offset`` of ``url``; both None means the whole file."""
+
+    url: str
+    offset: int | None = None
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.offset is None) != (self.size is None):
+            raise ReferenceFormatError(f"reference to {self.url!r} needs both offset and size")
+        if self.offset is not None and (self.offset < 0 or self.size < 0):  # type: ignore[operator]
+            raise ReferenceFormatError(
+                f"reference to {self.url!r} has a negative offset or size "
+                f"({self.offset}, {self.size})"
+            )
+
+
+type Ref = InlineRef | FileRef
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which bytes of each fixed-size record belong to an array (interleaved channels, headers)."""
+
+    record_size: int
+    keep: tuple[tuple[int, int], ...]
+
+    def __post_init__(self) -> None:
+        if self.record_size <= 0:
+            raise ReferenceFormatError(
+                f"selection record_size must be positive, got {self.record_size}"
+            )
+        if not self.keep:
+            raise ReferenceFormatError("selection keeps no bytes")
+        for start, stop in self.keep:
+            if not 0 <= start < stop <= self.record_size:
+                raise ReferenceFormatError(
+                    f"selection range [{start}, {stop}) does not fit a record of {self.record_size} bytes"
+                )
+
+    @property
+    def kept_size(self) -> int:
+        """Bytes an array gets from each record."""
+        return sum(stop - start for start, stop in self.keep)
+
+    def apply(self, data: bytes | memoryview) -> bytes:
+        """Keep the selected bytes of every whole record in ``data``, joined in order."""
+        n_records = len(data) // self.record_size
+        records = np.frombuffer(data, dtype=np.uint8, count=n_records * self.record_size)
+        records = records.reshape(n_records, self.record_size)
+        if len(self.keep) == 1:
+            start, stop = self.keep[0]
+            return records[:, start:stop].tobytes()
+        return np.concatenate([records[:, a:b] for a, b in self.keep], axis=1).tobytes()
+
+    def to_json(self) -> dict[str, object]:
+        return {"record_size": self.record_size, "keep": [list(r) for r in self.keep]}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """What a source file looked like when the references were made, to detect changes."""
+
+    size: int | None = None
+    etag: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        if self.size is not None:
+            out["size"] = self.size
+        if self.etag is not None:
+            out["etag"] = self.etag
+        return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IndexRef:
+    """Where the chunks of one large array are: an index array stored at ``path`` or in memory.
+
+    ``table`` (in memory) is a uint64 array shaped like the chunk grid plus a last axis of 2
+    holding (offset, nbytes), :data:`MISSING_CHUNK` for chunks never written. ``path`` is relative
+    to the folder holding refs.json (or an absolute URL).
+    """
+
+    url: str
+    path: str | None = None
+    table: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.table is None):
+            raise ReferenceFormatError("a chunk index needs exactly one of a path or a table")
+        if self.table is not None and (
+            self.table.dtype != np.uint64 or self.table.ndim < 1 or self.table.shape[-1] != 2
+        ):
+            raise ReferenceFormatError(
+                f"a chunk index table must be uint64 with a last axis of 2, got "
+                f"{self.table.dtype} {self.table.shape}"
+            )
+
+
+@dataclass(slots=True)
+class ReferenceFileSystem:
+    """A parsed reference file system.
+
+    ``base`` is the folder (local path or URL) holding refs.json, against which index paths and
+    relative source paths are resolved; None for references built in memory.
+    """
+
+    refs: dict[str, Ref] = field(default_factory=dict)
+    gen: list[GenEntry] = field(default_factory=list)
+    indexes: dict[str, IndexRef] = field(default_factory=dict)
+    selections: dict[str, Selection] = field(default_factory=dict)
+    sources: dict[str, SourceInfo] = field(default_factory=dict)
+    version: int = 1
+    base: str | None = None
+
+    @property
+    def required_version(self) -> int:
+        """2 when anything beyond plain kerchunk is used, else 1."""
+        return 2 if (self.gen or self.indexes or self.selections) else 1

@@ -1,0 +1,112 @@
+"""Typed reference file system → its JSON document (the inverse of :mod:`shadowzarr_spec.parse`)."""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.keys import chunk_key
+from shadowzarr_spec.model import MISSING_CHUNK, FileRef, InlineRef, Ref, ReferenceFileSystem
+
+__all__ = ["encode_ref", "index_items", "rfs_to_json"]
+
+
+def rfs_to_json(
+    rfs: ReferenceFileSystem,
+    *,
+    expand: bool = False,
+    index_paths: dict[str, str] | None = None,
+    max_expanded: int = 50_000_000,
+) -> dict[str, Any]:
+    """The JSON document of ``rfs``.
+
+    ``expand`` lists every chunk of gen entries and chunk indexes in ``refs`` (a version 1 file
+    any kerchunk reader opens); otherwise indexes are written as ``index_paths`` gives them.
+    """
+    refs: dict[str, Ref] = dict(rfs.refs)
+    gen = list(rfs.gen)
+    if expand:
+        total = sum(entry.count for entry in gen)
+        if total > max_expanded:
+            raise ReferenceFormatError(f"refusing to list {total} gen chunks in one JSON file")
+        for entry in gen:
+            refs.update(entry.items())
+        gen = []
+        for path, index in rfs.indexes.items():
+            if index.table is None:
+                raise ReferenceFormatError(
+                    f"index of {path!r} is not loaded; load it before expanding"
+                )
+            refs.update(index_items(path, index.url, index.table))
+    templates = _templates(
+        refs, [entry.url for entry in gen], [i.url for i in rfs.indexes.values()]
+    )
+    by_url = {url: "{{" + name + "}}" for name, url in templates.items()}
+    document: dict[str, Any] = {"version": 1}
+    if templates:
+        document["templates"] = templates
+    document["refs"] = {key: encode_ref(ref, by_url) for key, ref in refs.items()}
+    if gen:
+        document["gen"] = [entry.to_json(by_url.get(entry.url)) for entry in gen]
+    if not expand and rfs.indexes:
+        paths = index_paths or {}
+        document["indexes"] = {}
+        for path, index in rfs.indexes.items():
+            location = paths.get(path, index.path)
+            if location is None:
+                raise ReferenceFormatError(f"index of {path!r} has no stored location")
+            document["indexes"][path] = {"url": by_url.get(index.url, index.url), "index": location}
+    if rfs.selections:
+        document["selections"] = {p: s.to_json() for p, s in rfs.selections.items()}
+    if rfs.sources:
+        document["sources"] = {u: s.to_json() for u, s in rfs.sources.items()}
+    uses_v2 = (
+        bool(document.get("gen") and not expand)
+        or "indexes" in document
+        or "selections" in document
+    )
+    document["version"] = 2 if uses_v2 else 1
+    return document
+
+
+def encode_ref(ref: Ref, by_url: dict[str, str] | None = None) -> Any:
+    """One ``refs`` value: text when the bytes are UTF-8 that cannot be mistaken, else base64."""
+    if isinstance(ref, InlineRef):
+        try:
+            text = ref.data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None or text.startswith("base64:"):
+            return "base64:" + base64.b64encode(ref.data).decode("ascii")
+        return text
+    url = (by_url or {}).get(ref.url, ref.url)
+    if ref.offset is None:
+        return [url]
+    return [url, ref.offset, ref.size]
+
+
+def index_items(path: str, url: str, table: np.ndarray) -> Iterator[tuple[str, FileRef]]:
+    """The (key, reference) of every written chunk in an index table."""
+    grid = table.shape[:-1]
+    flat = table.reshape(-1, 2)
+    written = np.nonzero(flat[:, 0] != MISSING_CHUNK)[0]
+    for linear in written.tolist():
+        coords = np.unravel_index(linear, grid) if grid else ()
+        offset, size = flat[linear]
+        yield chunk_key(path, [int(c) for c in coords]), FileRef(url, int(offset), int(size))
+
+
+def _templates(refs: dict[str, Ref], *url_lists: list[str]) -> dict[str, str]:
+    """Name every URL used more than once (or by gen/indexes) ``u0``, ``u1``, … by frequency."""
+    counts: Counter[str] = Counter(ref.url for ref in refs.values() if isinstance(ref, FileRef))
+    for urls in url_lists:
+        for url in urls:
+            if "{{" not in url:
+                counts[url] += 2
+    ordered = [url for url, n in counts.most_common() if n > 1]
+    return {f"u{i}": url for i, url in enumerate(ordered)}
