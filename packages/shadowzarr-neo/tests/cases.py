@@ -1,0 +1,73 @@
+"""The recordings every test of this package runs on: written ones and real ones."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+import pytest
+from neo.rawio import BrainVisionRawIO
+
+from .recordings import WrittenRecording
+from .recordings._common import ephys_data
+from .recordings.axon import AXON_FILES, axon_recording
+from .recordings.brainvision import write_brainvision
+from .recordings.elan import write_elan
+from .recordings.maxwell import write_maxwell
+from .recordings.micromed import write_micromed
+from .recordings.neuronexus import write_neuronexus
+from .recordings.neuroscope import write_neuroscope
+from .recordings.openephys_binary import write_openephys_binary
+from .recordings.rawbinary import write_rawbinary
+from .recordings.rawmcs import write_rawmcs
+from .recordings.spikeglx import write_spikeglx
+from .recordings.winedr import write_winedr
+from .recordings.winwcp import write_winwcp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+def _real_brainvision(directory: Path) -> WrittenRecording:
+    vhdr = ephys_data() / "brainvision" / "test.vhdr"
+    return WrittenRecording(BrainVisionRawIO, {"filename": str(vhdr)}, {}, ())
+
+
+WRITTEN: dict[str, Callable[[Path], WrittenRecording]] = {
+    "spikeglx": write_spikeglx,
+    "spikeglx-small": partial(write_spikeglx, n_channels=5, segments=3, n_samples=1_201),
+    "openephys-binary": write_openephys_binary,
+    "brainvision-int16": write_brainvision,
+    "brainvision-vectorized-float32": partial(
+        write_brainvision, orientation="VECTORIZED", binary_format="IEEE_FLOAT_32"
+    ),
+    "brainvision-vectorized-int32": partial(
+        write_brainvision, orientation="VECTORIZED", binary_format="INT_32", n_channels=3
+    ),
+    "elan-16": write_elan,
+    "elan-32": partial(write_elan, bytes_per_sample=4, n_channels=3),
+    "micromed": write_micromed,
+    "micromed-one-segment": partial(write_micromed, segments=1, bytes_per_sample=1),
+    "neuronexus": write_neuronexus,
+    "neuroscope": write_neuroscope,
+    "rawbinary-int16": write_rawbinary,
+    "rawbinary-float32": partial(write_rawbinary, dtype="float32", header_bytes=0, n_channels=4),
+    "rawmcs": write_rawmcs,
+    "winedr": write_winedr,
+    "winwcp": write_winwcp,
+    "maxwell": write_maxwell,
+    "maxwell-chunked": partial(write_maxwell, chunks=(4, 256)),
+}
+
+REAL: dict[str, Callable[[Path], WrittenRecording]] = {
+    "brainvision-real": _real_brainvision,
+    **{
+        f"axon-{path.stem}": partial(lambda _d, p: axon_recording(p), p=path) for path in AXON_FILES
+    },
+}
+
+written_cases = pytest.mark.parametrize("write", list(WRITTEN.values()), ids=list(WRITTEN))
+all_cases = pytest.mark.parametrize(
+    "write", [*WRITTEN.values(), *REAL.values()], ids=[*WRITTEN, *REAL]
+)
