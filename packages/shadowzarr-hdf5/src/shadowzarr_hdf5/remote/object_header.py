@@ -1,0 +1,145 @@
+"""Object headers (v1 and v2, with continuation blocks) and the two messages a dataset needs.
+
+Reads mimic the library: a speculative 512-byte read at the header address, then every
+continuation block of a round in one concurrent batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .binary import uint
+from .errors import Hdf5FormatError
+
+if TYPE_CHECKING:
+    from .ranges import RangeFetcher
+    from .superblock import Superblock
+
+__all__ = [
+    "DATASPACE",
+    "LAYOUT",
+    "Dataspace",
+    "Message",
+    "ObjectHeader",
+    "parse_dataspace",
+    "read_object_header",
+]
+
+DATASPACE = 0x01
+LAYOUT = 0x08
+FILTER_PIPELINE = 0x0B
+CONTINUATION = 0x10
+_SHARED_FLAG = 0x02
+_SPECULATIVE_READ = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One header message: its type, flags and raw data."""
+
+    type: int
+    flags: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectHeader:
+    """The messages of one object, from all of its blocks, in file order."""
+
+    address: int
+    version: int
+    messages: tuple[Message, ...]
+
+    def find(self, message_type: int) -> Message | None:
+        for message in self.messages:
+            if message.type == message_type:
+                return message
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Dataspace:
+    """Current and maximum extent; ``None`` in ``maxshape`` marks an unlimited dimension."""
+
+    shape: tuple[int, ...]
+    maxshape: tuple[int | None, ...]
+
+
+def read_object_header(source: RangeFetcher, sb: Superblock, address: int) -> ObjectHeader:
+    """Read the header at ``address`` (relative) with all its continuation blocks."""
+    start = sb.absolute(address)
+    (head,) = source.fetch_many([(start, _SPECULATIVE_READ)])
+    if head[:4] == b"OHDR":
+        version, (lo, hi) = 2, _v2_first_block(head)
+        # Message headers carry a 2-byte creation order when the header flags say so.
+        head_len = 6 if head[5] & 0x04 else 4
+    elif head and head[0] == 1:
+        version, lo, hi, head_len = 1, 16, 16 + uint(head, 8, 4), 8
+    else:
+        raise Hdf5FormatError(f"no object header at address {address}")
+    if hi > len(head):
+        (head,) = source.fetch_many([(start, hi + 4)])
+    messages: list[Message] = []
+    pending = _parse_messages(head, lo, hi, head_len, sb, messages)
+    while pending:
+        blocks = source.fetch_many([(sb.absolute(a), n) for a, n in pending])
+        next_pending: list[tuple[int, int]] = []
+        for (addr, length), block in zip(pending, blocks, strict=True):
+            if version == 2:
+                if block[:4] != b"OCHK":
+                    raise Hdf5FormatError(f"no OCHK continuation block at address {addr}")
+                lo, hi = 4, length - 4
+            else:
+                lo, hi = 0, length
+            next_pending += _parse_messages(block, lo, hi, head_len, sb, messages)
+        pending = next_pending
+    return ObjectHeader(address, version, tuple(messages))
+
+
+def _v2_first_block(head: bytes) -> tuple[int, int]:
+    flags = head[5]
+    pos = 6 + (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+    width = 1 << (flags & 0x03)
+    size = uint(head, pos, width)
+    return pos + width, pos + width + size
+
+
+def _parse_messages(
+    block: bytes, lo: int, hi: int, head_len: int, sb: Superblock, out: list[Message]
+) -> list[tuple[int, int]]:
+    """Append the messages of ``block[lo:hi]``; return the continuation blocks it points to."""
+    if hi > len(block):
+        raise Hdf5FormatError(f"object header block of {hi} bytes truncated to {len(block)}")
+    continuations: list[tuple[int, int]] = []
+    pos = lo
+    while pos + head_len <= hi:
+        if head_len == 8:  # version 1
+            mtype, size, flags = uint(block, pos, 2), uint(block, pos + 2, 2), block[pos + 4]
+        else:
+            mtype, size, flags = block[pos], uint(block, pos + 1, 2), block[pos + 3]
+        data = bytes(block[pos + head_len : pos + head_len + size])
+        pos += head_len + size
+        if mtype == CONTINUATION:
+            o = sb.offset_size
+            continuations.append((uint(data, 0, o), uint(data, o, sb.length_size)))
+        elif mtype != 0:
+            out.append(Message(mtype, flags, data))
+    return continuations
+
+
+def parse_dataspace(message: Message, sb: Superblock) -> Dataspace:
+    """Decode a dataspace message (versions 1 and 2); any all-ones max dimension is unlimited."""
+    if message.flags & _SHARED_FLAG:
+        raise Hdf5FormatError("shared dataspace messages are not supported")
+    data, ln = message.data, sb.length_size
+    version, rank, flags = data[0], data[1], data[2]
+    pos = 8 if version == 1 else 4
+    shape = tuple(uint(data, pos + i * ln, ln) for i in range(rank))
+    if flags & 0x01:
+        raw = [uint(data, pos + (rank + i) * ln, ln) for i in range(rank)]
+        # Any width of all-ones means unlimited (HDF5 itself misses the 4-byte case, §6.2).
+        maxshape = tuple(None if v == (1 << (8 * ln)) - 1 else v for v in raw)
+    else:
+        maxshape = shape
+    return Dataspace(shape, maxshape)

@@ -1,0 +1,152 @@
+"""Chunk tables parsed from raw bytes against h5py's chunk_iter and read_direct_chunk."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+import pytest
+
+from shadowzarr_hdf5.remote import LocalRangeFetcher, read_chunk_table
+from shadowzarr_hdf5.remote.layout import IndexKind
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+def h5py_chunks(dset: h5py.Dataset) -> list[tuple[tuple[int, ...], int, int, int]]:
+    found: list[tuple[tuple[int, ...], int, int, int]] = []
+    dset.id.chunk_iter(
+        lambda c: found.append((tuple(c.chunk_offset), c.byte_offset, c.size, c.filter_mask))
+    )
+    return sorted(found)
+
+
+def check_file(path: Path, *, chunk_iter_wrong: set[str] = frozenset()) -> dict[str, IndexKind]:
+    """Every chunked dataset: table == chunk_iter, and bytes == read_direct_chunk."""
+    kinds: dict[str, IndexKind] = {}
+    raw = path.read_bytes()
+    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+        for name, dset in f.items():
+            table = read_chunk_table(source, dset)
+            kinds[name] = table.index_kind
+            assert table.chunk_shape == dset.chunks
+            assert table.shape == dset.shape
+            assert table.coords.dtype == np.int64
+            assert table.offsets.dtype == np.uint64
+            assert len(table) == dset.id.get_num_chunks()
+            ours = sorted(
+                (
+                    tuple(int(c) * s for c, s in zip(co, dset.chunks, strict=True)),
+                    int(o),
+                    int(n),
+                    int(m),
+                )
+                for co, o, n, m in zip(
+                    table.coords, table.offsets, table.sizes, table.filter_masks, strict=True
+                )
+            )
+            if name not in chunk_iter_wrong:
+                assert ours == h5py_chunks(dset), name
+            for start, offset, size, mask in ours:
+                got_mask, data = dset.id.read_direct_chunk(start)
+                assert got_mask == mask
+                assert raw[offset : offset + size] == data, (name, start)
+    return kinds
+
+
+WRITERS = ["appended", "partial_2d", "two_unlimited", "fixed_array", "single_chunk"]
+CASES = [
+    (writer, libver, filters)
+    for writer in [*WRITERS, "direct_chunks"]
+    for libver in ("earliest", "latest")
+    # filter_mask=1 only means something with a filter pipeline
+    for filters in ("none", "gzip", "shuffle+gzip+fletcher32")
+    if not (writer == "direct_chunks" and filters == "none")
+]
+
+
+@pytest.mark.parametrize(("writer", "libver", "filters"), CASES)
+def test_index_kinds_match_h5py(
+    write_h5: Callable[..., Path], tmp_path: Path, writer: str, libver: str, filters: str
+) -> None:
+    kinds = check_file(write_h5(tmp_path / "f.h5", writer, libver, filters))
+    if libver == "earliest":
+        assert set(kinds.values()) == {IndexKind.BTREE_V1}
+    else:
+        expected = {
+            "appended": IndexKind.EXTENSIBLE_ARRAY,
+            "partial_2d": IndexKind.FIXED_ARRAY,
+            "two_unlimited": IndexKind.BTREE_V2,
+            "fixed_array": IndexKind.FIXED_ARRAY,
+            "single_chunk": IndexKind.SINGLE_CHUNK,
+            "direct_chunks": IndexKind.EXTENSIBLE_ARRAY,
+        }[writer]
+        assert kinds["a" if "a" in kinds else "small"] == expected
+
+
+def test_implicit_index(write_h5: Callable[..., Path], tmp_path: Path) -> None:
+    kinds = check_file(write_h5(tmp_path / "f.h5", "implicit", "latest", "none"))
+    assert kinds == {"a": IndexKind.IMPLICIT}
+
+
+def test_extensible_array_unlimited_dim_not_first(
+    write_h5: Callable[..., Path], tmp_path: Path
+) -> None:
+    """HDF5's chunk_iter mislabels these (§6.1); read_direct_chunk at our coords is the truth."""
+    path = write_h5(tmp_path / "f.h5", "unlimited_not_first", "latest", "gzip")
+    kinds = check_file(path, chunk_iter_wrong={"a", "b"})
+    assert set(kinds.values()) == {IndexKind.EXTENSIBLE_ARRAY}
+    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+        table = read_chunk_table(source, f["b"])
+        expected = {(i, j, k) for i in range(3) for j in range(7) for k in range(3)}
+        assert {tuple(int(x) for x in c) for c in table.coords} == expected
+
+
+@pytest.mark.parametrize("libver", ["earliest", "latest"])
+def test_userblock_offsets_are_absolute(
+    write_h5: Callable[..., Path], tmp_path: Path, libver: str
+) -> None:
+    path = write_h5(tmp_path / "f.h5", "appended", libver, "gzip", userblock=512)
+    assert path.read_bytes()[512:516] == b"\x89HDF"
+    check_file(path)
+
+
+@pytest.mark.parametrize(
+    ("libver", "sizes", "k"),
+    [("earliest", (4, 8), 8), ("earliest", (8, 4), None), ("latest", (4, 8), 8)],
+)
+def test_field_sizes_and_btree_k(
+    write_h5: Callable[..., Path],
+    tmp_path: Path,
+    libver: str,
+    sizes: tuple[int, int],
+    k: int | None,
+) -> None:
+    path = write_h5(tmp_path / "f.h5", "partial_2d", libver, "gzip", sizes=sizes, istore_k=k)
+    check_file(path)
+    path = write_h5(tmp_path / "g.h5", "appended", libver, "none", sizes=sizes, istore_k=k)
+    check_file(path)
+
+
+@pytest.mark.slow
+def test_paged_extensible_array_and_big_btrees(tmp_path: Path) -> None:
+    """140,000 one-element chunks: EA super blocks from 13 on have paged data blocks."""
+    for libver in ("latest", "earliest"):
+        path = tmp_path / f"{libver}.h5"
+        with h5py.File(path, "w", libver=libver) as f:
+            d = f.create_dataset("a", (0,), maxshape=(None,), chunks=(1,), dtype="u1")
+            d.resize((140_000,))
+            d[:50_000] = 1
+            d[60_000:] = 2
+        with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+            dset = f["a"]
+            table = read_chunk_table(source, dset)
+            assert sorted(
+                zip(table.coords[:, 0].tolist(), table.offsets.tolist(), strict=True)
+            ) == [(c[0][0], c[1]) for c in h5py_chunks(dset)]
+            raw = path.read_bytes()
+            values = np.frombuffer(raw, np.uint8)[table.offsets.astype(np.int64)]
+            assert np.array_equal(values, dset[...][table.coords[:, 0]])
