@@ -1,0 +1,35 @@
+"""Shared, unpublished test machinery of the shadowzarr workspace.
+
+A real nginx on loopback (`NginxServer`), a reverse proxy with latency, bandwidth, faults and a
+DANDI-like API (`LatencyProxy`), bit-exact array comparison, and the pytest plugin that provides
+them as fixtures.
+"""
+
+from __future__ import annotations
+
+from shadowzarr_testing._ports import free_port
+from shadowzarr_testing.compare import assert_array_equal_exact
+from shadowzarr_testing.faults import FaultKind, FaultRule
+from shadowzarr_testing.nginx import (
+    AccessLogEntry,
+    NginxError,
+    NginxNotFoundError,
+    NginxServer,
+    find_nginx,
+)
+from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, ProxyError
+
+__all__ = [
+    "AccessLogEntry",
+    "DandiAsset",
+    "FaultKind",
+    "FaultRule",
+    "LatencyProxy",
+    "NginxError",
+    "NginxNotFoundError",
+    "NginxServer",
+    "ProxyError",
+    "assert_array_equal_exact",
+    "find_nginx",
+    "free_port",
+]

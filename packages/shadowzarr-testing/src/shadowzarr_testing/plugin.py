@@ -1,0 +1,141 @@
+"""pytest plugin of the shadowzarr workspace (registered through the ``pytest11`` entry point).
+
+Fixtures: ``nginx_root``, ``nginx``, ``make_nginx``, ``proxy``, ``make_proxy``. In CI (the
+``CI`` environment variable set to anything but ``""``, ``0``, ``false`` or ``no``) a skipped test
+is reported as a failure: CI must prove that everything ran, and a missing tool or file has to be
+fixed, not skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from shadowzarr_testing._ports import free_port
+from shadowzarr_testing.nginx import CorsMode, NginxServer
+from shadowzarr_testing.proxy import LatencyProxy
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Iterator
+    from pathlib import Path
+
+    from _pytest.reports import CollectReport, TestReport
+    from pluggy import Result
+
+__all__ = [
+    "MakeNginx",
+    "MakeProxy",
+    "free_port",
+    "in_ci",
+    "make_nginx",
+    "make_proxy",
+    "nginx",
+    "nginx_root",
+    "proxy",
+]
+
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+SKIP_IN_CI_PREFIX = "skips are not allowed in CI: "
+
+
+def in_ci() -> bool:
+    """Whether the ``CI`` environment variable asks for the strict CI behaviour."""
+    return os.environ.get("CI", "").strip().lower() not in _FALSE_WORDS
+
+
+class MakeNginx(Protocol):
+    def __call__(self, root: str | os.PathLike[str], cors: CorsMode = "full") -> NginxServer: ...
+
+
+class MakeProxy(Protocol):
+    def __call__(self, upstream: str | None = None, **options: Any) -> LatencyProxy: ...
+
+
+@pytest.fixture
+def nginx_root(tmp_path: Path) -> Path:
+    """An empty directory for the ``nginx`` fixture to serve; write test files into it."""
+    root = tmp_path / "www"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def make_nginx() -> Iterator[MakeNginx]:
+    """Factory ``make_nginx(root, cors="full")``; every server is stopped at teardown."""
+    servers: list[NginxServer] = []
+
+    def make(root: str | os.PathLike[str], cors: CorsMode = "full") -> NginxServer:
+        server = NginxServer(root, cors=cors)
+        servers.append(server)
+        return server.start()
+
+    yield make
+    for server in reversed(servers):
+        server.stop()
+
+
+@pytest.fixture
+def nginx(make_nginx: MakeNginx, nginx_root: Path) -> NginxServer:
+    """nginx serving ``nginx_root`` with full CORS, for one test."""
+    return make_nginx(nginx_root, cors="full")
+
+
+@pytest.fixture
+def make_proxy(request: pytest.FixtureRequest) -> Iterator[MakeProxy]:
+    """Factory ``make_proxy(upstream=None, **options)`` of running `LatencyProxy` objects.
+
+    Without ``upstream`` the proxy forwards to the ``nginx`` fixture. Every proxy is stopped
+    (its thread joined) at teardown.
+    """
+    proxies: list[LatencyProxy] = []
+
+    def make(upstream: str | None = None, **options: Any) -> LatencyProxy:
+        if upstream is None:
+            server: NginxServer = request.getfixturevalue("nginx")
+            upstream = server.url("")
+        created = LatencyProxy(upstream, **options)
+        proxies.append(created)
+        return created.start()
+
+    yield make
+    for created in reversed(proxies):
+        created.stop()
+
+
+@pytest.fixture
+def proxy(make_proxy: MakeProxy, nginx: NginxServer) -> LatencyProxy:
+    """`LatencyProxy` in front of the ``nginx`` fixture, no latency, no faults, for one test."""
+    return make_proxy(nginx.url(""))
+
+
+def _skip_reason(report: TestReport | CollectReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def _fail_skip(report: TestReport | CollectReport) -> None:
+    if report.skipped and in_ci() and not hasattr(report, "wasxfail"):
+        report.longrepr = SKIP_IN_CI_PREFIX + _skip_reason(report)
+        report.outcome = "failed"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[TestReport], None]:
+    """In CI, turn a skipped test (setup, call or teardown) into a failure."""
+    outcome = yield
+    _fail_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, Result[CollectReport], None]:
+    """In CI, turn a module-level skip (``pytest.importorskip``…) into a collection error."""
+    outcome = yield
+    _fail_skip(outcome.get_result())

@@ -1,0 +1,133 @@
+"""The latency proxy: forwarding, latency, the shared bandwidth cap and the counters."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.request
+from typing import TYPE_CHECKING
+
+import aiohttp
+import pytest
+
+from shadowzarr_testing import LatencyProxy
+
+if TYPE_CHECKING:
+    from shadowzarr_testing import NginxServer
+    from shadowzarr_testing.plugin import MakeProxy
+
+pytestmark = pytest.mark.network
+
+PAYLOAD = bytes(range(256)) * 1024  # 256 KiB
+
+
+async def test_forwards_ranges_etag_and_if_match(nginx: NginxServer, proxy: LatencyProxy) -> None:
+    nginx.write_file("d/a.bin", PAYLOAD)
+    async with aiohttp.ClientSession() as session:
+        headers = {"Range": "bytes=1000-1999"}
+        async with session.get(proxy.url("d/a.bin"), headers=headers) as response:
+            assert response.status == 206
+            assert response.headers["Content-Range"] == f"bytes 1000-1999/{len(PAYLOAD)}"
+            assert await response.read() == PAYLOAD[1000:2000]
+            etag = response.headers["ETag"]
+        stale = {"Range": "bytes=0-9", "If-Match": '"stale"'}
+        async with session.get(proxy.url("d/a.bin"), headers=stale) as response:
+            assert response.status == 412
+        fresh = {"Range": "bytes=0-9", "If-Match": etag}
+        async with session.get(proxy.url("d/a.bin"), headers=fresh) as response:
+            assert response.status == 206
+        async with session.head(proxy.url("d/a.bin")) as response:
+            assert response.status == 200
+            assert response.headers["Content-Length"] == str(len(PAYLOAD))
+            assert await response.read() == b""
+    assert [entry.if_match for entry in nginx.entries()] == ["", '"stale"', etag, ""]
+
+
+async def test_latency_is_added_to_every_request(make_proxy: MakeProxy, nginx: NginxServer) -> None:
+    nginx.write_file("a.bin", b"x")
+    slow = make_proxy(latency=0.1)
+    async with aiohttp.ClientSession() as session:
+        for _ in range(3):
+            started = time.perf_counter()
+            async with session.get(slow.url("a.bin")) as response:
+                await response.read()
+            assert time.perf_counter() - started >= 0.1
+    slow.latency = 0.0
+    started = time.perf_counter()
+    with urllib.request.urlopen(slow.url("a.bin")) as response:
+        response.read()
+    assert time.perf_counter() - started < 0.1
+
+
+async def test_bandwidth_cap_is_shared_by_concurrent_downloads(
+    make_proxy: MakeProxy, nginx: NginxServer
+) -> None:
+    nginx.write_file("big.bin", PAYLOAD * 2)  # 512 KiB
+    capped = make_proxy(bandwidth=2e6)
+
+    async def fetch(session: aiohttp.ClientSession) -> int:
+        async with session.get(capped.url("big.bin")) as response:
+            return len(await response.read())
+
+    started = time.perf_counter()
+    async with aiohttp.ClientSession() as session:
+        sizes = await asyncio.gather(*(fetch(session) for _ in range(4)))
+    elapsed = time.perf_counter() - started
+    total = sum(sizes)
+    assert total == 4 * 2 * len(PAYLOAD)
+    # 2 MiB at 2 MB/s is ~1.05 s; the cap allows a burst of 20 ms of bandwidth.
+    assert elapsed >= total / 2e6 - 0.1
+    assert elapsed < total / 2e6 * 2.5
+    assert capped.max_concurrent == 4
+    assert capped.bytes_sent("big.bin") == total
+
+
+async def test_counters_log_and_reset(nginx: NginxServer, proxy: LatencyProxy) -> None:
+    nginx.write_file("x/a.bin", PAYLOAD)
+    nginx.write_file("y/b.bin", PAYLOAD)
+    async with aiohttp.ClientSession() as session:
+        for path in ("x/a.bin", "x/a.bin", "y/b.bin"):
+            headers = {"Range": "bytes=0-99", "Authorization": "token secret"}
+            async with session.get(proxy.url(path) + "?v=1", headers=headers) as response:
+                await response.read()
+    assert proxy.requests == 3
+    assert proxy.count(path_prefix="x") == 2
+    assert proxy.count(method="HEAD") == 0
+    assert proxy.bytes_sent() == 300
+    assert proxy.bytes_sent("/y/") == 100
+    first = proxy.log[0]
+    assert first["method"] == "GET"
+    assert first["path"] == "/x/a.bin"
+    assert first["query"] == "v=1"
+    assert first["status"] == 206
+    assert first["range"] == "bytes=0-99"
+    assert first["bytes"] == 100
+    assert first["headers"]["authorization"] == "token secret"
+    assert first["route"] == "proxy"
+    assert first["fault"] is None
+    proxy.reset()
+    assert proxy.requests == 0
+    assert proxy.bytes_sent() == 0
+
+
+async def test_upstream_down_answers_502(nginx: NginxServer, make_proxy: MakeProxy) -> None:
+    orphan = make_proxy(upstream=nginx.url(""))
+    nginx.stop()
+    async with aiohttp.ClientSession() as session, session.get(orphan.url("a.bin")) as response:
+        assert response.status == 502
+    assert orphan.log[0]["status"] == 502
+
+
+def test_stop_joins_the_thread(nginx: NginxServer) -> None:
+    with LatencyProxy(nginx.url("")) as running:
+        thread = running._thread
+        assert thread is not None
+        assert thread.is_alive()
+    assert not thread.is_alive()
+    assert not running.running
+    running.stop()  # idempotent
+
+
+def test_rejects_a_non_http_upstream() -> None:
+    with pytest.raises(ValueError, match="http"):
+        LatencyProxy("ftp://example.test/")
