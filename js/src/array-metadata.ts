@@ -1,0 +1,171 @@
+/**
+ * The parts of an array's zarr.json the store itself needs: where its chunk keys start, how
+ * big an uncompressed chunk is and which bytes pad it, and how chunk keys encode coordinates.
+ */
+import { base64Decode } from "./bytes.js";
+import { ReferenceFormatError } from "./errors.js";
+
+const ITEM_SIZES: Record<string, number> = {
+  bool: 1, int8: 1, uint8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8,
+  float16: 2, float32: 4, float64: 8, complex64: 8, complex128: 16,
+};
+
+/** Codecs that leave a chunk's bytes a plain, full-size image of its elements. */
+const PADDABLE_CODECS = new Set(["bytes", "transpose"]);
+
+export interface ArrayInfo {
+  readonly path: string;
+  readonly shape: readonly number[];
+  readonly chunkShape: readonly number[];
+  /** Chunk-key separator and whether keys carry the `c` prefix (v3 "default" encoding). */
+  readonly separator: string;
+  readonly defaultEncoding: boolean;
+  /**
+   * For an array whose codecs are only `bytes` (+ `transpose`) and whose item size is known:
+   * the full chunk size and the bytes of one fill element; a short chunk is padded with them.
+   */
+  readonly padding?: { chunkBytes: number; fillElement: Uint8Array };
+}
+
+function itemSizeOf(dataType: unknown): number | undefined {
+  if (typeof dataType === "string") {
+    const known = ITEM_SIZES[dataType];
+    if (known !== undefined) return known;
+    const raw = /^r(\d+)$/.exec(dataType);
+    if (raw !== null && Number(raw[1]) % 8 === 0) return Number(raw[1]) / 8;
+    return undefined;
+  }
+  if (dataType !== null && typeof dataType === "object") {
+    // Struct data types: {"name": "struct", "configuration": {"fields": [[name, type], …]}}
+    // or fields as {name, data_type} objects. Sizes add up (packed, as HDF5 compounds are).
+    const config = (dataType as { configuration?: { fields?: unknown } }).configuration;
+    const fields = config?.fields;
+    if (!Array.isArray(fields)) return undefined;
+    let total = 0;
+    for (const field of fields) {
+      const type = Array.isArray(field)
+        ? field[1]
+        : (field as { data_type?: unknown; type?: unknown })?.data_type ??
+          (field as { type?: unknown })?.type;
+      const size = itemSizeOf(type);
+      if (size === undefined) return undefined;
+      total += size;
+    }
+    return total;
+  }
+  return undefined;
+}
+
+function writeNumber(
+  view: DataView, dataType: string, value: number | bigint, little: boolean, at = 0,
+): void {
+  switch (dataType) {
+    case "bool": case "uint8": view.setUint8(at, Number(value)); return;
+    case "int8": view.setInt8(at, Number(value)); return;
+    case "int16": view.setInt16(at, Number(value), little); return;
+    case "uint16": view.setUint16(at, Number(value), little); return;
+    case "int32": view.setInt32(at, Number(value), little); return;
+    case "uint32": view.setUint32(at, Number(value), little); return;
+    case "int64": view.setBigInt64(at, BigInt(value), little); return;
+    case "uint64": view.setBigUint64(at, BigInt(value), little); return;
+    case "float32": view.setFloat32(at, Number(value), little); return;
+    case "float64": view.setFloat64(at, Number(value), little); return;
+    default: throw new ReferenceFormatError(`cannot encode a fill value of type ${dataType}`);
+  }
+}
+
+const FLOAT_WORDS: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+
+/** The bytes of one element equal to `fill`, or undefined if this reader cannot encode it. */
+export function fillElementBytes(
+  dataType: unknown, fill: unknown, itemSize: number, little: boolean,
+): Uint8Array | undefined {
+  const out = new Uint8Array(itemSize);
+  if (fill === null || fill === undefined || fill === 0 || fill === false) return out;
+  const view = new DataView(out.buffer);
+  if (typeof dataType !== "string") {
+    return typeof fill === "string" && fill.startsWith("base64:")
+      ? base64Decode(fill.slice(7))
+      : undefined;
+  }
+  if (/^r\d+$/.test(dataType)) {
+    return Array.isArray(fill) && fill.length === itemSize ? Uint8Array.from(fill) : undefined;
+  }
+  if (dataType === "float16") return undefined;
+  const isComplex = dataType.startsWith("complex");
+  const parts = isComplex ? (Array.isArray(fill) ? fill : undefined) : [fill];
+  if (parts === undefined) return undefined;
+  const partType = dataType === "complex64" ? "float32" : dataType === "complex128" ? "float64" : dataType;
+  const partSize = isComplex ? itemSize / 2 : itemSize;
+  for (let i = 0; i < parts.length; i++) {
+    const value: unknown = parts[i];
+    const at = i * partSize;
+    if (typeof value === "string" && value.startsWith("0x")) {
+      // Raw bits of a float (NaN payloads), most significant byte first.
+      const bits = BigInt(value);
+      for (let b = 0; b < partSize; b++) {
+        const byte = Number((bits >> BigInt(8 * b)) & 0xffn);
+        out[little ? at + b : at + partSize - 1 - b] = byte;
+      }
+    } else if (typeof value === "string" && value in FLOAT_WORDS) {
+      writeNumber(view, partType, FLOAT_WORDS[value] as number, little, at);
+    } else if (typeof value === "string" && /^-?\d+$/.test(value)) {
+      writeNumber(view, partType, BigInt(value), little, at);
+    } else if (typeof value === "number" || typeof value === "bigint") {
+      writeNumber(view, partType, value, little, at);
+    } else if (typeof value === "boolean") {
+      writeNumber(view, partType, value ? 1 : 0, little, at);
+    } else {
+      return undefined;
+    }
+  }
+  return out;
+}
+
+interface CodecJson {
+  name: string;
+  configuration?: Record<string, unknown>;
+}
+
+/** Read the parts of a parsed array zarr.json the store needs. */
+export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown>): ArrayInfo {
+  const shape = (meta.shape ?? []) as number[];
+  const grid = meta.chunk_grid as { configuration?: { chunk_shape?: number[] } } | undefined;
+  const chunkShape = grid?.configuration?.chunk_shape ?? shape;
+  const encoding = meta.chunk_key_encoding as
+    | { name?: string; configuration?: { separator?: string } }
+    | undefined;
+  const defaultEncoding = (encoding?.name ?? "default") === "default";
+  const separator = encoding?.configuration?.separator ?? (defaultEncoding ? "/" : ".");
+  const codecs = (meta.codecs ?? []) as CodecJson[];
+  const info: { -readonly [K in keyof ArrayInfo]: ArrayInfo[K] } = {
+    path, shape, chunkShape, separator, defaultEncoding,
+  };
+  if (codecs.every((c) => PADDABLE_CODECS.has(c.name))) {
+    const itemSize = itemSizeOf(meta.data_type);
+    const bytesCodec = codecs.find((c) => c.name === "bytes");
+    const little = (bytesCodec?.configuration?.endian ?? "little") !== "big";
+    if (itemSize !== undefined) {
+      const fillElement = fillElementBytes(meta.data_type, meta.fill_value, itemSize, little);
+      if (fillElement !== undefined && fillElement.length === itemSize) {
+        const elements = chunkShape.reduce((a, b) => a * b, 1);
+        info.padding = { chunkBytes: elements * itemSize, fillElement };
+      }
+    }
+  }
+  return info;
+}
+
+/** Chunk coordinates from the part of a key after the array path, or undefined. */
+export function chunkCoordsFromKey(info: ArrayInfo, suffix: string): number[] | undefined {
+  let rest = suffix;
+  if (info.defaultEncoding) {
+    if (rest === "c") return info.shape.length === 0 ? [] : undefined;
+    if (!rest.startsWith("c" + info.separator)) return undefined;
+    rest = rest.slice(2);
+  }
+  const parts = rest.split(info.separator);
+  if (parts.length !== info.shape.length) return undefined;
+  const coords = parts.map(Number);
+  return coords.every((c, i) => Number.isInteger(c) && String(c) === parts[i]) ? coords : undefined;
+}

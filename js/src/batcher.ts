@@ -1,0 +1,127 @@
+/**
+ * Batching of range reads across keys. zarrita asks for every chunk of a selection in one
+ * synchronous run, so requests queued within one microtask (or, optionally, one macrotask)
+ * window are grouped by physical URL, sorted, merged (see merge.ts) and fetched under the
+ * store's own concurrency limit. Every caller gets a fresh buffer of its own bytes.
+ */
+import type { UrlResolver } from "./dandi.js";
+import type { HttpReader, RangeResult } from "./http.js";
+import { Limiter } from "./limiter.js";
+import { planMerges } from "./merge.js";
+
+export interface BatchOptions {
+  mergeGap: number;
+  maxMergeSize: number;
+  concurrency: number;
+  /** "microtask" (default) groups one synchronous run; "macrotask" waits for setTimeout(0). */
+  batchWindow: "microtask" | "macrotask";
+}
+
+interface Pending {
+  readonly url: string;
+  readonly start: number;
+  readonly end: number;
+  readonly signal?: AbortSignal;
+  resolve(result: RangeResult): void;
+  reject(error: unknown): void;
+  settled: boolean;
+}
+
+export interface BatchStats {
+  /** Range requests sent. */
+  requests: number;
+  /** Logical range reads asked for. */
+  reads: number;
+}
+
+export class RangeBatcher {
+  readonly #queue: Pending[] = [];
+  #scheduled = false;
+  readonly limiter: Limiter;
+  readonly stats: BatchStats = { requests: 0, reads: 0 };
+
+  constructor(
+    private readonly http: HttpReader,
+    private readonly resolveUrl: UrlResolver,
+    private readonly options: BatchOptions,
+  ) {
+    this.limiter = new Limiter(options.concurrency);
+  }
+
+  /** Bytes [start, end) of the file at (logical) `url`, batched with the reads around it. */
+  read(url: string, start: number, end: number, signal?: AbortSignal): Promise<RangeResult> {
+    this.stats.reads++;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<RangeResult>((resolve, reject) => {
+      const pending: Pending = { url, start, end, signal, resolve, reject, settled: false };
+      this.#queue.push(pending);
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        if (this.options.batchWindow === "macrotask") setTimeout(() => this.#flush(), 0);
+        else queueMicrotask(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const batch = this.#queue.splice(0);
+    const byUrl = new Map<string, Pending[]>();
+    for (const p of batch) {
+      const list = byUrl.get(p.url);
+      if (list === undefined) byUrl.set(p.url, [p]);
+      else list.push(p);
+    }
+    for (const [url, members] of byUrl) {
+      this.resolveUrl(url).then(
+        (physical) => this.#fetchGroup(url, physical, members),
+        (error: unknown) => members.forEach((m) => settle(m, error)),
+      );
+    }
+  }
+
+  #fetchGroup(url: string, physical: string, members: Pending[]): void {
+    const groups = planMerges(members, this.options.mergeGap, this.options.maxMergeSize);
+    for (const group of groups) {
+      const controller = new AbortController();
+      let live = group.members.length;
+      for (const m of group.members) {
+        m.signal?.addEventListener(
+          "abort",
+          () => {
+            settle(m, m.signal?.reason);
+            if (--live === 0) controller.abort(m.signal?.reason);
+          },
+          { once: true },
+        );
+      }
+      this.limiter
+        .run(() => {
+          if (controller.signal.aborted) throw controller.signal.reason;
+          this.stats.requests++;
+          return this.http.readRange(url, physical, group.start, group.end, controller.signal);
+        })
+        .then(
+          ({ bytes, total }) => {
+            for (const m of group.members) {
+              const from = m.start - group.start;
+              const to = Math.min(m.end - group.start, bytes.length);
+              const own =
+                group.members.length === 1 && from === 0 && to === bytes.length
+                  ? bytes
+                  : bytes.slice(from, Math.max(from, to));
+              settle(m, undefined, { bytes: own, total });
+            }
+          },
+          (error: unknown) => group.members.forEach((m) => settle(m, error)),
+        );
+    }
+  }
+}
+
+function settle(p: Pending, error: unknown, result?: RangeResult): void {
+  if (p.settled) return;
+  p.settled = true;
+  if (result !== undefined) p.resolve(result);
+  else p.reject(error);
+}

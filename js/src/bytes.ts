@@ -1,0 +1,32 @@
+/** Byte helpers that work the same in browsers and in Node (no `Buffer`). */
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function utf8Encode(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+export function utf8Decode(bytes: Uint8Array): string {
+  return decoder.decode(bytes);
+}
+
+export function base64Decode(text: string): Uint8Array {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/** Join byte arrays into one fresh buffer (byteOffset 0). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,333 @@
+/**
+ * ReferenceStore: a read-only zarrita store over a shadowzarr reference file system.
+ */
+import type { AbsolutePath, AsyncReadable, GetOptions, RangeQuery } from "zarrita";
+import {
+  type ArrayInfo,
+  arrayInfoFromMetadata,
+  chunkCoordsFromKey,
+} from "./array-metadata.js";
+import { RangeBatcher } from "./batcher.js";
+import {
+  assembleSegments,
+  logicalSize,
+  mapLogicalRange,
+  padWithFill,
+  type Selection,
+  spansFor,
+} from "./byte-map.js";
+import { utf8Decode, utf8Encode } from "./bytes.js";
+import { ChunkIndex } from "./chunk-index.js";
+import { createDandiResolver, type FetchFunction, type UrlResolver } from "./dandi.js";
+import { ChunkSizeError, ReferenceFormatError } from "./errors.js";
+import { HttpReader, type SourceInfo } from "./http.js";
+import { normalizeMetadataText, parseJson } from "./json.js";
+import { type Reference, References, type RfsJson, stripSlashes } from "./references.js";
+import { expandUrlTemplates } from "./template.js";
+
+export interface ReferenceStoreOptions {
+  /** Base for relative URLs in the references and for index paths (fromUrl sets it). */
+  baseUrl?: string;
+  /** Replaces `globalThis.fetch`: auth, counting, a fake server in tests. */
+  fetch?: FetchFunction;
+  /** Maps a reference URL to the URL to read; replaces the DANDI redirect resolution. */
+  resolveUrl?: UrlResolver;
+  /** Send If-Match with recorded ETags and compare sizes (default true). */
+  validateSources?: boolean;
+  /** Largest gap between two reads of one file that are still fetched together (32 KiB). */
+  mergeGap?: number;
+  /** Largest merged request in bytes (1 MiB); 0 turns merging off. */
+  maxMergeSize?: number;
+  /** Range requests in flight at once (16). */
+  concurrency?: number;
+  /** Which reads are batched together: one microtask (default) or one setTimeout(0) window. */
+  batchWindow?: "microtask" | "macrotask";
+  /** Index chunks held in memory per indexed array (64). */
+  indexCacheSize?: number;
+}
+
+export const DEFAULT_MERGE_GAP = 32 * 1024;
+export const DEFAULT_MAX_MERGE_SIZE = 1024 * 1024;
+
+const METADATA_NAMES = new Set(["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"]);
+
+/** A logical byte range of a chunk: [start, end), or the last `suffix` bytes. */
+type LogicalRange = { start: number; end: number } | { suffix: number } | null;
+
+function defaultFetch(request: Request): Promise<Response> {
+  return globalThis.fetch(request);
+}
+
+function hasScheme(url: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:/.test(url);
+}
+
+export class ReferenceStore implements AsyncReadable {
+  readonly references: References;
+  readonly #options: Required<Omit<ReferenceStoreOptions, "baseUrl" | "resolveUrl" | "fetch">>;
+  readonly #baseUrl: string | undefined;
+  readonly #http: HttpReader;
+  readonly #batcher: RangeBatcher;
+  readonly #resolveUrl: UrlResolver;
+  readonly #sources = new Map<string, SourceInfo>();
+  readonly #arrays = new Map<string, ArrayInfo | null>();
+  readonly #indexes = new Map<string, ChunkIndex>();
+  readonly #urls = new Map<string, string>();
+  #tree: Map<string, Set<string>> | undefined;
+
+  /**
+   * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
+   * `baseUrl` when they hold relative URLs or chunk indexes.
+   */
+  constructor(rfs: RfsJson | string, options: ReferenceStoreOptions = {}) {
+    this.references = new References(
+      (typeof rfs === "string" ? parseJson(rfs) : rfs) as RfsJson,
+    );
+    this.#options = {
+      validateSources: options.validateSources ?? true,
+      mergeGap: options.mergeGap ?? DEFAULT_MERGE_GAP,
+      maxMergeSize: options.maxMergeSize ?? DEFAULT_MAX_MERGE_SIZE,
+      concurrency: options.concurrency ?? 16,
+      batchWindow: options.batchWindow ?? "microtask",
+      indexCacheSize: options.indexCacheSize ?? 64,
+    };
+    this.#baseUrl = options.baseUrl;
+    const fetchFn = options.fetch ?? defaultFetch;
+    this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
+    for (const [url, info] of Object.entries(this.references.rawSources)) {
+      this.#sources.set(this.#absolute(url), info ?? {});
+    }
+    this.#http = new HttpReader({
+      fetch: fetchFn,
+      validateSources: this.#options.validateSources,
+      sourceInfo: (url) => this.#sources.get(url),
+    });
+    this.#batcher = new RangeBatcher(this.#http, this.#resolveUrl, this.#options);
+  }
+
+  /**
+   * Open the references at `url`: a refs.json (or any .json) file, or the folder holding a
+   * refs.json together with its chunk indexes.
+   */
+  static async fromUrl(url: string | URL, options: ReferenceStoreOptions = {}): Promise<ReferenceStore> {
+    let href = new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
+    if (!/\.json$/i.test(new URL(href).pathname)) href = href.replace(/\/?$/, "/") + "refs.json";
+    const reader = new HttpReader({
+      fetch: options.fetch ?? defaultFetch,
+      validateSources: false,
+      sourceInfo: () => undefined,
+    });
+    const bytes = (await reader.readWhole(href, href)) as Uint8Array;
+    return new ReferenceStore(utf8Decode(bytes), {
+      ...options,
+      baseUrl: options.baseUrl ?? new URL(".", href).href,
+    });
+  }
+
+  /** Range requests sent and logical range reads made so far. */
+  get stats(): { requests: number; reads: number } {
+    return { ...this.#batcher.stats };
+  }
+
+  /** Names of the groups and arrays directly inside the group at `path`, sorted. */
+  children(path = ""): string[] {
+    this.#tree ??= this.references.children();
+    return [...(this.#tree.get(stripSlashes(path)) ?? [])].sort();
+  }
+
+  async get(key: AbsolutePath | string, opts?: GetOptions): Promise<Uint8Array | undefined> {
+    return this.#read(key, null, opts?.signal);
+  }
+
+  async getRange(
+    key: AbsolutePath | string, range: RangeQuery, opts?: GetOptions,
+  ): Promise<Uint8Array | undefined> {
+    const logical: LogicalRange =
+      "suffixLength" in range
+        ? { suffix: range.suffixLength }
+        : { start: range.offset, end: range.offset + range.length };
+    return this.#read(key, logical, opts?.signal);
+  }
+
+  async #read(rawKey: string, range: LogicalRange, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    const key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
+    const name = key.slice(key.lastIndexOf("/") + 1);
+    if (METADATA_NAMES.has(name) && this.references.has(key)) {
+      const ref = this.references.lookup(key) as Reference;
+      const raw = ref.kind === "inline" ? ref.bytes : await this.#readReference(key, ref, null, undefined, signal);
+      const bytes = utf8Encode(normalizeMetadataText(utf8Decode(raw)));
+      return sliceLogical(bytes, range);
+    }
+    const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+    if (ref === undefined) return undefined;
+    return this.#readReference(key, ref, range, this.#arrayOf(key), signal);
+  }
+
+  /** The chunk's reference from its array's chunk index; undefined if never written. */
+  async #fromIndex(key: string): Promise<Reference | undefined> {
+    for (const [path, entry] of this.references.indexes) {
+      if (path !== "" && !key.startsWith(path + "/")) continue;
+      const info = this.#arrayInfo(path);
+      if (info === null) continue;
+      const coords = chunkCoordsFromKey(info, path === "" ? key : key.slice(path.length + 1));
+      if (coords === undefined) continue;
+      let index = this.#indexes.get(path);
+      if (index === undefined) {
+        const location = new URL(entry.index.replace(/\/?$/, "/"), this.#requireBase(path)).href;
+        index = new ChunkIndex(
+          path, location,
+          (url, signal) => this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)),
+          this.#options.indexCacheSize,
+        );
+        this.#indexes.set(path, index);
+      }
+      const where = await index.locate(coords);
+      if (where === null) return undefined;
+      return { kind: "range", url: expandUrlTemplates(entry.url, this.references.templates), ...where };
+    }
+    return undefined;
+  }
+
+  /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
+  indexChunksFetched(path: string): number {
+    return this.#indexes.get(stripSlashes(path))?.fetchedChunks ?? 0;
+  }
+
+  #requireBase(path: string): string {
+    if (this.#baseUrl === undefined) {
+      throw new ReferenceFormatError(`the index of ${path} is relative: pass baseUrl`);
+    }
+    return this.#baseUrl;
+  }
+
+  /** The array a chunk key belongs to (the nearest node with a zarr.json), or undefined. */
+  #arrayOf(key: string): { info: ArrayInfo; selection?: Selection } | undefined {
+    let cut = key.lastIndexOf("/");
+    while (cut >= -1) {
+      const path = cut < 0 ? "" : key.slice(0, cut);
+      const metaKey = path === "" ? "zarr.json" : `${path}/zarr.json`;
+      if (this.references.has(metaKey)) {
+        const info = this.#arrayInfo(path);
+        if (info === null) return undefined;
+        return { info, selection: this.references.selections.get(path) };
+      }
+      if (cut < 0) break;
+      cut = key.lastIndexOf("/", cut - 1);
+    }
+    return undefined;
+  }
+
+  #arrayInfo(path: string): ArrayInfo | null {
+    let info = this.#arrays.get(path);
+    if (info !== undefined) return info;
+    info = null;
+    const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+    if (ref?.kind === "inline") {
+      const meta = parseJson(normalizeMetadataText(utf8Decode(ref.bytes))) as Record<string, unknown>;
+      if (meta?.node_type === "array") info = arrayInfoFromMetadata(path, meta);
+    }
+    this.#arrays.set(path, info);
+    return info;
+  }
+
+  /** A reference URL made absolute (templates expanded, relative URLs against baseUrl). */
+  #absolute(url: string): string {
+    let out = this.#urls.get(url);
+    if (out !== undefined) return out;
+    const expanded = expandUrlTemplates(url, this.references.templates);
+    if (hasScheme(expanded)) out = expanded;
+    else if (this.#baseUrl !== undefined) out = new URL(expanded, this.#baseUrl).href;
+    else throw new ReferenceFormatError(`relative URL ${expanded} needs the baseUrl option`);
+    if (this.#urls.size > 10000) this.#urls.clear();
+    this.#urls.set(url, out);
+    return out;
+  }
+
+  /**
+   * Read logical bytes `range` of a reference: through the array's selection, padded with fill
+   * bytes when the array is uncompressed and the bytes are short.
+   */
+  async #readReference(
+    key: string,
+    ref: Reference,
+    range: LogicalRange,
+    array: { info: ArrayInfo; selection?: Selection } | undefined,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array> {
+    const selection = array?.selection;
+    const padding = array?.info.padding;
+    if (ref.kind === "file") {
+      const url = this.#absolute(ref.url);
+      if (selection === undefined && padding === undefined) {
+        if (range === null) {
+          const physical = await this.#resolveUrl(url);
+          return (await this.#batcher.limiter.run(() => this.#http.readWhole(url, physical, signal))) as Uint8Array;
+        }
+        return this.#readFileRange(url, range, signal);
+      }
+      const physical = await this.#resolveUrl(url);
+      const whole = (await this.#batcher.limiter.run(() => this.#http.readWhole(url, physical, signal))) as Uint8Array;
+      return this.#readReference(key, { kind: "inline", bytes: whole }, range, array, signal);
+    }
+    const physicalSize = ref.kind === "inline" ? ref.bytes.length : ref.size;
+    const available = logicalSize(physicalSize, selection);
+    if (padding !== undefined && available > padding.chunkBytes) {
+      throw new ChunkSizeError(
+        `chunk ${key} holds ${available} bytes, more than the ${padding.chunkBytes} of a chunk`,
+      );
+    }
+    const total = padding?.chunkBytes ?? available;
+    const [start, end] = clampRange(range, total);
+    const dataEnd = Math.min(end, available);
+    let data: Uint8Array;
+    if (dataEnd <= start) {
+      data = new Uint8Array(0);
+    } else if (ref.kind === "inline") {
+      const segments = mapLogicalRange(0, start, dataEnd, selection);
+      data = assembleSegments(segments, [{ offset: 0, end: ref.bytes.length }], [ref.bytes]);
+    } else {
+      const url = this.#absolute(ref.url);
+      const segments = mapLogicalRange(ref.offset, start, dataEnd, selection);
+      const spans = spansFor(segments, this.#options.mergeGap);
+      const bodies = await Promise.all(
+        spans.map((s) => this.#batcher.read(url, s.offset, s.end, signal).then((r) => r.bytes)),
+      );
+      data = assembleSegments(segments, spans, bodies);
+      if (segments.length === 1 && data.length === (bodies[0] as Uint8Array).length) {
+        data = bodies[0] as Uint8Array;
+      }
+    }
+    if (padding !== undefined) return padWithFill(data, start, end, padding.fillElement);
+    if (data.length !== dataEnd - start) {
+      throw new ChunkSizeError(
+        `chunk ${key}: the file ended after ${data.length} of ${dataEnd - start} bytes`,
+      );
+    }
+    return data;
+  }
+
+  async #readFileRange(url: string, range: Exclude<LogicalRange, null>, signal?: AbortSignal): Promise<Uint8Array> {
+    if ("suffix" in range) {
+      const physical = await this.#resolveUrl(url);
+      const result = await this.#batcher.limiter.run(() =>
+        this.#http.readSuffix(url, physical, range.suffix, signal),
+      );
+      return result.bytes;
+    }
+    if (range.end <= range.start) return new Uint8Array(0);
+    return (await this.#batcher.read(url, range.start, range.end, signal)).bytes;
+  }
+}
+
+function clampRange(range: LogicalRange, total: number): [number, number] {
+  if (range === null) return [0, total];
+  if ("suffix" in range) return [Math.max(0, total - range.suffix), total];
+  const start = Math.min(Math.max(0, range.start), total);
+  return [start, Math.max(start, Math.min(range.end, total))];
+}
+
+function sliceLogical(bytes: Uint8Array, range: LogicalRange): Uint8Array {
+  if (range === null) return bytes;
+  const [start, end] = clampRange(range, bytes.length);
+  return bytes.slice(start, end);
+}
