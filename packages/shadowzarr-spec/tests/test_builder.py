@@ -1,0 +1,111 @@
+"""RfsBuilder refuses what would not read back, naming the array."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from shadowzarr_spec import BuilderError, GenEntry, InlineRef, RfsBuilder, columns_selection
+
+
+def make() -> RfsBuilder:
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array("acq/data", shape=[100, 4], data_type=">i2", chunk_shape=[10, 4])
+    return builder
+
+
+def test_metadata_is_what_zarr_writes() -> None:
+    rfs = make().build()
+    meta = json.loads(rfs.refs["acq/data/zarr.json"].data)  # type: ignore[union-attr]
+    assert meta["data_type"] == "int16"
+    assert meta["codecs"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    assert meta["chunk_grid"]["configuration"]["chunk_shape"] == [10, 4]
+    assert json.loads(rfs.refs["acq/zarr.json"].data)["node_type"] == "group"  # type: ignore[union-attr]
+    root = json.loads(rfs.refs["zarr.json"].data)  # type: ignore[union-attr]
+    assert set(root["consolidated_metadata"]["metadata"]) == {"acq", "acq/data"}
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (lambda b: b.add_chunk("acq/data", (10, 0), "f", 0, 80), "outside the chunk grid"),
+        (lambda b: b.add_chunk("acq/data", (0,), "f", 0, 80), "outside the chunk grid"),
+        (lambda b: b.add_chunk("acq/data", (0, 0), "f", -1, 80), "negative"),
+        (lambda b: b.add_chunk("nope", (0, 0), "f", 0, 80), "no array 'nope'"),
+        (lambda b: b.add_selection("acq/data", 10, [[8, 12]]), "does not fit"),
+        (lambda b: b.add_index("acq/data", "f", np.zeros((10, 1, 2), dtype=np.uint32)), "uint64"),
+        (lambda b: b.add_array("acq/data", shape=[1], data_type="i1"), "added already"),
+        (lambda b: b.add_array("acq/x", shape=[3], data_type="i1", chunk_shape=[0]), "positive"),
+        (
+            lambda b: b.add_array("acq/x", shape=[3, 3], data_type="i1", chunk_shape=[3]),
+            "does not match",
+        ),
+        (lambda b: b.add_array("../x", shape=[3], data_type="i1"), "'..'"),
+        (
+            lambda b: b.add_strided_chunks(
+                "acq/data", url="f", start=0, stride=80, length=80, count=11
+            ),
+            "exceed",
+        ),
+    ],
+)
+def test_refusals_name_the_problem(action: object, message: str) -> None:
+    builder = make()
+    with pytest.raises((BuilderError, ValueError), match=message):
+        action(builder)  # type: ignore[operator]
+
+
+def test_selection_must_divide_chunks_and_stay_uncompressed() -> None:
+    builder = make()
+    builder.add_selection("acq/data", 10, [[0, 6]])
+    with pytest.raises(BuilderError, match="whole number of selected records"):
+        builder.build()
+    builder = RfsBuilder()
+    builder.add_array(
+        "z",
+        shape=[10],
+        data_type="<i4",
+        codecs=[{"name": "bytes"}, {"name": "numcodecs.zlib", "configuration": {"level": 1}}],
+    )
+    builder.add_selection("z", 8, [[0, 4]])
+    with pytest.raises(BuilderError, match="uncompressed"):
+        builder.build()
+
+
+def test_codecs_zarr_refuses_are_reported() -> None:
+    builder = RfsBuilder()
+    builder.add_array("z", shape=[10], data_type="<i4", codecs=[{"name": "no-such-codec"}])
+    with pytest.raises(BuilderError, match="zarr-python refuses"):
+        builder.build()
+
+
+def test_columns_selection_joins_neighbours_and_keeps_order() -> None:
+    assert columns_selection(385, 2, slice(0, 384)) == (770, [[0, 768]])
+    assert columns_selection(4, 2, [3, 0, 1]) == (8, [[6, 8], [0, 4]])
+    with pytest.raises(BuilderError):
+        columns_selection(4, 2, [4])
+
+
+def test_contiguous_chunks_become_one_gen_entry() -> None:
+    builder = RfsBuilder()
+    builder.add_array("t", shape=[1000], data_type="<f8", chunk_shape=[100])
+    builder.add_contiguous_chunks(
+        "t", url="f.h5", start=2048, shape=[1000], chunk_shape=[100], itemsize=8
+    )
+    rfs = builder.build()
+    (entry,) = rfs.gen
+    assert isinstance(entry, GenEntry)
+    assert entry.lookup("t/c/9").offset == 2048 + 9 * 800  # type: ignore[union-attr]
+    assert rfs.version == 2
+
+
+def test_inline_chunks_and_scalars() -> None:
+    builder = RfsBuilder()
+    builder.add_array("s", shape=[], data_type="<i8")
+    builder.add_inline_chunk("s", (), np.int64(7).tobytes())
+    rfs = builder.build()
+    assert rfs.refs["s/c"] == InlineRef(np.int64(7).tobytes())
+    assert rfs.version == 1
