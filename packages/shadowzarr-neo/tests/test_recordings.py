@@ -16,7 +16,7 @@ def _stream_keys(reader) -> set[tuple[int, int, str]]:
     return {
         (block, seg, str(stream_id))
         for block in range(reader.header["nb_block"])
-        for seg in range(reader.header["nb_segment"][block])
+        for seg in range(int(reader.header["nb_segment"][block]))
         for stream_id in reader.header["signal_streams"]["id"]
     }
 

@@ -1,0 +1,159 @@
+"""generate_rfs_neo against NEO: every block, segment and stream equal, attributes from headers."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+from shadowzarr_neo import generate_rfs_neo
+from shadowzarr_neo.generate import buffer_path
+
+from .cases import all_cases, written_cases
+from .read_refs import array_metadata, read_array
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _check_against_neo(reader, rfs) -> int:
+    """Every stream of every segment read through the references equals NEO's read."""
+    header = reader.header
+    n_segments = _n_segments(reader)
+    single = n_segments == [1]
+    checked = 0
+    for block in range(header["nb_block"]):
+        for seg in range(n_segments[block]):
+            for buffer in header["signal_buffers"]:
+                path = buffer_path(str(buffer["id"]), block, seg, single=single)
+                data = read_array(rfs, path)
+                neo_attrs = array_metadata(rfs, path)["attributes"]["neo"]
+                assert neo_attrs["buffer_id"] == str(buffer["id"])
+                for stream in neo_attrs["streams"]:
+                    index = list(header["signal_streams"]["id"]).index(stream["id"])
+                    expected = reader.get_analogsignal_chunk(block, seg, None, None, index)
+                    got = data[:, stream["columns"]]
+                    assert got.dtype == expected.dtype
+                    np.testing.assert_array_equal(got, expected)
+                    _check_stream_attributes(reader, block, seg, index, stream)
+                    checked += 1
+    streams_in_buffers = sum(
+        1 for s in header["signal_streams"] if str(s["buffer_id"]) in header["signal_buffers"]["id"]
+    )
+    assert checked == streams_in_buffers * sum(n_segments)
+    return checked
+
+
+def _n_segments(reader) -> list[int]:
+    header = reader.header
+    return [int(header["nb_segment"][block]) for block in range(header["nb_block"])]
+
+
+def _check_stream_attributes(reader, block: int, seg: int, index: int, stream: dict) -> None:
+    header = reader.header
+    assert stream["name"] == header["signal_streams"][index]["name"]
+    assert stream["sampling_rate"] == reader.get_signal_sampling_rate(index)
+    assert stream["t_start"] == reader.get_signal_t_start(block, seg, index)
+    channels = header["signal_channels"]
+    mine = channels[channels["stream_id"] == stream["id"]]
+    assert [c["id"] for c in stream["channels"]] == list(mine["id"])
+    assert [c["name"] for c in stream["channels"]] == list(mine["name"])
+    assert [c["units"] for c in stream["channels"]] == list(mine["units"])
+    np.testing.assert_array_equal([c["gain"] for c in stream["channels"]], mine["gain"])
+    np.testing.assert_array_equal([c["offset"] for c in stream["channels"]], mine["offset"])
+
+
+@all_cases
+def test_every_stream_equals_neo(write, tmp_path: Path) -> None:
+    reader = write(tmp_path).open()
+    rfs = generate_rfs_neo(reader)
+    assert _check_against_neo(reader, rfs) >= 1
+    json.dumps(rfs.refs["zarr.json"].data.decode())  # metadata is plain JSON text
+
+
+@all_cases
+def test_small_chunks_are_one_gen_entry_per_buffer(write, tmp_path: Path) -> None:
+    reader = write(tmp_path).open()
+    rfs = generate_rfs_neo(reader, chunk_samples=97)
+    _check_against_neo(reader, rfs)
+    arrays = [k.removesuffix("/zarr.json") for k in rfs.refs if k.endswith("/zarr.json")]
+    for path in arrays:
+        meta = array_metadata(rfs, path)
+        if meta["node_type"] != "array":
+            continue
+        grid = [
+            -(-s // c)
+            for s, c in zip(
+                meta["shape"], meta["chunk_grid"]["configuration"]["chunk_shape"], strict=True
+            )
+        ]
+        entries = [e for e in rfs.gen if e.key.startswith(path + "/c/")]
+        listed = [k for k in rfs.refs if k.startswith(path + "/c/")]
+        if grid[0] * grid[1] > 1 and not listed:
+            assert len(entries) == 1, path  # however long the buffer: one gen entry
+            assert entries[0].count == grid[0] * grid[1]
+    assert rfs.version == (2 if rfs.gen else 1)
+
+
+@written_cases
+def test_url_for_and_sources(write, tmp_path: Path) -> None:
+    recording = write(tmp_path / "data")
+    reader = recording.open()
+    rfs = generate_rfs_neo(reader, url_for=lambda p: "https://bucket.example/" + p.lstrip("/"))
+    assert rfs.sources
+    for url, info in rfs.sources.items():
+        assert url.startswith("https://bucket.example/")
+        local = "/" + url.removeprefix("https://bucket.example/")
+        with open(local, "rb") as f:
+            assert info.size == len(f.read())
+    urls = {ref.url for ref in rfs.refs.values() if hasattr(ref, "url")}
+    urls |= {entry.url for entry in rfs.gen}
+    assert urls <= set(rfs.sources)
+
+
+def test_paths_for_one_segment(tmp_path: Path) -> None:
+    from .recordings.spikeglx import write_spikeglx
+
+    reader = write_spikeglx(tmp_path, n_channels=4, segments=1, n_samples=100).open()
+    rfs = generate_rfs_neo(reader)
+    arrays = sorted(k.removesuffix("/zarr.json") for k in rfs.refs if k.endswith("/zarr.json"))
+    assert arrays == ["imec0.ap", "imec0.lf", "nidq"]
+
+
+@pytest.mark.filterwarnings("ignore:Cannot rescale to voltage:UserWarning")
+def test_readers_without_buffers_are_refused(tmp_path: Path) -> None:
+    from neo.rawio import BlackrockRawIO
+    from shadowzarr_spec.errors import NotVirtualizable
+
+    from .recordings._common import ephys_data
+
+    reader = BlackrockRawIO(str(ephys_data() / "blackrock" / "example_2"), nsx_to_load=2)
+    reader.parse_header()
+    with pytest.raises(NotVirtualizable, match="BlackrockRawIO"):
+        generate_rfs_neo(reader)
+
+
+@written_cases
+def test_version_1_output_reads_with_fsspec_and_zarr(write, tmp_path: Path) -> None:
+    """Without gen, the references are plain kerchunk: fsspec and zarr read them unaided."""
+    import fsspec
+    import zarr
+    from shadowzarr_spec import rfs_to_json
+
+    reader = write(tmp_path).open()
+    rfs = generate_rfs_neo(reader, chunk_samples=1_000_000)
+    document = rfs_to_json(rfs)
+    document = json.loads(document) if isinstance(document, str) else document
+    if rfs.gen:
+        assert document["version"] == 2
+        return
+    assert document["version"] == 1
+    fs = fsspec.filesystem("reference", fo=document, asynchronous=True)
+    root = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True), mode="r")
+    for path in (k.removesuffix("/zarr.json") for k in rfs.refs if k.endswith("/zarr.json")):
+        node = root[path]
+        if isinstance(node, zarr.Array):
+            np.testing.assert_array_equal(node[:], read_array(rfs, path))
+            assert dict(node.attrs)["neo"] == array_metadata(rfs, path)["attributes"]["neo"]
