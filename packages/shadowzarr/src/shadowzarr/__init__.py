@@ -1,0 +1,53 @@
+"""shadowzarr: read huge remote HDF5/NWB, TIFF and electrophysiology files as Zarr v3.
+
+The names below come from the ``shadowzarr-*`` sub-packages and are imported on first use, so a
+reader-only install (spec + store) imports without h5py, tifffile or neo.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shadowzarr._lazy import EXPORTS, load_attribute
+
+__version__ = "0.1.0"
+__all__ = sorted(EXPORTS)
+
+if TYPE_CHECKING:
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_neo import generate_rfs_neo, virtual_arrays_neo
+    from shadowzarr_spec import (
+        BuilderError,
+        GenExpressionError,
+        NotVirtualizable,
+        ReferenceFileSystem,
+        ReferenceFormatError,
+        RfsBuilder,
+        ShadowzarrError,
+        SourceChangedError,
+        SourceError,
+        SourceNotFoundError,
+        UnsafePathError,
+        UnsupportedFeatureError,
+        VirtualArray,
+        columns_selection,
+        decode_attributes,
+        load_rfs,
+        parse_json,
+        stack,
+        write_rfs,
+    )
+    from shadowzarr_store import LocalCache, RfsStore, materialize, open_array, open_rfs
+    from shadowzarr_tiff import generate_rfs_tiff
+
+
+def __getattr__(name: str) -> Any:
+    if name in EXPORTS:
+        value = load_attribute(name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'shadowzarr' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *EXPORTS})
