@@ -6,7 +6,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import pytest
-from neo.rawio import BrainVisionRawIO
+from neo.rawio import BlackrockRawIO, BrainVisionRawIO, IntanRawIO
 
 from .recordings import WrittenRecording
 from .recordings._common import ephys_data
@@ -32,6 +32,16 @@ if TYPE_CHECKING:
 def _real_brainvision(directory: Path) -> WrittenRecording:
     vhdr = ephys_data() / "brainvision" / "test.vhdr"
     return WrittenRecording(BrainVisionRawIO, {"filename": str(vhdr)}, {}, ())
+
+
+def _real_intan(name: str) -> Callable[[Path], WrittenRecording]:
+    path = ephys_data() / "intan" / name
+    return lambda _directory: WrittenRecording(IntanRawIO, {"filename": str(path)}, {}, ())
+
+
+def _real_blackrock(_directory: Path) -> WrittenRecording:
+    base = ephys_data() / "blackrock" / "example_2"
+    return WrittenRecording(BlackrockRawIO, {"filename": str(base), "nsx_to_load": 2}, {}, ())
 
 
 WRITTEN: dict[str, Callable[[Path], WrittenRecording]] = {
@@ -67,7 +77,20 @@ REAL: dict[str, Callable[[Path], WrittenRecording]] = {
     },
 }
 
+NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
+    "intan-rhd-128": _real_intan("sampledata.rhd"),
+    "intan-rhd-60": _real_intan("r4_210612_195804_part.rhd"),
+    "intan-one-file-per-signal": _real_intan("one-file-per-signal/info.rhd"),
+    "blackrock-ns2": _real_blackrock,
+}
+"""Recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
+
 written_cases = pytest.mark.parametrize("write", list(WRITTEN.values()), ids=list(WRITTEN))
 all_cases = pytest.mark.parametrize(
     "write", [*WRITTEN.values(), *REAL.values()], ids=[*WRITTEN, *REAL]
+)
+virtual_cases = pytest.mark.parametrize(
+    "write",
+    [*WRITTEN.values(), *REAL.values(), *NO_BUFFERS.values()],
+    ids=[*WRITTEN, *REAL, *NO_BUFFERS],
 )
