@@ -150,3 +150,20 @@ async def test_unknown_asset_is_404(dandi: LatencyProxy) -> None:
             assert r.status == 404
         async with session.get(dandi.asset_metadata_url("nope")) as response:
             assert response.status == 404
+
+
+async def test_faults_can_target_the_presigned_route(dandi: LatencyProxy) -> None:
+    dandi.fail_next(1, "503", path=r"^/presigned/")
+    dandi.fail_next(1, "429", path=r"^/api/", retry_after=2)
+    async with aiohttp.ClientSession() as session:
+        url = dandi.asset_download_url("open-asset")
+        async with session.get(url, allow_redirects=False) as response:
+            assert response.status == 429
+            assert response.headers["Retry-After"] == "2"
+        location = await _location(session, url)
+        async with session.get(location) as response:
+            assert response.status == 503
+        async with session.get(location) as response:
+            assert response.status == 200
+    faults = [(entry["route"], entry["fault"]) for entry in dandi.log]
+    assert faults == [("api", "429"), ("api", None), ("presigned", "503"), ("presigned", None)]

@@ -46,6 +46,7 @@ async def test_forwards_ranges_etag_and_if_match(nginx: NginxServer, proxy: Late
 async def test_latency_is_added_to_every_request(make_proxy: MakeProxy, nginx: NginxServer) -> None:
     nginx.write_file("a.bin", b"x")
     slow = make_proxy(latency=0.1)
+    assert slow.upstream == nginx.base_url  # the factory's default upstream
     async with aiohttp.ClientSession() as session:
         for _ in range(3):
             started = time.perf_counter()

@@ -253,6 +253,7 @@ class NginxServer:
                 continue
             self._process = process
             self._finalizer = weakref.finalize(self, _kill, process)
+            self._sync()  # accepting is not answering: wait for a first HTTP reply
             return ""
         _kill(process)
         return f"nginx did not accept connections within {_START_TIMEOUT} s"

@@ -217,7 +217,7 @@ class LatencyProxy:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.2
         )
         await self._runner.setup()
         ports = []
@@ -334,7 +334,9 @@ class LatencyProxy:
         Keys: ``method``, ``path``, ``query``, ``headers`` (every request header, names in lower
         case), ``range`` (or ``None``), ``status`` (``None`` when the connection was dropped
         before a status), ``bytes`` (body bytes sent), ``fault`` (kind or ``None``), ``route``
-        (``"proxy"``, ``"api"`` or ``"presigned"``), ``duration`` (seconds).
+        (``"proxy"``, ``"api"`` or ``"presigned"``), ``duration`` (seconds; ``None`` while in
+        flight), ``dropped`` (the proxy cut the connection), ``client_disconnected``. A request
+        is logged when it arrives, so in-flight requests appear with ``status`` ``None``.
         """
         with self._stats.lock:
             return [dict(entry) for entry in self._stats.log]
@@ -401,6 +403,8 @@ class LatencyProxy:
             "fault": None,
             "route": _route_name(request.path),
             "duration": None,
+            "dropped": False,
+            "client_disconnected": False,
         }
         self._stats.enter(entry)
         try:
