@@ -18,6 +18,7 @@ from .recordings.micromed import write_micromed
 from .recordings.neuronexus import write_neuronexus
 from .recordings.neuroscope import write_neuroscope
 from .recordings.openephys_binary import write_openephys_binary
+from .recordings.openephys_legacy import write_openephys_legacy
 from .recordings.rawbinary import write_rawbinary
 from .recordings.rawmcs import write_rawmcs
 from .recordings.spikeglx import write_spikeglx
@@ -77,7 +78,13 @@ REAL: dict[str, Callable[[Path], WrittenRecording]] = {
     },
 }
 
+WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
+    "openephys-legacy": write_openephys_legacy,
+}
+"""Written recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
+
 NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
+    **WRITTEN_NO_BUFFERS,
     "intan-rhd-128": _real_intan("sampledata.rhd"),
     "intan-rhd-60": _real_intan("r4_210612_195804_part.rhd"),
     "intan-one-file-per-signal": _real_intan("one-file-per-signal/info.rhd"),
@@ -86,6 +93,11 @@ NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
 """Recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
 
 written_cases = pytest.mark.parametrize("write", list(WRITTEN.values()), ids=list(WRITTEN))
+every_written_case = pytest.mark.parametrize(
+    "write",
+    [*WRITTEN.values(), *WRITTEN_NO_BUFFERS.values()],
+    ids=[*WRITTEN, *WRITTEN_NO_BUFFERS],
+)
 all_cases = pytest.mark.parametrize(
     "write", [*WRITTEN.values(), *REAL.values()], ids=[*WRITTEN, *REAL]
 )

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cases import REAL, written_cases
+from .cases import REAL, every_written_case
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -21,7 +21,7 @@ def _stream_keys(reader) -> set[tuple[int, int, str]]:
     }
 
 
-@written_cases
+@every_written_case
 def test_neo_reads_the_values_written(write, tmp_path: Path) -> None:
     recording = write(tmp_path)
     reader = recording.open()

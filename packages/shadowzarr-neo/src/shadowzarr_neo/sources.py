@@ -10,6 +10,7 @@ These are the shapes the formats take, each of which a VirtualArray constructor 
   channel, channel ``c``'s at ``channel_offsets[c]`` within the record (Intan's traditional
   files, EDF, Open Ephys's legacy records).
 * :class:`Chunks`: an uncompressed chunked HDF5 dataset, chunk by chunk.
+* :class:`Stacked`: any of these side by side, as when each channel has a file of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Blocks", "ChannelRuns", "Chunks", "Rows", "StreamSource"]
+__all__ = ["Blocks", "ChannelRuns", "Chunks", "Rows", "Stacked", "StreamSource"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,18 @@ class Chunks:
         return self.stored_shape[1] if self.channel_major else self.stored_shape[0]
 
 
-type Layout = Rows | ChannelRuns | Blocks | Chunks
+@dataclass(frozen=True, slots=True)
+class Stacked:
+    """Layouts of the same length side by side: one file per channel, each with its records."""
+
+    parts: tuple[Rows | ChannelRuns | Blocks | Chunks, ...]
+
+    @property
+    def n_samples(self) -> int:
+        return self.parts[0].n_samples
+
+
+type Layout = Rows | ChannelRuns | Blocks | Chunks | Stacked
 
 
 @dataclass(frozen=True, slots=True)

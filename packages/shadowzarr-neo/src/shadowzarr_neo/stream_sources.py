@@ -14,7 +14,7 @@ import numpy as np
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.layouts import ChunkedLayout, ContiguousLayout, buffer_layout
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, StreamSource
+from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked, StreamSource
 from shadowzarr_neo.streams import stream_columns
 
 if TYPE_CHECKING:
@@ -200,7 +200,45 @@ def _intan_stream(reader: Any, block: int, segment: int, stream_index: int) -> O
     )
 
 
+# -- Open Ephys legacy: one file per channel, records of 1024 samples ------------------------
+def _openephys_legacy_stream(reader: Any, block: int, segment: int, stream_index: int) -> Outcome:
+    from neo.rawio.openephysrawio import HEADER_SIZE, RECORD_SIZE
+
+    if reader._gap_mode:
+        return NotVirtualizable(
+            "this Open Ephys recording has gaps between records, which NEO fills with zeros"
+        )
+    header = reader.header
+    stream_id = header["signal_streams"][stream_index]["id"]
+    (channel_indexes,) = np.nonzero(header["signal_channels"]["stream_id"] == stream_id)
+    first = int(reader._sig_timestamp0[segment])
+    parts = []
+    for channel_index in channel_indexes:
+        records = reader._sigs_memmap[segment][int(channel_index)]
+        path = os.fspath(records.filename)
+        # NEO may have dropped whole records at the start to align the channels: find where
+        # the first one it kept starts from the file's own first timestamp.
+        with open(path, "rb") as f:
+            f.seek(HEADER_SIZE)
+            file_first = int(np.frombuffer(f.read(8), dtype="<i8")[0])
+        skipped = (first - file_first) // RECORD_SIZE
+        samples = records.dtype.fields["samples"]
+        parts.append(
+            Blocks(
+                path=path,
+                offset=HEADER_SIZE + skipped * records.dtype.itemsize,
+                dtype=samples[0].base,
+                n_samples=int(reader._sig_length[segment]),
+                record_size=records.dtype.itemsize,
+                block=RECORD_SIZE,
+                channel_offsets=(int(samples[1]),),
+            )
+        )
+    return Stacked(tuple(parts))
+
+
 _READERS: dict[str, Callable[[Any, int, int, int], Outcome]] = {
     "BlackrockRawIO": _blackrock_stream,
     "IntanRawIO": _intan_stream,
+    "OpenEphysRawIO": _openephys_legacy_stream,
 }
