@@ -21,6 +21,7 @@ from .recordings.openephys_binary import write_openephys_binary
 from .recordings.openephys_legacy import write_openephys_legacy
 from .recordings.rawbinary import write_rawbinary
 from .recordings.rawmcs import write_rawmcs
+from .recordings.spikegadgets import write_spikegadgets
 from .recordings.spikeglx import write_spikeglx
 from .recordings.winedr import write_winedr
 from .recordings.winwcp import write_winwcp
@@ -80,6 +81,7 @@ REAL: dict[str, Callable[[Path], WrittenRecording]] = {
 
 WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "openephys-legacy": write_openephys_legacy,
+    "spikegadgets": write_spikegadgets,
 }
 """Written recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
 

@@ -237,8 +237,31 @@ def _openephys_legacy_stream(reader: Any, block: int, segment: int, stream_index
     return Stacked(tuple(parts))
 
 
+# -- SpikeGadgets: one packet per sample ----------------------------------------------------
+def _spikegadgets_stream(reader: Any, block: int, segment: int, stream_index: int) -> Outcome:
+    stream_id = str(reader.header["signal_streams"][stream_index]["id"])
+    raw = reader._raw_memmap  # (packets, packet_size) uint8 view after the XML header
+    # NEO takes a stream's bytes in packet order, whatever order the channels are listed in
+    (positions,) = np.nonzero(reader._mask_streams[stream_id])
+    first = int(positions[0])
+    starts = positions[::2]
+    if np.any((starts - first) % 2) or np.any(positions[1::2] != starts + 1):
+        return NotVirtualizable(
+            f"SpikeGadgets stream {stream_id!r}: its samples are not aligned 16-bit words"
+        )
+    return Rows(
+        path=os.fspath(raw.filename),
+        offset=int(raw.offset) + first,
+        dtype=np.dtype("<i2"),
+        n_samples=int(raw.shape[0]),
+        row_bytes=int(raw.shape[1]),
+        columns=tuple(int(p - first) // 2 for p in starts),
+    )
+
+
 _READERS: dict[str, Callable[[Any, int, int, int], Outcome]] = {
     "BlackrockRawIO": _blackrock_stream,
     "IntanRawIO": _intan_stream,
     "OpenEphysRawIO": _openephys_legacy_stream,
+    "SpikeGadgetsRawIO": _spikegadgets_stream,
 }
