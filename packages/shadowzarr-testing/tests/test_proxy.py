@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import urllib.request
 from typing import TYPE_CHECKING
@@ -53,11 +54,13 @@ async def test_latency_is_added_to_every_request(make_proxy: MakeProxy, nginx: N
             async with session.get(slow.url("a.bin")) as response:
                 await response.read()
             assert time.perf_counter() - started >= 0.1
-    slow.latency = 0.0
+    slow.latency = 0.25  # takes effect at once, for sync clients too
     started = time.perf_counter()
     with urllib.request.urlopen(slow.url("a.bin")) as response:
         response.read()
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started >= 0.25
+    slow.wait_idle()
+    assert [entry["duration"] >= 0.1 for entry in slow.log] == [True] * 4
 
 
 async def test_bandwidth_cap_is_shared_by_concurrent_downloads(
@@ -117,6 +120,22 @@ async def test_upstream_down_answers_502(nginx: NginxServer, make_proxy: MakePro
     async with aiohttp.ClientSession() as session, session.get(orphan.url("a.bin")) as response:
         assert response.status == 502
     assert orphan.log[0]["status"] == 502
+
+
+def test_wait_idle_waits_for_in_flight_requests(nginx: NginxServer, proxy: LatencyProxy) -> None:
+    proxy.fail_next(1, "stall")
+    with socket.create_connection(("127.0.0.1", proxy.port)) as client:
+        client.sendall(b"GET /a.bin HTTP/1.1\r\nHost: test\r\n\r\n")
+        deadline = time.monotonic() + 5
+        while not proxy.log and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(TimeoutError):
+            proxy.wait_idle(timeout=0.2)
+        assert proxy.log[0]["duration"] is None
+    # The client hung up: the stalled handler is cancelled.
+    proxy.wait_idle(timeout=5)
+    assert proxy.log[0]["fault"] == "stall"
+    assert proxy.log[0]["duration"] < 5
 
 
 def test_stop_joins_the_thread(nginx: NginxServer) -> None:

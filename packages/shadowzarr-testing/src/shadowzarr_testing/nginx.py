@@ -143,6 +143,8 @@ http {{
         text/plain txt;
         text/html html;
         application/javascript js mjs;
+        application/wasm wasm;
+        text/css css;
     }}
     default_type application/octet-stream;
     sendfile on;

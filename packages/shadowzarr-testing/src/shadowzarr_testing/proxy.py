@@ -369,6 +369,21 @@ class LatencyProxy:
             and (prefix is None or entry["path"].startswith(prefix))
         ]
 
+    def wait_idle(self, timeout: float = 10.0) -> None:
+        """Wait until no request is in flight (so every ``duration`` in `log` is final).
+
+        Status and byte counts are recorded before the client can see them; only the
+        bookkeeping after the last byte (``duration``) may lag behind the client.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._stats.lock:
+                if self._stats.in_flight == 0:
+                    return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"requests still in flight after {timeout} s")
+            time.sleep(0.005)
+
     def reset(self) -> None:
         """Forget the log and counters (faults and assets stay)."""
         self._stats.reset()
