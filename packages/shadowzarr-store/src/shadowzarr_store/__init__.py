@@ -1,0 +1,34 @@
+"""shadowzarr-store: read reference file systems with zarr-python (RfsStore, open_rfs)."""
+
+from __future__ import annotations
+
+from shadowzarr_spec.errors import (
+    ChunkDecodeError,
+    SourceChangedError,
+    SourceError,
+    SourceNotFoundError,
+)
+
+from shadowzarr_store.local_cache import CacheDamagedWarning, LocalCache
+from shadowzarr_store.memory_cache import MemoryCache
+from shadowzarr_store.open_rfs import open_rfs
+from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.rfs_store import RfsStore
+from shadowzarr_store.stats import StatsSnapshot, StoreStats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CacheDamagedWarning",
+    "ChunkDecodeError",
+    "LocalCache",
+    "MemoryCache",
+    "RfsStore",
+    "SourceChangedError",
+    "SourceError",
+    "SourceNotFoundError",
+    "StatsSnapshot",
+    "StoreOptions",
+    "StoreStats",
+    "open_rfs",
+]

@@ -1,0 +1,36 @@
+"""open_rfs: a reference file system as a read-only zarr group, in one call."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import zarr
+from shadowzarr_spec import ReferenceFileSystem, load_rfs
+
+from shadowzarr_store.codecs import check_codecs
+from shadowzarr_store.rfs_store import RfsStore
+
+if TYPE_CHECKING:
+    from zarr import Group
+
+__all__ = ["open_rfs"]
+
+
+def open_rfs(
+    source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any], **options: Any
+) -> Group:
+    """Open references as a read-only `zarr.Group`.
+
+    Parameters
+    ----------
+    source
+        A ``.json`` reference file, a reference directory, an http(s) URL to either, an
+        in-memory rfs dict or a `ReferenceFileSystem`.
+    **options
+        `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
+    """
+    rfs = source if isinstance(source, ReferenceFileSystem) else load_rfs(source)
+    check_codecs(rfs)
+    store = RfsStore(rfs, **options)
+    return zarr.open_group(store, mode="r", zarr_format=3)

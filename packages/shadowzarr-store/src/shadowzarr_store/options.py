@@ -1,0 +1,62 @@
+"""Every knob of the read path in one frozen value, so a store pickles and compares by it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shadowzarr_store.local_cache import LocalCache
+    from shadowzarr_store.memory_cache import MemoryCache
+
+__all__ = ["DEFAULT_DANDI_API_HOSTS", "ResolveUrl", "StoreOptions"]
+
+type ResolveUrl = Callable[[str], str | Awaitable[str | None] | None]
+"""Maps a reference URL to the URL to read (None: not handled, use the default resolution)."""
+
+DEFAULT_DANDI_API_HOSTS: Mapping[str, str] = {
+    "api.dandiarchive.org": "DANDI_API_KEY",
+    "api.sandbox.dandiarchive.org": "DANDI_SANDBOX_API_KEY",
+    "api-staging.dandiarchive.org": "DANDI_SANDBOX_API_KEY",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOptions:
+    """Options of `RfsStore` and `open_rfs` (see their docstrings)."""
+
+    validate_sources: bool = True
+    merge_gap: int = 32 * 1024
+    max_merge_size: int = 1024 * 1024
+    merge_below: int = 64 * 1024
+    merge_window: float = 0.0
+    local_cache: LocalCache | None = None
+    memory_cache: MemoryCache | None = None
+    max_connections: int = 64
+    timeout: float = 60.0
+    retries: int = 5
+    backoff: float = 0.1
+    max_backoff: float = 5.0
+    resolve_url: ResolveUrl | None = None
+    dandi_api_hosts: Mapping[str, str] = field(
+        default_factory=lambda: dict(DEFAULT_DANDI_API_HOSTS)
+    )
+    presigned_url_ttl: float = 600.0
+    index_cache_chunks: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        if self.index_cache_chunks < 1:
+            raise ValueError("index_cache_chunks must be at least 1")
+
+    @classmethod
+    def from_kwargs(cls, options: Mapping[str, Any]) -> StoreOptions:
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown RfsStore options: {sorted(unknown)}")
+        return cls(**options)

@@ -1,0 +1,267 @@
+"""The one place that turns a key and a byte range into physical reads of source files.
+
+A key's *logical* value is what zarr decodes: the referenced bytes, with a selection's records
+reduced to the kept bytes and a short uncompressed chunk padded with the fill value. A byte range
+of that logical value maps back to whole records of the source, so a partial read fetches only
+the records that hold the bytes asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from shadowzarr_spec import (
+    ChunkDecodeError,
+    FileRef,
+    InlineRef,
+    ReferenceFileSystem,
+    Selection,
+    SourceError,
+    array_info,
+)
+from shadowzarr_spec.keys import array_of_chunk_key
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.core.dtype import get_data_type_from_json
+
+if TYPE_CHECKING:
+    from shadowzarr_spec import ArrayInfo
+    from zarr.abc.store import ByteRequest
+
+    from shadowzarr_store.chunk_indexes import ChunkIndexReader
+
+__all__ = [
+    "ChunkLayout",
+    "ReadPlan",
+    "Resolver",
+    "SourceValue",
+    "byte_window",
+    "finish_whole",
+    "plan_read",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkLayout:
+    """How the stored bytes of one array's chunks become the bytes zarr decodes."""
+
+    chunk_nbytes: int | None
+    """Full size of an uncompressed chunk, the padding target; None when chunks are encoded."""
+    fill: bytes
+    """One element of the fill value in stored byte order (empty without padding)."""
+    selection: Selection | None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceValue:
+    """A key whose value lives in a source file."""
+
+    key: str
+    url: str
+    offset: int | None
+    size: int | None
+    layout: ChunkLayout | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """Physical bytes ``[start, end)`` of ``url`` and how to turn them into the logical bytes."""
+
+    key: str
+    url: str
+    start: int
+    end: int
+    logical_start: int
+    want: int
+    data_want: int
+    skip: int
+    layout: ChunkLayout | None
+
+    @property
+    def reads_nothing(self) -> bool:
+        """True when every byte asked for is padding."""
+        return self.end <= self.start
+
+    def assemble(self, raw: bytes | memoryview) -> bytes | memoryview:
+        """Logical bytes from what the source returned (shorter only when the file ended)."""
+        selection = self.layout.selection if self.layout is not None else None
+        data: bytes | memoryview = selection.apply(raw) if selection is not None else raw
+        data = data[self.skip : self.skip + self.data_want]
+        if len(data) == self.want:
+            return data
+        if self.layout is None or self.layout.chunk_nbytes is None:
+            raise SourceError(
+                f"{self.url}: bytes {self.start}-{self.end - 1} for {self.key!r} returned "
+                f"{len(raw)} bytes; the file ends before the reference does"
+            )
+        padding = fill_pattern(
+            self.layout.fill, self.logical_start + len(data), self.want - len(data)
+        )
+        return bytes(data) + padding
+
+
+def fill_pattern(fill: bytes, position: int, count: int) -> bytes:
+    """``count`` fill bytes as they appear from logical byte ``position`` of a chunk on."""
+    if count <= 0:
+        return b""
+    if not fill:
+        return bytes(count)
+    phase = position % len(fill)
+    repeats = (phase + count) // len(fill) + 1
+    return (fill * repeats)[phase : phase + count]
+
+
+def byte_window(byte_range: ByteRequest | None, length: int) -> tuple[int, int]:
+    """``[start, end)`` of a value of ``length`` bytes, clipped like zarr's MemoryStore."""
+    match byte_range:
+        case None:
+            return 0, length
+        case RangeByteRequest(start=start, end=end):
+            start = min(max(start, 0), length)
+            return start, min(max(end, start), length)
+        case OffsetByteRequest(offset=offset):
+            return min(max(offset, 0), length), length
+        case SuffixByteRequest(suffix=suffix):
+            return max(length - max(suffix, 0), 0), length
+        case _:
+            raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+
+
+def plan_read(value: SourceValue, byte_range: ByteRequest | None) -> ReadPlan:
+    """Which physical bytes answer ``byte_range`` of a ranged value (offset and size known)."""
+    assert value.offset is not None
+    assert value.size is not None
+    layout = value.layout
+    selection = layout.selection if layout is not None else None
+    record, kept = (selection.record_size, selection.kept_size) if selection else (1, 1)
+    data_len = (value.size // record) * kept
+    length = data_len
+    if layout is not None and layout.chunk_nbytes is not None:
+        if data_len > layout.chunk_nbytes:
+            raise ChunkDecodeError(
+                f"{value.url}: the reference of {value.key!r} holds {data_len} bytes, more than "
+                f"the {layout.chunk_nbytes} bytes of a chunk"
+            )
+        length = layout.chunk_nbytes
+    start, end = byte_window(byte_range, length)
+    data_end = min(end, data_len)
+    if start < data_end:
+        first, last = start // kept, math.ceil(data_end / kept)
+        physical = (value.offset + first * record, value.offset + last * record)
+        skip = start - first * kept
+    else:
+        physical, skip = (value.offset, value.offset), 0
+    return ReadPlan(
+        key=value.key,
+        url=value.url,
+        start=physical[0],
+        end=physical[1],
+        logical_start=start,
+        want=end - start,
+        data_want=max(data_end - start, 0),
+        skip=skip,
+        layout=layout,
+    )
+
+
+def finish_whole(
+    value: SourceValue, raw: bytes | memoryview, byte_range: ByteRequest | None
+) -> bytes | memoryview:
+    """The logical bytes of a whole-file reference, given the whole file."""
+    layout = value.layout
+    data: bytes | memoryview = raw
+    if layout is not None and layout.selection is not None:
+        data = layout.selection.apply(raw)
+    if layout is not None and layout.chunk_nbytes is not None:
+        if len(data) > layout.chunk_nbytes:
+            raise ChunkDecodeError(
+                f"{value.url}: {value.key!r} holds {len(data)} bytes, more than the "
+                f"{layout.chunk_nbytes} bytes of a chunk"
+            )
+        data = bytes(data) + fill_pattern(layout.fill, len(data), layout.chunk_nbytes - len(data))
+    start, end = byte_window(byte_range, len(data))
+    return data[start:end]
+
+
+def chunk_layout(info: ArrayInfo, selection: Selection | None) -> ChunkLayout | None:
+    """The layout of an array's chunks, or None when they are passed through untouched."""
+    chunk_nbytes: int | None = None
+    fill = b""
+    if info.uncompressed:
+        element = _fill_element(info)
+        if element is not None:
+            fill = element
+            chunk_nbytes = math.prod(info.chunk_shape) * len(element)
+    if chunk_nbytes is None and selection is None:
+        return None
+    return ChunkLayout(chunk_nbytes=chunk_nbytes, fill=fill, selection=selection)
+
+
+def _fill_element(info: ArrayInfo) -> bytes | None:
+    """One fill-value element in stored byte order, by zarr's own dtype rules; None if variable."""
+    try:
+        dtype = get_data_type_from_json(info.data_type, zarr_format=3)
+        native = dtype.to_native_dtype()
+        if native.itemsize == 0 or native.hasobject:
+            return None
+        scalar = dtype.from_json_scalar(info.fill_value, zarr_format=3)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ChunkDecodeError(
+            f"array {info.path!r}: cannot compute the fill value {info.fill_value!r} of "
+            f"{info.data_type!r}: {exc}"
+        ) from exc
+    endian = "little"
+    for codec in info.codecs:
+        if codec.get("name") == "bytes":
+            endian = (codec.get("configuration") or {}).get("endian") or "little"
+    order = "<" if endian == "little" else ">"
+    stored = native.newbyteorder(order) if native.byteorder not in ("|",) else native
+    return np.array(scalar, dtype=stored).tobytes()
+
+
+class Resolver:
+    """Key → reference, in the order refs, gen, chunk index; never expands gen or indexes."""
+
+    def __init__(self, rfs: ReferenceFileSystem, indexes: ChunkIndexReader | None) -> None:
+        self._rfs = rfs
+        self._indexes = indexes
+        self._layouts: dict[str, ChunkLayout | None] = {}
+        self._lock = threading.Lock()
+
+    def find(self, key: str) -> InlineRef | FileRef | None:
+        """The reference of ``key`` from refs or gen (no I/O); None if neither holds it."""
+        ref = self._rfs.refs.get(key)
+        if ref is not None:
+            return ref
+        for entry in self._rfs.gen:
+            found = entry.lookup(key)
+            if found is not None:
+                return found
+        return None
+
+    async def resolve(self, key: str) -> InlineRef | SourceValue | None:
+        ref = self.find(key)
+        if ref is None and self._rfs.indexes and self._indexes is not None:
+            split = array_of_chunk_key(key)
+            if split is not None and split[0] in self._rfs.indexes:
+                ref = await self._indexes.lookup(split[0], split[1])
+        if ref is None or isinstance(ref, InlineRef):
+            return ref
+        return SourceValue(key, ref.url, ref.offset, ref.size, self.layout_of_key(key))
+
+    def layout_of_key(self, key: str) -> ChunkLayout | None:
+        split = array_of_chunk_key(key)
+        if split is None:
+            return None
+        path = split[0]
+        with self._lock:
+            if path in self._layouts:
+                return self._layouts[path]
+        info = array_info(self._rfs, path)
+        layout = None if info is None else chunk_layout(info, self._rfs.selections.get(path))
+        with self._lock:
+            self._layouts[path] = layout
+        return layout

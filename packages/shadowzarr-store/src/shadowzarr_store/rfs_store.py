@@ -1,0 +1,308 @@
+"""RfsStore: a read-only zarr v3 store over a reference file system."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import dataclasses
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from shadowzarr_spec import InlineRef, ReferenceFileSystem, load_rfs
+from shadowzarr_spec.keys import join
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+
+from shadowzarr_store.chunk_indexes import ChunkIndexReader
+from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.resolve import Resolver, SourceValue, byte_window, finish_whole, plan_read
+from shadowzarr_store.source_reader import SourceReader
+from shadowzarr_store.stats import StoreStats
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable
+
+    from zarr.abc.store import ByteRequest
+    from zarr.core.buffer import Buffer, BufferPrototype
+
+__all__ = ["RfsStore"]
+
+_BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
+
+
+class RfsStore(Store):
+    """A read-only zarr v3 store whose keys are the references of a reference file system.
+
+    Parameters
+    ----------
+    rfs
+        A `ReferenceFileSystem`, or anything `load_rfs` accepts (a ``.json`` file, a directory,
+        a URL to either, a dict).
+    validate_sources
+        Send ``If-Match`` with the recorded ETag, compare the total size a server reports and the
+        size of local files with ``sources``; a mismatch raises `SourceChangedError`.
+    merge_gap, max_merge_size, merge_below
+        Request merging: reads of one file asked for at the same time are joined when the gap is
+        at most ``merge_gap`` bytes, up to ``max_merge_size`` bytes per request (0: no merging),
+        for reads of at most ``merge_below`` bytes. Raise ``async.concurrency`` to merge more.
+    merge_window
+        Seconds to wait for more reads before sending (0: the next event-loop tick).
+    local_cache, memory_cache
+        A `LocalCache` (SQLite on disk) and/or a `MemoryCache` of source byte ranges.
+    max_connections, timeout, retries, backoff, max_backoff
+        HTTP: connections per event loop, socket timeout in seconds, retries of transient
+        failures with exponential backoff from ``backoff`` up to ``max_backoff`` seconds.
+    resolve_url
+        ``url -> url | None`` (or a coroutine function): the URL to read for a reference URL;
+        None falls back to the default (DANDI download URLs are resolved automatically).
+    dandi_api_hosts
+        ``{"host[:port]": "ENV_VAR_WITH_TOKEN"}``: the DANDI API hosts and the variables holding
+        their tokens; a token is sent only to its own host.
+    presigned_url_ttl
+        Seconds a presigned DANDI URL is reused.
+    index_cache_chunks
+        Chunk-index chunks kept in memory.
+    """
+
+    supports_writes: bool = False
+    supports_deletes: bool = False
+    supports_listing: bool = True
+
+    def __init__(
+        self,
+        rfs: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+        *,
+        read_only: bool = True,
+        **options: Any,
+    ) -> None:
+        if not read_only:
+            raise ValueError("RfsStore is read-only; it cannot be opened with read_only=False")
+        super().__init__(read_only=True)
+        self._rfs = rfs if isinstance(rfs, ReferenceFileSystem) else load_rfs(rfs)
+        self._options = StoreOptions.from_kwargs(options)
+        self._start()
+
+    def _start(self) -> None:
+        self._stats = StoreStats()
+        self._reader = SourceReader(self._rfs, self._options, self._stats)
+        self._indexes = ChunkIndexReader(
+            self._rfs, self._reader.read_index, self._stats, self._options.index_cache_chunks
+        )
+        self._resolver = Resolver(self._rfs, self._indexes)
+        self._sorted_keys: list[str] = []
+        self._sorted_count = -1
+
+    # -- properties -----------------------------------------------------------------------------
+
+    @property
+    def rfs(self) -> ReferenceFileSystem:
+        return self._rfs
+
+    @property
+    def options(self) -> StoreOptions:
+        return self._options
+
+    @property
+    def stats(self) -> StoreStats:
+        """Requests, bytes, merged requests, cache hits and index chunk reads so far."""
+        return self._stats
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def get(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
+            raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        value = await self._resolver.resolve(key)
+        data: bytes | memoryview
+        match value:
+            case None:
+                return None
+            case InlineRef(data=inline):
+                start, end = byte_window(byte_range, len(inline))
+                data = inline[start:end]
+            case SourceValue(offset=None):
+                whole = await self._reader.read_whole(value.url)
+                data = finish_whole(value, whole, byte_range)
+            case SourceValue():
+                plan = plan_read(value, byte_range)
+                raw = (
+                    b""
+                    if plan.reads_nothing
+                    else await self._reader.read(plan.url, plan.start, plan.end)
+                )
+                data = plan.assemble(raw)
+        return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        return list(
+            await asyncio.gather(*(self.get(key, prototype, rng) for key, rng in key_ranges))
+        )
+
+    async def exists(self, key: str) -> bool:
+        return await self._resolver.resolve(key) is not None
+
+    async def getsize(self, key: str) -> int:
+        value = await self._resolver.resolve(key)
+        match value:
+            case None:
+                raise FileNotFoundError(key)
+            case InlineRef(data=inline):
+                return len(inline)
+            case SourceValue(offset=None):
+                info = self._rfs.sources.get(value.url)
+                if value.layout is None and info is not None and info.size is not None:
+                    return info.size
+                whole = await self._reader.read_whole(value.url)
+                return len(finish_whole(value, whole, None))
+            case SourceValue():
+                return plan_read(value, None).want
+        raise AssertionError("unreachable")
+
+    # -- writing (refused) ----------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+
+    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+
+    async def delete(self, key: str) -> None:
+        self._check_writable()
+
+    def with_read_only(self, read_only: bool = False) -> RfsStore:
+        if not read_only:
+            return super().with_read_only(read_only)  # type: ignore[return-value]
+        return type(self)(self._rfs, **self._option_kwargs())
+
+    # -- listing --------------------------------------------------------------------------------
+
+    def _keys(self) -> list[str]:
+        """refs keys, sorted once (again only if refs changed size)."""
+        refs = self._rfs.refs
+        if self._sorted_count != len(refs):
+            self._sorted_keys = sorted(refs)
+            self._sorted_count = len(refs)
+        return self._sorted_keys
+
+    async def list(self) -> AsyncIterator[str]:
+        async for key in self.list_prefix(""):
+            yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        keys = self._keys()
+        for position in range(bisect.bisect_left(keys, prefix), len(keys)):
+            if not keys[position].startswith(prefix):
+                break
+            yield keys[position]
+        refs = self._rfs.refs
+        for entry in self._rfs.gen:
+            if entry.prefix.startswith(prefix) or prefix.startswith(entry.prefix):
+                for key, _ in entry.items():
+                    if key.startswith(prefix) and key not in refs:
+                        yield key
+        for path in self._rfs.indexes:
+            chunk_root = join(path, "c")
+            if chunk_root.startswith(prefix) or prefix.startswith(chunk_root):
+                for coords in await self._indexes.written_chunks(path):
+                    key = join(chunk_root, *map(str, coords))
+                    if key.startswith(prefix) and key not in refs:
+                        yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        base = prefix.rstrip("/")
+        start = f"{base}/" if base else ""
+        names: set[str] = set()
+        keys = self._keys()
+        position = bisect.bisect_left(keys, start)
+        while position < len(keys) and keys[position].startswith(start):
+            rest = keys[position][len(start) :]
+            name, slash, _ = rest.partition("/")
+            names.add(name)
+            # Skip everything under this child: "name/..." keys sort before "name0".
+            position = bisect.bisect_left(keys, start + name + "0") if slash else position + 1
+        for entry in self._rfs.gen:
+            literal = entry.prefix
+            if literal.startswith(start) and "/" in literal[len(start) :]:
+                names.add(literal[len(start) :].split("/", 1)[0])
+            elif literal.startswith(start) or start.startswith(literal):
+                for key, _ in entry.items():
+                    if key.startswith(start):
+                        names.add(key[len(start) :].split("/", 1)[0])
+        for path in self._rfs.indexes:
+            chunk_root = join(path, "c")
+            if chunk_root.startswith(start) and chunk_root != start.rstrip("/"):
+                names.add(chunk_root[len(start) :].split("/", 1)[0])
+            elif f"{chunk_root}/".startswith(start) or start.startswith(f"{chunk_root}/"):
+                for coords in await self._indexes.written_chunks(path):
+                    key = join(chunk_root, *map(str, coords))
+                    if key.startswith(start):
+                        names.add(key[len(start) :].split("/", 1)[0])
+        for name in sorted(names):
+            yield name
+
+    # -- lifetime, pickling, equality -----------------------------------------------------------
+
+    def close(self) -> None:
+        self._reader.close()
+        super().close()
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP session (for stores used from your own event loop)."""
+        await self._reader.aclose()
+
+    def _option_kwargs(self) -> dict[str, Any]:
+        return {f.name: getattr(self._options, f.name) for f in dataclasses.fields(self._options)}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"rfs": self._rfs, "options": self._options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._read_only = True
+        self._is_open = False
+        self._rfs = state["rfs"]
+        self._options = state["options"]
+        self._start()
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, RfsStore)
+            and self._options == other._options
+            and (self._rfs is other._rfs or _same_rfs(self._rfs, other._rfs))
+        )
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        where = self._rfs.base or "memory"
+        return f"RfsStore({where!r}, refs={len(self._rfs.refs)}, gen={len(self._rfs.gen)})"
+
+
+def _same_rfs(a: ReferenceFileSystem, b: ReferenceFileSystem) -> bool:
+    """Whether two reference file systems describe the same keys (after a pickle round trip)."""
+    if (a.version, a.base, a.refs, a.selections, a.sources) != (
+        b.version,
+        b.base,
+        b.refs,
+        b.selections,
+        b.sources,
+    ):
+        return False
+    if [g.to_json() for g in a.gen] != [g.to_json() for g in b.gen]:
+        return False
+    if a.indexes.keys() != b.indexes.keys():
+        return False
+    for path, index in a.indexes.items():
+        other = b.indexes[path]
+        if (index.url, index.path) != (other.url, other.path):
+            return False
+        if (index.table is None) != (other.table is None):
+            return False
+        if index.table is not None and not np.array_equal(index.table, other.table):
+            return False
+    return True
