@@ -84,9 +84,8 @@ export function fillElementBytes(
   if (fill === null || fill === undefined || fill === 0 || fill === false) return out;
   const view = new DataView(out.buffer);
   if (typeof dataType !== "string") {
-    return typeof fill === "string" && fill.startsWith("base64:")
-      ? base64Decode(fill.slice(7))
-      : undefined;
+    if (typeof fill === "string" && fill.startsWith("base64:")) return base64Decode(fill.slice(7));
+    return structFillBytes(dataType, fill, itemSize, little);
   }
   if (/^r\d+$/.test(dataType)) {
     return Array.isArray(fill) && fill.length === itemSize ? Uint8Array.from(fill) : undefined;
@@ -120,6 +119,28 @@ export function fillElementBytes(
     }
   }
   return out;
+}
+
+/** A struct fill value given as {field: value}: each field encoded in turn (packed). */
+function structFillBytes(
+  dataType: unknown, fill: unknown, itemSize: number, little: boolean,
+): Uint8Array | undefined {
+  const fields = (dataType as { configuration?: { fields?: unknown } })?.configuration?.fields;
+  if (!Array.isArray(fields) || fill === null || typeof fill !== "object") return undefined;
+  const out = new Uint8Array(itemSize);
+  let at = 0;
+  for (const field of fields) {
+    const [name, type] = Array.isArray(field)
+      ? field
+      : [(field as { name?: unknown }).name, (field as { data_type?: unknown }).data_type];
+    const size = itemSizeOf(type);
+    if (size === undefined || typeof name !== "string") return undefined;
+    const part = fillElementBytes(type, (fill as Record<string, unknown>)[name], size, little);
+    if (part === undefined) return undefined;
+    out.set(part, at);
+    at += size;
+  }
+  return at === itemSize ? out : undefined;
 }
 
 interface CodecJson {

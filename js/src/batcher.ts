@@ -80,7 +80,11 @@ export class RangeBatcher {
     }
   }
 
-  #fetchGroup(url: string, physical: string, members: Pending[]): void {
+  #fetchGroup(url: string, physical: string, all: Pending[]): void {
+    const members = all.filter((m) => {
+      if (m.signal?.aborted) settle(m, m.signal.reason);
+      return !m.settled;
+    });
     const groups = planMerges(members, this.options.mergeGap, this.options.maxMergeSize);
     for (const group of groups) {
       const controller = new AbortController();

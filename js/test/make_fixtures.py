@@ -1,0 +1,418 @@
+"""Write the fixtures the JS tests read: source files, their references, and expected values.
+
+Usage: ``uv run python js/test/make_fixtures.py OUTDIR``
+
+OUTDIR/data/      HDF5 files written with h5py and raw binary files written with numpy
+OUTDIR/refs/      reference files for them, built with shadowzarr_spec.RfsBuilder / write_rfs:
+                  one JSON file (version 1, every chunk listed) and directories (version 2, with
+                  chunk indexes, gen entries and selections), all with URLs relative to themselves
+OUTDIR/expected/  what h5py/numpy read: raw little-endian C-order dumps, and manifest.json with
+                  each array's dtype, shape, fill value, strings, attributes and struct bytes
+
+The HDF5 references are built here from h5py's own chunk table (``dset.id.get_chunk_info``),
+independently of shadowzarr's HDF5 generator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+from shadowzarr_spec import Dimension, GenEntry, RfsBuilder, write_rfs
+
+# h5py filter ids
+DEFLATE, SHUFFLE, FLETCHER32 = 1, 2, 3
+
+
+def etag_of(path: Path) -> str:
+    """The ETag the test server sends: the quoted md5 of the file."""
+    return '"' + hashlib.md5(path.read_bytes()).hexdigest() + '"'
+
+
+def little_endian_dump(array: np.ndarray) -> bytes:
+    """C-order little-endian bytes, the layout the JS side compares with."""
+    out = np.ascontiguousarray(array)
+    if out.dtype.byteorder == ">":
+        out = out.astype(out.dtype.newbyteorder("<"))
+    return out.tobytes()
+
+
+def hdf5_codecs(dset: h5py.Dataset) -> list[dict[str, Any]]:
+    """Zarr v3 codecs for the dataset's filter pipeline, in encode order."""
+    dtype = dset.dtype
+    order = {">": "big", "<": "little", "=": "little", "|": None}[dtype.byteorder]
+    codecs: list[dict[str, Any]] = [
+        {"name": "bytes", "configuration": {"endian": order}} if order else {"name": "bytes"}
+    ]
+    plist = dset.id.get_create_plist()
+    for i in range(plist.get_nfilters()):
+        code, _flags, values, _name = plist.get_filter(i)
+        if code == SHUFFLE:
+            codecs.append(
+                {"name": "numcodecs.shuffle", "configuration": {"elementsize": dtype.itemsize}}
+            )
+        elif code == DEFLATE:
+            codecs.append({"name": "numcodecs.zlib", "configuration": {"level": int(values[0])}})
+        elif code == FLETCHER32:
+            codecs.append({"name": "numcodecs.fletcher32", "configuration": {}})
+        else:
+            raise ValueError(f"filter {code} not handled by the fixture script")
+    return codecs
+
+
+def add_hdf5_dataset(builder: RfsBuilder, dset: h5py.Dataset, url: str) -> None:
+    """Describe one numeric (or compound) HDF5 dataset with its chunk locations."""
+    path = dset.name.lstrip("/")
+    fill = dset.fillvalue
+    fill_value = None if dset.dtype.fields else fill.item() if hasattr(fill, "item") else fill
+    if dset.chunks is not None:
+        builder.add_array(
+            path,
+            shape=dset.shape,
+            data_type=dset.dtype,
+            chunk_shape=dset.chunks,
+            codecs=hdf5_codecs(dset),
+            fill_value=fill_value,
+            attributes=dict(dset.attrs),
+        )
+        for i in range(dset.id.get_num_chunks()):
+            info = dset.id.get_chunk_info(i)
+            assert info.filter_mask == 0
+            coords = [o // c for o, c in zip(info.chunk_offset, dset.chunks, strict=True)]
+            builder.add_chunk(path, coords, url, info.byte_offset, info.size)
+        return
+    builder.add_array(
+        path,
+        shape=dset.shape,
+        data_type=dset.dtype,
+        chunk_shape=dset.shape if dset.shape else None,
+        fill_value=fill_value,
+        attributes=dict(dset.attrs),
+    )
+    offset = dset.id.get_offset()
+    if offset is None:  # compact layout: the bytes live in the object header
+        builder.add_inline_chunk(path, [0] * dset.ndim, dset[()].tobytes())
+    else:
+        builder.add_chunk(path, [0] * dset.ndim, url, offset, dset.id.get_storage_size())
+
+
+def vlen_utf8(values: list[str]) -> bytes:
+    """Zarr's vlen-utf8 encoding: item count, then (length, bytes) per item, uint32 LE."""
+    parts = [np.uint32(len(values)).tobytes()]
+    for v in values:
+        data = v.encode("utf-8")
+        parts += [np.uint32(len(data)).tobytes(), data]
+    return b"".join(parts)
+
+
+def write_hdf5(data_dir: Path) -> Path:
+    path = data_dir / "h5data.h5"
+    rng = np.random.default_rng(7)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset(
+            "chunked_gzip",
+            shape=(100, 60),
+            chunks=(16, 25),
+            dtype="<i4",
+            compression="gzip",
+            compression_opts=4,
+            shuffle=True,
+            fillvalue=-1,
+        )
+        d[:40] = rng.integers(-1000, 1000, size=(40, 60))  # rows 40.. never written
+        d = f.create_dataset(
+            "fletcher",
+            shape=(50,),
+            chunks=(16,),
+            dtype="<f8",
+            compression="gzip",
+            fletcher32=True,
+        )
+        d[:] = rng.normal(size=50)
+        f.create_dataset("contiguous", data=np.arange(1000, dtype="<f4") * 0.5)
+        f.create_dataset(
+            "bigendian", data=rng.integers(-30000, 30000, (30, 7)).astype(">i2"), chunks=(8, 7)
+        )
+        f.create_dataset("scalar", data=np.float64(3.25))
+        f.create_dataset(
+            "strings", data=["alpha", "β-beta", "", "gamma ray"], dtype=h5py.string_dtype()
+        )
+        compound = np.zeros(20, dtype=[("id", "<i4"), ("value", "<f8")])
+        compound["id"] = np.arange(20)
+        compound["value"] = np.linspace(0, 1, 20)
+        f.create_dataset("compound", data=compound)
+        d = f.create_dataset("nan_fill", shape=(40,), chunks=(10,), dtype="<f4", fillvalue=np.nan)
+        d[:15] = np.arange(15, dtype="<f4")
+        d = f.create_dataset(
+            "big_uint", shape=(12,), chunks=(4,), dtype="<u8", fillvalue=np.uint64(2**64 - 1)
+        )
+        d[:4] = np.array([0, 1, 2**63, 2**64 - 2], dtype="<u8")
+        g = f.create_group("meta")
+        g.attrs["resolution"] = np.nan
+        g.attrs["rate"] = np.inf
+        g.attrs["floor"] = -np.inf
+        g.attrs["label"] = "NaN"
+        g.attrs["blob"] = np.void(b"\xff\x00\x01")
+        g.attrs["plain"] = "text"
+        g.create_dataset("x", data=np.arange(3, dtype="<i2"))
+    return path
+
+
+def build_hdf5_refs(h5: Path, url: str) -> RfsBuilder:
+    builder = RfsBuilder()
+    builder.add_group("")
+    with h5py.File(h5, "r") as f:
+        for name in (
+            "chunked_gzip",
+            "fletcher",
+            "contiguous",
+            "bigendian",
+            "scalar",
+            "compound",
+            "nan_fill",
+            "big_uint",
+        ):
+            add_hdf5_dataset(builder, f[name], url)
+        strings = [s.decode() for s in f["strings"][()]]
+        builder.add_array("strings", shape=[len(strings)], data_type="string")
+        builder.add_inline_chunk("strings", [0], vlen_utf8(strings))
+        attrs = {k: (bytes(v) if isinstance(v, np.void) else v) for k, v in f["meta"].attrs.items()}
+        builder.add_group("meta", attributes=attrs)
+        add_hdf5_dataset(builder, f["meta/x"], url)
+    builder.add_source(url, size=h5.stat().st_size, etag=etag_of(h5))
+    return builder
+
+
+def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
+    """Raw binary files and the arrays they hold."""
+    rng = np.random.default_rng(11)
+    out: dict[str, np.ndarray] = {}
+    # 1000 records: a 2-byte header, then 3 int16 channels.
+    records = np.zeros(1000, dtype=[("hdr", "<u2"), ("ch", "<i2", (3,))])
+    records["hdr"] = 0xABCD
+    records["ch"] = rng.integers(-5000, 5000, size=(1000, 3))
+    (data_dir / "records.bin").write_bytes(records.tobytes())
+    # keep channel 1 then channel 0 (reordered), rows 1000..1009 past the end read as fill.
+    selected = np.full((1010, 2), -7, dtype="<i2")
+    selected[:1000, 0] = records["ch"][:, 1]
+    selected[:1000, 1] = records["ch"][:, 0]
+    out["records"] = selected
+    # Stacking: three files of (100, 4) float32 make one (300, 4) array.
+    parts = [rng.normal(size=(100, 4)).astype("<f4") for _ in range(3)]
+    for i, part in enumerate(parts):
+        (data_dir / f"part{i}.bin").write_bytes(part.tobytes())
+    out["stacked"] = np.concatenate(parts)
+    # Transpose: a (20, 30) int32 array stored in Fortran order.
+    fortran = rng.integers(0, 10**6, size=(20, 30)).astype("<i4")
+    (data_dir / "fortran.bin").write_bytes(fortran.T.copy().tobytes())
+    out["transposed"] = fortran
+    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 read in slabs of 256.
+    short = np.arange(1000, dtype="<i4") * 3
+    (data_dir / "short.bin").write_bytes(short.tobytes())
+    padded = np.full(1200, 7, dtype="<i4")
+    padded[:1000] = short
+    out["padded"] = padded
+    # Many small neighbouring chunks in one file (request merging).
+    small = rng.integers(0, 2**15, size=4096).astype("<i2")
+    (data_dir / "small_chunks.bin").write_bytes(small.tobytes())
+    out["small_chunks"] = small
+    return out
+
+
+def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
+    b = RfsBuilder()
+    b.add_group("", attributes={"description": "raw binary fixtures"})
+    b.add_array("records", shape=[1010, 2], data_type="<i2", chunk_shape=[128, 2], fill_value=-7)
+    b.add_selection("records", 8, [[4, 6], [2, 4]])
+    b.add_contiguous_chunks(
+        "records",
+        url=f"{prefix}records.bin",
+        start=0,
+        shape=[1010, 2],
+        chunk_shape=[128, 2],
+        itemsize=2,
+        row_bytes=8,
+    )
+    b.add_array("stacked", shape=[300, 4], data_type="<f4", chunk_shape=[100, 4])
+    b.add_array(
+        "transposed",
+        shape=[20, 30],
+        data_type="<i4",
+        chunk_shape=[20, 30],
+        codecs=[
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            {"name": "bytes", "configuration": {"endian": "little"}},
+        ],
+    )
+    b.add_chunk("transposed", [0, 0], f"{prefix}fortran.bin", 0, 20 * 30 * 4)
+    b.add_array("padded", shape=[1200], data_type="<i4", chunk_shape=[256], fill_value=7)
+    b.add_strided_chunks(
+        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=5
+    )
+    b.add_array("small_chunks", shape=[4096], data_type="<i2", chunk_shape=[64])
+    for i in range(64):
+        b.add_chunk("small_chunks", [i], f"{prefix}small_chunks.bin", i * 128, 128)
+    for name in (
+        "records.bin",
+        "short.bin",
+        "fortran.bin",
+        "small_chunks.bin",
+        *(f"part{i}.bin" for i in range(3)),
+    ):
+        path = data_dir / name
+        b.add_source(f"{prefix}{name}", size=path.stat().st_size, etag=etag_of(path))
+    return b
+
+
+def build_raw_rfs(data_dir: Path, prefix: str) -> Any:
+    rfs = build_raw_refs(data_dir, prefix).build()
+    # Stacking: one gen entry whose URL depends on the dimension (names may hold "_").
+    rfs.gen.append(
+        GenEntry(
+            "stacked/c/{{part_i}}/0",
+            f"{prefix}part{{{{part_i}}}}.bin",
+            "{{part_i * 0 + (2 - 2) // 1}}",
+            "{{100 * 4 * 4}}",
+            {"part_i": Dimension(values=(0, 1, 2))},
+        )
+    )
+    rfs.version = rfs.required_version
+    return rfs
+
+
+def array_entry(path: str, values: np.ndarray, expected_dir: Path) -> dict:
+    file = expected_dir / (path.replace("/", "__") + ".bin")
+    file.write_bytes(little_endian_dump(values))
+    return {
+        "path": path,
+        "dtype": values.dtype.newbyteorder("<").name
+        if values.dtype.byteorder == ">"
+        else values.dtype.name,
+        "shape": list(values.shape),
+        "data": file.name,
+    }
+
+
+def main(out: Path) -> None:
+    data_dir, refs_dir, expected_dir = out / "data", out / "refs", out / "expected"
+    for d in (data_dir, refs_dir, expected_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    h5 = write_hdf5(data_dir)
+    raw = write_raw(data_dir)
+
+    # One JSON file (version 1) and a directory whose chunked_gzip chunks sit in a chunk index.
+    write_rfs(build_hdf5_refs(h5, "../data/h5data.h5").build(), refs_dir / "hdf5.json")
+    write_rfs(
+        build_hdf5_refs(h5, "../../data/h5data.h5").build(),
+        refs_dir / "hdf5.shadowzarr",
+        chunk_index_threshold=4,
+    )
+    write_rfs(build_raw_rfs(data_dir, "../../data/"), refs_dir / "raw.shadowzarr")
+
+    # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
+    legacy_meta = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [40],
+        "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [10]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": math.nan,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "attributes": {"resolution": math.nan, "limits": [-math.inf, math.inf], "name": "NaN"},
+    }
+    legacy = {
+        "version": 1,
+        "refs": {
+            "zarr.json": json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}),
+            "x/zarr.json": json.dumps(legacy_meta),
+            "x/c/0": ["../data/h5data.h5", 0, 0],
+        },
+        "legacy_note": math.nan,
+    }
+    with h5py.File(h5, "r") as f:
+        info = f["nan_fill"].id.get_chunk_info(0)
+        legacy["refs"]["x/c/0"] = ["../data/h5data.h5", info.byte_offset, info.size]
+    (refs_dir / "legacy_nan.json").write_text(json.dumps(legacy))
+
+    arrays: list[dict] = []
+    with h5py.File(h5, "r") as f:
+        for name in (
+            "chunked_gzip",
+            "fletcher",
+            "contiguous",
+            "bigendian",
+            "scalar",
+            "nan_fill",
+            "big_uint",
+            "meta/x",
+        ):
+            arrays.append(array_entry(name, f[name][()], expected_dir))
+        strings = [s.decode() for s in f["strings"][()]]
+        compound = f["compound"][()]
+        meta_attrs = {
+            k: (
+                list(bytes(v))
+                if isinstance(v, np.void)
+                else (None if isinstance(v, float) and not math.isfinite(v) else v)
+            )
+            for k, v in f["meta"].attrs.items()
+        }
+    legacy_x = np.full(40, np.nan, dtype="<f4")
+    legacy_x[:10] = np.arange(10, dtype="<f4")
+    manifest = {
+        "hdf5": {
+            "refs": ["refs/hdf5.json", "refs/hdf5.shadowzarr"],
+            "arrays": arrays,
+            "strings": {"path": "strings", "values": strings},
+            "struct": {
+                "path": "compound",
+                "key": "compound/c/0",
+                "bytes": (expected_dir / "compound.bin").name,
+            },
+            "indexed": "chunked_gzip",
+            "attributes": {
+                "path": "meta",
+                "values": meta_attrs,
+                "nonfinite": {"resolution": "NaN", "rate": "Infinity", "floor": "-Infinity"},
+            },
+            "children": {
+                "": [
+                    "big_uint",
+                    "bigendian",
+                    "chunked_gzip",
+                    "compound",
+                    "contiguous",
+                    "fletcher",
+                    "meta",
+                    "nan_fill",
+                    "scalar",
+                    "strings",
+                ],
+                "meta": ["x"],
+            },
+        },
+        "raw": {
+            "refs": ["refs/raw.shadowzarr"],
+            "arrays": [array_entry(name, values, expected_dir) for name, values in raw.items()],
+            "record_size": 8,
+        },
+        "legacy": {
+            "refs": "refs/legacy_nan.json",
+            "arrays": [array_entry("x", legacy_x, expected_dir)],
+        },
+    }
+    (expected_dir / "compound.bin").write_bytes(compound.tobytes())
+    (expected_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_fixtures.py OUTDIR")
+    main(Path(sys.argv[1]))

@@ -1,0 +1,394 @@
+// The store against the in-process range server: every fixture array compared with h5py/numpy,
+// request counts from the server's counters, response validation, DANDI resolution.
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import * as zarr from "zarrita";
+import {
+  ChunkSizeError, decodeAttributes, RangeResponseError, ReferenceStore, SourceChangedError,
+  SourceUnavailableError,
+} from "shadowzarr";
+import { openLocal } from "shadowzarr/node";
+import { compareResult, loadExpected, readAndCompareAll } from "../compare.mjs";
+import { FIXTURES, manifest } from "../fixtures.mjs";
+import { startServer } from "../server.mjs";
+
+let server;
+before(async () => {
+  server = await startServer({ root: FIXTURES });
+});
+after(() => server.close());
+
+const refsJson = (path) => JSON.parse(readFileSync(`${FIXTURES}/${path}`, "utf8"));
+const rawDir = () => `${server.url}/refs/raw.shadowzarr/`;
+
+async function openArray(store, path) {
+  return zarr.open.v3(zarr.root(store).resolve(path), { kind: "array" });
+}
+
+describe("every fixture array equals what h5py/numpy read", () => {
+  for (const [name, section] of Object.entries(manifest)) {
+    for (const refs of [section.refs].flat()) {
+      test(`${name}: ${refs}`, async () => {
+        const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
+        const { failures, checked } = await readAndCompareAll({ zarr, store, base: server.url, section });
+        assert.deepEqual(failures, []);
+        assert.equal(checked, section.arrays.length);
+      });
+      test(`${name}: ${refs} through openLocal`, async () => {
+        const store = await openLocal(`${FIXTURES}/${refs}`);
+        const { failures } = await readAndCompareAll({ zarr, store, base: server.url, section });
+        assert.deepEqual(failures, []);
+      });
+    }
+  }
+});
+
+describe("hdf5 fixture", () => {
+  const section = manifest.hdf5;
+
+  test("strings, struct bytes, attributes, children", async () => {
+    for (const refs of section.refs) {
+      const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
+      const strings = await zarr.get(await openArray(store, section.strings.path), null);
+      assert.deepEqual([...strings.data], section.strings.values);
+      // zarrita 0.7.5 cannot open struct arrays; the store serves their bytes
+      await assert.rejects(openArray(store, section.struct.path));
+      const bytes = await store.get(`/${section.struct.key}`);
+      assert.deepEqual(bytes, new Uint8Array(readFileSync(`${FIXTURES}/expected/${section.struct.bytes}`)));
+      const part = await store.getRange(`/${section.struct.key}`, { offset: 12, length: 24 });
+      assert.deepEqual(part, bytes.slice(12, 36));
+      const group = await zarr.open.v3(zarr.root(store).resolve(section.attributes.path), { kind: "group" });
+      const attrs = decodeAttributes(group.attrs);
+      assert.ok(Number.isNaN(attrs.resolution));
+      assert.equal(attrs.rate, Infinity);
+      assert.equal(attrs.floor, -Infinity);
+      assert.equal(attrs.label, "NaN");
+      assert.equal(attrs.plain, "text");
+      assert.deepEqual(attrs.blob, Uint8Array.from(section.attributes.values.blob));
+      for (const [path, names] of Object.entries(section.children)) {
+        assert.deepEqual(store.children(path), names);
+      }
+      assert.deepEqual(store.children("/meta/"), ["x"]);
+      assert.deepEqual(store.children("nope"), []);
+    }
+  });
+
+  test("index chunks are read lazily, once, and a chunk that was never written is fill", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/refs/hdf5.shadowzarr`);
+    const array = await openArray(store, section.indexed);
+    assert.equal(store.indexChunksFetched(section.indexed), 0);
+    server.reset();
+    const first = await zarr.get(array, [zarr.slice(0, 16), zarr.slice(0, 25)]);
+    assert.equal(store.indexChunksFetched(section.indexed), 1);
+    const indexRequests = [...server.counters.paths.keys()].filter((p) => p.includes("/index/"));
+    assert.deepEqual(indexRequests.sort(), [
+      "/refs/hdf5.shadowzarr/index/chunked_gzip/c/0/0/0",
+      "/refs/hdf5.shadowzarr/index/chunked_gzip/zarr.json",
+    ]);
+    await zarr.get(array, null);
+    assert.equal(store.indexChunksFetched(section.indexed), 1);
+    assert.equal(await store.get("/chunked_gzip/c/6/0"), undefined); // rows 96.. never written
+    const entry = section.arrays.find((a) => a.path === section.indexed);
+    const expected = await loadExpected(server.url, entry);
+    assert.equal(compareResult(first, expected, entry.shape), null);
+  });
+
+  test("a corrupted fletcher32 chunk is an error, not wrong values", async () => {
+    const flip = async (request) => {
+      const response = await fetch(request);
+      if (response.status !== 206) return response;
+      const body = new Uint8Array(await response.arrayBuffer());
+      body[body.length >> 1] ^= 0x10;
+      return new Response(body, { status: 206, headers: response.headers });
+    };
+    const store = await ReferenceStore.fromUrl(`${server.url}/refs/hdf5.json`, { fetch: flip });
+    const array = await openArray(store, "fletcher");
+    await assert.rejects(zarr.get(array, null), (error) => {
+      assert.match(String(error.cause ?? error), /fletcher32 checksum mismatch/);
+      return true;
+    });
+  });
+});
+
+describe("raw fixture: selections, gen, padding, ranges", () => {
+  test("getRange through a selection fetches only the records holding the bytes", async () => {
+    const store = await ReferenceStore.fromUrl(rawDir());
+    const expected = new Uint8Array(readFileSync(`${FIXTURES}/expected/records.bin`));
+    const chunk1 = expected.slice(128 * 4, 256 * 4); // chunk 1 = rows 128..255, 4 bytes per row
+    server.reset();
+    const part = await store.getRange("/records/c/1/0", { offset: 100, length: 40 });
+    assert.deepEqual(part, chunk1.slice(100, 140));
+    // logical 100..140 = rows 25..35 of the chunk: 10 records of 8 bytes, minus the ends
+    assert.equal(server.counters.ranges, 1);
+    assert.ok(server.counters.bytes <= 11 * 8, `${server.counters.bytes} bytes`);
+    const suffix = await store.getRange("/records/c/1/0", { suffixLength: 6 });
+    assert.deepEqual(suffix, chunk1.slice(-6));
+    const whole = await store.get("/records/c/1/0");
+    assert.deepEqual(whole, chunk1);
+    // the last chunk runs past the end of the file and is padded with the fill value (-7)
+    const last = await store.get("/records/c/7/0");
+    assert.equal(last.length, 128 * 4);
+    // rows 896..1009 of the array (1000..1009 already fill in the expected values), then the
+    // 14 rows past the array's end, also fill
+    const fillRows = new Uint8Array(new Int16Array(14 * 2).fill(-7).buffer);
+    assert.deepEqual(last, new Uint8Array([...expected.slice(896 * 4), ...fillRows]));
+  });
+
+  test("padding: a slab past the end of the file, partial reads of it", async () => {
+    const store = await ReferenceStore.fromUrl(rawDir());
+    const fillWord = new Uint8Array(new Int32Array([7]).buffer);
+    const beyond = await store.get("/padded/c/4");
+    assert.equal(beyond.length, 1024);
+    assert.ok(beyond.every((b, i) => b === fillWord[i % 4]));
+    const tail = await store.getRange("/padded/c/3", { offset: 920, length: 20 });
+    const expected = new Uint8Array(readFileSync(`${FIXTURES}/expected/padded.bin`));
+    assert.deepEqual(tail, expected.slice(3072 + 920, 3072 + 940));
+    const suffix = await store.getRange("/padded/c/3", { suffixLength: 10 });
+    assert.deepEqual(suffix, expected.slice(4096 - 10, 4096));
+  });
+
+  test("returned buffers are fresh (byteOffset 0, not shared)", async () => {
+    const store = await ReferenceStore.fromUrl(rawDir());
+    const keys = Array.from({ length: 8 }, (_, i) => `/small_chunks/c/${i}`);
+    const parts = await Promise.all(keys.map((k) => store.get(k)));
+    const buffers = new Set(parts.map((p) => p.buffer));
+    assert.equal(buffers.size, parts.length);
+    for (const p of parts) {
+      assert.equal(p.byteOffset, 0);
+      assert.equal(p.buffer.byteLength, 128);
+    }
+  });
+
+  test("gen key outside its dimensions is missing; unknown keys are missing", async () => {
+    const store = await ReferenceStore.fromUrl(rawDir());
+    assert.equal(await store.get("/padded/c/5"), undefined);
+    assert.equal(await store.get("/stacked/c/3/0"), undefined);
+    assert.equal(await store.get("/nothing/zarr.json"), undefined);
+  });
+});
+
+describe("batching across keys", () => {
+  const readSmall = async (options) => {
+    const store = await ReferenceStore.fromUrl(rawDir(), options);
+    const array = await openArray(store, "small_chunks");
+    server.reset();
+    const result = await zarr.get(array, null);
+    const entry = manifest.raw.arrays.find((a) => a.path === "small_chunks");
+    assert.equal(compareResult(result, await loadExpected(server.url, entry), entry.shape), null);
+    return server.counters.ranges;
+  };
+
+  test("64 neighbouring chunks: merged by default, limited by maxMergeSize, off at 0", async () => {
+    assert.equal(await readSmall({}), 1);
+    assert.equal(await readSmall({ maxMergeSize: 0 }), 64);
+    assert.equal(await readSmall({ maxMergeSize: 1024 }), 8);
+    assert.equal(await readSmall({ maxMergeSize: 1000 }), 10); // 7 chunks of 128 B per request
+  });
+
+  test("gaps above mergeGap split requests", async () => {
+    const store = await ReferenceStore.fromUrl(rawDir(), { mergeGap: 100 });
+    server.reset();
+    // chunks 0, 1 (adjacent), 3 (gap 128 > 100), 5 (gap 128)
+    await Promise.all([0, 1, 3, 5].map((i) => store.get(`/small_chunks/c/${i}`)));
+    assert.equal(server.counters.ranges, 3);
+    server.reset();
+    const store2 = await ReferenceStore.fromUrl(rawDir(), { mergeGap: 128 });
+    await Promise.all([0, 1, 3, 5].map((i) => store2.get(`/small_chunks/c/${i}`)));
+    assert.equal(server.counters.ranges, 1);
+  });
+
+  test("the store's own concurrency limit holds under latency", async () => {
+    server.settings.latencyMs = 15;
+    try {
+      const store = await ReferenceStore.fromUrl(rawDir(), { maxMergeSize: 0, concurrency: 3 });
+      const array = await openArray(store, "small_chunks");
+      server.reset();
+      await zarr.get(array, null);
+      assert.equal(server.counters.ranges, 64);
+      assert.ok(server.counters.maxInFlight <= 3, `max in flight ${server.counters.maxInFlight}`);
+      assert.ok(server.counters.maxInFlight >= 2);
+    } finally {
+      server.settings.latencyMs = 0;
+    }
+  });
+
+  test("macrotask window batches reads started across awaits", async () => {
+    const store = await ReferenceStore.fromUrl(rawDir(), { batchWindow: "macrotask" });
+    server.reset();
+    const reads = [];
+    for (let i = 0; i < 4; i++) {
+      reads.push(store.get(`/small_chunks/c/${i}`));
+      await Promise.resolve();
+    }
+    await Promise.all(reads);
+    assert.equal(server.counters.ranges, 1);
+  });
+
+  test("aborting one member of a merged read rejects only that member", async () => {
+    server.settings.latencyMs = 30;
+    try {
+      const store = await ReferenceStore.fromUrl(rawDir());
+      const controller = new AbortController();
+      const a = store.get("/small_chunks/c/0", { signal: controller.signal });
+      const b = store.get("/small_chunks/c/1");
+      controller.abort(new Error("stop"));
+      await assert.rejects(a, /stop/);
+      assert.equal((await b).length, 128);
+    } finally {
+      server.settings.latencyMs = 0;
+    }
+  });
+});
+
+describe("response validation", () => {
+  test("a server that ignores Range (200) is an error", async () => {
+    server.settings.ignoreRange = true;
+    try {
+      const store = await ReferenceStore.fromUrl(rawDir());
+      await assert.rejects(store.get("/small_chunks/c/0"), RangeResponseError);
+    } finally {
+      server.settings.ignoreRange = false;
+    }
+  });
+
+  test("another Content-Range, or a short body, is an error", async () => {
+    const lie = (mutate) => async (request) => {
+      const response = await fetch(request);
+      if (response.status !== 206) return response;
+      const body = new Uint8Array(await response.arrayBuffer());
+      const headers = new Headers(response.headers);
+      return mutate(body, headers);
+    };
+    const shifted = lie((body, headers) => {
+      const [, a, b, t] = /bytes (\d+)-(\d+)\/(\d+)/.exec(headers.get("content-range"));
+      headers.set("content-range", `bytes ${+a + 1}-${+b + 1}/${t}`);
+      return new Response(body, { status: 206, headers });
+    });
+    const short = lie((body, headers) => new Response(body.slice(1), { status: 206, headers }));
+    for (const fetchFn of [shifted, short]) {
+      const store = await ReferenceStore.fromUrl(rawDir(), { fetch: fetchFn });
+      await assert.rejects(store.get("/small_chunks/c/0"), RangeResponseError);
+    }
+  });
+
+  test("If-Match with the recorded ETag; a changed file raises SourceChangedError", async () => {
+    const rfs = refsJson("refs/raw.shadowzarr/refs.json");
+    let sawIfMatch = 0;
+    const counting = (request) => {
+      if (request.headers.get("if-match")) sawIfMatch++;
+      return fetch(request);
+    };
+    const good = new ReferenceStore(rfs, { baseUrl: rawDir(), fetch: counting });
+    await good.get("/small_chunks/c/0");
+    assert.equal(sawIfMatch, 1);
+    const key = Object.keys(rfs.sources).find((k) => k.endsWith("small_chunks.bin"));
+    const changed = structuredClone(rfs);
+    changed.sources[key].etag = '"0123"';
+    const store = new ReferenceStore(changed, { baseUrl: rawDir() });
+    server.reset();
+    await assert.rejects(store.get("/small_chunks/c/0"), SourceChangedError);
+    assert.equal(server.counters.status412, 1);
+    const resized = structuredClone(rfs);
+    resized.sources[key].size += 1;
+    await assert.rejects(new ReferenceStore(resized, { baseUrl: rawDir() }).get("/small_chunks/c/0"),
+      SourceChangedError);
+    // validateSources: false turns both checks off
+    const off = new ReferenceStore(changed, { baseUrl: rawDir(), validateSources: false });
+    assert.equal((await off.get("/small_chunks/c/0")).length, 128);
+    const offSize = new ReferenceStore(resized, { baseUrl: rawDir(), validateSources: false });
+    assert.equal((await offSize.get("/small_chunks/c/0")).length, 128);
+  });
+
+  test("local files: a changed size raises SourceChangedError", async () => {
+    const dir = `${FIXTURES}/local-copy`;
+    mkdirSync(`${dir}/refs`, { recursive: true });
+    mkdirSync(`${dir}/data`, { recursive: true });
+    copyFileSync(`${FIXTURES}/data/h5data.h5`, `${dir}/data/h5data.h5`);
+    const rfs = refsJson("refs/hdf5.json");
+    rfs.sources["../data/h5data.h5"].size -= 1;
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(`${dir}/refs/changed.json`, JSON.stringify(rfs));
+    const store = await openLocal(`${dir}/refs/changed.json`);
+    await assert.rejects(store.get("/fletcher/c/0"), SourceChangedError);
+  });
+
+  test("a missing source file is SourceUnavailableError; an oversized chunk is ChunkSizeError", async () => {
+    const rfs = refsJson("refs/raw.shadowzarr/refs.json");
+    rfs.refs["small_chunks/c/0"] = ["../../data/nope.bin", 0, 128];
+    rfs.refs["small_chunks/c/1"] = ["../../data/small_chunks.bin", 0, 256];
+    const store = new ReferenceStore(rfs, { baseUrl: rawDir() });
+    await assert.rejects(store.get("/small_chunks/c/0"), (e) => e instanceof SourceUnavailableError && e.status === 404);
+    await assert.rejects(store.get("/small_chunks/c/1"), ChunkSizeError);
+  });
+});
+
+describe("DANDI asset URLs", () => {
+  const DANDI = "https://api.dandiarchive.org/api/assets/small_chunks.bin/download/";
+  // Routes the DANDI API host to the local server's redirect route, as a proxy would.
+  const routed = (request) => {
+    const url = request.url.replace("https://api.dandiarchive.org", `${server.url}/dandi`);
+    return fetch(new Request(url, request));
+  };
+  const dandiRefs = () => ({
+    version: 1,
+    templates: { u0: DANDI },
+    refs: {
+      "zarr.json": JSON.stringify({ zarr_format: 3, node_type: "group", attributes: {} }),
+      ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`c${i}`, ["{{u0}}", i * 128, 128]])),
+    },
+  });
+
+  test("the redirect is resolved once and reused", async () => {
+    const store = new ReferenceStore(dandiRefs(), { fetch: routed });
+    const expected = new Uint8Array(readFileSync(`${FIXTURES}/data/small_chunks.bin`));
+    server.reset();
+    const first = await Promise.all([0, 1, 2].map((i) => store.get(`/c${i}`)));
+    const again = await store.get("/c7");
+    assert.equal(server.counters.redirects, 1);
+    assert.equal(server.counters.ranges, 2);
+    assert.deepEqual(first[1], expected.slice(128, 256));
+    assert.deepEqual(again, expected.slice(7 * 128, 8 * 128));
+  });
+
+  test("the browser path: an opaque redirect is followed with a 1-byte range request", async () => {
+    const opaque = async (request) => {
+      if (request.redirect === "manual") {
+        return { status: 0, type: "opaqueredirect", headers: new Headers(), body: null, ok: false };
+      }
+      return routed(request);
+    };
+    const store = new ReferenceStore(dandiRefs(), { fetch: opaque });
+    server.reset();
+    assert.equal((await store.get("/c3")).length, 128);
+    // the redirect is followed once (a 1-byte range request), then the chunk is read directly
+    assert.equal(server.counters.redirects, 1);
+    assert.equal(server.counters.ranges, 2);
+    assert.ok(server.counters.paths.get("/data/small_chunks.bin") === 2);
+  });
+
+  test("resolveUrl replaces the resolution", async () => {
+    const seen = [];
+    const store = new ReferenceStore(dandiRefs(), {
+      resolveUrl: async (url) => {
+        seen.push(url);
+        return `${server.url}/data/small_chunks.bin`;
+      },
+    });
+    server.reset();
+    assert.equal((await store.get("/c2")).length, 128);
+    assert.deepEqual(seen, [DANDI]);
+    assert.equal(server.counters.redirects, 0);
+  });
+});
+
+describe("legacy references", () => {
+  test("bare NaN tokens: parsed, metadata handed to zarrita quoted", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/refs/legacy_nan.json`);
+    const array = await openArray(store, "x");
+    assert.ok(Number.isNaN(array.fillValue));
+    assert.ok(array.attrs.resolution === "NaN");
+    const text = new TextDecoder().decode(await store.get("/x/zarr.json"));
+    assert.ok(JSON.parse(text));
+  });
+});

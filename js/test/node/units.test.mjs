@@ -1,0 +1,219 @@
+// Unit tests of the pure parts: arithmetic, templates, gen matching, byte mapping, padding,
+// merging, JSON rewriting, attribute conventions, fletcher32, fill bytes.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { compileExpression } from "../../dist/arithmetic.js";
+import { fillElementBytes, arrayInfoFromMetadata, chunkCoordsFromKey } from "../../dist/array-metadata.js";
+import { decodeAttributes } from "../../dist/attributes.js";
+import {
+  assembleSegments, logicalSize, mapLogicalRange, padWithFill, spansFor, validateSelection,
+} from "../../dist/byte-map.js";
+import { ChunkSizeError, ReferenceFormatError } from "../../dist/errors.js";
+import { fletcher32, Fletcher32Codec } from "../../dist/fletcher32.js";
+import { GenEntry } from "../../dist/gen.js";
+import { parseJson, quoteLargeFillValues, quoteNonFinite } from "../../dist/json.js";
+import { planMerges } from "../../dist/merge.js";
+import { compileTemplate } from "../../dist/template.js";
+import { isDandiDownloadUrl } from "../../dist/dandi.js";
+
+const ev = (src, env = {}) => compileExpression(src).evaluate(env);
+
+test("arithmetic: precedence, parentheses, unary minus, names with _", () => {
+  assert.equal(ev("2048 + i * 4194304", { i: 3 }), 2048n + 3n * 4194304n);
+  assert.equal(ev("(a_b + 1) * 2", { a_b: 4 }), 10n);
+  assert.equal(ev("-3 + 10"), 7n);
+  assert.equal(ev("-(2 * 3)"), -6n);
+  assert.equal(ev("2 * -3"), -6n);
+  assert.equal(ev("1 - 2 - 3"), -4n);
+  assert.equal(ev("7 // 2"), 3n);
+  assert.equal(ev("-7 // 2"), -4n); // Python floor division
+  assert.equal(ev("-7 % 3"), 2n); // Python modulo
+  assert.equal(ev("7 % -3"), -2n);
+  assert.equal(ev("2 + 3 * 4 % 5"), 4n);
+  assert.equal(ev("  chunk_i  ", { chunk_i: 9 }), 9n);
+  assert.equal(ev("99999999999 * 99999999999"), 99999999999n * 99999999999n);
+});
+
+test("arithmetic: anything else is refused, never evaluated", () => {
+  for (const bad of ["", "1 +", "(1", "1)", "a.b", "2 ** 3", "1 / 2", "f(1)", "x = 1",
+    "alert`1`", "1 2", "'a'", "1e3", "--", "a[0]"]) {
+    assert.throws(() => ev(bad, { a: 1, f: 1, x: 1 }), ReferenceFormatError, bad);
+  }
+  assert.throws(() => ev("j + 1", { i: 1 }), ReferenceFormatError);
+  assert.throws(() => ev("1 // 0"), ReferenceFormatError);
+  assert.throws(() => ev("1 % 0"), ReferenceFormatError);
+});
+
+test("templates: names from templates, arithmetic from dimensions", () => {
+  const t = compileTemplate("{{u0}}/part{{i + 1}}.bin");
+  assert.equal(t.render({ i: 4 }, { u0: "https://x" }), "https://x/part5.bin");
+  assert.equal(compileTemplate("{{2048 + i * 4}}").integer({ i: 2 }), 2056n);
+  assert.equal(compileTemplate("64").integer({}), 64n);
+  assert.throws(() => compileTemplate("a{{i}}").integer({ i: 1 }), ReferenceFormatError);
+});
+
+test("gen: key matching, dimension ranges and lists, evaluation", () => {
+  const entry = new GenEntry({
+    key: "ts/c/{{i}}/{{j_k}}", url: "{{u0}}", offset: "{{2048 + i * 100 + j_k}}", length: "100",
+    dimensions: { i: { start: 2, stop: 10, step: 2 }, j_k: [0, 5] },
+  });
+  const t = { u0: "https://h/f" };
+  assert.deepEqual(entry.resolve("ts/c/4/5", t), { url: "https://h/f", offset: 2453, size: 100 });
+  assert.equal(entry.resolve("ts/c/3/5", t), undefined); // off step
+  assert.equal(entry.resolve("ts/c/10/5", t), undefined); // stop excluded
+  assert.equal(entry.resolve("ts/c/0/5", t), undefined); // before start
+  assert.equal(entry.resolve("ts/c/4/1", t), undefined); // not in list
+  assert.equal(entry.resolve("ts/c/04/5", t), undefined); // not how integers render
+  assert.equal(entry.resolve("ts/c/4/5/0", t), undefined);
+  assert.equal(entry.resolve("xts/c/4/5", t), undefined);
+  const noStart = new GenEntry({ key: "a.b/{{i}}", url: "u", offset: "{{i}}", length: "1",
+    dimensions: { i: { stop: 3 } } });
+  assert.deepEqual(noStart.resolve("a.b/0", {}), { url: "u", offset: 0, size: 1 });
+  assert.equal(noStart.resolve("aXb/0", {}), undefined); // the dot is literal
+  assert.throws(() => new GenEntry({ key: "a/{{i + 1}}", url: "u", dimensions: { i: { stop: 3 } } }),
+    ReferenceFormatError);
+  assert.throws(() => new GenEntry({ key: "a/{{k}}", url: "u", dimensions: { i: { stop: 3 } } }),
+    ReferenceFormatError);
+});
+
+test("selection mapping: records, reordered keep ranges, partial ranges", () => {
+  const sel = validateSelection("x", { record_size: 8, keep: [[4, 6], [2, 4]] });
+  assert.equal(logicalSize(80, sel), 40);
+  // whole first record: bytes 4-6 then 2-4 of record 0
+  assert.deepEqual(mapLogicalRange(100, 0, 4, sel), [{ offset: 104, length: 2 }, { offset: 102, length: 2 }]);
+  // logical 3..9 = last byte of rec0 second range, rec1 both ranges, first byte of rec2
+  assert.deepEqual(mapLogicalRange(0, 3, 9, sel), [
+    { offset: 3, length: 1 }, { offset: 12, length: 2 }, { offset: 10, length: 2 }, { offset: 20, length: 1 },
+  ]);
+  // contiguous keep ranges join across records
+  const dense = validateSelection("y", { record_size: 4, keep: [[0, 4]] });
+  assert.deepEqual(mapLogicalRange(10, 2, 14, dense), [{ offset: 12, length: 12 }]);
+  assert.deepEqual(mapLogicalRange(10, 2, 14, undefined), [{ offset: 12, length: 12 }]);
+  for (const bad of [{ record_size: 0, keep: [[0, 1]] }, { record_size: 4, keep: [[2, 5]] },
+    { record_size: 4, keep: [] }, { record_size: 4, keep: [[3, 3]] }]) {
+    assert.throws(() => validateSelection("z", bad), ReferenceFormatError);
+  }
+});
+
+test("selection assembly equals a direct computation", () => {
+  const file = Uint8Array.from({ length: 400 }, (_, i) => (i * 7) % 256);
+  const sel = validateSelection("x", { record_size: 10, keep: [[6, 9], [0, 2]] });
+  const logical = [];
+  for (let r = 0; r < 40; r++) for (const [a, b] of sel.keep) for (let k = a; k < b; k++) logical.push(file[r * 10 + k]);
+  for (const [s, e] of [[0, 200], [3, 17], [199, 200], [50, 51], [0, 1]]) {
+    for (const gap of [0, 5, 1000]) {
+      const segments = mapLogicalRange(0, s, e, sel);
+      const spans = spansFor(segments, gap);
+      const bodies = spans.map((sp) => file.slice(sp.offset, sp.end));
+      assert.deepEqual([...assembleSegments(segments, spans, bodies)], logical.slice(s, e), `${s}-${e} gap ${gap}`);
+    }
+  }
+  // a span that came back short (end of file): the result stops at the first missing byte
+  const segments = mapLogicalRange(0, 0, 10, sel);
+  const spans = spansFor(segments, 100);
+  const out = assembleSegments(segments, spans, [file.slice(0, 12)]);
+  assert.deepEqual([...out], logical.slice(0, 5)); // record 1 starts at byte 16, missing
+});
+
+test("padding with fill elements, aligned to the element", () => {
+  const fill = Uint8Array.of(7, 0, 0, 0);
+  assert.deepEqual([...padWithFill(Uint8Array.of(1, 0, 0, 0, 2, 0), 0, 12, fill)],
+    [1, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0]);
+  // a range starting mid-element pads with the right bytes
+  assert.deepEqual([...padWithFill(new Uint8Array(0), 2, 7, fill)], [0, 0, 7, 0, 0]);
+  assert.throws(() => padWithFill(new Uint8Array(5), 0, 4, fill), ChunkSizeError);
+  const exact = Uint8Array.of(1, 2, 3, 4);
+  assert.equal(padWithFill(exact, 0, 4, fill), exact);
+});
+
+test("merge planning: gap, span limit, off", () => {
+  const r = (start, end) => ({ start, end });
+  const ranges = [r(300, 400), r(0, 100), r(100, 200), r(1000, 1100), r(150, 250)];
+  const plan = (gap, max) => planMerges(ranges, gap, max).map((g) => [g.start, g.end, g.members.length]);
+  assert.deepEqual(plan(0, 1e9), [[0, 250, 3], [300, 400, 1], [1000, 1100, 1]]);
+  assert.deepEqual(plan(50, 1e9), [[0, 400, 4], [1000, 1100, 1]]);
+  assert.deepEqual(plan(1000, 1e9), [[0, 1100, 5]]);
+  assert.deepEqual(plan(1000, 400), [[0, 400, 4], [1000, 1100, 1]]);
+  assert.deepEqual(plan(1000, 0), [[0, 100, 1], [100, 200, 1], [150, 250, 1], [300, 400, 1], [1000, 1100, 1]]);
+  assert.deepEqual(planMerges([r(0, 5000)], 10, 100).map((g) => [g.start, g.end]), [[0, 5000]]);
+});
+
+test("JSON: bare non-finite tokens, large fill values", () => {
+  const text = '{"a": NaN, "b": [Infinity, -Infinity], "s": "NaN Infinity \\" NaN", "NaN": 1}';
+  assert.equal(quoteNonFinite(text),
+    '{"a": "NaN", "b": ["Infinity", "-Infinity"], "s": "NaN Infinity \\" NaN", "NaN": 1}');
+  const parsed = parseJson(text);
+  assert.ok(Number.isNaN(parsed.a));
+  assert.deepEqual(parsed.b, [Infinity, -Infinity]);
+  assert.equal(parsed.s, 'NaN Infinity " NaN');
+  assert.equal(parsed.NaN, 1);
+  assert.deepEqual(parseJson('{"x": "NaN"}'), { x: "NaN" });
+  assert.throws(() => parseJson("{nope}"), SyntaxError);
+  assert.equal(quoteLargeFillValues('{"fill_value": 18446744073709551615, "n": 1}'),
+    '{"fill_value": "18446744073709551615", "n": 1}');
+  assert.equal(quoteLargeFillValues('{"fill_value":-9223372036854775808}'),
+    '{"fill_value":"-9223372036854775808"}');
+  assert.equal(quoteLargeFillValues('{"fill_value": 1234567890123456}'), '{"fill_value": 1234567890123456}');
+});
+
+test("attributes: both conventions, only when registered, _str_ stripped once", () => {
+  const conventions = [{ uuid: "4b1b3f0e-6a5e-5d8a-9c57-8c1a6a0e2f11", name: "non-finite-attributes" },
+    { uuid: "9d2c6a57-0b8e-5f3c-a1e4-3e7b5c2d9f40", name: "bytes-attributes" }];
+  const out = decodeAttributes({
+    zarr_conventions: conventions, r: "NaN", l: ["Infinity", "-Infinity", 1], s: "_str_NaN",
+    t: "_str__str_x", b: "base64:/wAB", nested: { v: "NaN", w: "plain" },
+  });
+  assert.ok(Number.isNaN(out.r));
+  assert.deepEqual(out.l, [Infinity, -Infinity, 1]);
+  assert.equal(out.s, "NaN");
+  assert.equal(out.t, "_str_x");
+  assert.deepEqual(out.b, Uint8Array.of(255, 0, 1));
+  assert.ok(Number.isNaN(out.nested.v));
+  const none = decodeAttributes({ r: "NaN", b: "base64:AA==", s: "_str_x" });
+  assert.deepEqual(none, { r: "NaN", b: "base64:AA==", s: "_str_x" });
+  const onlyBytes = decodeAttributes({ zarr_conventions: [conventions[1]], r: "NaN", b: "base64:AA==" });
+  assert.equal(onlyBytes.r, "NaN");
+  assert.deepEqual(onlyBytes.b, Uint8Array.of(0));
+});
+
+test("fletcher32: numcodecs' known vector, and a flipped bit is an error", () => {
+  // numcodecs test_known: int64 [1..10]? computed from the HDF5 definition here
+  const data = new Uint8Array(new BigInt64Array([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]).buffer);
+  const sum = fletcher32(data);
+  const encoded = new Uint8Array(data.length + 4);
+  encoded.set(data);
+  new DataView(encoded.buffer).setUint32(data.length, sum, true);
+  const codec = Fletcher32Codec.fromConfig();
+  assert.deepEqual(codec.decode(encoded), data);
+  encoded[3] ^= 1;
+  assert.throws(() => codec.decode(encoded), /fletcher32 checksum mismatch/);
+  assert.equal(fletcher32(Uint8Array.of(1)), (1 << 8) | ((1 << 8) << 16));
+});
+
+test("fill bytes for the types the store pads", () => {
+  assert.deepEqual([...fillElementBytes("int32", 7, 4, true)], [7, 0, 0, 0]);
+  assert.deepEqual([...fillElementBytes("int16", -7, 2, false)], [0xff, 0xf9]);
+  assert.deepEqual([...fillElementBytes("float32", "NaN", 4, true)], [0, 0, 0xc0, 0x7f]);
+  assert.deepEqual([...fillElementBytes("float32", "0x7fc00001", 4, true)], [1, 0, 0xc0, 0x7f]);
+  assert.deepEqual([...fillElementBytes("uint64", "18446744073709551615", 8, true)], Array(8).fill(255));
+  assert.deepEqual([...fillElementBytes("bool", true, 1, true)], [1]);
+  assert.deepEqual([...fillElementBytes("complex64", [1, "NaN"], 8, true)], [0, 0, 0x80, 0x3f, 0, 0, 0xc0, 0x7f]);
+  const struct = { name: "struct", configuration: { fields: [{ name: "a", data_type: "int16" }, { name: "b", data_type: "uint8" }] } };
+  assert.deepEqual([...fillElementBytes(struct, { a: 258, b: 3 }, 3, true)], [2, 1, 3]);
+  const info = arrayInfoFromMetadata("x", { shape: [10, 4], data_type: "int16", fill_value: 1,
+    chunk_grid: { configuration: { chunk_shape: [5, 4] } }, codecs: [{ name: "bytes" }] });
+  assert.equal(info.padding.chunkBytes, 40);
+  assert.deepEqual(chunkCoordsFromKey(info, "c/1/0"), [1, 0]);
+  assert.equal(chunkCoordsFromKey(info, "c/1"), undefined);
+  assert.equal(chunkCoordsFromKey(info, "c/01/0"), undefined);
+  const compressed = arrayInfoFromMetadata("y", { shape: [10], data_type: "int16", fill_value: 1,
+    chunk_grid: { configuration: { chunk_shape: [5] } }, codecs: [{ name: "bytes" }, { name: "numcodecs.zlib" }] });
+  assert.equal(compressed.padding, undefined);
+});
+
+test("DANDI download URLs are recognised, other URLs are not", () => {
+  assert.ok(isDandiDownloadUrl("https://api.dandiarchive.org/api/assets/5a9cc6f1-aeaf/download/"));
+  assert.ok(isDandiDownloadUrl("https://api.sandbox.dandiarchive.org/api/assets/abc/download/"));
+  assert.ok(!isDandiDownloadUrl("https://dandiarchive.s3.amazonaws.com/blobs/abc"));
+  assert.ok(!isDandiDownloadUrl("https://api.dandiarchive.org/api/assets/abc/"));
+});
