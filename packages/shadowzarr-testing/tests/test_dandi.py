@@ -167,3 +167,19 @@ async def test_faults_can_target_the_presigned_route(dandi: LatencyProxy) -> Non
             assert response.status == 200
     faults = [(entry["route"], entry["fault"]) for entry in dandi.log]
     assert faults == [("api", "429"), ("api", None), ("presigned", "503"), ("presigned", None)]
+
+
+async def test_api_answers_cors_preflight_for_browsers(dandi: LatencyProxy) -> None:
+    preflight = {
+        "Origin": "http://page.test",
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "authorization",
+    }
+    url = dandi.asset_download_url("closed-asset")
+    async with aiohttp.ClientSession() as session:
+        async with session.options(url, headers=preflight) as response:
+            assert response.status == 204
+            assert response.headers["Access-Control-Allow-Origin"] == "*"
+            assert "authorization" in response.headers["Access-Control-Allow-Headers"].lower()
+        async with session.get(url, allow_redirects=False) as response:
+            assert response.headers["Access-Control-Allow-Origin"] == "*"

@@ -131,7 +131,8 @@ def test_wait_idle_waits_for_in_flight_requests(nginx: NginxServer, proxy: Laten
             time.sleep(0.01)
         with pytest.raises(TimeoutError):
             proxy.wait_idle(timeout=0.2)
-        assert proxy.log[0]["duration"] is None
+        in_flight = proxy.log[0]
+        assert in_flight["duration"] is None
     # The client hung up: the stalled handler is cancelled.
     proxy.wait_idle(timeout=5)
     assert proxy.log[0]["fault"] == "stall"

@@ -444,12 +444,12 @@ class LatencyProxy:
             if early is not None:
                 return early
         path = request.path
+        if path.startswith("/api/") and request.method == "OPTIONS":
+            return _api_preflight()
         if match := _API_DOWNLOAD.match(path):
             return self._api_download(request, match["asset"])
         if match := _API_ASSET.match(path):
             return await self._api_asset(request, match["asset"])
-        if path.startswith("/api/") and request.method == "OPTIONS":
-            return _api_preflight()
         raw_path = request.rel_url.raw_path
         if match := _PRESIGNED.match(raw_path):
             refused = self._check_signature(request, match["path"])
