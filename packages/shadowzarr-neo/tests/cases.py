@@ -15,6 +15,7 @@ from .recordings.brainvision import write_brainvision
 from .recordings.elan import write_elan
 from .recordings.maxwell import write_maxwell
 from .recordings.micromed import write_micromed
+from .recordings.neuralynx import write_neuralynx
 from .recordings.neuronexus import write_neuronexus
 from .recordings.neuroscope import write_neuroscope
 from .recordings.openephys_binary import write_openephys_binary
@@ -82,6 +83,8 @@ REAL: dict[str, Callable[[Path], WrittenRecording]] = {
 WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "openephys-legacy": write_openephys_legacy,
     "spikegadgets": write_spikegadgets,
+    "neuralynx": write_neuralynx,
+    "neuralynx-one-segment": partial(write_neuralynx, segments=1, n_channels=2, inverted=False),
 }
 """Written recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
 

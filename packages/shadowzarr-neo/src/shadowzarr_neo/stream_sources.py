@@ -14,6 +14,7 @@ import numpy as np
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.layouts import ChunkedLayout, ContiguousLayout, buffer_layout
+from shadowzarr_neo.memmaps import memmap_position
 from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked, StreamSource
 from shadowzarr_neo.streams import stream_columns
 
@@ -259,9 +260,35 @@ def _spikegadgets_stream(reader: Any, block: int, segment: int, stream_index: in
     )
 
 
+# -- Neuralynx: one .ncs file per channel, records of 512 samples ---------------------------
+def _neuralynx_stream(reader: Any, block: int, segment: int, stream_index: int) -> Outcome:
+    header = reader.header
+    stream_id = header["signal_streams"][stream_index]["id"]
+    channels = header["signal_channels"][header["signal_channels"]["stream_id"] == stream_id]
+    n_samples = int(reader.get_signal_size(block, segment, stream_index))
+    parts = []
+    for channel in channels:
+        records = reader._sigs_memmaps[segment][(channel["name"], channel["id"])]
+        path, offset = memmap_position(records)
+        samples = records.dtype.fields["samples"]
+        parts.append(
+            Blocks(
+                path=path,
+                offset=offset,
+                dtype=samples[0].base,
+                n_samples=n_samples,
+                record_size=records.dtype.itemsize,
+                block=samples[0].shape[0],
+                channel_offsets=(int(samples[1]),),
+            )
+        )
+    return Stacked(tuple(parts))
+
+
 _READERS: dict[str, Callable[[Any, int, int, int], Outcome]] = {
     "BlackrockRawIO": _blackrock_stream,
     "IntanRawIO": _intan_stream,
+    "NeuralynxRawIO": _neuralynx_stream,
     "OpenEphysRawIO": _openephys_legacy_stream,
     "SpikeGadgetsRawIO": _spikegadgets_stream,
 }
