@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from shadowzarr_testing import FaultRule
+from shadowzarr_testing.faults import parse_single_range
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -145,9 +146,11 @@ async def test_range_faults_leave_unranged_requests_alone(
 ) -> None:
     proxy.fail_next(1, "wrong_range")
     assert await _status(session, proxy.url("f/a.bin")) == 200  # no Range: not consumed
+    async with session.get(proxy.url("f/a.bin"), headers={"Range": "bytes=-10"}) as response:
+        assert await response.read() == PAYLOAD[-10:]  # a suffix range: not consumed either
     async with session.get(proxy.url("f/a.bin"), headers=RANGE) as response:
         assert await response.read() != PAYLOAD[1000:1100]
-    assert [entry["fault"] for entry in proxy.log] == [None, "wrong_range"]
+    assert [entry["fault"] for entry in proxy.log] == [None, None, "wrong_range"]
 
 
 async def test_fail_next_n_then_recover(
@@ -192,6 +195,22 @@ async def test_probability_is_deterministic_with_a_seed(
     assert 200 in first
     assert set(first) - {200}
     assert set(first) <= {200, 429, 500, 503}
+
+
+@pytest.mark.parametrize(
+    ("header", "parsed"),
+    [
+        ("bytes=0-99", (0, 99)),
+        ("bytes=5-", (5, None)),
+        (" bytes=7-7 ", (7, 7)),
+        ("bytes=-5", None),
+        ("bytes=0-1,4-5", None),
+        ("items=0-1", None),
+        (None, None),
+    ],
+)
+def test_parse_single_range(header: str | None, parsed: tuple[int, int | None] | None) -> None:
+    assert parse_single_range(header) == parsed
 
 
 def test_rule_validation() -> None:

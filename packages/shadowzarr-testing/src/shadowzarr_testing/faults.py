@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Literal, get_args
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-__all__ = ["DEFAULT_RANDOM_KINDS", "FaultKind", "FaultPlan", "FaultRule"]
+__all__ = ["DEFAULT_RANDOM_KINDS", "FaultKind", "FaultPlan", "FaultRule", "parse_single_range"]
 
 FaultKind = Literal[
     "reset", "500", "503", "429", "truncate", "stall", "ignore_range", "wrong_range"
 ]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
-_RANGE_KINDS = frozenset({"ignore_range", "wrong_range"})
+_SINGLE_RANGE = re.compile(r"^bytes=(?P<start>\d+)-(?P<end>\d*)$")
 
 #: Kinds drawn when ``faults`` is a probability: everything a client must retry or detect
 #: quickly (``stall`` costs a client timeout, so it is opt-in).
@@ -40,8 +40,8 @@ class FaultRule:
     and then drops the connection; ``ignore_range`` drops the ``Range`` header so the client
     gets 200 and the whole file; ``wrong_range`` answers 206 for the range shifted by
     ``shift`` bytes with a ``Content-Range`` that claims the requested range (``honest=False``)
-    or truthfully names the shifted one (``honest=True``). The two range kinds only match
-    requests that carry a ``Range`` header.
+    or truthfully names the shifted one (``honest=True``). ``ignore_range`` only matches
+    requests with a ``Range`` header, ``wrong_range`` only ``bytes=start-[end]`` ones.
     """
 
     kind: FaultKind
@@ -66,12 +66,31 @@ class FaultRule:
         if self.times is not None and self.times < 0:
             raise ValueError(f"times must be >= 0 or None, not {self.times}")
 
-    def matches(self, method: str, path: str, has_range: bool) -> bool:
+    def matches(self, method: str, path: str, range_header: str | None) -> bool:
         if self.method is not None and self.method.upper() != method.upper():
             return False
         if self.path is not None and re.search(self.path, path) is None:
             return False
-        return has_range or self.kind not in _RANGE_KINDS
+        return _applies_to_range(self.kind, range_header)
+
+
+def _applies_to_range(kind: str, range_header: str | None) -> bool:
+    if kind == "ignore_range":
+        return range_header is not None
+    if kind == "wrong_range":
+        return parse_single_range(range_header) is not None
+    return True
+
+
+def parse_single_range(header: str | None) -> tuple[int, int | None] | None:
+    """``(start, end)`` of ``bytes=start-end`` (``end`` ``None`` for ``bytes=start-``), else
+    ``None`` (no header, a suffix range, several ranges)."""
+    if header is None:
+        return None
+    match = _SINGLE_RANGE.match(header.strip())
+    if match is None:
+        return None
+    return int(match["start"]), int(match["end"]) if match["end"] else None
 
 
 @dataclass(slots=True)
@@ -135,11 +154,11 @@ class FaultPlan:
         with self._lock:
             return [active.rule for active in self._rules if active.remaining != 0]
 
-    def choose(self, method: str, path: str, has_range: bool) -> FaultRule | None:
+    def choose(self, method: str, path: str, range_header: str | None) -> FaultRule | None:
         """The fault for this request, or ``None``; consumes one use of a limited rule."""
         with self._lock:
             for active in self._rules:
-                if active.remaining == 0 or not active.rule.matches(method, path, has_range):
+                if active.remaining == 0 or not active.rule.matches(method, path, range_header):
                     continue
                 if active.rule.probability < 1.0 and (
                     self._random.random() >= active.rule.probability
@@ -150,7 +169,7 @@ class FaultPlan:
                 return active.rule
             if self._probability > 0.0 and self._random.random() < self._probability:
                 kinds = [
-                    kind for kind in self._random_kinds if has_range or kind not in _RANGE_KINDS
+                    kind for kind in self._random_kinds if _applies_to_range(kind, range_header)
                 ]
                 if kinds:
                     return FaultRule(self._random.choice(kinds))

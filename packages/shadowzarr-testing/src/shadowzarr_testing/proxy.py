@@ -33,7 +33,12 @@ from aiohttp import web
 from yarl import URL
 
 from shadowzarr_testing._throttle import Throttle
-from shadowzarr_testing.faults import DEFAULT_RANDOM_KINDS, FaultPlan, FaultRule
+from shadowzarr_testing.faults import (
+    DEFAULT_RANDOM_KINDS,
+    FaultPlan,
+    FaultRule,
+    parse_single_range,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -62,7 +67,6 @@ _NOT_COPIED_FROM_UPSTREAM = _HOP_BY_HOP | {"server", "date"}
 _API_DOWNLOAD = re.compile(r"^/api/assets/(?P<asset>[^/]+)/download/?$")
 _API_ASSET = re.compile(r"^/api/assets/(?P<asset>[^/]+)/?$")
 _PRESIGNED = re.compile(r"^/presigned/(?P<path>.+)$")
-_SINGLE_RANGE = re.compile(r"^bytes=(?P<start>\d+)-(?P<end>\d*)$")
 _BODYLESS_STATUSES = frozenset({204, 304})
 _S3_EXPIRED = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
@@ -425,7 +429,7 @@ class LatencyProxy:
         try:
             if self.latency > 0:
                 await asyncio.sleep(self.latency)
-            fault = self._plan.choose(request.method, request.path, "Range" in request.headers)
+            fault = self._plan.choose(request.method, request.path, request.headers.get("Range"))
             if fault is not None:
                 entry["fault"] = fault.kind
             response = await self._respond(request, fault, entry)
@@ -497,7 +501,7 @@ class LatencyProxy:
     ) -> web.StreamResponse:
         assert self._session is not None
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
-        requested = _single_range(request.headers.get("Range"))
+        requested = parse_single_range(request.headers.get("Range"))
         kind = fault.kind if fault is not None else None
         if kind == "ignore_range":
             headers = [(k, v) for k, v in headers if k.lower() != "range"]
@@ -676,16 +680,6 @@ def _lowercase_headers(request: web.Request) -> dict[str, str]:
         key = name.lower()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     return headers
-
-
-def _single_range(header: str | None) -> tuple[int, int | None] | None:
-    """``(start, end)`` of a ``bytes=start-end`` or ``bytes=start-`` header, else ``None``."""
-    if header is None:
-        return None
-    match = _SINGLE_RANGE.match(header.strip())
-    if match is None:
-        return None
-    return int(match["start"]), int(match["end"]) if match["end"] else None
 
 
 def _abort(request: web.Request) -> None:
