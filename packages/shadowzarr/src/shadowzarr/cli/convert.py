@@ -1,0 +1,37 @@
+"""``shadowzarr convert REFS OUT``: single JSON <-> directory with chunk indexes, or Icechunk."""
+
+from __future__ import annotations
+
+import argparse
+
+from shadowzarr_spec import load_rfs, write_rfs
+
+__all__ = ["register"]
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subcommands.add_parser(
+        "convert",
+        help="rewrite references as one JSON file, a directory, or an Icechunk repository",
+        description="OUT ending in .json gets one file (version 1 unless selections need 2); "
+        "OUT ending in .icechunk gets an Icechunk repository (shadowzarr[icechunk]); any other "
+        "OUT gets a directory with chunk indexes for arrays above the threshold.",
+        epilog="example: shadowzarr convert session.json session.shadowzarr",
+    )
+    parser.add_argument("refs")
+    parser.add_argument("out")
+    parser.add_argument("--chunk-index-threshold", type=int, default=1000)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rfs = load_rfs(args.refs)
+    if args.out.endswith(".icechunk"):
+        from shadowzarr._lazy import import_module_for
+
+        bridge = import_module_for("shadowzarr_icechunk", "icechunk", "shadowzarr convert to Icechunk")
+        bridge.write_icechunk_repository(rfs, args.out)
+    else:
+        write_rfs(rfs, args.out, chunk_index_threshold=args.chunk_index_threshold)
+    print(f"wrote {args.out}")
+    return 0
