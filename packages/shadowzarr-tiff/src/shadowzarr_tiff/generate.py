@@ -1,0 +1,245 @@
+"""generate_rfs_tiff: a reference file system for a TIFF file, read with tifffile.
+
+Series ``i`` is the array ``"i"``; a pyramid is the group ``"i"`` with its levels at ``"i/j"``
+(the bioformats2raw layout) and OME-NGFF multiscales attributes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from shadowzarr_spec import RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec.model import MISSING_CHUNK
+
+from shadowzarr_tiff.attributes import (
+    multiscales_attributes,
+    root_attributes,
+    series_attributes,
+)
+from shadowzarr_tiff.chunks import (
+    MAX_PAGE_CHUNK_BYTES,
+    ChunkTable,
+    block_chunks,
+    block_shape,
+    page_chunks,
+    pages_are_contiguous,
+)
+from shadowzarr_tiff.codecs import codec_chain, register_tiff_codecs, stored_dtype, uses_imagecodecs
+from shadowzarr_tiff.layout import ChunkLayout, plan_layout
+from shadowzarr_tiff.source import open_source
+
+if TYPE_CHECKING:
+    from shadowzarr_spec import ReferenceFileSystem
+    from tifffile import TiffFile, TiffPageSeries
+
+__all__ = ["generate_rfs_tiff"]
+
+
+def generate_rfs_tiff(
+    url_or_path: str | os.PathLike[str],
+    *,
+    url: str | None = None,
+    local_path: str | os.PathLike[str] | None = None,
+    chunk_index_threshold: int | None = 1000,
+    block_size: int = 2**16,
+    max_concurrency: int = 16,
+) -> ReferenceFileSystem:
+    """References for every series (and pyramid level) of a TIFF file.
+
+    Parameters
+    ----------
+    url_or_path
+        A local path or an http(s) URL. A URL is read with range requests: tifffile's reads of
+        the IFDs go through a block cache that reads ahead along the IFD chain.
+    url
+        Where the references point, when ``url_or_path`` is a local path (default: the path).
+    local_path
+        A local copy of the file at the URL ``url_or_path``, read instead of the URL.
+    chunk_index_threshold
+        Arrays with more listed chunks than this get an in-memory chunk index (written as an
+        index array by :func:`~shadowzarr_spec.write_rfs` to a directory). None lists them all.
+    block_size, max_concurrency
+        Range request size and parallel requests for a remote file.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        A series uses a feature that cannot be referenced exactly; the message names the file,
+        the series and the reason.
+    """
+    builder = RfsBuilder()
+    with open_source(
+        url_or_path,
+        url=url,
+        local_path=local_path,
+        block_size=block_size,
+        max_concurrency=max_concurrency,
+    ) as source:
+        import tifffile
+
+        try:
+            tif = tifffile.TiffFile(source.handle, name=source.name)
+        except tifffile.TiffFileError as exc:
+            raise UnsupportedFeatureError(f"{source.ref_url}: not a TIFF file ({exc})") from exc
+        with tif:
+            _add_file(builder, tif, source.ref_url, chunk_index_threshold)
+        builder.add_source(source.ref_url, size=source.size, etag=source.etag)
+    return builder.build()
+
+
+def _add_file(builder: RfsBuilder, tif: TiffFile, url: str, threshold: int | None) -> None:
+    series_list = list(tif.series)
+    pyramids = [len(series.levels) > 1 for series in series_list]
+    builder.add_group("", root_attributes(tif, bool(series_list) and all(pyramids)))
+    imagecodecs_needed = False
+    for index, series in enumerate(series_list):
+        attributes = series_attributes(tif, series, index)
+        if pyramids[index]:
+            builder.add_group(str(index), {**attributes, **multiscales_attributes(series)})
+            for level_index, level in enumerate(series.levels):
+                where = f"{url}: series {index} level {level_index}"
+                imagecodecs_needed |= _add_level(
+                    builder, level, f"{index}/{level_index}", url, where, threshold, {}
+                )
+        else:
+            where = f"{url}: series {index}"
+            imagecodecs_needed |= _add_level(
+                builder, series, str(index), url, where, threshold, attributes
+            )
+    if imagecodecs_needed:
+        register_tiff_codecs()
+
+
+def _add_level(
+    builder: RfsBuilder,
+    series: TiffPageSeries,
+    path: str,
+    url: str,
+    where: str,
+    threshold: int | None,
+    attributes: dict[str, Any],
+) -> bool:
+    """Add one series or pyramid level as the array ``path``; True when it needs imagecodecs."""
+    keyframe = series.keyframe
+    if series.transform is not None:
+        raise UnsupportedFeatureError(f"{where}: tifffile transforms its pixels after decoding")
+    if series.is_multifile:
+        raise UnsupportedFeatureError(f"{where}: the series spans several files")
+    if keyframe.imagedepth > 1 and not keyframe.is_tiled:
+        raise UnsupportedFeatureError(f"{where}: strips of volumes (image depth)")
+    dtype = stored_dtype_or_refuse(keyframe, where)
+    source_shape = (len(series), *(int(s) for s in keyframe.shaped))
+    page_bytes = math.prod(keyframe.shaped) * dtype.itemsize
+    probe = codec_chain(keyframe, _probe_shape(keyframe), where)
+
+    block = block_shape(keyframe, where)
+    table: ChunkTable
+    if probe.uncompressed and not keyframe.is_tiled and _page_chunks_fit(series, page_bytes):
+        source_chunk = (1, *source_shape[1:])
+        table = page_chunks(series, page_bytes)
+    else:
+        _check_strips_divide(keyframe, block, where)
+        source_chunk = block
+        table = block_chunks(series, block, where)
+    layout = plan_layout(source_shape, source_chunk, tuple(int(s) for s in series.shape), where)
+    chain = codec_chain(keyframe, layout.chunk_shape, where)
+    builder.add_array(
+        path,
+        shape=layout.shape,
+        data_type=dtype,
+        chunk_shape=layout.chunk_shape,
+        codecs=chain.codecs,
+        fill_value=0,
+        attributes=attributes,
+        dimension_names=list(series.axes) if len(series.axes) == len(layout.shape) else None,
+    )
+    _add_chunks(builder, path, url, layout, table, threshold)
+    return uses_imagecodecs(chain.codecs)
+
+
+def stored_dtype_or_refuse(page: Any, where: str) -> np.dtype[Any]:
+    if page.dtype is None:
+        raise UnsupportedFeatureError(
+            f"{where}: {page.bitspersample}-bit samples of sample format {page.sampleformat} "
+            "cannot be referenced"
+        )
+    return stored_dtype(page)
+
+
+def _probe_shape(keyframe: Any) -> tuple[int, ...]:
+    _, _, length, width, contig = keyframe.shaped
+    return (length, width, contig) if contig > 1 else (length, width)
+
+
+def _page_chunks_fit(series: TiffPageSeries, page_bytes: int) -> bool:
+    keyframe = series.keyframe
+    if page_bytes > MAX_PAGE_CHUNK_BYTES and _strips_divide(keyframe):
+        return False
+    if series.dataoffset is not None:
+        return True
+    return pages_are_contiguous(series, page_bytes)
+
+
+def _strips_divide(keyframe: Any) -> bool:
+    length = int(keyframe.imagelength)
+    rows = int(keyframe.rowsperstrip) or length
+    return keyframe.is_tiled or rows >= length or length % rows == 0
+
+
+def _check_strips_divide(keyframe: Any, block: tuple[int, ...], where: str) -> None:
+    if not _strips_divide(keyframe):
+        raise UnsupportedFeatureError(
+            f"{where}: {keyframe.rowsperstrip} rows per strip do not divide the image height "
+            f"{keyframe.imagelength} and the pages are compressed or not stored in one piece, "
+            "so the last strip of each page is shorter than a Zarr chunk"
+        )
+
+
+def _add_chunks(
+    builder: RfsBuilder,
+    path: str,
+    url: str,
+    layout: ChunkLayout,
+    table: ChunkTable,
+    threshold: int | None,
+) -> None:
+    coords = layout.chunk_coords(table.origins)
+    count = len(coords)
+    if count == 0:
+        return
+    grid = layout.grid
+    strided_axis = _single_axis(grid, count)
+    if table.evenly_spaced is not None and strided_axis is not None and count > 1:
+        start, stride = table.evenly_spaced
+        builder.add_strided_chunks(
+            path,
+            url=url,
+            start=start,
+            stride=stride,
+            length=int(table.sizes[0]),
+            count=count,
+            axis=strided_axis,
+        )
+        return
+    if threshold is not None and count > threshold:
+        index = np.full((*grid, 2), MISSING_CHUNK, dtype=np.uint64)
+        index[tuple(coords.T)] = np.stack([table.offsets, table.sizes], axis=1).astype(np.uint64)
+        builder.add_index(path, url, index)
+        return
+    for chunk, offset, size in zip(
+        coords.tolist(), table.offsets.tolist(), table.sizes.tolist(), strict=True
+    ):
+        builder.add_chunk(path, chunk, url, offset, size)
+
+
+def _single_axis(grid: tuple[int, ...], count: int) -> int | None:
+    """The one axis along which the chunk grid runs, when all others have one chunk."""
+    long_axes = [axis for axis, size in enumerate(grid) if size > 1]
+    if len(long_axes) == 1 and grid[long_axes[0]] == count:
+        return long_axes[0]
+    if not long_axes and grid and count == 1:
+        return 0
+    return None

@@ -1,0 +1,286 @@
+"""A read-only file over HTTP range requests, with a block cache that reads ahead along the
+IFD chain, so tifffile can parse a remote TIFF in a few rounds of requests.
+
+tifffile walks the IFDs one at a time: seek, read a few hundred bytes, seek to the next IFD.
+Over HTTP each of those reads would be a round trip. The pages of a stack are usually written
+the same way one after another, so their IFDs are evenly spaced: once three cache misses fall
+at the same stride, the next IFDs are fetched ahead, in parallel, twice as many each time the
+guess holds. Neighbouring blocks are merged into one request.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import requests
+from requests.adapters import HTTPAdapter
+from shadowzarr_spec import SourceChangedError, SourceError, SourceNotFoundError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from _typeshed import WriteableBuffer
+
+__all__ = ["HttpFileStats", "HttpRangeFile"]
+
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+
+
+@dataclass(slots=True)
+class HttpFileStats:
+    """What reading the file cost."""
+
+    requests: int = 0
+    bytes: int = 0
+
+
+class HttpRangeFile(io.RawIOBase):
+    """A seekable, read-only binary file at ``url``, read in cached blocks.
+
+    Parameters
+    ----------
+    block_size
+        Cache granularity: every request covers whole blocks.
+    read_ahead
+        Bytes fetched after a cache miss that follows no pattern (headers, tag values).
+    max_ahead
+        Most IFD positions guessed in one round.
+    merge_gap
+        Blocks closer than this are fetched by one request (bytes are cheaper than a round trip).
+    max_concurrency
+        Parallel requests.
+    cache_bytes
+        Most bytes kept; the least recently used blocks are dropped.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        block_size: int = 4096,
+        read_ahead: int = 65536,
+        max_ahead: int = 4096,
+        merge_gap: int = 65536,
+        max_request: int = 16 * 2**20,
+        max_concurrency: int = 16,
+        cache_bytes: int = 256 * 2**20,
+        session: requests.Session | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.name = url
+        self.stats = HttpFileStats()
+        self._block = block_size
+        self._read_ahead_blocks = max(1, read_ahead // block_size)
+        self._max_ahead = max_ahead
+        self._merge_blocks = max(0, merge_gap // block_size)
+        self._max_request_blocks = max(1, max_request // block_size)
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache_blocks = max(16, cache_bytes // block_size)
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._session = session or requests.Session()
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max_concurrency)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="shadowzarr-tiff")
+        self._position = 0
+        self._misses: list[int] = []
+        self._pattern: tuple[int, int] | None = None  # (a miss, stride) of the IFDs guessed last
+        self._ahead = 8
+        self.size, self.etag = self._probe()
+
+    # -- io.RawIOBase ------------------------------------------------------------------------
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            position = offset
+        elif whence == io.SEEK_CUR:
+            position = self._position + offset
+        elif whence == io.SEEK_END:
+            position = self.size + offset
+        else:
+            raise ValueError(f"invalid whence {whence}")
+        if position < 0:
+            raise ValueError(f"negative seek position {position}")
+        self._position = position
+        return position
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        start = self._position
+        stop = min(start + len(view), self.size)
+        if stop <= start:
+            return 0
+        data = self.read_range(start, stop)
+        view[: len(data)] = data
+        self._position = start + len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._pool.shutdown(wait=True)
+            self._session.close()
+        super().close()
+
+    # -- reading -----------------------------------------------------------------------------
+    def read_range(self, start: int, stop: int) -> bytes:
+        """Bytes [start, stop), fetching the blocks that are not cached."""
+        first, last = start // self._block, (stop - 1) // self._block
+        wanted = range(first, last + 1)
+        missing = [b for b in wanted if b not in self._cache]
+        if missing:
+            self._fetch_blocks(sorted(set(missing) | set(self._guess(start, last))))
+        parts = []
+        for index in wanted:
+            block = self._cache[index]
+            self._cache.move_to_end(index)
+            parts.append(block)
+        joined = b"".join(parts)
+        offset = start - first * self._block
+        return joined[offset : offset + (stop - start)]
+
+    def _guess(self, start: int, last: int) -> list[int]:
+        """Blocks to fetch along with a miss at ``start``: the next IFDs when the misses so far
+        are evenly spaced, else the next ``read_ahead`` bytes."""
+        history = self._misses
+        history.append(start)
+        del history[:-16]
+        stride = None
+        if self._pattern is not None:
+            anchor, known = self._pattern
+            if start > anchor and (start - anchor) % known == 0:
+                stride = known
+        if stride is None:
+            stride = _stride(history)
+        self._pattern = None if stride is None else (start, stride)
+        total_blocks = (self.size + self._block - 1) // self._block
+        if stride is None:
+            self._ahead = 8
+            return list(range(last + 1, min(last + 1 + self._read_ahead_blocks, total_blocks)))
+        guesses: list[int] = []
+        for step in range(1, self._ahead + 1):
+            position = start + step * stride
+            if position >= self.size:
+                break
+            block = position // self._block
+            guesses.append(block)
+            if block + 1 < total_blocks:
+                guesses.append(block + 1)  # an IFD and its tag values may cross a block end
+        self._ahead = min(self._ahead * 2, self._max_ahead)
+        return guesses
+
+    def _fetch_blocks(self, blocks: Sequence[int]) -> None:
+        runs: list[tuple[int, int]] = []
+        for block in blocks:
+            if block in self._cache:
+                continue
+            if (
+                runs
+                and block - runs[-1][1] <= self._merge_blocks + 1
+                and block - runs[-1][0] < self._max_request_blocks
+            ):
+                runs[-1] = (runs[-1][0], block)
+            else:
+                runs.append((block, block))
+        ranges = [(a * self._block, min((b + 1) * self._block, self.size)) for a, b in runs]
+        if len(ranges) == 1:
+            results = [self._get(*ranges[0])]
+        else:
+            results = list(self._pool.map(lambda r: self._get(*r), ranges))
+        for (first, _), data in zip(runs, results, strict=True):
+            for i in range(0, len(data), self._block):
+                self._cache[first + i // self._block] = data[i : i + self._block]
+        while len(self._cache) > self._cache_blocks:
+            self._cache.popitem(last=False)
+
+    # -- HTTP --------------------------------------------------------------------------------
+    def _probe(self) -> tuple[int, str | None]:
+        """Size and ETag from a one-byte range request (HEAD is not always allowed)."""
+        response = self._request(0, 1)
+        etag = response.headers.get("ETag")
+        total = _content_range(response, 0, 0, self.url)[2]
+        if total is None:
+            raise SourceError(f"{self.url}: the server does not say the size of the file")
+        return total, etag
+
+    def _get(self, start: int, stop: int) -> bytes:
+        response = self._request(start, stop)
+        first, last, total = _content_range(response, start, stop - 1, self.url)
+        if total is not None and total != self.size:
+            raise SourceChangedError(
+                f"{self.url}: size changed from {self.size} to {total} while reading"
+            )
+        data = response.content
+        if len(data) != last - first + 1:
+            raise SourceError(
+                f"{self.url}: bytes {start}-{stop - 1}: got {len(data)} bytes, "
+                f"Content-Range says {last - first + 1}"
+            )
+        return data
+
+    def _request(self, start: int, stop: int) -> requests.Response:
+        headers = {"Range": f"bytes={start}-{stop - 1}"}
+        etag = getattr(self, "etag", None)
+        if etag:
+            headers["If-Match"] = etag
+        try:
+            response = self._session.get(self.url, headers=headers, timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise SourceError(f"{self.url}: bytes {start}-{stop - 1}: {exc}") from exc
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.bytes += len(response.content)
+        if response.status_code == 404:
+            raise SourceNotFoundError(f"{self.url}: not found (HTTP 404)")
+        if response.status_code == 412:
+            raise SourceChangedError(f"{self.url}: the ETag changed (HTTP 412)")
+        if response.status_code != 206:
+            raise SourceError(
+                f"{self.url}: bytes {start}-{stop - 1}: HTTP {response.status_code} "
+                "(expected 206 Partial Content)"
+            )
+        return response
+
+
+def _content_range(
+    response: requests.Response, start: int, last: int, url: str
+) -> tuple[int, int, int | None]:
+    header = response.headers.get("Content-Range", "")
+    match = _CONTENT_RANGE.match(header.strip())
+    if match is None:
+        raise SourceError(f"{url}: bytes {start}-{last}: bad Content-Range {header!r}")
+    first, end = int(match.group(1)), int(match.group(2))
+    total = None if match.group(3) == "*" else int(match.group(3))
+    expected_end = last if total is None else min(last, total - 1)
+    if first != start or end != expected_end:
+        raise SourceError(f"{url}: asked for bytes {start}-{last}, the server sent {first}-{end}")
+    return first, end, total
+
+
+def _stride(history: list[int]) -> int | None:
+    """A positive stride d such that the newest miss x has x - d and x - 2d among earlier ones."""
+    if len(history) < 3:
+        return None
+    newest = history[-1]
+    earlier = set(history[:-1])
+    for previous in reversed(history[:-1]):
+        stride = newest - previous
+        if stride > 0 and newest - 2 * stride in earlier:
+            return stride
+    return None
