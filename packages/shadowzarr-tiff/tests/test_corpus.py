@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tifffile
 import zarr
-from shadowzarr_spec import rfs_to_json
+from shadowzarr_spec import rfs_to_json, write_rfs
+from shadowzarr_store import open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
 
 from shadowzarr_tiff import generate_rfs_tiff
@@ -237,12 +238,21 @@ def test_corpus_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
-def test_reads_like_tifffile(corpus: Path, name: str) -> None:
+def test_reads_like_tifffile(corpus: Path, name: str, tmp_path: Path) -> None:
+    """Each series and level through open_rfs (from memory and from a written directory with
+    chunk indexes) and through fsspec, equal to tifffile's own reading."""
     path = next(corpus.glob(f"{name}.*tif"))
     rfs = generate_rfs_tiff(path)
-    group = _open_fsspec(rfs)
+    directory = write_rfs(generate_rfs_tiff(path, chunk_index_threshold=4), tmp_path / "refs")
+    readers = {
+        "open_rfs": open_rfs(rfs),
+        "open_rfs(directory)": open_rfs(directory),
+        "fsspec": _open_fsspec(rfs),
+    }
     with tifffile.TiffFile(path) as tif:
         levels = _levels(tif)
         assert levels
         for key, level in levels:
-            assert_array_equal_exact(group[key][...], level.asarray(), f"{name} {key}")
+            expected = level.asarray()
+            for reader, group in readers.items():
+                assert_array_equal_exact(group[key][...], expected, f"{name} {key} via {reader}")
