@@ -217,3 +217,52 @@ test("DANDI download URLs are recognised, other URLs are not", () => {
   assert.ok(!isDandiDownloadUrl("https://dandiarchive.s3.amazonaws.com/blobs/abc"));
   assert.ok(!isDandiDownloadUrl("https://api.dandiarchive.org/api/assets/abc/"));
 });
+
+test("DANDI resolution is cached for ten minutes, failures are not cached", async () => {
+  const { createDandiResolver } = await import("../../dist/dandi.js");
+  let calls = 0;
+  let clock = 0;
+  let fail = true;
+  const fakeFetch = async (request) => {
+    calls++;
+    assert.equal(request.redirect, "manual");
+    if (fail) return new Response(null, { status: 503 });
+    return new Response(null, { status: 302, headers: { Location: "https://bucket/blob" } });
+  };
+  const resolve = createDandiResolver(fakeFetch, 600_000, () => clock);
+  const url = "https://api.dandiarchive.org/api/assets/abc/download/";
+  await assert.rejects(resolve(url));
+  fail = false;
+  assert.equal(await resolve(url), "https://bucket/blob");
+  assert.equal(await resolve(url), "https://bucket/blob");
+  assert.equal(calls, 2);
+  clock = 599_999;
+  await resolve(url);
+  assert.equal(calls, 2);
+  clock = 600_001;
+  await resolve(url);
+  assert.equal(calls, 3);
+  assert.equal(await resolve("https://example.org/x.h5"), "https://example.org/x.h5");
+  assert.equal(calls, 3);
+});
+
+test("the main entry is browser-safe: nothing it imports uses node: modules", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { dirname, resolve } = await import("node:path");
+  const { fileURLToPath } = await import("node:url");
+  const dist = resolve(dirname(fileURLToPath(import.meta.url)), "../../dist");
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(file, "utf8");
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
+      const spec = m[1];
+      assert.ok(!spec.startsWith("node:") && spec !== "fs" && spec !== "path", `${file} imports ${spec}`);
+      if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
+    }
+  };
+  visit(resolve(dist, "index.js"));
+  assert.ok(seen.size > 5);
+  assert.ok(!seen.has(resolve(dist, "node.js")));
+});
