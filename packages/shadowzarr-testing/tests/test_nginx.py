@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import urllib.request
 from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
-from shadowzarr_testing import NginxServer
+from shadowzarr_testing import NginxNotFoundError, NginxServer, free_port
+from shadowzarr_testing import nginx as nginx_module
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -156,3 +160,25 @@ def test_context_manager_stops_the_process(tmp_path: Path) -> None:
 def test_rejects_unknown_cors_mode(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cors"):
         NginxServer(tmp_path, cors="partial")  # type: ignore[arg-type]
+
+
+def test_missing_nginx_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with pytest.raises(NginxNotFoundError, match="apt-get install nginx"):
+        NginxServer(tmp_path)
+
+
+def test_start_retries_when_the_port_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        ports = iter([taken, free_port()])
+        monkeypatch.setattr(nginx_module, "free_port", lambda: next(ports))
+        with NginxServer(tmp_path) as server:
+            assert server.port != taken
+            server.write_file("a.txt", b"a")
+            with urllib.request.urlopen(server.url("a.txt")) as response:
+                assert response.read() == b"a"

@@ -6,6 +6,7 @@ import asyncio
 import socket
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -152,3 +153,21 @@ def test_stop_joins_the_thread(nginx: NginxServer) -> None:
 def test_rejects_a_non_http_upstream() -> None:
     with pytest.raises(ValueError, match="http"):
         LatencyProxy("ftp://example.test/")
+
+
+def test_sync_threads_and_an_upstream_prefix(nginx: NginxServer, make_proxy: MakeProxy) -> None:
+    nginx.write_file("sub/dir/a.bin", PAYLOAD)
+    prefixed = make_proxy(upstream=nginx.url("sub/"), latency=0.2)
+
+    def fetch(start: int) -> bytes:
+        request = urllib.request.Request(
+            prefixed.url("dir/a.bin"), headers={"Range": f"bytes={start}-{start + 9}"}
+        )
+        with urllib.request.urlopen(request) as response:
+            return bytes(response.read())
+
+    with ThreadPoolExecutor(4) as pool:
+        bodies = list(pool.map(fetch, [0, 10, 20, 30]))
+    assert bodies == [PAYLOAD[start : start + 10] for start in (0, 10, 20, 30)]
+    assert prefixed.max_concurrent >= 2
+    assert nginx.count(path_prefix="sub/dir/") == 4

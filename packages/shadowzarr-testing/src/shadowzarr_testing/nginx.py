@@ -11,9 +11,9 @@ import contextlib
 import http.client
 import json
 import os
+import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -40,6 +40,7 @@ CorsMode = Literal["full", "no-expose"] | None
 
 #: Location answered by nginx itself (no log line); a reply proves earlier requests were logged.
 _SYNC_PATH = "/__shadowzarr_sync__"
+_TOKEN_HEADER = "X-Shadowzarr-Nginx"
 _START_ATTEMPTS = 5
 _START_TIMEOUT = 10.0
 
@@ -112,7 +113,7 @@ _PREFLIGHT = """
 """
 
 
-def _render_conf(*, root: Path, port: int, work: Path, cors: CorsMode) -> str:
+def _render_conf(*, root: Path, port: int, work: Path, cors: CorsMode, token: str) -> str:
     if cors is None:
         cors_block = ""
     elif cors in ("full", "no-expose"):
@@ -158,6 +159,7 @@ http {{
         root {root};
         location = {_SYNC_PATH} {{
             access_log off;
+            add_header {_TOKEN_HEADER} {token} always;
             return 204;
         }}
         location / {{
@@ -207,11 +209,12 @@ class NginxServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[..., NginxServer] | None = None
         self._log_offset = 0
+        self._token = secrets.token_hex(8)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> NginxServer:
-        """Start nginx and return once it accepts connections."""
+        """Start nginx and return once it answers HTTP (retrying on a stolen port)."""
         if self._process is not None:
             raise NginxError("nginx is already running")
         self._work = Path(tempfile.mkdtemp(prefix="shadowzarr-nginx-"))
@@ -231,7 +234,9 @@ class NginxServer:
         assert self._work is not None
         conf = self._work / "nginx.conf"
         conf.write_text(
-            _render_conf(root=self.root, port=self.port, work=self._work, cors=self.cors)
+            _render_conf(
+                root=self.root, port=self.port, work=self._work, cors=self.cors, token=self._token
+            )
         )
         (self._work / "access.jsonl").write_bytes(b"")
         self._log_offset = 0
@@ -247,18 +252,27 @@ class NginxServer:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 return (self._work / "stderr.log").read_text(errors="replace").strip()
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    pass
-            except OSError:
-                time.sleep(0.01)
-                continue
-            self._process = process
-            self._finalizer = weakref.finalize(self, _kill, process)
-            self._sync()  # accepting is not answering: wait for a first HTTP reply
-            return ""
+            # Accepting is not enough: another server may have taken the port (nginx then
+            # retries bind() for 2.5 s and exits), so wait for *our* nginx to answer.
+            if self._answers():
+                self._process = process
+                self._finalizer = weakref.finalize(self, _kill, process)
+                return ""
+            time.sleep(0.01)
         _kill(process)
-        return f"nginx did not accept connections within {_START_TIMEOUT} s"
+        return f"nginx did not answer within {_START_TIMEOUT} s"
+
+    def _answers(self) -> bool:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=0.5)
+        try:
+            connection.request("GET", _SYNC_PATH)
+            response = connection.getresponse()
+            response.read()
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            connection.close()
+        return response.status == 204 and response.getheader(_TOKEN_HEADER) == self._token
 
     def stop(self) -> None:
         """Kill nginx and remove its work directory; safe to call twice."""
