@@ -175,6 +175,12 @@ class RfsStore(Store):
     async def delete(self, key: str) -> None:
         self._check_writable()
 
+    async def delete_dir(self, prefix: str) -> None:
+        self._check_writable()
+
+    async def clear(self) -> None:
+        self._check_writable()
+
     def with_read_only(self, read_only: bool = False) -> RfsStore:
         if not read_only:
             return super().with_read_only(read_only)  # type: ignore[return-value]
