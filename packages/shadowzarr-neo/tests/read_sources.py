@@ -21,8 +21,8 @@ def read_layout(layout: Rows | ChannelRuns | Blocks) -> np.ndarray:
             raw = _file_bytes(
                 layout.path, layout.offset, layout.offset + layout.n_samples * layout.row_bytes
             )
-            rows = raw.reshape(layout.n_samples, layout.row_bytes)
-            items = rows[:, : layout.row_bytes // layout.dtype.itemsize * layout.dtype.itemsize]
+            rows = raw.reshape(layout.n_samples, layout.row_bytes)[:, layout.skip :]
+            items = rows[:, : rows.shape[1] // layout.dtype.itemsize * layout.dtype.itemsize]
             values = items.copy().view(layout.dtype)
             return values[:, list(layout.columns)]
         case ChannelRuns():

@@ -3,7 +3,8 @@
 These are the shapes the formats take, each of which a VirtualArray constructor describes:
 
 * :class:`Rows`: sample ``t`` is a row of ``row_bytes`` at ``offset + t * row_bytes``, holding
-  items of which the stream keeps ``columns`` (interleaved binary files, packets with a header).
+  after ``skip`` bytes items of which the stream keeps ``columns`` (interleaved binary files,
+  packets with a header).
 * :class:`ChannelRuns`: each channel's samples are stored together, channel ``c`` at
   ``offsets[c]`` of ``paths[c]`` (files stored channel by channel, one file per channel).
 * :class:`Blocks`: record ``r`` at ``offset + r * record_size`` holds ``block`` samples of every
@@ -31,7 +32,10 @@ class Rows:
     n_samples: int
     row_bytes: int
     columns: tuple[int, ...]
-    """Item indices (in units of ``dtype``) kept from each row, in the stream's channel order."""
+    """Item indices (in units of ``dtype``, counted from ``skip``) kept from each row, in the
+    stream's channel order."""
+    skip: int = 0
+    """Bytes of each row before its first item (a packet header)."""
 
     @property
     def n_channels(self) -> int:

@@ -140,11 +140,12 @@ def _blackrock_stream(reader: Any, block: int, segment: int, stream_index: int) 
     packet = kwargs.get("packet_size") or n_channels * dtype.itemsize
     return Rows(
         path=os.fspath(kwargs["filename"]),
-        offset=int(kwargs["offset"]) + int(kwargs.get("item_offset", 0)),
+        offset=int(kwargs["offset"]),
         dtype=dtype,
         n_samples=int(kwargs["num_samples"]),
         row_bytes=int(packet),
         columns=tuple(range(n_channels)),
+        skip=int(kwargs.get("item_offset", 0)),
     )
 
 
@@ -252,11 +253,12 @@ def _spikegadgets_stream(reader: Any, block: int, segment: int, stream_index: in
         )
     return Rows(
         path=os.fspath(raw.filename),
-        offset=int(raw.offset) + first,
+        offset=int(raw.offset),
         dtype=np.dtype("<i2"),
         n_samples=int(raw.shape[0]),
         row_bytes=int(raw.shape[1]),
         columns=tuple(int(p - first) // 2 for p in starts),
+        skip=first,
     )
 
 

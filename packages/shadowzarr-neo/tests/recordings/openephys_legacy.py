@@ -64,7 +64,7 @@ def write_openephys_legacy(
 ) -> WrittenRecording:
     """``n_channels`` CH files and ``n_adc`` ADC files per segment; lengths are whole records.
 
-    With ``gap`` the first channel skips a record's worth of timestamps after its first
+    With ``gap`` the first channel skips a record's worth of timestamps before its last
     record, which NEO fills with zeros when reading (so ``signals`` no longer holds its reads).
     """
     rng = np.random.default_rng(seed)
@@ -80,7 +80,7 @@ def write_openephys_legacy(
             records = np.zeros(n_records, dtype=RECORD_DTYPE)
             records["timestamp"] = first_timestamp + RECORD_SAMPLES * np.arange(n_records)
             if gap and c == 0:
-                records["timestamp"][1:] += RECORD_SAMPLES
+                records["timestamp"][-1] += RECORD_SAMPLES
             records["nb_sample"] = RECORD_SAMPLES
             records["rec_num"] = seg
             records["samples"] = data[:, c].reshape(n_records, RECORD_SAMPLES)

@@ -1,0 +1,161 @@
+"""virtual_arrays_neo: one VirtualArray per signal stream of a NEO raw reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shadowzarr_spec.errors import NotVirtualizable
+
+from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked, StreamSource
+from shadowzarr_neo.stream_sources import stream_sources
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from neo.rawio.baserawio import BaseRawIO
+    from shadowzarr_spec.virtual import VirtualArray
+
+    from shadowzarr_neo.sources import Layout
+
+__all__ = ["virtual_arrays_neo"]
+
+
+def virtual_arrays_neo(
+    reader: BaseRawIO,
+    url_for: Callable[[str], str] | None = None,
+    *,
+    block_index: int = 0,
+    seg_index: int = 0,
+    strict: bool = False,
+) -> dict[str, VirtualArray]:
+    """One time-by-channel VirtualArray per signal stream, holding only that stream's channels.
+
+    Parameters
+    ----------
+    reader
+        A NEO raw reader: any reader :func:`generate_rfs_neo` takes, or Blackrock,
+        SpikeGadgets, Intan, Neuralynx or Open Ephys (legacy format).
+    url_for
+        Maps each local path NEO reads to the URL the references should point at; by default
+        the absolute local path.
+    block_index, seg_index
+        Which segment of the recording.
+    strict
+        Streams whose values NEO computes rather than reads (Intan's digital channels and
+        stimulation current) are left out; with ``strict`` they raise NotVirtualizable.
+
+    Returns
+    -------
+    dict
+        Stream id → VirtualArray of the stream's raw values, whose ``attributes`` hold the
+        stream's ``sampling_rate``, ``t_start`` and per channel ``channel_ids``,
+        ``channel_names``, ``units``, ``gain`` and ``offset``.
+
+    Raises
+    ------
+    NotVirtualizable
+        For a reader that does not say where its data is, a recording NEO patches while reading
+        (an Open Ephys recording with gaps) or, with ``strict``, a stream left out.
+    """
+    to_url = url_for if url_for is not None else _absolute_path
+    arrays: dict[str, VirtualArray] = {}
+    for stream_id, source in stream_sources(reader, block_index, seg_index).items():
+        if isinstance(source, NotVirtualizable):
+            if strict or _whole_recording_refused(source):
+                raise source
+            continue
+        arrays[stream_id] = _virtual(source, to_url)
+    return arrays
+
+
+def _whole_recording_refused(error: NotVirtualizable) -> bool:
+    """Gaps make every stream unreadable as stored; only computed streams are left out."""
+    return "gaps" in str(error)
+
+
+def _virtual(source: StreamSource, to_url: Callable[[str], str]) -> VirtualArray:
+    array = _from_layout(source.layout, to_url)
+    array.attributes.update(source.attributes)
+    return array
+
+
+def _from_layout(layout: Layout, to_url: Callable[[str], str]) -> VirtualArray:
+    from shadowzarr_spec.virtual import VirtualArray, stack
+
+    match layout:
+        case Rows():
+            n_items = max(layout.columns) + 1 if layout.columns else 1
+            rows = VirtualArray.records(
+                to_url(layout.path),
+                shape=[layout.n_samples, n_items],
+                dtype=layout.dtype,
+                record_size=layout.row_bytes,
+                skip=layout.skip,
+                offset=layout.offset,
+            )
+            if layout.columns == tuple(range(n_items)):
+                return rows
+            first = layout.columns[0]
+            if layout.columns == tuple(range(first, first + len(layout.columns))):
+                return rows[:, first : first + len(layout.columns)]
+            return rows[:, list(layout.columns)]
+        case ChannelRuns():
+            return stack(
+                [
+                    VirtualArray.contiguous(to_url(p), [layout.n_samples], layout.dtype, o)
+                    for p, o in zip(layout.paths, layout.offsets, strict=True)
+                ],
+                axis=1,
+            )
+        case Blocks():
+            url = to_url(layout.path)
+            if layout.channels_back_to_back:
+                stored = VirtualArray.blocks(
+                    url,
+                    shape=[layout.n_channels, layout.n_samples],
+                    chunk_shape=[layout.n_channels, layout.block],
+                    dtype=layout.dtype,
+                    record_size=layout.record_size,
+                    offset=layout.offset + layout.channel_offsets[0],
+                    axis=1,
+                )
+                return stored.transpose(1, 0)
+            return stack([_channel_blocks(layout, o, url) for o in layout.channel_offsets], axis=1)
+        case Chunks():
+            stored = VirtualArray.from_chunks(
+                layout.stored_shape,
+                layout.chunk_shape,
+                layout.dtype,
+                [(c, to_url(layout.path), o, n) for c, (o, n) in sorted(layout.chunks.items())],
+            )
+            return stored.transpose(1, 0) if layout.channel_major else stored
+        case Stacked():
+            return stack([_single_channel(part, to_url) for part in layout.parts], axis=1)
+    raise TypeError(f"not a stream layout: {layout!r}")
+
+
+def _channel_blocks(layout: Blocks, channel_offset: int, url: str) -> VirtualArray:
+    from shadowzarr_spec.virtual import VirtualArray
+
+    return VirtualArray.blocks(
+        url,
+        shape=[layout.n_samples],
+        chunk_shape=[layout.block],
+        dtype=layout.dtype,
+        record_size=layout.record_size,
+        offset=layout.offset + channel_offset,
+    )
+
+
+def _single_channel(part: Any, to_url: Callable[[str], str]) -> VirtualArray:
+    """One channel of a stacked layout as a one-dimensional array."""
+    if part.n_channels != 1:
+        raise NotVirtualizable("stacked layouts hold one channel per part")
+    if isinstance(part, Blocks):
+        return _channel_blocks(part, part.channel_offsets[0], to_url(part.path))
+    return _from_layout(part, to_url)[:, 0]
+
+
+def _absolute_path(path: str) -> str:
+    return str(Path(path).resolve())
