@@ -40,6 +40,7 @@ from shadowzarr_spec.model import (
 )
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
+from shadowzarr_spec.virtual import VirtualArray, stack
 
 __version__ = "0.1.0"
 
@@ -71,6 +72,7 @@ __all__ = [
     "SourceNotFoundError",
     "UnsafePathError",
     "UnsupportedFeatureError",
+    "VirtualArray",
     "array_info",
     "array_paths",
     "columns_selection",
@@ -84,5 +86,6 @@ __all__ = [
     "parse_json",
     "rfs_from_json",
     "rfs_to_json",
+    "stack",
     "write_rfs",
 ]

@@ -1,0 +1,586 @@
+"""VirtualArray: an array stored in other files, described without reading it.
+
+A virtual array is in one of two forms. A *strided* array (:class:`StridedBytes`: contiguous
+blocks, records, memory-mapped views) knows the byte of every element, so it can be sliced
+anywhere along its first axis (the byte range moves) and along later axes (a selection keeps
+the elements' bytes from each record). A *chunked* array (:class:`ChunkLayout`) knows only
+where each chunk is, so it is indexed by whole chunks. Stacking and transposing turn a strided
+array into a chunked one. Nothing here reads data: a refused index says why it would need it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_spec.virtual.indexing import NeedsDataError, Pick, Take, normalize_index
+from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, ChunkLayout, TablePiece
+from shadowzarr_spec.virtual.strided import StridedBytes, default_chunk_rows
+
+if TYPE_CHECKING:
+    from shadowzarr_spec.builder import RfsBuilder
+    from shadowzarr_spec.model import ReferenceFileSystem, Selection
+    from shadowzarr_spec.virtual.placeholder import Placeholder
+
+__all__ = ["VirtualArray"]
+
+
+class VirtualArray:
+    """An array whose chunks are byte ranges of other files. Holds no data.
+
+    Build one with :meth:`contiguous`, :meth:`records`, :meth:`blocks`, :meth:`from_chunks`,
+    :meth:`from_memmap` or :meth:`from_rfs`; index it, :meth:`transpose` it or
+    :func:`~shadowzarr_spec.virtual.stack` several, and write it with :meth:`add_to`.
+    """
+
+    __slots__ = (
+        "_chunk_shape",
+        "_codecs",
+        "_dtype",
+        "_fill_value",
+        "_layout",
+        "_order",
+        "_selection",
+        "_shape",
+        "_strided",
+        "attributes",
+    )
+
+    def __init__(
+        self,
+        *,
+        shape: Sequence[int],
+        dtype: np.dtype,
+        strided: StridedBytes | None = None,
+        layout: ChunkLayout | None = None,
+        chunk_shape: Sequence[int] | None = None,
+        selection: Selection | None = None,
+        codecs: Sequence[dict[str, Any]] | None = None,
+        order: Sequence[int] | None = None,
+        fill_value: Any = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Internal: use the ``contiguous``/``records``/``blocks``/``from_*`` constructors."""
+        if (strided is None) == (layout is None):
+            raise TypeError("a VirtualArray needs exactly one of a strided source or a layout")
+        self._shape = tuple(int(s) for s in shape)
+        self._dtype = dtype
+        self._strided = strided
+        self._layout = layout
+        self._chunk_shape = tuple(int(c) for c in chunk_shape) if chunk_shape is not None else None
+        self._selection = selection
+        self._codecs = tuple(codecs) if codecs is not None else (bytes_codec(dtype),)
+        self._order = _normal_order(order, self._chunk_shape)
+        self._fill_value = fill_value
+        self.attributes: dict[str, Any] = dict(attributes or {})
+
+    # -- constructors ------------------------------------------------------------------------
+    @classmethod
+    def contiguous(
+        cls,
+        url: str,
+        shape: Sequence[int],
+        dtype: Any,
+        offset: int = 0,
+        *,
+        chunk_rows: int | None = None,
+    ) -> VirtualArray:
+        """A C-ordered array of ``shape`` stored in one piece at ``offset`` of ``url``.
+
+        ``chunk_rows`` sets how many first-axis rows each chunk holds (default: about 4 MiB).
+        """
+        dtype = np.dtype(dtype)
+        shape = _shape(shape)
+        row_bytes = math.prod(shape[1:]) * dtype.itemsize
+        return cls.records(
+            url, shape, dtype, record_size=max(row_bytes, 1), offset=offset, chunk_rows=chunk_rows
+        )
+
+    @classmethod
+    def records(
+        cls,
+        url: str,
+        shape: Sequence[int],
+        dtype: Any,
+        record_size: int,
+        skip: int = 0,
+        offset: int = 0,
+        *,
+        chunk_rows: int | None = None,
+    ) -> VirtualArray:
+        """Each row (first-axis index) in a record of ``record_size`` bytes, after ``skip``
+        bytes of header; the first record at ``offset``."""
+        dtype = np.dtype(dtype)
+        shape = _shape(shape)
+        _check_offset(offset, skip)
+        if not shape:
+            return cls.from_chunks((), (), dtype, [((), url, offset + skip, dtype.itemsize)])
+        row_bytes = math.prod(shape[1:]) * dtype.itemsize
+        if record_size <= 0 or skip + row_bytes > max(record_size, 0):
+            raise ValueError(
+                f"a row of {row_bytes} bytes after {skip} bytes of header does not fit a record "
+                f"of {record_size} bytes"
+            )
+        positions = tuple(_c_positions(shape[1:], dtype.itemsize))
+        strided = StridedBytes(
+            url=url,
+            first=offset + skip,
+            row_stride=record_size,
+            n_rows=shape[0],
+            positions=positions,
+            item_ranges=((0, dtype.itemsize),),
+            lower=offset,
+            chunk_rows=_chunk_rows(chunk_rows, shape[0], record_size),
+        )
+        return cls(shape=shape, dtype=dtype, strided=strided)
+
+    @classmethod
+    def blocks(
+        cls,
+        url: str,
+        shape: Sequence[int],
+        chunk_shape: Sequence[int],
+        dtype: Any,
+        record_size: int,
+        offset: int = 0,
+        axis: int = 0,
+        *,
+        skip: int = 0,
+    ) -> VirtualArray:
+        """Records of ``record_size`` bytes from ``offset``, each holding one C-ordered chunk of
+        ``chunk_shape`` after ``skip`` bytes of header, one after another along ``axis``."""
+        dtype = np.dtype(dtype)
+        shape, chunk_shape = _shape(shape), _shape(chunk_shape)
+        _check_offset(offset, skip)
+        if len(chunk_shape) != len(shape) or not 0 <= axis < max(len(shape), 1):
+            raise ValueError(f"chunk shape {chunk_shape} and axis {axis} do not fit shape {shape}")
+        for k, (extent, chunk) in enumerate(zip(shape, chunk_shape, strict=True)):
+            if chunk <= 0 or (k != axis and chunk != extent):
+                raise ValueError(
+                    f"blocks chunk along axis {axis} only: chunk shape {chunk_shape} must equal "
+                    f"the shape {shape} on every other axis"
+                )
+        chunk_bytes = math.prod(chunk_shape) * dtype.itemsize
+        if skip + chunk_bytes > record_size:
+            raise ValueError(
+                f"a chunk of {chunk_bytes} bytes after {skip} bytes of header does not fit a "
+                f"record of {record_size} bytes"
+            )
+        grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunk_shape, strict=True))
+        strides = tuple(record_size if k == axis else 0 for k in range(len(shape)))
+        pieces = ()
+        if math.prod(grid):
+            pieces = (
+                AffinePiece(url, offset + skip, chunk_bytes, (0,) * len(grid), grid, strides),
+            )
+        return cls(
+            shape=shape, dtype=dtype, layout=ChunkLayout(grid, pieces), chunk_shape=chunk_shape
+        )
+
+    @classmethod
+    def from_chunks(
+        cls,
+        shape: Sequence[int],
+        chunk_shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[tuple[Sequence[int], str, int, int]],
+        *,
+        fill_value: Any = None,
+    ) -> VirtualArray:
+        """An uncompressed array from chunks given one by one as (coords, url, offset, length);
+        chunks not given read as ``fill_value``."""
+        dtype = np.dtype(dtype)
+        shape, chunk_shape = _shape(shape), _shape(chunk_shape)
+        if len(chunk_shape) != len(shape) or any(c <= 0 for c in chunk_shape):
+            raise ValueError(f"chunk shape {chunk_shape} does not fit shape {shape}")
+        grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunk_shape, strict=True))
+        codes = np.full(grid, MISSING, dtype=np.int32)
+        offsets = np.zeros(grid, dtype=np.int64)
+        lengths = np.zeros(grid, dtype=np.int64)
+        urls: dict[str, int] = {}
+        for coords, url, offset, length in chunks:
+            coords = tuple(int(c) for c in coords)
+            if len(coords) != len(grid) or any(
+                not 0 <= c < g for c, g in zip(coords, grid, strict=True)
+            ):
+                raise ValueError(f"chunk {coords} is outside the chunk grid {grid}")
+            if offset < 0 or length < 0:
+                raise ValueError(f"chunk {coords} has a negative offset or length")
+            codes[coords] = urls.setdefault(url, len(urls))
+            offsets[coords] = offset
+            lengths[coords] = length
+        piece = TablePiece((0,) * len(grid), tuple(urls), (), codes, offsets, lengths)
+        return cls(
+            shape=shape,
+            dtype=dtype,
+            layout=ChunkLayout(grid, (piece,)),
+            chunk_shape=chunk_shape,
+            fill_value=fill_value,
+        )
+
+    @classmethod
+    def from_memmap(cls, array: np.ndarray, *, url: str | None = None) -> VirtualArray:
+        """The part of a file that a ``numpy.memmap`` (or any view of one) shows.
+
+        Field views of structured records become records with a selection; ``url`` replaces
+        the memmap's file name (for example with where the file is hosted).
+        """
+        from shadowzarr_spec.virtual.memmap import virtual_from_memmap
+
+        return virtual_from_memmap(cls, array, url)
+
+    @classmethod
+    def from_rfs(cls, rfs: ReferenceFileSystem, path: str) -> VirtualArray:
+        """The array at ``path`` of a reference file system: its chunks (refs, gen entries,
+        chunk index), codecs, fill value, selection and attributes."""
+        from shadowzarr_spec.virtual.rfs_source import virtual_from_rfs
+
+        return virtual_from_rfs(cls, rfs, path)
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._shape)
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        if self._strided is not None:
+            return self._strided.to_layout()[2]
+        assert self._chunk_shape is not None
+        return self._chunk_shape
+
+    @property
+    def fill_value(self) -> Any:
+        return self._fill_value
+
+    @property
+    def selection(self) -> Selection | None:
+        """Which bytes of each record the array keeps, or None when references hold only its
+        own bytes."""
+        if self._strided is not None:
+            return self._strided.records()[1]
+        return self._selection
+
+    @property
+    def codecs(self) -> list[dict[str, Any]]:
+        """The Zarr v3 codecs of the array (a ``transpose`` first when chunks need it)."""
+        head = []
+        if self._order is not None:
+            head = [{"name": "transpose", "configuration": {"order": list(self._order)}}]
+        return [*head, *(dict(c) for c in self._codecs)]
+
+    @property
+    def is_strided(self) -> bool:
+        """True while every element's byte is known, so indexing inside chunks works."""
+        return self._strided is not None
+
+    @property
+    def T(self) -> VirtualArray:
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d virtual array")
+        return self._shape[0]
+
+    def __repr__(self) -> str:
+        form = "strided" if self._strided is not None else "chunked"
+        return (
+            f"VirtualArray(shape={self._shape}, dtype={self._dtype}, "
+            f"chunk_shape={self.chunk_shape}, {form})"
+        )
+
+    # -- indexing ----------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> VirtualArray:
+        operations = normalize_index(key, self._shape)
+        result = self
+        for operation in operations:
+            if isinstance(operation, Take) and not operation.full(self._shape[operation.axis]):
+                result = result._take(operation)
+        for operation in reversed(operations):
+            if isinstance(operation, Pick):
+                result = result._pick(operation.axis, operation.index)
+        if result is self:
+            result = self._copy()
+        result.attributes = dict(self.attributes)
+        return result
+
+    def _take(self, operation: Take) -> VirtualArray:
+        axis, indices = operation.axis, operation.indices
+        strided = self._strided
+        if strided is not None and axis > 0:
+            positions = (
+                np.arange(indices.start, indices.stop, indices.step, dtype=np.int64)
+                if (isinstance(indices, range))
+                else indices
+            )
+            return self._with_strided(strided.take_later(axis, positions))
+        if strided is not None:
+            steps_by_one = isinstance(indices, range) and (indices.step == 1 or len(indices) <= 1)
+            if steps_by_one:
+                assert isinstance(indices, range)
+                start = indices.start if len(indices) else 0
+                return self._with_strided(strided.slice_rows(start, start + len(indices)))
+            if strided.chunk_rows != 1:
+                raise NeedsDataError(
+                    f"{_describe(indices)} along the first axis of a contiguous array would "
+                    "need its rows copied: only steps of 1 move the byte range (or make "
+                    "chunks of one row with chunk_rows=1 to take rows as whole chunks)"
+                )
+        return self._chunked()._take_chunks(axis, indices)
+
+    def _take_chunks(self, axis: int, indices: range | np.ndarray) -> VirtualArray:
+        assert self._layout is not None
+        assert self._chunk_shape is not None
+        extent = self._chunk_shape[axis]
+        if extent == 1:
+            chunk_indices = indices
+            new_extent = len(indices)
+        elif (
+            isinstance(indices, range)
+            and (indices.step == 1 or len(indices) <= 1)
+            and (len(indices) == 0 or indices.start % extent == 0)
+        ):
+            start = indices.start if len(indices) else 0
+            chunk_indices = range(start // extent, math.ceil((start + len(indices)) / extent))
+            new_extent = len(indices)
+        else:
+            raise NeedsDataError(
+                f"{_describe(indices)} along axis {axis} falls inside chunks of {extent} "
+                "elements; only contiguous arrays, before they are stacked or transposed, can be "
+                "sliced inside their chunks: any other would need the data"
+            )
+        layout = self._layout.take(axis, chunk_indices)
+        shape = (*self._shape[:axis], new_extent, *self._shape[axis + 1 :])
+        return self._with_layout(layout, shape=shape)
+
+    def _pick(self, axis: int, index: int) -> VirtualArray:
+        strided = self._strided
+        if strided is not None and axis > 0:
+            return self._with_strided(strided.pick_later(axis, index))
+        if strided is not None:
+            rerooted = strided.pick_row(index)
+            if rerooted is not None:
+                return VirtualArray(shape=self._shape[1:], dtype=self._dtype, strided=rerooted)
+            one_row = VirtualArray(
+                shape=(1, *self._shape[1:]),
+                dtype=self._dtype,
+                strided=strided.slice_rows(index, index + 1),
+            )
+            return one_row._chunked()._pick(0, 0)
+        assert self._layout is not None
+        assert self._chunk_shape is not None
+        extent = self._chunk_shape[axis]
+        if extent != 1:
+            raise NeedsDataError(
+                f"index {index} along axis {axis} falls inside chunks of {extent} elements; "
+                "only contiguous arrays, before they are stacked or transposed, can be indexed "
+                "inside their chunks: any other would need the data"
+            )
+        order = None
+        if self._order is not None:
+            order = [o - (o > axis) for o in self._order if o != axis]
+        return VirtualArray(
+            shape=self._shape[:axis] + self._shape[axis + 1 :],
+            dtype=self._dtype,
+            layout=self._layout.drop(axis, index),
+            chunk_shape=self._chunk_shape[:axis] + self._chunk_shape[axis + 1 :],
+            selection=self._selection,
+            codecs=self._codecs,
+            order=order,
+            fill_value=self._fill_value,
+        )
+
+    # -- transposing -------------------------------------------------------------------------
+    def transpose(self, *axes: int | Sequence[int]) -> VirtualArray:
+        """Axes in another order; the chunks stay as stored and get the Zarr ``transpose``
+        codec when their bytes depend on the order."""
+        if len(axes) == 1 and not isinstance(axes[0], int | np.integer):
+            axes = tuple(axes[0])  # type: ignore[arg-type]
+        order = [int(a) for a in axes] if axes else list(range(self.ndim))[::-1]  # type: ignore[arg-type]
+        order = [a + self.ndim if a < 0 else a for a in order]
+        if sorted(order) != list(range(self.ndim)):
+            raise ValueError(f"axes {tuple(axes)} are not a permutation of {self.ndim} axes")
+        if order == list(range(self.ndim)):
+            copy = self._copy()
+            copy.attributes = dict(self.attributes)
+            return copy
+        chunked = self._chunked()
+        assert chunked._layout is not None
+        assert chunked._chunk_shape is not None
+        inverse = list(np.argsort(order))
+        previous = chunked._order if chunked._order is not None else range(self.ndim)
+        result = VirtualArray(
+            shape=[self._shape[a] for a in order],
+            dtype=self._dtype,
+            layout=chunked._layout.transpose(order),
+            chunk_shape=[chunked._chunk_shape[a] for a in order],
+            selection=chunked._selection,
+            codecs=chunked._codecs,
+            order=[int(inverse[o]) for o in previous],
+            fill_value=self._fill_value,
+            attributes=self.attributes,
+        )
+        return result
+
+    # -- output ------------------------------------------------------------------------------
+    def placeholder(self) -> Placeholder:
+        """A stand-in to give pynwb as a dataset's data: it has this array's shape, dtype and
+        chunking, holds no data, and links back here (``.virtual``)."""
+        from shadowzarr_spec.virtual.placeholder import Placeholder
+
+        return Placeholder(self)
+
+    def add_to(
+        self,
+        builder: RfsBuilder,
+        path: str,
+        *,
+        dimension_names: Sequence[str | None] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        chunk_index_threshold: int = 1000,
+    ) -> None:
+        """Add this array at ``path`` of ``builder``: its metadata, its chunks (a gen entry
+        for each evenly spaced run, a chunk index when many are listed, refs otherwise) and
+        its selection."""
+        from shadowzarr_spec.virtual.emit import add_chunks
+
+        chunked = self._chunked()
+        assert chunked._layout is not None
+        assert chunked._chunk_shape is not None
+        builder.add_array(
+            path,
+            shape=self._shape,
+            data_type="string" if self._dtype.kind == "T" else self._dtype,
+            chunk_shape=chunked._chunk_shape,
+            codecs=self.codecs,
+            fill_value=self._fill_value,
+            attributes={**self.attributes, **(attributes or {})},
+            dimension_names=dimension_names,
+        )
+        add_chunks(builder, path, chunked._layout, chunk_index_threshold)
+        if chunked._selection is not None:
+            builder.add_selection(path, chunked._selection.record_size, chunked._selection.keep)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _copy(self) -> VirtualArray:
+        return VirtualArray(
+            shape=self._shape,
+            dtype=self._dtype,
+            strided=self._strided,
+            layout=self._layout,
+            chunk_shape=self._chunk_shape,
+            selection=self._selection,
+            codecs=self._codecs,
+            order=self._order,
+            fill_value=self._fill_value,
+        )
+
+    def _with_strided(self, strided: StridedBytes) -> VirtualArray:
+        return VirtualArray(shape=strided.shape, dtype=self._dtype, strided=strided)
+
+    def _with_layout(self, layout: ChunkLayout, *, shape: Sequence[int]) -> VirtualArray:
+        return VirtualArray(
+            shape=shape,
+            dtype=self._dtype,
+            layout=layout,
+            chunk_shape=self._chunk_shape,
+            selection=self._selection,
+            codecs=self._codecs,
+            order=self._order,
+            fill_value=self._fill_value,
+        )
+
+    def _chunked(self) -> VirtualArray:
+        """This array in chunked form (itself when it is already)."""
+        if self._strided is None:
+            return self
+        layout, selection, chunk_shape = self._strided.to_layout()
+        return VirtualArray(
+            shape=self._shape,
+            dtype=self._dtype,
+            layout=layout,
+            chunk_shape=chunk_shape,
+            selection=selection,
+        )
+
+    def _stack_signature(self) -> tuple[Any, ...]:
+        chunked = self._chunked()
+        selection = chunked._selection
+        return (
+            self._shape,
+            self._dtype,
+            chunked._chunk_shape,
+            chunked.codecs,
+            None if selection is None else (selection.record_size, selection.keep),
+            repr(self._fill_value),
+        )
+
+
+def _normal_order(
+    order: Sequence[int] | None, chunk_shape: tuple[int, ...] | None
+) -> tuple[int, ...] | None:
+    """None when the transpose leaves a chunk's bytes as they are: the axes along which a
+    chunk holds more than one element keep their relative order."""
+    if order is None:
+        return None
+    order = tuple(int(o) for o in order)
+    if chunk_shape is None:
+        return order
+    long_axes = [o for o in order if chunk_shape[o] > 1]
+    if long_axes == sorted(long_axes):
+        return None
+    return order
+
+
+def _shape(shape: Sequence[int]) -> tuple[int, ...]:
+    result = tuple(int(s) for s in shape)
+    if any(s < 0 for s in result):
+        raise ValueError(f"negative shape {result}")
+    return result
+
+
+def _check_offset(offset: int, skip: int) -> None:
+    if offset < 0 or skip < 0:
+        raise ValueError(f"offset ({offset}) and skip ({skip}) must not be negative")
+
+
+def _chunk_rows(chunk_rows: int | None, n_rows: int, record_size: int) -> int:
+    if chunk_rows is None:
+        return default_chunk_rows(n_rows, record_size)
+    if chunk_rows <= 0:
+        raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
+    return int(chunk_rows)
+
+
+def _c_positions(shape: Sequence[int], itemsize: int) -> list[np.ndarray]:
+    """Byte offsets along each axis of a C-ordered block of ``shape``."""
+    positions = []
+    step = itemsize
+    for extent in reversed(shape):
+        positions.append(np.arange(extent, dtype=np.int64) * step)
+        step *= extent
+    return positions[::-1]
+
+
+def _describe(indices: range | np.ndarray) -> str:
+    if isinstance(indices, range):
+        return f"the slice {indices.start}:{indices.stop}:{indices.step}"
+    shown = ", ".join(str(int(i)) for i in indices[:6])
+    return f"the indices [{shown}{', …' if len(indices) > 6 else ''}]"
