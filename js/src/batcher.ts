@@ -25,6 +25,8 @@ interface Pending {
   resolve(result: RangeResult): void;
   reject(error: unknown): void;
   settled: boolean;
+  /** Removes the abort listener once the read is settled. */
+  cleanup?: () => void;
 }
 
 export interface BatchStats {
@@ -90,14 +92,14 @@ export class RangeBatcher {
       const controller = new AbortController();
       let live = group.members.length;
       for (const m of group.members) {
-        m.signal?.addEventListener(
-          "abort",
-          () => {
-            settle(m, m.signal?.reason);
-            if (--live === 0) controller.abort(m.signal?.reason);
-          },
-          { once: true },
-        );
+        const signal = m.signal;
+        if (signal === undefined) continue;
+        const onAbort = () => {
+          settle(m, signal.reason);
+          if (--live === 0) controller.abort(signal.reason);
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        m.cleanup = () => signal.removeEventListener("abort", onAbort);
       }
       this.limiter
         .run(() => {
@@ -126,6 +128,7 @@ export class RangeBatcher {
 function settle(p: Pending, error: unknown, result?: RangeResult): void {
   if (p.settled) return;
   p.settled = true;
+  p.cleanup?.();
   if (result !== undefined) p.resolve(result);
   else p.reject(error);
 }

@@ -26,6 +26,8 @@ export interface RangeResult {
 export interface HttpOptions {
   fetch: FetchFunction;
   validateSources: boolean;
+  /** Send If-Match (else only compare the response's ETag, which needs no CORS preflight). */
+  ifMatch?: boolean;
   sourceInfo: (url: string) => SourceInfo | undefined;
 }
 
@@ -42,9 +44,10 @@ export class HttpReader {
   #headers(logicalUrl: string, range?: string): Headers {
     const headers = new Headers();
     if (range !== undefined) headers.set("Range", range);
-    const etag = this.options.validateSources
-      ? this.options.sourceInfo(logicalUrl)?.etag
-      : undefined;
+    const etag =
+      this.options.validateSources && this.options.ifMatch !== false
+        ? this.options.sourceInfo(logicalUrl)?.etag
+        : undefined;
     if (etag) headers.set("If-Match", etag);
     return headers;
   }

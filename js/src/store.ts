@@ -34,6 +34,12 @@ export interface ReferenceStoreOptions {
   resolveUrl?: UrlResolver;
   /** Send If-Match with recorded ETags and compare sizes (default true). */
   validateSources?: boolean;
+  /**
+   * Send If-Match with the recorded ETag (default true). false still compares the ETag the
+   * server answers with (when CORS exposes it) and saves a browser the CORS preflight that
+   * If-Match costs on every cross-origin request.
+   */
+  ifMatch?: boolean;
   /** Largest gap between two reads of one file that are still fetched together (32 KiB). */
   mergeGap?: number;
   /** Largest merged request in bytes (1 MiB); 0 turns merging off. */
@@ -85,6 +91,7 @@ export class ReferenceStore implements AsyncReadable {
     );
     this.#options = {
       validateSources: options.validateSources ?? true,
+      ifMatch: options.ifMatch ?? true,
       mergeGap: options.mergeGap ?? DEFAULT_MERGE_GAP,
       maxMergeSize: options.maxMergeSize ?? DEFAULT_MAX_MERGE_SIZE,
       concurrency: options.concurrency ?? 16,
@@ -100,6 +107,7 @@ export class ReferenceStore implements AsyncReadable {
     this.#http = new HttpReader({
       fetch: fetchFn,
       validateSources: this.#options.validateSources,
+      ifMatch: this.#options.ifMatch,
       sourceInfo: (url) => this.#sources.get(url),
     });
     this.#batcher = new RangeBatcher(this.#http, this.#resolveUrl, this.#options);
@@ -165,27 +173,29 @@ export class ReferenceStore implements AsyncReadable {
 
   /** The chunk's reference from its array's chunk index; undefined if never written. */
   async #fromIndex(key: string): Promise<Reference | undefined> {
-    for (const [path, entry] of this.references.indexes) {
-      if (path !== "" && !key.startsWith(path + "/")) continue;
-      const info = this.#arrayInfo(path);
-      if (info === null) continue;
-      const coords = chunkCoordsFromKey(info, path === "" ? key : key.slice(path.length + 1));
-      if (coords === undefined) continue;
-      let index = this.#indexes.get(path);
-      if (index === undefined) {
-        const location = new URL(entry.index.replace(/\/?$/, "/"), this.#requireBase(path)).href;
-        index = new ChunkIndex(
-          path, location,
-          (url, signal) => this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)),
-          this.#options.indexCacheSize,
-        );
-        this.#indexes.set(path, index);
-      }
-      const where = await index.locate(coords);
-      if (where === null) return undefined;
-      return { kind: "range", url: expandUrlTemplates(entry.url, this.references.templates), ...where };
+    if (this.references.indexes.size === 0) return undefined;
+    const array = this.#arrayOf(key);
+    if (array === undefined) return undefined;
+    const path = array.info.path;
+    const entry = this.references.indexes.get(path);
+    if (entry === undefined) return undefined;
+    const coords = chunkCoordsFromKey(array.info, path === "" ? key : key.slice(path.length + 1));
+    if (coords === undefined) return undefined;
+    let index = this.#indexes.get(path);
+    if (index === undefined) {
+      const location = new URL(entry.index.replace(/\/?$/, "/"), this.#requireBase(path)).href;
+      index = new ChunkIndex(
+        path,
+        location,
+        (url, signal) =>
+          this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)),
+        this.#options.indexCacheSize,
+      );
+      this.#indexes.set(path, index);
     }
-    return undefined;
+    const where = await index.locate(coords);
+    if (where === null) return undefined;
+    return { kind: "range", url: expandUrlTemplates(entry.url, this.references.templates), ...where };
   }
 
   /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */

@@ -19,17 +19,19 @@ export async function startServer({ root, latencyMs = 0, ignoreRange = false, co
     redirects: 0, status412: 0, sockets: 0, paths: new Map(),
   };
   const settings = { latencyMs, ignoreRange, cors };
-  const etags = new Map();
   const files = new Map();
 
+  // One read (and md5) per file version, shared by concurrent requests.
   async function load(path) {
     const info = await stat(path);
     const stamp = `${info.size}:${info.mtimeMs}`;
     const cached = files.get(path);
-    if (cached?.stamp === stamp) return cached;
-    const body = await readFile(path);
-    const entry = { stamp, body, etag: `"${createHash("md5").update(body).digest("hex")}"` };
-    files.set(path, entry);
+    if (cached?.stamp === stamp) return cached.entry;
+    const entry = readFile(path).then((body) => ({
+      body, etag: `"${createHash("md5").update(body).digest("hex")}"`,
+    }));
+    files.set(path, { stamp, entry });
+    entry.catch(() => files.delete(path));
     return entry;
   }
 

@@ -102,6 +102,30 @@ describe("Chromium", () => {
     assert.deepEqual(outcome.off, { length: 128 });
   });
 
+  test("ifMatch: false: no preflights, a changed file is still caught from the ETag", async () => {
+    const server = servers.full;
+    server.reset();
+    const outcome = await browser.page.evaluate(async ({ data }) => {
+      const { shadowzarr } = window.sz;
+      const url = `${data}/refs/raw.shadowzarr/refs.json`;
+      const rfs = await (await fetch(url)).json();
+      const base = `${data}/refs/raw.shadowzarr/`;
+      const good = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
+      const length = (await good.get("/small_chunks/c/0")).length;
+      for (const info of Object.values(rfs.sources)) info.etag = '"changed"';
+      const changed = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
+      try {
+        await changed.get("/small_chunks/c/0");
+        return { length, error: null };
+      } catch (error) {
+        return { length, error: error.name };
+      }
+    }, { data: server.url });
+    assert.deepEqual(outcome, { length: 128, error: "SourceChangedError" });
+    assert.equal(server.counters.options, 0);
+    assert.equal(server.counters.status412, 0);
+  });
+
   test("a server without CORS headers: SourceUnavailableError naming CORS", async () => {
     const outcome = await browser.page.evaluate(async ({ data }) => {
       try {
