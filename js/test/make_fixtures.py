@@ -225,6 +225,36 @@ def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def write_sharded(data_dir: Path, refs_dir: Path) -> np.ndarray:
+    """A sharded Zarr array written by zarr-python, referenced shard by shard (one shard as a
+    whole file, one as a byte range), so zarrita reads it through getRange: suffix reads of
+    the shard index, then offset/length reads of inner chunks."""
+    import zarr
+    from zarr.storage import LocalStore
+
+    values = np.arange(40 * 30, dtype="<i4").reshape(40, 30)
+    array = zarr.create_array(
+        store=LocalStore(data_dir / "sharded.zarr"),
+        shape=(40, 30),
+        chunks=(5, 10),
+        shards=(20, 30),
+        dtype="<i4",
+        fill_value=-3,
+        compressors=None,
+    )
+    array[:30] = values[:30]  # inner chunks of rows 30.. never written
+    expected = array[...]
+    shard1 = data_dir / "sharded.zarr" / "c" / "1" / "0"
+    refs = {
+        "zarr.json": json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}),
+        "sharded/zarr.json": (data_dir / "sharded.zarr" / "zarr.json").read_text(),
+        "sharded/c/0/0": ["../data/sharded.zarr/c/0/0"],
+        "sharded/c/1/0": ["../data/sharded.zarr/c/1/0", 0, shard1.stat().st_size],
+    }
+    (refs_dir / "sharded.json").write_text(json.dumps({"version": 1, "refs": refs}))
+    return expected
+
+
 def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     b = RfsBuilder()
     b.add_group("", attributes={"description": "raw binary fixtures"})
@@ -314,6 +344,9 @@ def main(out: Path) -> None:
         chunk_index_threshold=4,
     )
     write_rfs(build_raw_rfs(data_dir, "../../data/"), refs_dir / "raw.shadowzarr")
+    # Absolute local paths, as generators write them for local files (read with openLocal).
+    write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
+    sharded = write_sharded(data_dir, refs_dir)
 
     # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
     legacy_meta = {
@@ -369,6 +402,7 @@ def main(out: Path) -> None:
     manifest = {
         "hdf5": {
             "refs": ["refs/hdf5.json", "refs/hdf5.shadowzarr"],
+            "local_refs": ["refs/hdf5_local.json"],
             "arrays": arrays,
             "strings": {"path": "strings", "values": strings},
             "struct": {
@@ -402,6 +436,10 @@ def main(out: Path) -> None:
             "refs": ["refs/raw.shadowzarr"],
             "arrays": [array_entry(name, values, expected_dir) for name, values in raw.items()],
             "record_size": 8,
+        },
+        "sharded": {
+            "refs": ["refs/sharded.json"],
+            "arrays": [array_entry("sharded", sharded, expected_dir)],
         },
         "legacy": {
             "refs": "refs/legacy_nan.json",

@@ -47,6 +47,15 @@ describe("every fixture array equals what h5py/numpy read", () => {
 describe("hdf5 fixture", () => {
   const section = manifest.hdf5;
 
+  test("references with absolute local paths, through openLocal", async () => {
+    for (const refs of section.local_refs) {
+      const store = await openLocal(`${FIXTURES}/${refs}`);
+      const { failures, checked } = await readAndCompareAll({ zarr, store, base: server.url, section });
+      assert.deepEqual(failures, []);
+      assert.equal(checked, section.arrays.length);
+    }
+  });
+
   test("strings, struct bytes, attributes, children", async () => {
     for (const refs of section.refs) {
       const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
@@ -379,6 +388,21 @@ describe("DANDI asset URLs", () => {
     assert.equal((await store.get("/c2")).length, 128);
     assert.deepEqual(seen, [DANDI]);
     assert.equal(server.counters.redirects, 0);
+  });
+});
+
+describe("sharded array through getRange", () => {
+  test("suffix reads of shard indexes, inner chunks merged per shard", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/refs/sharded.json`);
+    const array = await openArray(store, "sharded");
+    const entry = manifest.sharded.arrays[0];
+    server.reset();
+    const result = await zarr.get(array, null);
+    assert.equal(compareResult(result, await loadExpected(server.url, entry), entry.shape), null);
+    // per shard: one suffix read of its index, then one merged read of its inner chunks
+    assert.equal(server.counters.ranges, 4);
+    const part = await zarr.get(array, [zarr.slice(3, 7), zarr.slice(12, 14)]);
+    assert.equal(compareResult(part, await loadExpected(server.url, entry), entry.shape, [3, 12]), null);
   });
 });
 
