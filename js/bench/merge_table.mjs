@@ -19,8 +19,9 @@ const SETTINGS = [0, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024];
 
 const dir = mkdtempSync(join(tmpdir(), "shadowzarr-bench-"));
 writeFileSync(join(dir, "lfp.bin"), randomBytes(CHUNKS * CHUNK_SAMPLES * 2));
-const child = fork(new URL("./serve.mjs", import.meta.url),
-  [JSON.stringify({ root: dir, latencyMs: LATENCY_MS, cors: "full" })]);
+const child = fork(new URL("./serve.mjs", import.meta.url), [
+  JSON.stringify({ root: dir, latencyMs: LATENCY_MS, cors: "full" }),
+]);
 const next = () => new Promise((resolve) => child.once("message", resolve));
 const server = {
   url: (await next()).url,
@@ -35,14 +36,22 @@ const server = {
 
 function references(url) {
   const meta = {
-    zarr_format: 3, node_type: "array", shape: [CHUNKS * CHUNK_SAMPLES], data_type: "int16",
+    zarr_format: 3,
+    node_type: "array",
+    shape: [CHUNKS * CHUNK_SAMPLES],
+    data_type: "int16",
     chunk_grid: { name: "regular", configuration: { chunk_shape: [CHUNK_SAMPLES] } },
     chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
-    fill_value: 0, codecs: [{ name: "bytes", configuration: { endian: "little" } }], attributes: {},
+    fill_value: 0,
+    codecs: [{ name: "bytes", configuration: { endian: "little" } }],
+    attributes: {},
   };
-  const refs = { "zarr.json": JSON.stringify({ zarr_format: 3, node_type: "group", attributes: {} }),
-    "lfp/zarr.json": JSON.stringify(meta) };
-  for (let i = 0; i < CHUNKS; i++) refs[`lfp/c/${i}`] = [url, i * CHUNK_SAMPLES * 2, CHUNK_SAMPLES * 2];
+  const refs = {
+    "zarr.json": JSON.stringify({ zarr_format: 3, node_type: "group", attributes: {} }),
+    "lfp/zarr.json": JSON.stringify(meta),
+  };
+  for (let i = 0; i < CHUNKS; i++)
+    refs[`lfp/c/${i}`] = [url, i * CHUNK_SAMPLES * 2, CHUNK_SAMPLES * 2];
   return { version: 1, refs };
 }
 
@@ -58,14 +67,17 @@ async function nodeRead(maxMergeSize) {
 }
 
 async function browserRead(page, maxMergeSize) {
-  return page.evaluate(async ({ refs, maxMergeSize }) => {
-    const { zarr, shadowzarr } = window.sz;
-    const store = new shadowzarr.ReferenceStore(refs, { maxMergeSize });
-    const array = await zarr.open.v3(zarr.root(store).resolve("lfp"), { kind: "array" });
-    const t0 = performance.now();
-    await zarr.get(array, null);
-    return performance.now() - t0;
-  }, { refs: references(`${server.url}/lfp.bin`), maxMergeSize });
+  return page.evaluate(
+    async ({ refs, maxMergeSize }) => {
+      const { zarr, shadowzarr } = window.sz;
+      const store = new shadowzarr.ReferenceStore(refs, { maxMergeSize });
+      const array = await zarr.open.v3(zarr.root(store).resolve("lfp"), { kind: "array" });
+      const t0 = performance.now();
+      await zarr.get(array, null);
+      return performance.now() - t0;
+    },
+    { refs: references(`${server.url}/lfp.bin`), maxMergeSize },
+  );
 }
 
 const rows = [];
@@ -73,7 +85,10 @@ const browser = await openPage();
 try {
   for (const maxMergeSize of SETTINGS) {
     const row = { maxMergeSize };
-    for (const [where, read] of [["node", nodeRead], ["chromium", (m) => browserRead(browser.page, m)]]) {
+    for (const [where, read] of [
+      ["node", nodeRead],
+      ["chromium", (m) => browserRead(browser.page, m)],
+    ]) {
       await read(maxMergeSize); // warm-up: connections, codecs
       const times = [];
       let requests = 0;
@@ -93,10 +108,15 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const label = (n) => (n === 0 ? "0 (off)" : n >= 1 << 20 ? `${n / (1 << 20)} MiB` : `${n / 1024} KiB`);
-console.log(`${CHUNKS} chunks of ${CHUNK_SAMPLES * 2} bytes, ${LATENCY_MS} ms latency per request, ` +
-  `median of ${REPEATS} reads`);
+const label = (n) =>
+  n === 0 ? "0 (off)" : n >= 1 << 20 ? `${n / (1 << 20)} MiB` : `${n / 1024} KiB`;
+console.log(
+  `${CHUNKS} chunks of ${CHUNK_SAMPLES * 2} bytes, ${LATENCY_MS} ms latency per request, ` +
+    `median of ${REPEATS} reads`,
+);
 console.log("maxMergeSize\trequests\tNode\tChromium (requests)");
 for (const r of rows) {
-  console.log(`${label(r.maxMergeSize)}\t${r.nodeRequests}\t${r.nodeMs} ms\t${r.chromiumMs} ms (${r.chromiumRequests})`);
+  console.log(
+    `${label(r.maxMergeSize)}\t${r.nodeRequests}\t${r.nodeMs} ms\t${r.chromiumMs} ms (${r.chromiumRequests})`,
+  );
 }

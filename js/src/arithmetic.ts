@@ -40,13 +40,13 @@ function tokenize(source: string): Token[] {
 function floorDiv(a: bigint, b: bigint): bigint {
   if (b === 0n) throw new ReferenceFormatError("division by zero in template expression");
   const q = a / b;
-  return (a % b !== 0n && (a < 0n) !== (b < 0n)) ? q - 1n : q;
+  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 function floorMod(a: bigint, b: bigint): bigint {
   if (b === 0n) throw new ReferenceFormatError("modulo by zero in template expression");
   const r = a % b;
-  return r !== 0n && (r < 0n) !== (b < 0n) ? r + b : r;
+  return r !== 0n && r < 0n !== b < 0n ? r + b : r;
 }
 
 /** Compile an expression such as `2048 + chunk_i * 4194304` into a function of its names. */

@@ -6,8 +6,20 @@ import { base64Decode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
 
 const ITEM_SIZES: Record<string, number> = {
-  bool: 1, int8: 1, uint8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8,
-  float16: 2, float32: 4, float64: 8, complex64: 8, complex128: 16,
+  bool: 1,
+  int8: 1,
+  uint8: 1,
+  int16: 2,
+  uint16: 2,
+  int32: 4,
+  uint32: 4,
+  int64: 8,
+  uint64: 8,
+  float16: 2,
+  float32: 4,
+  float64: 8,
+  complex64: 8,
+  complex128: 16,
 };
 
 /** Codecs that leave a chunk's bytes a plain, full-size image of its elements. */
@@ -45,8 +57,8 @@ function itemSizeOf(dataType: unknown): number | undefined {
     for (const field of fields) {
       const type = Array.isArray(field)
         ? field[1]
-        : (field as { data_type?: unknown; type?: unknown })?.data_type ??
-          (field as { type?: unknown })?.type;
+        : ((field as { data_type?: unknown; type?: unknown })?.data_type ??
+          (field as { type?: unknown })?.type);
       const size = itemSizeOf(type);
       if (size === undefined) return undefined;
       total += size;
@@ -57,28 +69,61 @@ function itemSizeOf(dataType: unknown): number | undefined {
 }
 
 function writeNumber(
-  view: DataView, dataType: string, value: number | bigint, little: boolean, at = 0,
+  view: DataView,
+  dataType: string,
+  value: number | bigint,
+  little: boolean,
+  at = 0,
 ): void {
   switch (dataType) {
-    case "bool": case "uint8": view.setUint8(at, Number(value)); return;
-    case "int8": view.setInt8(at, Number(value)); return;
-    case "int16": view.setInt16(at, Number(value), little); return;
-    case "uint16": view.setUint16(at, Number(value), little); return;
-    case "int32": view.setInt32(at, Number(value), little); return;
-    case "uint32": view.setUint32(at, Number(value), little); return;
-    case "int64": view.setBigInt64(at, BigInt(value), little); return;
-    case "uint64": view.setBigUint64(at, BigInt(value), little); return;
-    case "float32": view.setFloat32(at, Number(value), little); return;
-    case "float64": view.setFloat64(at, Number(value), little); return;
-    default: throw new ReferenceFormatError(`cannot encode a fill value of type ${dataType}`);
+    case "bool":
+    case "uint8":
+      view.setUint8(at, Number(value));
+      return;
+    case "int8":
+      view.setInt8(at, Number(value));
+      return;
+    case "int16":
+      view.setInt16(at, Number(value), little);
+      return;
+    case "uint16":
+      view.setUint16(at, Number(value), little);
+      return;
+    case "int32":
+      view.setInt32(at, Number(value), little);
+      return;
+    case "uint32":
+      view.setUint32(at, Number(value), little);
+      return;
+    case "int64":
+      view.setBigInt64(at, BigInt(value), little);
+      return;
+    case "uint64":
+      view.setBigUint64(at, BigInt(value), little);
+      return;
+    case "float32":
+      view.setFloat32(at, Number(value), little);
+      return;
+    case "float64":
+      view.setFloat64(at, Number(value), little);
+      return;
+    default:
+      throw new ReferenceFormatError(`cannot encode a fill value of type ${dataType}`);
   }
 }
 
-const FLOAT_WORDS: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+const FLOAT_WORDS: Record<string, number> = {
+  NaN: NaN,
+  Infinity: Infinity,
+  "-Infinity": -Infinity,
+};
 
 /** The bytes of one element equal to `fill`, or undefined if this reader cannot encode it. */
 export function fillElementBytes(
-  dataType: unknown, fill: unknown, itemSize: number, little: boolean,
+  dataType: unknown,
+  fill: unknown,
+  itemSize: number,
+  little: boolean,
 ): Uint8Array | undefined {
   const out = new Uint8Array(itemSize);
   if (fill === null || fill === undefined || fill === 0 || fill === false) return out;
@@ -94,7 +139,8 @@ export function fillElementBytes(
   const isComplex = dataType.startsWith("complex");
   const parts = isComplex ? (Array.isArray(fill) ? fill : undefined) : [fill];
   if (parts === undefined) return undefined;
-  const partType = dataType === "complex64" ? "float32" : dataType === "complex128" ? "float64" : dataType;
+  const partType =
+    dataType === "complex64" ? "float32" : dataType === "complex128" ? "float64" : dataType;
   const partSize = isComplex ? itemSize / 2 : itemSize;
   for (let i = 0; i < parts.length; i++) {
     const value: unknown = parts[i];
@@ -123,7 +169,10 @@ export function fillElementBytes(
 
 /** A struct fill value given as {field: value}: each field encoded in turn (packed). */
 function structFillBytes(
-  dataType: unknown, fill: unknown, itemSize: number, little: boolean,
+  dataType: unknown,
+  fill: unknown,
+  itemSize: number,
+  little: boolean,
 ): Uint8Array | undefined {
   const fields = (dataType as { configuration?: { fields?: unknown } })?.configuration?.fields;
   if (!Array.isArray(fields) || fill === null || typeof fill !== "object") return undefined;
@@ -154,13 +203,16 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
   const grid = meta.chunk_grid as { configuration?: { chunk_shape?: number[] } } | undefined;
   const chunkShape = grid?.configuration?.chunk_shape ?? shape;
   const encoding = meta.chunk_key_encoding as
-    | { name?: string; configuration?: { separator?: string } }
-    | undefined;
+    { name?: string; configuration?: { separator?: string } } | undefined;
   const defaultEncoding = (encoding?.name ?? "default") === "default";
   const separator = encoding?.configuration?.separator ?? (defaultEncoding ? "/" : ".");
   const codecs = (meta.codecs ?? []) as CodecJson[];
   const info: { -readonly [K in keyof ArrayInfo]: ArrayInfo[K] } = {
-    path, shape, chunkShape, separator, defaultEncoding,
+    path,
+    shape,
+    chunkShape,
+    separator,
+    defaultEncoding,
   };
   if (codecs.every((c) => PADDABLE_CODECS.has(c.name))) {
     const itemSize = itemSizeOf(meta.data_type);

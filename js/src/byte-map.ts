@@ -28,7 +28,9 @@ export function validateSelection(path: string, raw: unknown): Selection {
   const keep = s.keep.map((range: unknown) => {
     const [a, b] = Array.isArray(range) ? range : [];
     if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b <= a || b > recordSize) {
-      throw new ReferenceFormatError(`selection of ${path}: bad keep range ${JSON.stringify(range)}`);
+      throw new ReferenceFormatError(
+        `selection of ${path}: bad keep range ${JSON.stringify(range)}`,
+      );
     }
     return [a, b] as const;
   });
@@ -156,7 +158,10 @@ function findSpan(spans: readonly Span[], offset: number): number {
  * to `end`; an uncompressed chunk that runs past the end of its file reads as fill there.
  */
 export function padWithFill(
-  data: Uint8Array, start: number, end: number, fillElement: Uint8Array,
+  data: Uint8Array,
+  start: number,
+  end: number,
+  fillElement: Uint8Array,
 ): Uint8Array {
   const want = end - start;
   if (data.length > want) {

@@ -12,7 +12,10 @@ import { ReferenceFormatError } from "./errors.js";
 const MISSING = 0xffffffffffffffffn;
 
 /** Reads files of the index array, e.g. `…/index/a/b/zarr.json`; undefined when absent. */
-export type IndexFileReader = (url: string, signal?: AbortSignal) => Promise<Uint8Array | undefined>;
+export type IndexFileReader = (
+  url: string,
+  signal?: AbortSignal,
+) => Promise<Uint8Array | undefined>;
 
 /** A read-only zarrita store over one folder URL. */
 class FolderStore {
@@ -22,7 +25,10 @@ class FolderStore {
   ) {}
 
   async get(key: string, opts?: { signal?: AbortSignal }): Promise<Uint8Array | undefined> {
-    const bytes = await this.readFile(new URL(key.replace(/^\//, ""), this.base).href, opts?.signal);
+    const bytes = await this.readFile(
+      new URL(key.replace(/^\//, ""), this.base).href,
+      opts?.signal,
+    );
     if (bytes !== undefined && key.endsWith("zarr.json")) {
       return utf8Encode(normalizeMetadataText(utf8Decode(bytes)));
     }
@@ -96,7 +102,9 @@ export class ChunkIndex {
     const grid = array.shape.slice(0, -1);
     const chunkShape = array.chunks;
     if (coords.length !== grid.length || coords.some((c, i) => c < 0 || c >= (grid[i] as number))) {
-      throw new ReferenceFormatError(`chunk ${coords.join(",")} is outside the index of ${this.path}`);
+      throw new ReferenceFormatError(
+        `chunk ${coords.join(",")} is outside the index of ${this.path}`,
+      );
     }
     const indexCoords = coords.map((c, i) => Math.floor(c / (chunkShape[i] as number)));
     indexCoords.push(0);

@@ -43,7 +43,9 @@ export async function followRedirectOnce(url: string, fetchFn: FetchFunction): P
     await followed.body?.cancel();
     if (!followed.ok) {
       throw new SourceUnavailableError(
-        `${url} answered ${followed.status} after its redirect`, url, followed.status,
+        `${url} answered ${followed.status} after its redirect`,
+        url,
+        followed.status,
       );
     }
     return followed.url || url;

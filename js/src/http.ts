@@ -5,11 +5,7 @@
  * (If-Match with its ETag, total size). Status codes map to typed errors here and nowhere else.
  */
 import type { FetchFunction } from "./dandi.js";
-import {
-  RangeResponseError,
-  SourceChangedError,
-  SourceUnavailableError,
-} from "./errors.js";
+import { RangeResponseError, SourceChangedError, SourceUnavailableError } from "./errors.js";
 
 export interface SourceInfo {
   readonly size?: number;
@@ -111,7 +107,11 @@ export class HttpReader {
    * recorded size and ETag apply). A range past the end of the file comes back clipped.
    */
   async readRange(
-    logicalUrl: string, physicalUrl: string, start: number, end: number, signal?: AbortSignal,
+    logicalUrl: string,
+    physicalUrl: string,
+    start: number,
+    end: number,
+    signal?: AbortSignal,
   ): Promise<RangeResult> {
     const request = new Request(physicalUrl, {
       headers: this.#headers(logicalUrl, `bytes=${start}-${end - 1}`),
@@ -147,7 +147,10 @@ export class HttpReader {
       const m = CONTENT_RANGE.exec(header.trim());
       if (m === null) {
         await response.body?.cancel();
-        throw new RangeResponseError(`${physicalUrl}: unreadable Content-Range ${header}`, logicalUrl);
+        throw new RangeResponseError(
+          `${physicalUrl}: unreadable Content-Range ${header}`,
+          logicalUrl,
+        );
       }
       const [a, b] = [Number(m[1]), Number(m[2])];
       total = m[3] === "*" ? undefined : Number(m[3]);
@@ -181,7 +184,10 @@ export class HttpReader {
 
   /** The last `length` bytes of a file. */
   async readSuffix(
-    logicalUrl: string, physicalUrl: string, length: number, signal?: AbortSignal,
+    logicalUrl: string,
+    physicalUrl: string,
+    length: number,
+    signal?: AbortSignal,
   ): Promise<RangeResult> {
     const request = new Request(physicalUrl, {
       headers: this.#headers(logicalUrl, `bytes=-${length}`),
@@ -203,14 +209,20 @@ export class HttpReader {
     const bytes = new Uint8Array(await response.arrayBuffer());
     const expected = m === null ? undefined : Number(m[2]) - Number(m[1]) + 1;
     if (bytes.length > length || (expected !== undefined && bytes.length !== expected)) {
-      throw new RangeResponseError(`${physicalUrl}: suffix of ${length} bytes came back wrong`, logicalUrl);
+      throw new RangeResponseError(
+        `${physicalUrl}: suffix of ${length} bytes came back wrong`,
+        logicalUrl,
+      );
     }
     return { bytes, total };
   }
 
   /** A whole file; undefined when the server says 404 and `missingOk`. */
   async readWhole(
-    logicalUrl: string, physicalUrl: string, signal?: AbortSignal, missingOk = false,
+    logicalUrl: string,
+    physicalUrl: string,
+    signal?: AbortSignal,
+    missingOk = false,
   ): Promise<Uint8Array | undefined> {
     const request = new Request(physicalUrl, { headers: this.#headers(logicalUrl), signal });
     const response = await this.#send(request, logicalUrl);

@@ -21,7 +21,12 @@ export {
   SourceChangedError,
   SourceUnavailableError,
 } from "./errors.js";
-export { fletcher32, Fletcher32ChecksumError, Fletcher32Codec, registerFletcher32 } from "./fletcher32.js";
+export {
+  fletcher32,
+  Fletcher32ChecksumError,
+  Fletcher32Codec,
+  registerFletcher32,
+} from "./fletcher32.js";
 export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
 export type { RfsJson } from "./references.js";
 export {

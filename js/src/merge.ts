@@ -15,7 +15,9 @@ export interface MergedRange<T extends ByteRange> {
 }
 
 export function planMerges<T extends ByteRange>(
-  ranges: readonly T[], mergeGap: number, maxMergeSize: number,
+  ranges: readonly T[],
+  mergeGap: number,
+  maxMergeSize: number,
 ): MergedRange<T>[] {
   const sorted = [...ranges].sort((a, b) => a.start - b.start || a.end - b.end);
   const groups: { start: number; end: number; members: T[] }[] = [];

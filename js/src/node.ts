@@ -65,7 +65,9 @@ async function fileResponse(request: Request): Promise<Response> {
 }
 
 /** A fetch that reads `file:` URLs from disk and hands everything else to `fallback`. */
-export function localFileFetch(fallback: FetchFunction = (r) => globalThis.fetch(r)): FetchFunction {
+export function localFileFetch(
+  fallback: FetchFunction = (r) => globalThis.fetch(r),
+): FetchFunction {
   return (request) => (request.url.startsWith("file:") ? fileResponse(request) : fallback(request));
 }
 
@@ -74,7 +76,8 @@ export function localFileFetch(fallback: FetchFunction = (r) => globalThis.fetch
  * indexes. Relative and `file:` URLs in them are read from disk, http(s) ones with fetch.
  */
 export async function openLocal(
-  path: string, options: ReferenceStoreOptions = {},
+  path: string,
+  options: ReferenceStoreOptions = {},
 ): Promise<ReferenceStore> {
   const info = await stat(path);
   const url = pathToFileURL(path).href + (info.isDirectory() ? "/" : "");

@@ -12,7 +12,12 @@ import { type Selection, validateSelection } from "./byte-map.js";
 export type Reference =
   | { readonly kind: "inline"; readonly bytes: Uint8Array }
   | { readonly kind: "file"; readonly url: string }
-  | { readonly kind: "range"; readonly url: string; readonly offset: number; readonly size: number };
+  | {
+      readonly kind: "range";
+      readonly url: string;
+      readonly offset: number;
+      readonly size: number;
+    };
 
 export interface RfsJson {
   version?: number;
@@ -93,8 +98,10 @@ export class References {
       if (value.length === 1) return { kind: "file", url: expanded };
       if (
         value.length === 3 &&
-        Number.isSafeInteger(offset) && Number.isSafeInteger(size) &&
-        (offset as number) >= 0 && (size as number) >= 0
+        Number.isSafeInteger(offset) &&
+        Number.isSafeInteger(size) &&
+        (offset as number) >= 0 &&
+        (size as number) >= 0
       ) {
         return { kind: "range", url: expanded, offset: offset as number, size: size as number };
       }
@@ -125,7 +132,8 @@ export class References {
   children(): Map<string, Set<string>> {
     const tree = new Map<string, Set<string>>();
     for (const key of Object.keys(this.refs)) {
-      if (!key.endsWith("zarr.json") || key === "zarr.json" || !key.endsWith("/zarr.json")) continue;
+      if (!key.endsWith("zarr.json") || key === "zarr.json" || !key.endsWith("/zarr.json"))
+        continue;
       const nodePath = key.slice(0, -"/zarr.json".length);
       const cut = nodePath.lastIndexOf("/");
       const parent = cut < 0 ? "" : nodePath.slice(0, cut);

@@ -2,11 +2,7 @@
  * ReferenceStore: a read-only zarrita store over a shadowzarr reference file system.
  */
 import type { AbsolutePath, AsyncReadable, GetOptions, RangeQuery } from "zarrita";
-import {
-  type ArrayInfo,
-  arrayInfoFromMetadata,
-  chunkCoordsFromKey,
-} from "./array-metadata.js";
+import { type ArrayInfo, arrayInfoFromMetadata, chunkCoordsFromKey } from "./array-metadata.js";
 import { RangeBatcher } from "./batcher.js";
 import {
   assembleSegments,
@@ -86,9 +82,7 @@ export class ReferenceStore implements AsyncReadable {
    * `baseUrl` when they hold relative URLs or chunk indexes.
    */
   constructor(rfs: RfsJson | string, options: ReferenceStoreOptions = {}) {
-    this.references = new References(
-      (typeof rfs === "string" ? parseJson(rfs) : rfs) as RfsJson,
-    );
+    this.references = new References((typeof rfs === "string" ? parseJson(rfs) : rfs) as RfsJson);
     this.#options = {
       validateSources: options.validateSources ?? true,
       ifMatch: options.ifMatch ?? true,
@@ -117,7 +111,10 @@ export class ReferenceStore implements AsyncReadable {
    * Open the references at `url`: a refs.json (or any .json) file, or the folder holding a
    * refs.json together with its chunk indexes.
    */
-  static async fromUrl(url: string | URL, options: ReferenceStoreOptions = {}): Promise<ReferenceStore> {
+  static async fromUrl(
+    url: string | URL,
+    options: ReferenceStoreOptions = {},
+  ): Promise<ReferenceStore> {
     let href = new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
     if (!/\.json$/i.test(new URL(href).pathname)) href = href.replace(/\/?$/, "/") + "refs.json";
     const reader = new HttpReader({
@@ -148,7 +145,9 @@ export class ReferenceStore implements AsyncReadable {
   }
 
   async getRange(
-    key: AbsolutePath | string, range: RangeQuery, opts?: GetOptions,
+    key: AbsolutePath | string,
+    range: RangeQuery,
+    opts?: GetOptions,
   ): Promise<Uint8Array | undefined> {
     const logical: LogicalRange =
       "suffixLength" in range
@@ -157,16 +156,24 @@ export class ReferenceStore implements AsyncReadable {
     return this.#read(key, logical, opts?.signal);
   }
 
-  async #read(rawKey: string, range: LogicalRange, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+  async #read(
+    rawKey: string,
+    range: LogicalRange,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array | undefined> {
     const key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
     const name = key.slice(key.lastIndexOf("/") + 1);
     if (METADATA_NAMES.has(name) && this.references.has(key)) {
       const ref = this.references.lookup(key) as Reference;
-      const raw = ref.kind === "inline" ? ref.bytes : await this.#readReference(key, ref, null, undefined, signal);
+      const raw =
+        ref.kind === "inline"
+          ? ref.bytes
+          : await this.#readReference(key, ref, null, undefined, signal);
       const bytes = utf8Encode(normalizeMetadataText(utf8Decode(raw)));
       return sliceLogical(bytes, range);
     }
-    const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+    const ref =
+      this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
     if (ref === undefined) return undefined;
     return this.#readReference(key, ref, range, this.#arrayOf(key), signal);
   }
@@ -195,7 +202,11 @@ export class ReferenceStore implements AsyncReadable {
     }
     const where = await index.locate(coords);
     if (where === null) return undefined;
-    return { kind: "range", url: expandUrlTemplates(entry.url, this.references.templates), ...where };
+    return {
+      kind: "range",
+      url: expandUrlTemplates(entry.url, this.references.templates),
+      ...where,
+    };
   }
 
   /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
@@ -233,7 +244,10 @@ export class ReferenceStore implements AsyncReadable {
     info = null;
     const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
     if (ref?.kind === "inline") {
-      const meta = parseJson(normalizeMetadataText(utf8Decode(ref.bytes))) as Record<string, unknown>;
+      const meta = parseJson(normalizeMetadataText(utf8Decode(ref.bytes))) as Record<
+        string,
+        unknown
+      >;
       if (meta?.node_type === "array") info = arrayInfoFromMetadata(path, meta);
     }
     this.#arrays.set(path, info);
@@ -271,12 +285,16 @@ export class ReferenceStore implements AsyncReadable {
       if (selection === undefined && padding === undefined) {
         if (range === null) {
           const physical = await this.#resolveUrl(url);
-          return (await this.#batcher.limiter.run(() => this.#http.readWhole(url, physical, signal))) as Uint8Array;
+          return (await this.#batcher.limiter.run(() =>
+            this.#http.readWhole(url, physical, signal),
+          )) as Uint8Array;
         }
         return this.#readFileRange(url, range, signal);
       }
       const physical = await this.#resolveUrl(url);
-      const whole = (await this.#batcher.limiter.run(() => this.#http.readWhole(url, physical, signal))) as Uint8Array;
+      const whole = (await this.#batcher.limiter.run(() =>
+        this.#http.readWhole(url, physical, signal),
+      )) as Uint8Array;
       return this.#readReference(key, { kind: "inline", bytes: whole }, range, array, signal);
     }
     const physicalSize = ref.kind === "inline" ? ref.bytes.length : ref.size;
@@ -316,7 +334,11 @@ export class ReferenceStore implements AsyncReadable {
     return data;
   }
 
-  async #readFileRange(url: string, range: Exclude<LogicalRange, null>, signal?: AbortSignal): Promise<Uint8Array> {
+  async #readFileRange(
+    url: string,
+    range: Exclude<LogicalRange, null>,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array> {
     if ("suffix" in range) {
       const physical = await this.#resolveUrl(url);
       const result = await this.#batcher.limiter.run(() =>

@@ -52,7 +52,10 @@ export function compileTemplate(source: string): CompiledTemplate {
 }
 
 /** Replace `{{name}}` by `templates[name]` in a reference URL (no arithmetic there). */
-export function expandUrlTemplates(url: string, templates: Readonly<Record<string, string>>): string {
+export function expandUrlTemplates(
+  url: string,
+  templates: Readonly<Record<string, string>>,
+): string {
   if (!url.includes("{{")) return url;
   return url.replace(PLACEHOLDER, (whole, inner: string) => {
     const name = inner.trim();

@@ -2,9 +2,17 @@
 // read. Shared by the Node tests and the browser page (no Node APIs here).
 
 const CONSTRUCTORS = {
-  int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
-  float32: Float32Array, float64: Float64Array, bool: Uint8Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int64: BigInt64Array,
+  uint64: BigUint64Array,
+  float32: Float32Array,
+  float64: Float64Array,
+  bool: Uint8Array,
 };
 
 export async function fetchBytes(url, fetchImpl = fetch) {
@@ -21,7 +29,8 @@ export async function loadExpected(base, entry, fetchImpl) {
 }
 
 function same(a, b) {
-  if (typeof a === "number" && typeof b === "number" && Number.isNaN(a) && Number.isNaN(b)) return true;
+  if (typeof a === "number" && typeof b === "number" && Number.isNaN(a) && Number.isNaN(b))
+    return true;
   return a === b || (typeof a === "boolean" && Number(a) === b);
 }
 
@@ -68,13 +77,19 @@ export async function readAndCompareAll({ zarr, store, base, section, fetchImpl 
       const array = await zarr.open.v3(zarr.root(store).resolve(entry.path), { kind: "array" });
       const expected = await loadExpected(base, entry, fetchImpl);
       const result = await zarr.get(array, null);
-      const full = entry.shape.length === 0 ? { data: result.data ?? [result], shape: [], stride: [] } : result;
+      const full =
+        entry.shape.length === 0
+          ? { data: result.data ?? [result], shape: [], stride: [] }
+          : result;
       const got = entry.shape.length === 0 ? { data: [result], shape: [1], stride: [1] } : full;
       const mismatch = compareResult(got, expected, entry.shape.length ? entry.shape : [1]);
       if (mismatch) failures.push({ path: entry.path, error: mismatch });
       checked++;
     } catch (error) {
-      failures.push({ path: entry.path, error: `${error?.name}: ${error?.message} ${error?.cause ?? ""}` });
+      failures.push({
+        path: entry.path,
+        error: `${error?.name}: ${error?.message} ${error?.cause ?? ""}`,
+      });
     }
   }
   return { failures, checked };

@@ -6,17 +6,37 @@ import { readFile, stat } from "node:fs/promises";
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
 
-const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript",
-  ".json": "application/json", ".map": "application/json", ".wasm": "application/wasm" };
+const TYPES = {
+  ".html": "text/html",
+  ".js": "text/javascript",
+  ".mjs": "text/javascript",
+  ".json": "application/json",
+  ".map": "application/json",
+  ".wasm": "application/wasm",
+};
 
 /**
  * cors: "none" (no CORS headers), "full" (allow Range and If-Match, expose Content-Range and
  * ETag), "noexpose" (allow both, expose nothing), "rangeonly" (If-Match not allowed).
  */
-export async function startServer({ root, latencyMs = 0, ignoreRange = false, cors = "none" } = {}) {
+export async function startServer({
+  root,
+  latencyMs = 0,
+  ignoreRange = false,
+  cors = "none",
+} = {}) {
   const counters = {
-    requests: 0, gets: 0, ranges: 0, options: 0, bytes: 0, inFlight: 0, maxInFlight: 0,
-    redirects: 0, status412: 0, sockets: 0, paths: new Map(),
+    requests: 0,
+    gets: 0,
+    ranges: 0,
+    options: 0,
+    bytes: 0,
+    inFlight: 0,
+    maxInFlight: 0,
+    redirects: 0,
+    status412: 0,
+    sockets: 0,
+    paths: new Map(),
   };
   const settings = { latencyMs, ignoreRange, cors };
   const files = new Map();
@@ -28,7 +48,8 @@ export async function startServer({ root, latencyMs = 0, ignoreRange = false, co
     const cached = files.get(path);
     if (cached?.stamp === stamp) return cached.entry;
     const entry = readFile(path).then((body) => ({
-      body, etag: `"${createHash("md5").update(body).digest("hex")}"`,
+      body,
+      etag: `"${createHash("md5").update(body).digest("hex")}"`,
     }));
     files.set(path, { stamp, entry });
     entry.catch(() => files.delete(path));
@@ -38,8 +59,10 @@ export async function startServer({ root, latencyMs = 0, ignoreRange = false, co
   function corsHeaders(res) {
     if (settings.cors === "none") return;
     res.setHeader("Access-Control-Allow-Origin", "*");
-    res.setHeader("Access-Control-Allow-Headers",
-      settings.cors === "rangeonly" ? "Range" : "Range, If-Match");
+    res.setHeader(
+      "Access-Control-Allow-Headers",
+      settings.cors === "rangeonly" ? "Range" : "Range, If-Match",
+    );
     res.setHeader("Access-Control-Max-Age", "600");
     if (settings.cors === "full") {
       res.setHeader("Access-Control-Expose-Headers", "Content-Range, ETag, Content-Length");
@@ -118,10 +141,12 @@ export async function startServer({ root, latencyMs = 0, ignoreRange = false, co
       }
       const part = body.subarray(start, end);
       counters.bytes += part.length;
-      res.writeHead(206, {
-        "Content-Range": `bytes ${start}-${end - 1}/${body.length}`,
-        "Content-Length": part.length,
-      }).end(part);
+      res
+        .writeHead(206, {
+          "Content-Range": `bytes ${start}-${end - 1}/${body.length}`,
+          "Content-Length": part.length,
+        })
+        .end(part);
     } catch (error) {
       res.writeHead(500).end(String(error));
     }

@@ -21,22 +21,25 @@ after(async () => {
 
 /** Read every array of every fixture in the page; returns failures per refs. */
 function compareInPage(data, options) {
-  return browser.page.evaluate(async ({ data, manifest, options }) => {
-    const { zarr, shadowzarr, readAndCompareAll } = window.sz;
-    const out = [];
-    for (const [name, section] of Object.entries(manifest)) {
-      for (const refs of [section.refs].flat()) {
-        try {
-          const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${refs}`, options);
-          const r = await readAndCompareAll({ zarr, store, base: data, section });
-          out.push({ refs, checked: r.checked, failures: r.failures });
-        } catch (error) {
-          out.push({ refs, error: `${error.name}: ${error.message}` });
+  return browser.page.evaluate(
+    async ({ data, manifest, options }) => {
+      const { zarr, shadowzarr, readAndCompareAll } = window.sz;
+      const out = [];
+      for (const [name, section] of Object.entries(manifest)) {
+        for (const refs of [section.refs].flat()) {
+          try {
+            const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${refs}`, options);
+            const r = await readAndCompareAll({ zarr, store, base: data, section });
+            out.push({ refs, checked: r.checked, failures: r.failures });
+          } catch (error) {
+            out.push({ refs, error: `${error.name}: ${error.message}` });
+          }
         }
       }
-    }
-    return out;
-  }, { data, manifest, options });
+      return out;
+    },
+    { data, manifest, options },
+  );
 }
 
 describe("Chromium", () => {
@@ -63,15 +66,23 @@ describe("Chromium", () => {
     const counts = {};
     for (const maxMergeSize of [0, 1024, 1 << 20]) {
       server.reset();
-      const failure = await browser.page.evaluate(async ({ data, entry, maxMergeSize }) => {
-        const { zarr, shadowzarr, compareResult, loadExpected } = window.sz;
-        const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/refs/raw.shadowzarr/`,
-          { maxMergeSize, validateSources: false });
-        const array = await zarr.open.v3(zarr.root(store).resolve(entry.path), { kind: "array" });
-        const result = await zarr.get(array, null);
-        return compareResult(result, await loadExpected(data, entry), entry.shape);
-      }, { data: server.url, entry: manifest.raw.arrays.find((a) => a.path === "small_chunks"),
-        maxMergeSize });
+      const failure = await browser.page.evaluate(
+        async ({ data, entry, maxMergeSize }) => {
+          const { zarr, shadowzarr, compareResult, loadExpected } = window.sz;
+          const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/refs/raw.shadowzarr/`, {
+            maxMergeSize,
+            validateSources: false,
+          });
+          const array = await zarr.open.v3(zarr.root(store).resolve(entry.path), { kind: "array" });
+          const result = await zarr.get(array, null);
+          return compareResult(result, await loadExpected(data, entry), entry.shape);
+        },
+        {
+          data: server.url,
+          entry: manifest.raw.arrays.find((a) => a.path === "small_chunks"),
+          maxMergeSize,
+        },
+      );
       assert.equal(failure, null);
       counts[maxMergeSize] = server.counters.ranges;
       // without If-Match, a single bytes=a-b range needs no preflight
@@ -82,19 +93,28 @@ describe("Chromium", () => {
 
   test("a server whose CORS does not allow If-Match: the documented error, or validateSources: false", async () => {
     const data = servers.rangeonly.url;
-    const outcome = await browser.page.evaluate(async ({ data }) => {
-      const { shadowzarr } = window.sz;
-      const read = async (options) => {
-        const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/refs/raw.shadowzarr/`, options);
-        try {
-          return { length: (await store.get("/small_chunks/c/0")).length };
-        } catch (error) {
-          return { name: error.name, message: error.message,
-            isShadowzarr: error instanceof shadowzarr.SourceUnavailableError };
-        }
-      };
-      return { strict: await read({}), off: await read({ validateSources: false }) };
-    }, { data });
+    const outcome = await browser.page.evaluate(
+      async ({ data }) => {
+        const { shadowzarr } = window.sz;
+        const read = async (options) => {
+          const store = await shadowzarr.ReferenceStore.fromUrl(
+            `${data}/refs/raw.shadowzarr/`,
+            options,
+          );
+          try {
+            return { length: (await store.get("/small_chunks/c/0")).length };
+          } catch (error) {
+            return {
+              name: error.name,
+              message: error.message,
+              isShadowzarr: error instanceof shadowzarr.SourceUnavailableError,
+            };
+          }
+        };
+        return { strict: await read({}), off: await read({ validateSources: false }) };
+      },
+      { data },
+    );
     assert.equal(outcome.strict.name, "SourceUnavailableError");
     assert.ok(outcome.strict.isShadowzarr);
     assert.match(outcome.strict.message, /CORS/);
@@ -105,36 +125,42 @@ describe("Chromium", () => {
   test("ifMatch: false: no preflights, a changed file is still caught from the ETag", async () => {
     const server = servers.full;
     server.reset();
-    const outcome = await browser.page.evaluate(async ({ data }) => {
-      const { shadowzarr } = window.sz;
-      const url = `${data}/refs/raw.shadowzarr/refs.json`;
-      const rfs = await (await fetch(url)).json();
-      const base = `${data}/refs/raw.shadowzarr/`;
-      const good = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
-      const length = (await good.get("/small_chunks/c/0")).length;
-      for (const info of Object.values(rfs.sources)) info.etag = '"changed"';
-      const changed = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
-      try {
-        await changed.get("/small_chunks/c/0");
-        return { length, error: null };
-      } catch (error) {
-        return { length, error: error.name };
-      }
-    }, { data: server.url });
+    const outcome = await browser.page.evaluate(
+      async ({ data }) => {
+        const { shadowzarr } = window.sz;
+        const url = `${data}/refs/raw.shadowzarr/refs.json`;
+        const rfs = await (await fetch(url)).json();
+        const base = `${data}/refs/raw.shadowzarr/`;
+        const good = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
+        const length = (await good.get("/small_chunks/c/0")).length;
+        for (const info of Object.values(rfs.sources)) info.etag = '"changed"';
+        const changed = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
+        try {
+          await changed.get("/small_chunks/c/0");
+          return { length, error: null };
+        } catch (error) {
+          return { length, error: error.name };
+        }
+      },
+      { data: server.url },
+    );
     assert.deepEqual(outcome, { length: 128, error: "SourceChangedError" });
     assert.equal(server.counters.options, 0);
     assert.equal(server.counters.status412, 0);
   });
 
   test("a server without CORS headers: SourceUnavailableError naming CORS", async () => {
-    const outcome = await browser.page.evaluate(async ({ data }) => {
-      try {
-        await window.sz.shadowzarr.ReferenceStore.fromUrl(`${data}/refs/hdf5.json`);
-        return { ok: true };
-      } catch (error) {
-        return { name: error.name, message: error.message };
-      }
-    }, { data: servers.none.url });
+    const outcome = await browser.page.evaluate(
+      async ({ data }) => {
+        try {
+          await window.sz.shadowzarr.ReferenceStore.fromUrl(`${data}/refs/hdf5.json`);
+          return { ok: true };
+        } catch (error) {
+          return { name: error.name, message: error.message };
+        }
+      },
+      { data: servers.none.url },
+    );
     assert.equal(outcome.name, "SourceUnavailableError");
     assert.match(outcome.message, /CORS/);
   });
@@ -142,18 +168,31 @@ describe("Chromium", () => {
   test("DANDI redirect in a browser: opaque, followed once with a 1-byte range request", async () => {
     const server = servers.full;
     server.reset();
-    const result = await browser.page.evaluate(async ({ data }) => {
-      const { shadowzarr } = window.sz;
-      const dandi = "https://api.dandiarchive.org/api/assets/small_chunks.bin/download/";
-      const routed = (request) => fetch(new Request(
-        request.url.replace("https://api.dandiarchive.org", `${data}/dandi`), request));
-      const refs = { version: 1, templates: { u0: dandi }, refs: Object.fromEntries(
-        Array.from({ length: 6 }, (_, i) => [`c${i}`, ["{{u0}}", i * 128, 128]])) };
-      const store = new shadowzarr.ReferenceStore(refs, { fetch: routed });
-      const a = await Promise.all([0, 1, 2].map((i) => store.get(`/c${i}`)));
-      const b = await store.get("/c5");
-      return { lengths: [...a, b].map((x) => x.length) };
-    }, { data: server.url });
+    const result = await browser.page.evaluate(
+      async ({ data }) => {
+        const { shadowzarr } = window.sz;
+        const dandi = "https://api.dandiarchive.org/api/assets/small_chunks.bin/download/";
+        const routed = (request) =>
+          fetch(
+            new Request(
+              request.url.replace("https://api.dandiarchive.org", `${data}/dandi`),
+              request,
+            ),
+          );
+        const refs = {
+          version: 1,
+          templates: { u0: dandi },
+          refs: Object.fromEntries(
+            Array.from({ length: 6 }, (_, i) => [`c${i}`, ["{{u0}}", i * 128, 128]]),
+          ),
+        };
+        const store = new shadowzarr.ReferenceStore(refs, { fetch: routed });
+        const a = await Promise.all([0, 1, 2].map((i) => store.get(`/c${i}`)));
+        const b = await store.get("/c5");
+        return { lengths: [...a, b].map((x) => x.length) };
+      },
+      { data: server.url },
+    );
     assert.deepEqual(result.lengths, [128, 128, 128, 128]);
     // the manual probe (opaque to the page) and the 1-byte follow hit the redirect; the chunks
     // then go straight to the target: one merged request for c0..c2, one for c5

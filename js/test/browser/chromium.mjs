@@ -8,8 +8,14 @@ import { startServer } from "../server.mjs";
 export const JS_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 export const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
 ];
 
 export async function openPage() {

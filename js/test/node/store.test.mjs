@@ -5,7 +5,11 @@ import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import * as zarr from "zarrita";
 import {
-  ChunkSizeError, decodeAttributes, RangeResponseError, ReferenceStore, SourceChangedError,
+  ChunkSizeError,
+  decodeAttributes,
+  RangeResponseError,
+  ReferenceStore,
+  SourceChangedError,
   SourceUnavailableError,
 } from "shadowzarr";
 import { openLocal } from "shadowzarr/node";
@@ -31,7 +35,12 @@ describe("every fixture array equals what h5py/numpy read", () => {
     for (const refs of [section.refs].flat()) {
       test(`${name}: ${refs}`, async () => {
         const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
-        const { failures, checked } = await readAndCompareAll({ zarr, store, base: server.url, section });
+        const { failures, checked } = await readAndCompareAll({
+          zarr,
+          store,
+          base: server.url,
+          section,
+        });
         assert.deepEqual(failures, []);
         assert.equal(checked, section.arrays.length);
       });
@@ -50,7 +59,12 @@ describe("hdf5 fixture", () => {
   test("references with absolute local paths, through openLocal", async () => {
     for (const refs of section.local_refs) {
       const store = await openLocal(`${FIXTURES}/${refs}`);
-      const { failures, checked } = await readAndCompareAll({ zarr, store, base: server.url, section });
+      const { failures, checked } = await readAndCompareAll({
+        zarr,
+        store,
+        base: server.url,
+        section,
+      });
       assert.deepEqual(failures, []);
       assert.equal(checked, section.arrays.length);
     }
@@ -64,10 +78,15 @@ describe("hdf5 fixture", () => {
       // zarrita 0.7.5 cannot open struct arrays; the store serves their bytes
       await assert.rejects(openArray(store, section.struct.path));
       const bytes = await store.get(`/${section.struct.key}`);
-      assert.deepEqual(bytes, new Uint8Array(readFileSync(`${FIXTURES}/expected/${section.struct.bytes}`)));
+      assert.deepEqual(
+        bytes,
+        new Uint8Array(readFileSync(`${FIXTURES}/expected/${section.struct.bytes}`)),
+      );
       const part = await store.getRange(`/${section.struct.key}`, { offset: 12, length: 24 });
       assert.deepEqual(part, bytes.slice(12, 36));
-      const group = await zarr.open.v3(zarr.root(store).resolve(section.attributes.path), { kind: "group" });
+      const group = await zarr.open.v3(zarr.root(store).resolve(section.attributes.path), {
+        kind: "group",
+      });
       const attrs = decodeAttributes(group.attrs);
       assert.ok(Number.isNaN(attrs.resolution));
       assert.equal(attrs.rate, Infinity);
@@ -300,8 +319,10 @@ describe("response validation", () => {
     assert.equal(server.counters.status412, 1);
     const resized = structuredClone(rfs);
     resized.sources[key].size += 1;
-    await assert.rejects(new ReferenceStore(resized, { baseUrl: rawDir() }).get("/small_chunks/c/0"),
-      SourceChangedError);
+    await assert.rejects(
+      new ReferenceStore(resized, { baseUrl: rawDir() }).get("/small_chunks/c/0"),
+      SourceChangedError,
+    );
     // validateSources: false turns both checks off
     const off = new ReferenceStore(changed, { baseUrl: rawDir(), validateSources: false });
     assert.equal((await off.get("/small_chunks/c/0")).length, 128);
@@ -327,7 +348,10 @@ describe("response validation", () => {
     rfs.refs["small_chunks/c/0"] = ["../../data/nope.bin", 0, 128];
     rfs.refs["small_chunks/c/1"] = ["../../data/small_chunks.bin", 0, 256];
     const store = new ReferenceStore(rfs, { baseUrl: rawDir() });
-    await assert.rejects(store.get("/small_chunks/c/0"), (e) => e instanceof SourceUnavailableError && e.status === 404);
+    await assert.rejects(
+      store.get("/small_chunks/c/0"),
+      (e) => e instanceof SourceUnavailableError && e.status === 404,
+    );
     await assert.rejects(store.get("/small_chunks/c/1"), ChunkSizeError);
   });
 });
@@ -344,7 +368,9 @@ describe("DANDI asset URLs", () => {
     templates: { u0: DANDI },
     refs: {
       "zarr.json": JSON.stringify({ zarr_format: 3, node_type: "group", attributes: {} }),
-      ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`c${i}`, ["{{u0}}", i * 128, 128]])),
+      ...Object.fromEntries(
+        Array.from({ length: 8 }, (_, i) => [`c${i}`, ["{{u0}}", i * 128, 128]]),
+      ),
     },
   });
 
@@ -402,7 +428,10 @@ describe("sharded array through getRange", () => {
     // per shard: one suffix read of its index, then one merged read of its inner chunks
     assert.equal(server.counters.ranges, 4);
     const part = await zarr.get(array, [zarr.slice(3, 7), zarr.slice(12, 14)]);
-    assert.equal(compareResult(part, await loadExpected(server.url, entry), entry.shape, [3, 12]), null);
+    assert.equal(
+      compareResult(part, await loadExpected(server.url, entry), entry.shape, [3, 12]),
+      null,
+    );
   });
 });
 

@@ -3,10 +3,19 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { compileExpression } from "../../dist/arithmetic.js";
-import { fillElementBytes, arrayInfoFromMetadata, chunkCoordsFromKey } from "../../dist/array-metadata.js";
+import {
+  fillElementBytes,
+  arrayInfoFromMetadata,
+  chunkCoordsFromKey,
+} from "../../dist/array-metadata.js";
 import { decodeAttributes } from "../../dist/attributes.js";
 import {
-  assembleSegments, logicalSize, mapLogicalRange, padWithFill, spansFor, validateSelection,
+  assembleSegments,
+  logicalSize,
+  mapLogicalRange,
+  padWithFill,
+  spansFor,
+  validateSelection,
 } from "../../dist/byte-map.js";
 import { ChunkSizeError, ReferenceFormatError } from "../../dist/errors.js";
 import { fletcher32, Fletcher32Codec } from "../../dist/fletcher32.js";
@@ -35,8 +44,23 @@ test("arithmetic: precedence, parentheses, unary minus, names with _", () => {
 });
 
 test("arithmetic: anything else is refused, never evaluated", () => {
-  for (const bad of ["", "1 +", "(1", "1)", "a.b", "2 ** 3", "1 / 2", "f(1)", "x = 1",
-    "alert`1`", "1 2", "'a'", "1e3", "--", "a[0]"]) {
+  for (const bad of [
+    "",
+    "1 +",
+    "(1",
+    "1)",
+    "a.b",
+    "2 ** 3",
+    "1 / 2",
+    "f(1)",
+    "x = 1",
+    "alert`1`",
+    "1 2",
+    "'a'",
+    "1e3",
+    "--",
+    "a[0]",
+  ]) {
     assert.throws(() => ev(bad, { a: 1, f: 1, x: 1 }), ReferenceFormatError, bad);
   }
   assert.throws(() => ev("j + 1", { i: 1 }), ReferenceFormatError);
@@ -54,7 +78,10 @@ test("templates: names from templates, arithmetic from dimensions", () => {
 
 test("gen: key matching, dimension ranges and lists, evaluation", () => {
   const entry = new GenEntry({
-    key: "ts/c/{{i}}/{{j_k}}", url: "{{u0}}", offset: "{{2048 + i * 100 + j_k}}", length: "100",
+    key: "ts/c/{{i}}/{{j_k}}",
+    url: "{{u0}}",
+    offset: "{{2048 + i * 100 + j_k}}",
+    length: "100",
     dimensions: { i: { start: 2, stop: 10, step: 2 }, j_k: [0, 5] },
   });
   const t = { u0: "https://h/f" };
@@ -66,46 +93,88 @@ test("gen: key matching, dimension ranges and lists, evaluation", () => {
   assert.equal(entry.resolve("ts/c/04/5", t), undefined); // not how integers render
   assert.equal(entry.resolve("ts/c/4/5/0", t), undefined);
   assert.equal(entry.resolve("xts/c/4/5", t), undefined);
-  const noStart = new GenEntry({ key: "a.b/{{i}}", url: "u", offset: "{{i}}", length: "1",
-    dimensions: { i: { stop: 3 } } });
+  const noStart = new GenEntry({
+    key: "a.b/{{i}}",
+    url: "u",
+    offset: "{{i}}",
+    length: "1",
+    dimensions: { i: { stop: 3 } },
+  });
   assert.deepEqual(noStart.resolve("a.b/0", {}), { url: "u", offset: 0, size: 1 });
   assert.equal(noStart.resolve("aXb/0", {}), undefined); // the dot is literal
-  assert.throws(() => new GenEntry({ key: "a/{{i + 1}}", url: "u", dimensions: { i: { stop: 3 } } }),
-    ReferenceFormatError);
-  assert.throws(() => new GenEntry({ key: "a/{{k}}", url: "u", dimensions: { i: { stop: 3 } } }),
-    ReferenceFormatError);
+  assert.throws(
+    () => new GenEntry({ key: "a/{{i + 1}}", url: "u", dimensions: { i: { stop: 3 } } }),
+    ReferenceFormatError,
+  );
+  assert.throws(
+    () => new GenEntry({ key: "a/{{k}}", url: "u", dimensions: { i: { stop: 3 } } }),
+    ReferenceFormatError,
+  );
 });
 
 test("selection mapping: records, reordered keep ranges, partial ranges", () => {
-  const sel = validateSelection("x", { record_size: 8, keep: [[4, 6], [2, 4]] });
+  const sel = validateSelection("x", {
+    record_size: 8,
+    keep: [
+      [4, 6],
+      [2, 4],
+    ],
+  });
   assert.equal(logicalSize(80, sel), 40);
   // whole first record: bytes 4-6 then 2-4 of record 0
-  assert.deepEqual(mapLogicalRange(100, 0, 4, sel), [{ offset: 104, length: 2 }, { offset: 102, length: 2 }]);
+  assert.deepEqual(mapLogicalRange(100, 0, 4, sel), [
+    { offset: 104, length: 2 },
+    { offset: 102, length: 2 },
+  ]);
   // logical 3..9 = last byte of rec0 second range, rec1 both ranges, first byte of rec2
   assert.deepEqual(mapLogicalRange(0, 3, 9, sel), [
-    { offset: 3, length: 1 }, { offset: 12, length: 2 }, { offset: 10, length: 2 }, { offset: 20, length: 1 },
+    { offset: 3, length: 1 },
+    { offset: 12, length: 2 },
+    { offset: 10, length: 2 },
+    { offset: 20, length: 1 },
   ]);
   // contiguous keep ranges join across records
   const dense = validateSelection("y", { record_size: 4, keep: [[0, 4]] });
   assert.deepEqual(mapLogicalRange(10, 2, 14, dense), [{ offset: 12, length: 12 }]);
   assert.deepEqual(mapLogicalRange(10, 2, 14, undefined), [{ offset: 12, length: 12 }]);
-  for (const bad of [{ record_size: 0, keep: [[0, 1]] }, { record_size: 4, keep: [[2, 5]] },
-    { record_size: 4, keep: [] }, { record_size: 4, keep: [[3, 3]] }]) {
+  for (const bad of [
+    { record_size: 0, keep: [[0, 1]] },
+    { record_size: 4, keep: [[2, 5]] },
+    { record_size: 4, keep: [] },
+    { record_size: 4, keep: [[3, 3]] },
+  ]) {
     assert.throws(() => validateSelection("z", bad), ReferenceFormatError);
   }
 });
 
 test("selection assembly equals a direct computation", () => {
   const file = Uint8Array.from({ length: 400 }, (_, i) => (i * 7) % 256);
-  const sel = validateSelection("x", { record_size: 10, keep: [[6, 9], [0, 2]] });
+  const sel = validateSelection("x", {
+    record_size: 10,
+    keep: [
+      [6, 9],
+      [0, 2],
+    ],
+  });
   const logical = [];
-  for (let r = 0; r < 40; r++) for (const [a, b] of sel.keep) for (let k = a; k < b; k++) logical.push(file[r * 10 + k]);
-  for (const [s, e] of [[0, 200], [3, 17], [199, 200], [50, 51], [0, 1]]) {
+  for (let r = 0; r < 40; r++)
+    for (const [a, b] of sel.keep) for (let k = a; k < b; k++) logical.push(file[r * 10 + k]);
+  for (const [s, e] of [
+    [0, 200],
+    [3, 17],
+    [199, 200],
+    [50, 51],
+    [0, 1],
+  ]) {
     for (const gap of [0, 5, 1000]) {
       const segments = mapLogicalRange(0, s, e, sel);
       const spans = spansFor(segments, gap);
       const bodies = spans.map((sp) => file.slice(sp.offset, sp.end));
-      assert.deepEqual([...assembleSegments(segments, spans, bodies)], logical.slice(s, e), `${s}-${e} gap ${gap}`);
+      assert.deepEqual(
+        [...assembleSegments(segments, spans, bodies)],
+        logical.slice(s, e),
+        `${s}-${e} gap ${gap}`,
+      );
     }
   }
   // a span that came back short (end of file): the result stops at the first missing byte
@@ -117,8 +186,10 @@ test("selection assembly equals a direct computation", () => {
 
 test("padding with fill elements, aligned to the element", () => {
   const fill = Uint8Array.of(7, 0, 0, 0);
-  assert.deepEqual([...padWithFill(Uint8Array.of(1, 0, 0, 0, 2, 0), 0, 12, fill)],
-    [1, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0]);
+  assert.deepEqual(
+    [...padWithFill(Uint8Array.of(1, 0, 0, 0, 2, 0), 0, 12, fill)],
+    [1, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0],
+  );
   // a range starting mid-element pads with the right bytes
   assert.deepEqual([...padWithFill(new Uint8Array(0), 2, 7, fill)], [0, 0, 7, 0, 0]);
   assert.throws(() => padWithFill(new Uint8Array(5), 0, 4, fill), ChunkSizeError);
@@ -129,19 +200,41 @@ test("padding with fill elements, aligned to the element", () => {
 test("merge planning: gap, span limit, off", () => {
   const r = (start, end) => ({ start, end });
   const ranges = [r(300, 400), r(0, 100), r(100, 200), r(1000, 1100), r(150, 250)];
-  const plan = (gap, max) => planMerges(ranges, gap, max).map((g) => [g.start, g.end, g.members.length]);
-  assert.deepEqual(plan(0, 1e9), [[0, 250, 3], [300, 400, 1], [1000, 1100, 1]]);
-  assert.deepEqual(plan(50, 1e9), [[0, 400, 4], [1000, 1100, 1]]);
+  const plan = (gap, max) =>
+    planMerges(ranges, gap, max).map((g) => [g.start, g.end, g.members.length]);
+  assert.deepEqual(plan(0, 1e9), [
+    [0, 250, 3],
+    [300, 400, 1],
+    [1000, 1100, 1],
+  ]);
+  assert.deepEqual(plan(50, 1e9), [
+    [0, 400, 4],
+    [1000, 1100, 1],
+  ]);
   assert.deepEqual(plan(1000, 1e9), [[0, 1100, 5]]);
-  assert.deepEqual(plan(1000, 400), [[0, 400, 4], [1000, 1100, 1]]);
-  assert.deepEqual(plan(1000, 0), [[0, 100, 1], [100, 200, 1], [150, 250, 1], [300, 400, 1], [1000, 1100, 1]]);
-  assert.deepEqual(planMerges([r(0, 5000)], 10, 100).map((g) => [g.start, g.end]), [[0, 5000]]);
+  assert.deepEqual(plan(1000, 400), [
+    [0, 400, 4],
+    [1000, 1100, 1],
+  ]);
+  assert.deepEqual(plan(1000, 0), [
+    [0, 100, 1],
+    [100, 200, 1],
+    [150, 250, 1],
+    [300, 400, 1],
+    [1000, 1100, 1],
+  ]);
+  assert.deepEqual(
+    planMerges([r(0, 5000)], 10, 100).map((g) => [g.start, g.end]),
+    [[0, 5000]],
+  );
 });
 
 test("JSON: bare non-finite tokens, large fill values", () => {
   const text = '{"a": NaN, "b": [Infinity, -Infinity], "s": "NaN Infinity \\" NaN", "NaN": 1}';
-  assert.equal(quoteNonFinite(text),
-    '{"a": "NaN", "b": ["Infinity", "-Infinity"], "s": "NaN Infinity \\" NaN", "NaN": 1}');
+  assert.equal(
+    quoteNonFinite(text),
+    '{"a": "NaN", "b": ["Infinity", "-Infinity"], "s": "NaN Infinity \\" NaN", "NaN": 1}',
+  );
   const parsed = parseJson(text);
   assert.ok(Number.isNaN(parsed.a));
   assert.deepEqual(parsed.b, [Infinity, -Infinity]);
@@ -149,19 +242,33 @@ test("JSON: bare non-finite tokens, large fill values", () => {
   assert.equal(parsed.NaN, 1);
   assert.deepEqual(parseJson('{"x": "NaN"}'), { x: "NaN" });
   assert.throws(() => parseJson("{nope}"), SyntaxError);
-  assert.equal(quoteLargeFillValues('{"fill_value": 18446744073709551615, "n": 1}'),
-    '{"fill_value": "18446744073709551615", "n": 1}');
-  assert.equal(quoteLargeFillValues('{"fill_value":-9223372036854775808}'),
-    '{"fill_value":"-9223372036854775808"}');
-  assert.equal(quoteLargeFillValues('{"fill_value": 1234567890123456}'), '{"fill_value": 1234567890123456}');
+  assert.equal(
+    quoteLargeFillValues('{"fill_value": 18446744073709551615, "n": 1}'),
+    '{"fill_value": "18446744073709551615", "n": 1}',
+  );
+  assert.equal(
+    quoteLargeFillValues('{"fill_value":-9223372036854775808}'),
+    '{"fill_value":"-9223372036854775808"}',
+  );
+  assert.equal(
+    quoteLargeFillValues('{"fill_value": 1234567890123456}'),
+    '{"fill_value": 1234567890123456}',
+  );
 });
 
 test("attributes: both conventions, only when registered, _str_ stripped once", () => {
-  const conventions = [{ uuid: "4b1b3f0e-6a5e-5d8a-9c57-8c1a6a0e2f11", name: "non-finite-attributes" },
-    { uuid: "9d2c6a57-0b8e-5f3c-a1e4-3e7b5c2d9f40", name: "bytes-attributes" }];
+  const conventions = [
+    { uuid: "4b1b3f0e-6a5e-5d8a-9c57-8c1a6a0e2f11", name: "non-finite-attributes" },
+    { uuid: "9d2c6a57-0b8e-5f3c-a1e4-3e7b5c2d9f40", name: "bytes-attributes" },
+  ];
   const out = decodeAttributes({
-    zarr_conventions: conventions, r: "NaN", l: ["Infinity", "-Infinity", 1], s: "_str_NaN",
-    t: "_str__str_x", b: "base64:/wAB", nested: { v: "NaN", w: "plain" },
+    zarr_conventions: conventions,
+    r: "NaN",
+    l: ["Infinity", "-Infinity", 1],
+    s: "_str_NaN",
+    t: "_str__str_x",
+    b: "base64:/wAB",
+    nested: { v: "NaN", w: "plain" },
   });
   assert.ok(Number.isNaN(out.r));
   assert.deepEqual(out.l, [Infinity, -Infinity, 1]);
@@ -171,7 +278,11 @@ test("attributes: both conventions, only when registered, _str_ stripped once", 
   assert.ok(Number.isNaN(out.nested.v));
   const none = decodeAttributes({ r: "NaN", b: "base64:AA==", s: "_str_x" });
   assert.deepEqual(none, { r: "NaN", b: "base64:AA==", s: "_str_x" });
-  const onlyBytes = decodeAttributes({ zarr_conventions: [conventions[1]], r: "NaN", b: "base64:AA==" });
+  const onlyBytes = decodeAttributes({
+    zarr_conventions: [conventions[1]],
+    r: "NaN",
+    b: "base64:AA==",
+  });
   assert.equal(onlyBytes.r, "NaN");
   assert.deepEqual(onlyBytes.b, Uint8Array.of(0));
 });
@@ -195,19 +306,43 @@ test("fill bytes for the types the store pads", () => {
   assert.deepEqual([...fillElementBytes("int16", -7, 2, false)], [0xff, 0xf9]);
   assert.deepEqual([...fillElementBytes("float32", "NaN", 4, true)], [0, 0, 0xc0, 0x7f]);
   assert.deepEqual([...fillElementBytes("float32", "0x7fc00001", 4, true)], [1, 0, 0xc0, 0x7f]);
-  assert.deepEqual([...fillElementBytes("uint64", "18446744073709551615", 8, true)], Array(8).fill(255));
+  assert.deepEqual(
+    [...fillElementBytes("uint64", "18446744073709551615", 8, true)],
+    Array(8).fill(255),
+  );
   assert.deepEqual([...fillElementBytes("bool", true, 1, true)], [1]);
-  assert.deepEqual([...fillElementBytes("complex64", [1, "NaN"], 8, true)], [0, 0, 0x80, 0x3f, 0, 0, 0xc0, 0x7f]);
-  const struct = { name: "struct", configuration: { fields: [{ name: "a", data_type: "int16" }, { name: "b", data_type: "uint8" }] } };
+  assert.deepEqual(
+    [...fillElementBytes("complex64", [1, "NaN"], 8, true)],
+    [0, 0, 0x80, 0x3f, 0, 0, 0xc0, 0x7f],
+  );
+  const struct = {
+    name: "struct",
+    configuration: {
+      fields: [
+        { name: "a", data_type: "int16" },
+        { name: "b", data_type: "uint8" },
+      ],
+    },
+  };
   assert.deepEqual([...fillElementBytes(struct, { a: 258, b: 3 }, 3, true)], [2, 1, 3]);
-  const info = arrayInfoFromMetadata("x", { shape: [10, 4], data_type: "int16", fill_value: 1,
-    chunk_grid: { configuration: { chunk_shape: [5, 4] } }, codecs: [{ name: "bytes" }] });
+  const info = arrayInfoFromMetadata("x", {
+    shape: [10, 4],
+    data_type: "int16",
+    fill_value: 1,
+    chunk_grid: { configuration: { chunk_shape: [5, 4] } },
+    codecs: [{ name: "bytes" }],
+  });
   assert.equal(info.padding.chunkBytes, 40);
   assert.deepEqual(chunkCoordsFromKey(info, "c/1/0"), [1, 0]);
   assert.equal(chunkCoordsFromKey(info, "c/1"), undefined);
   assert.equal(chunkCoordsFromKey(info, "c/01/0"), undefined);
-  const compressed = arrayInfoFromMetadata("y", { shape: [10], data_type: "int16", fill_value: 1,
-    chunk_grid: { configuration: { chunk_shape: [5] } }, codecs: [{ name: "bytes" }, { name: "numcodecs.zlib" }] });
+  const compressed = arrayInfoFromMetadata("y", {
+    shape: [10],
+    data_type: "int16",
+    fill_value: 1,
+    chunk_grid: { configuration: { chunk_shape: [5] } },
+    codecs: [{ name: "bytes" }, { name: "numcodecs.zlib" }],
+  });
   assert.equal(compressed.padding, undefined);
 });
 
@@ -258,7 +393,10 @@ test("the main entry is browser-safe: nothing it imports uses node: modules", as
     const text = readFileSync(file, "utf8");
     for (const m of text.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
       const spec = m[1];
-      assert.ok(!spec.startsWith("node:") && spec !== "fs" && spec !== "path", `${file} imports ${spec}`);
+      assert.ok(
+        !spec.startsWith("node:") && spec !== "fs" && spec !== "path",
+        `${file} imports ${spec}`,
+      );
       if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
     }
   };
