@@ -71,6 +71,7 @@ WRITTEN: dict[str, Callable[[Path], WrittenRecording]] = {
     "winwcp": write_winwcp,
     "maxwell": write_maxwell,
     "maxwell-chunked": partial(write_maxwell, chunks=(4, 256)),
+    "maxwell-many-chunks": partial(write_maxwell, chunks=(1, 8), wells=1),
 }
 
 REAL: dict[str, Callable[[Path], WrittenRecording]] = {

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shadowzarr_spec import RfsBuilder
+import numpy as np
+from shadowzarr_spec import MISSING_CHUNK, RfsBuilder
 from shadowzarr_spec.metadata import bytes_codec
 
 from shadowzarr_neo.layouts import ChunkedLayout, ContiguousLayout, Layout, buffer_layout
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from shadowzarr_spec import ReferenceFileSystem
 
 __all__ = ["buffer_path", "generate_rfs_neo"]
+
+CHUNK_INDEX_THRESHOLD = 1000
+"""HDF5 buffers with more chunks than this list them in a chunk index rather than in refs."""
 
 TARGET_CHUNK_BYTES = 4 * 1024 * 1024
 """Interleaved buffers are cut into slabs of about this size: big enough that one request
@@ -126,8 +130,11 @@ def _add_buffer(
                 # The file stores each chunk channels by time: transposed back on read.
                 codecs.insert(0, {"name": "transpose", "configuration": {"order": [1, 0]}})
             builder.add_array(path, chunk_shape=layout.chunk_shape, codecs=codecs, **common)
-            for coords, (offset, size) in sorted(layout.chunks.items()):
-                builder.add_chunk(path, coords, url, offset, size)
+            if len(layout.chunks) > CHUNK_INDEX_THRESHOLD:
+                builder.add_index(path, url, _chunk_table(layout))
+            else:
+                for coords, (offset, size) in sorted(layout.chunks.items()):
+                    builder.add_chunk(path, coords, url, offset, size)
         case ContiguousLayout(channel_major=True):
             # One chunk per channel: a channel's samples are the only contiguous bytes.
             builder.add_array(path, chunk_shape=[max(layout.n_samples, 1), 1], **common)
@@ -154,6 +161,15 @@ def _add_buffer(
                     chunk_shape=[rows, layout.n_channels],
                     itemsize=layout.dtype.itemsize,
                 )
+
+
+def _chunk_table(layout: ChunkedLayout) -> np.ndarray:
+    extents = (layout.n_samples, layout.n_channels)
+    grid = [-(-n // c) for n, c in zip(extents, layout.chunk_shape, strict=True)]
+    table = np.full((*grid, 2), MISSING_CHUNK, dtype=np.uint64)
+    for coords, location in layout.chunks.items():
+        table[coords] = location
+    return table
 
 
 def _absolute_path(path: str) -> str:

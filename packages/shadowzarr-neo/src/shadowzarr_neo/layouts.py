@@ -109,13 +109,13 @@ def _hdf5_layout(
                 raise NotVirtualizable(f"{name} has no stored data")
             return ContiguousLayout(path, int(offset), dtype, n_samples, n_channels, channel_major)
         stored_chunk = tuple(int(c) for c in dataset.chunks)
-        chunks = {}
+        chunks: dict[tuple[int, int], tuple[int, int]] = {}
         for i in range(dataset.id.get_num_chunks()):
             info = dataset.id.get_chunk_info(i)
-            coords = tuple(
+            row, column = (
                 int(o) // c for o, c in zip(info.chunk_offset, stored_chunk, strict=True)
             )
-            chunks[coords[::-1] if channel_major else coords] = (
+            chunks[(column, row) if channel_major else (row, column)] = (
                 int(info.byte_offset),
                 int(info.size),
             )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec.errors import NotVirtualizable
 
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked, StreamSource
+from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked
 from shadowzarr_neo.stream_sources import stream_sources
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ def virtual_arrays_neo(
     block_index: int = 0,
     seg_index: int = 0,
     strict: bool = False,
+    chunk_samples: int | None = None,
 ) -> dict[str, VirtualArray]:
     """One time-by-channel VirtualArray per signal stream, holding only that stream's channels.
 
@@ -44,6 +45,9 @@ def virtual_arrays_neo(
     strict
         Streams whose values NEO computes rather than reads (Intan's digital channels and
         stimulation current) are left out; with ``strict`` they raise NotVirtualizable.
+    chunk_samples
+        Samples per chunk where the file does not impose one (interleaved samples, channels
+        stored one after another); by default about 4 MiB.
 
     Returns
     -------
@@ -65,7 +69,9 @@ def virtual_arrays_neo(
             if strict or _whole_recording_refused(source):
                 raise source
             continue
-        arrays[stream_id] = _virtual(source, to_url)
+        array = _from_layout(source.layout, to_url, chunk_samples)
+        array.attributes.update(source.attributes)
+        arrays[stream_id] = array
     return arrays
 
 
@@ -74,13 +80,9 @@ def _whole_recording_refused(error: NotVirtualizable) -> bool:
     return "gaps" in str(error)
 
 
-def _virtual(source: StreamSource, to_url: Callable[[str], str]) -> VirtualArray:
-    array = _from_layout(source.layout, to_url)
-    array.attributes.update(source.attributes)
-    return array
-
-
-def _from_layout(layout: Layout, to_url: Callable[[str], str]) -> VirtualArray:
+def _from_layout(
+    layout: Layout, to_url: Callable[[str], str], chunk_samples: int | None = None
+) -> VirtualArray:
     from shadowzarr_spec.virtual import VirtualArray, stack
 
     match layout:
@@ -93,6 +95,7 @@ def _from_layout(layout: Layout, to_url: Callable[[str], str]) -> VirtualArray:
                 record_size=layout.row_bytes,
                 skip=layout.skip,
                 offset=layout.offset,
+                chunk_rows=chunk_samples,
             )
             if layout.columns == tuple(range(n_items)):
                 return rows
@@ -103,7 +106,9 @@ def _from_layout(layout: Layout, to_url: Callable[[str], str]) -> VirtualArray:
         case ChannelRuns():
             return stack(
                 [
-                    VirtualArray.contiguous(to_url(p), [layout.n_samples], layout.dtype, o)
+                    VirtualArray.contiguous(
+                        to_url(p), [layout.n_samples], layout.dtype, o, chunk_rows=chunk_samples
+                    )
                     for p, o in zip(layout.paths, layout.offsets, strict=True)
                 ],
                 axis=1,
@@ -131,7 +136,9 @@ def _from_layout(layout: Layout, to_url: Callable[[str], str]) -> VirtualArray:
             )
             return stored.transpose(1, 0) if layout.channel_major else stored
         case Stacked():
-            return stack([_single_channel(part, to_url) for part in layout.parts], axis=1)
+            return stack(
+                [_single_channel(part, to_url, chunk_samples) for part in layout.parts], axis=1
+            )
     raise TypeError(f"not a stream layout: {layout!r}")
 
 
@@ -148,13 +155,15 @@ def _channel_blocks(layout: Blocks, channel_offset: int, url: str) -> VirtualArr
     )
 
 
-def _single_channel(part: Any, to_url: Callable[[str], str]) -> VirtualArray:
+def _single_channel(
+    part: Any, to_url: Callable[[str], str], chunk_samples: int | None
+) -> VirtualArray:
     """One channel of a stacked layout as a one-dimensional array."""
     if part.n_channels != 1:
         raise NotVirtualizable("stacked layouts hold one channel per part")
     if isinstance(part, Blocks):
         return _channel_blocks(part, part.channel_offsets[0], to_url(part.path))
-    return _from_layout(part, to_url)[:, 0]
+    return _from_layout(part, to_url, chunk_samples)[:, 0]
 
 
 def _absolute_path(path: str) -> str:
