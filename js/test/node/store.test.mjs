@@ -102,6 +102,17 @@ describe("hdf5 fixture", () => {
     }
   });
 
+  test("zarrita's consolidated metadata works on top of the store", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/refs/hdf5.json`);
+    const listable = await zarr.withConsolidatedMetadata(store, { format: "v3" });
+    const paths = listable.contents().map((c) => c.path);
+    for (const name of section.children[""]) assert.ok(paths.includes(`/${name}`), name);
+    const entry = section.arrays.find((a) => a.path === "bigendian");
+    const array = await zarr.open.v3(zarr.root(listable).resolve("bigendian"), { kind: "array" });
+    const result = await zarr.get(array, null);
+    assert.equal(compareResult(result, await loadExpected(server.url, entry), entry.shape), null);
+  });
+
   test("index chunks are read lazily, once, and a chunk that was never written is fill", async () => {
     const store = await ReferenceStore.fromUrl(`${server.url}/refs/hdf5.shadowzarr`);
     const array = await openArray(store, section.indexed);
