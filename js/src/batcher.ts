@@ -68,18 +68,29 @@ export class RangeBatcher {
   #flush(): void {
     this.#scheduled = false;
     const batch = this.#queue.splice(0);
-    const byUrl = new Map<string, Pending[]>();
-    for (const p of batch) {
-      const list = byUrl.get(p.url);
-      if (list === undefined) byUrl.set(p.url, [p]);
-      else list.push(p);
-    }
-    for (const [url, members] of byUrl) {
-      this.resolveUrl(url).then(
-        (physical) => this.#fetchGroup(url, physical, members),
-        (error: unknown) => members.forEach((m) => settle(m, error)),
-      );
-    }
+    const logicalUrls = [...new Set(batch.map((p) => p.url))];
+    // Resolve every URL of the batch first, so reads that resolve to one file (a DANDI asset
+    // and its bucket URL, say) are grouped and merged together.
+    void Promise.allSettled(logicalUrls.map((url) => this.resolveUrl(url))).then((outcomes) => {
+      const physicalOf = new Map<string, string>();
+      const byPhysical = new Map<string, Pending[]>();
+      outcomes.forEach((outcome, i) => {
+        const url = logicalUrls[i] as string;
+        if (outcome.status === "fulfilled") physicalOf.set(url, outcome.value);
+        else batch.filter((p) => p.url === url).forEach((p) => settle(p, outcome.reason));
+      });
+      for (const p of batch) {
+        const physical = physicalOf.get(p.url);
+        if (physical === undefined) continue;
+        const list = byPhysical.get(physical);
+        if (list === undefined) byPhysical.set(physical, [p]);
+        else list.push(p);
+      }
+      // The recorded size and ETag of the first logical URL apply: all name the same file.
+      for (const [physical, members] of byPhysical) {
+        this.#fetchGroup((members[0] as Pending).url, physical, members);
+      }
+    });
   }
 
   #fetchGroup(url: string, physical: string, all: Pending[]): void {

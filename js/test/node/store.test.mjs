@@ -456,3 +456,24 @@ describe("legacy references", () => {
     assert.ok(JSON.parse(text));
   });
 });
+
+describe("grouping by physical URL", () => {
+  test("two reference URLs that resolve to one file are merged into one request", async () => {
+    const refs = {
+      version: 1,
+      refs: {
+        a: ["https://mirror-a.invalid/small_chunks.bin", 0, 128],
+        b: ["https://mirror-b.invalid/small_chunks.bin", 128, 128],
+      },
+    };
+    const store = new ReferenceStore(refs, {
+      resolveUrl: async () => `${server.url}/data/small_chunks.bin`,
+    });
+    server.reset();
+    const [a, b] = await Promise.all([store.get("/a"), store.get("/b")]);
+    const expected = new Uint8Array(readFileSync(`${FIXTURES}/data/small_chunks.bin`));
+    assert.deepEqual(a, expected.slice(0, 128));
+    assert.deepEqual(b, expected.slice(128, 256));
+    assert.equal(server.counters.ranges, 1);
+  });
+});
