@@ -44,6 +44,7 @@ class StoreOptions:
     )
     presigned_url_ttl: float = 600.0
     index_cache_chunks: int = 64
+    sharded_view: int = 0
 
     def __post_init__(self) -> None:
         for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
@@ -51,6 +52,8 @@ class StoreOptions:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        if self.sharded_view < 0:
+            raise ValueError("sharded_view must be 0 (off) or a target inner chunk size in bytes")
         if self.index_cache_chunks < 1:
             raise ValueError("index_cache_chunks must be at least 1")
 

@@ -252,6 +252,11 @@ class Resolver:
             return ref
         return SourceValue(key, ref.url, ref.offset, ref.size, self.layout_of_key(key))
 
+    def fill_of_key(self, key: str) -> bytes:
+        """One fill element of the array holding chunk ``key`` (empty if unknown)."""
+        layout = self.layout_of_key(key)
+        return layout.fill if layout is not None else b""
+
     def layout_of_key(self, key: str) -> ChunkLayout | None:
         split = array_of_chunk_key(key)
         if split is None:

@@ -10,12 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import InlineRef, ReferenceFileSystem, load_rfs
-from shadowzarr_spec.keys import join
+from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.options import StoreOptions
-from shadowzarr_store.resolve import Resolver, SourceValue, byte_window, finish_whole, plan_read
+from shadowzarr_store.resolve import (
+    Resolver,
+    SourceValue,
+    byte_window,
+    fill_pattern,
+    finish_whole,
+    plan_read,
+)
+from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
 from shadowzarr_store.stats import StoreStats
 
@@ -89,6 +97,11 @@ class RfsStore(Store):
             self._rfs, self._reader.read_index, self._stats, self._options.index_cache_chunks
         )
         self._resolver = Resolver(self._rfs, self._indexes)
+        self._view = (
+            ShardedView(self._rfs, self._options.sharded_view)
+            if self._options.sharded_view
+            else None
+        )
         self._sorted_keys: list[str] = []
         self._sorted_count = -1
 
@@ -115,6 +128,10 @@ class RfsStore(Store):
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
         value = await self._resolver.resolve(key)
+        if value is not None and self._view is not None:
+            shown = await self._get_in_view(key, value, byte_range)
+            if shown is not None:
+                return prototype.buffer.from_array_like(np.frombuffer(shown, dtype=np.uint8))
         data: bytes | memoryview
         match value:
             case None:
@@ -135,6 +152,48 @@ class RfsStore(Store):
                 data = plan.assemble(raw)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
 
+    async def _get_in_view(
+        self, key: str, value: InlineRef | SourceValue, byte_range: ByteRequest | None
+    ) -> bytes | memoryview | None:
+        """The value of ``key`` in the sharded view; None when the view leaves it unchanged."""
+        assert self._view is not None
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            if not isinstance(value, InlineRef):
+                return None
+            document = self._view.rewrite(key, value.data)
+            start, end = byte_window(byte_range, len(document))
+            return document[start:end]
+        split = array_of_chunk_key(key)
+        layout = None if split is None else self._view.layout(split[0])
+        if layout is None:
+            return None
+        start, end = byte_window(byte_range, layout.total)
+        head = layout.index[start : min(end, layout.index_bytes)]
+        if end <= layout.index_bytes:
+            return head
+        data_range = RangeByteRequest(
+            max(start, layout.index_bytes) - layout.index_bytes, end - layout.index_bytes
+        )
+        if isinstance(value, InlineRef):
+            inline = value.data + fill_pattern(
+                self._resolver.fill_of_key(key),
+                len(value.data),
+                layout.chunk_nbytes - len(value.data),
+            )
+            body: bytes | memoryview = inline[data_range.start : data_range.end]
+        elif value.offset is None:
+            whole = await self._reader.read_whole(value.url)
+            body = finish_whole(value, whole, data_range)
+        else:
+            plan = plan_read(value, data_range)
+            raw = (
+                b""
+                if plan.reads_nothing
+                else await self._reader.read(plan.url, plan.start, plan.end)
+            )
+            body = plan.assemble(raw)
+        return bytes(head) + bytes(body) if head else body
+
     async def get_partial_values(
         self,
         prototype: BufferPrototype,
@@ -152,6 +211,10 @@ class RfsStore(Store):
         match value:
             case None:
                 raise FileNotFoundError(key)
+            case InlineRef(data=inline) if self._view is not None and key.endswith("zarr.json"):
+                return len(self._view.rewrite(key, inline))
+            case _ if (layout := self._view_layout(key)) is not None:
+                return layout.total
             case InlineRef(data=inline):
                 return len(inline)
             case SourceValue(offset=None):
@@ -163,6 +226,12 @@ class RfsStore(Store):
             case SourceValue():
                 return plan_read(value, None).want
         raise AssertionError("unreachable")
+
+    def _view_layout(self, key: str) -> ShardLayout | None:
+        split = array_of_chunk_key(key)
+        if self._view is None or split is None:
+            return None
+        return self._view.layout(split[0])
 
     # -- writing (refused) ----------------------------------------------------------------------
 
