@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
-from collections.abc import Callable
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+from aiohttp import web
 
 LIBVER = {"earliest": h5py.h5f.LIBVER_EARLIEST, "latest": h5py.h5f.LIBVER_LATEST}
 FILTERS = {
@@ -148,3 +153,76 @@ WriteH5 = Callable[..., Path]
 def write_h5() -> WriteH5:
     """``write_h5(path, writer, libver, filters, **create_args)`` -> path."""
     return write
+
+
+class RangeServer:
+    """A loopback HTTP server of one directory that answers single range requests with 206.
+
+    Counts requests, and can be told to fail the next requests (status or dropped connection)
+    or to ignore ranges (answer 200 with the whole file), to exercise the fetcher's checks.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.requests = 0
+        self.fail_next: list[int | str] = []
+        self.ignore_ranges = False
+        self.etag = '"v1"'
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._runner: web.AppRunner | None = None
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        asyncio.run_coroutine_threadsafe(self._start(sock), self._loop).result()
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    async def _start(self, sock: socket.socket) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/{name}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock).start()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = self.root / request.match_info["name"]
+        if not path.is_file():
+            return web.Response(status=404)
+        data = path.read_bytes()
+        headers = {"ETag": self.etag, "Accept-Ranges": "bytes"}
+        if request.method == "HEAD":
+            return web.Response(headers={**headers, "Content-Length": str(len(data))})
+        self.requests += 1
+        if self.fail_next:
+            failure = self.fail_next.pop(0)
+            if failure == "drop":
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response(status=500)
+            return web.Response(status=int(failure))
+        match = re.fullmatch(r"bytes=(\d+)-(\d+)", request.headers.get("Range", ""))
+        if match is None or self.ignore_ranges:
+            return web.Response(body=data, headers=headers)
+        first, last = int(match[1]), min(int(match[2]), len(data) - 1)
+        if first >= len(data):
+            return web.Response(status=416)
+        headers["Content-Range"] = f"bytes {first}-{last}/{len(data)}"
+        return web.Response(status=206, body=data[first : last + 1], headers=headers)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+@pytest.fixture
+def range_server(tmp_path: Path) -> Iterator[RangeServer]:
+    """Serves ``tmp_path`` over loopback HTTP with range support."""
+    server = RangeServer(tmp_path)
+    yield server
+    server.close()

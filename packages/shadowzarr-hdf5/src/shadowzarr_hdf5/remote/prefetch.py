@@ -1,0 +1,92 @@
+"""Recognising a chunk-index root from the bytes h5py reads, and the cache of prefetched ranges.
+
+HDF5 reads an index one node at a time, depth first (§5 of the notes). When a read turns out to
+be an index root, the whole index is walked level by level with one concurrent batch per level,
+so h5py's later node reads are all served from memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING
+
+from . import btree2, extensible_array, fixed_array
+from .binary import uint
+from .btree1 import rank_from_node_size, walk_btree1
+from .checksum import checksum_ok
+
+if TYPE_CHECKING:
+    from .superblock import Superblock
+    from .walk import Walk
+
+__all__ = ["INDEX_SIGNATURES", "RangeCache", "recognise_index"]
+
+INDEX_SIGNATURES = (b"TREE", b"BTHD", b"FAHD", b"EAHD")
+_CHUNK_TREE = 1
+_CHUNK_RECORD_TYPES = (10, 11)
+_ARRAY_CLIENTS = (0, 1)
+
+
+def recognise_index(sb: Superblock, offset: int, data: bytes) -> Walk | None:
+    """The walk of the chunk index whose root h5py just read at ``offset``, if it is one."""
+    signature = data[:4]
+    address = offset - sb.base
+    if len(data) < 8 or signature not in INDEX_SIGNATURES:
+        return None
+    if signature == b"TREE":
+        # HDF5 reads a v1 B-tree node whole, so the read size tells the rank. No checksum here:
+        # check what can be checked.
+        # A leaf root has nothing to prefetch.
+        rank = rank_from_node_size(sb, len(data))
+        if data[4] != _CHUNK_TREE or data[5] == 0 or rank is None:
+            return None
+        if uint(data, 6, 2) > 2 * sb.chunk_btree_k:
+            return None
+        return walk_btree1(sb, address, rank)
+    # The newer headers end in a checksum: a read that merely starts with the signature (say,
+    # raw chunk data) must not send the prefetcher after sizes it made up.
+    if signature == b"BTHD":
+        size, ok = btree2.header_size(sb), data[5] in _CHUNK_RECORD_TYPES
+        walk = btree2.walk_btree2
+    elif signature == b"FAHD":
+        size, ok = fixed_array.header_size(sb), data[5] in _ARRAY_CLIENTS
+        walk = fixed_array.walk_fixed_array
+    else:
+        size, ok = extensible_array.header_size(sb), data[5] in _ARRAY_CLIENTS
+        walk = extensible_array.walk_extensible_array
+    if not ok or len(data) < size or not checksum_ok(data[:size]):
+        return None
+    return walk(sb, address)
+
+
+class RangeCache:
+    """Fetched byte ranges kept for the life of the file (index bytes are MBs, not GBs)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._data: dict[int, bytes] = {}
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def add(self, offset: int, data: bytes) -> None:
+        old = self._data.get(offset)
+        if old is not None and len(old) >= len(data):
+            return
+        if old is None:
+            bisect.insort(self._starts, offset)
+        self.bytes += len(data) - (len(old) if old is not None else 0)
+        self._data[offset] = data
+
+    def get(self, offset: int, size: int) -> bytes | None:
+        """The bytes of ``[offset, offset + size)`` if one cached range holds all of them."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        # Ranges may overlap; a few neighbours to the left are enough in practice.
+        for j in range(i, max(i - 8, -1), -1):
+            start = self._starts[j]
+            data = self._data[start]
+            if offset + size <= start + len(data):
+                lo = offset - start
+                return data[lo : lo + size]
+        return None

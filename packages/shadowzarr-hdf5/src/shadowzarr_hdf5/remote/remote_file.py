@@ -1,0 +1,210 @@
+"""A read-only, seekable file object over a range fetcher, for ``h5py.File(RemoteFile(url))``.
+
+Reads are served from (a) the ranges prefetched for chunk indexes, else (b) adaptive metadata
+blocks. Every read fetched from the network is inspected: an index root starts a level-at-a-time
+prefetch of the whole index, so h5py's node-by-node reads that follow cost nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .block_cache import BlockCache
+from .chunk_table import read_chunk_tables
+from .errors import Hdf5FormatError
+from .http_fetcher import HttpRangeFetcher
+from .prefetch import INDEX_SIGNATURES, RangeCache, recognise_index
+from .ranges import FetchStats, LocalRangeFetcher, RangeFetcher
+from .superblock import Superblock, read_superblock
+from .walk import drive
+
+if TYPE_CHECKING:
+    from collections.abc import Buffer, Mapping
+
+    from .chunk_table import ChunkTable
+
+__all__ = ["ReadStats", "RemoteFile"]
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """What the file object was asked for and where the answers came from."""
+
+    reads: int = 0
+    index_hits: int = 0
+    block_reads: int = 0
+    prefetches: int = 0
+    """Index walks started from a recognised root."""
+
+
+class RemoteFile(io.RawIOBase):
+    """Read-only file object over HTTP ranges (or a local file) with index prefetch.
+
+    Parameters
+    ----------
+    source
+        A URL (``http://``/``https://``), a local path, or any ``RangeFetcher``.
+    prefetch
+        Recognise chunk-index roots in reads and fetch whole indexes level by level.
+    block_size, max_run_blocks
+        Metadata read-ahead: block size, and the cap on blocks loaded by one miss.
+    headers, max_concurrency, timeout
+        Passed to the ``HttpRangeFetcher`` made for a URL.
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | RangeFetcher,
+        *,
+        prefetch: bool = True,
+        block_size: int = 64 * 1024,
+        max_run_blocks: int = 256,
+        headers: Mapping[str, str] | None = None,
+        max_concurrency: int = 32,
+        timeout: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self._owns_fetcher = not isinstance(source, RangeFetcher)
+        if isinstance(source, RangeFetcher):
+            self.fetcher = source
+        elif str(source).startswith(("http://", "https://")):
+            self.fetcher = HttpRangeFetcher(str(source), headers, max_concurrency, timeout)
+        else:
+            self.fetcher = LocalRangeFetcher(source)
+        self._size = self.fetcher.size
+        self._pos = 0
+        self._prefetch = prefetch
+        self._ranges = RangeCache()
+        self._blocks = BlockCache(self.fetcher, self._size, block_size, max_run_blocks)
+        self._roots: set[int] = set()
+        self._superblock: Superblock | None = None
+        self._lock = threading.RLock()
+        self.read_stats = ReadStats()
+
+    # -- counters -----------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> FetchStats:
+        """Requests, bytes and sequential rounds sent to the source."""
+        return self.fetcher.stats
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def etag(self) -> str | None:
+        return self.fetcher.etag
+
+    @property
+    def superblock(self) -> Superblock:
+        if self._superblock is None:
+            self._superblock = read_superblock(self)
+        return self._superblock
+
+    # -- io.RawIOBase -------------------------------------------------------------------------
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            pos = offset
+        elif whence == io.SEEK_CUR:
+            pos = self._pos + offset
+        elif whence == io.SEEK_END:
+            pos = self._size + offset
+        else:
+            raise ValueError(f"invalid whence {whence}")
+        if pos < 0:
+            raise ValueError(f"negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def readinto(self, buffer: Buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        size = max(0, min(len(view), self._size - self._pos))
+        if size == 0:
+            return 0
+        data = self._read(self._pos, size)
+        view[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed and self._owns_fetcher:
+            close = getattr(self.fetcher, "close", None)
+            if close is not None:
+                close()
+        super().close()
+
+    # -- RangeFetcher protocol (so index parsers can read through the caches) -----------------
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """Serve ranges from the caches; fetch the rest exactly, in one concurrent batch."""
+        with self._lock:
+            out: list[bytes | None] = [self._cached(o, n) for o, n in ranges]
+            for (offset, _), data in zip(ranges, out, strict=True):
+                # Keep block-cache hits as ranges too: h5py's later reads of these nodes must
+                # not look like new index roots.
+                if data is not None:
+                    self._ranges.add(offset, data)
+            missing = [i for i, b in enumerate(out) if b is None]
+            if missing:
+                wanted = [ranges[i] for i in missing]
+                for i, (offset, _), data in zip(
+                    missing, wanted, self.fetcher.fetch_many(wanted), strict=True
+                ):
+                    self._ranges.add(offset, data)
+                    out[i] = data
+            return [b if b is not None else b"" for b in out]
+
+    def prefetch_dataset_indexes(self, datasets: list[Any]) -> list[ChunkTable]:
+        """Fetch the indexes of many datasets at once (h5py datasets or header addresses).
+
+        Walks run in lockstep, so the rounds grow with the deepest index, not with the number
+        of datasets; h5py's later index reads are then served from memory.
+        """
+        return read_chunk_tables(self, datasets, superblock=self.superblock)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _cached(self, offset: int, size: int) -> bytes | None:
+        size = max(0, min(size, self._size - offset))
+        data = self._ranges.get(offset, size)
+        return data if data is not None else self._blocks.get(offset, size)
+
+    def _read(self, offset: int, size: int) -> bytes:
+        with self._lock:
+            self.read_stats.reads += 1
+            data = self._ranges.get(offset, size)
+            if data is not None:
+                self.read_stats.index_hits += 1
+                return data
+            self.read_stats.block_reads += 1
+            data = self._blocks.read(offset, size)
+            if self._prefetch and data[:4] in INDEX_SIGNATURES and offset not in self._roots:
+                self._start_prefetch(offset, data)
+            return data
+
+    def _start_prefetch(self, offset: int, data: bytes) -> None:
+        walk = recognise_index(self.superblock, offset, data)
+        if walk is None:
+            return
+        self._roots.add(offset)
+        try:
+            drive([walk], self.fetch_many)
+        except Hdf5FormatError:
+            # Prefetching only saves time: on bytes we do not understand, let HDF5 read alone.
+            return
+        self.read_stats.prefetches += 1
