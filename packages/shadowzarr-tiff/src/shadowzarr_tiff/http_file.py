@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import re
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HttpFileStats", "HttpRangeFile"]
 
+_IFD_MARGIN = 1024  # bytes of IFD (tags and their values) expected after its start
+_MIN_STRIDE = 64  # bytes: closer reads are parts of one IFD, not successive IFDs
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
 
@@ -55,6 +57,10 @@ class HttpRangeFile(io.RawIOBase):
         Blocks closer than this are fetched by one request (bytes are cheaper than a round trip).
     max_concurrency
         Parallel requests.
+    multipart, ranges_per_request
+        Ask for many ranges in one request (``multipart/byteranges``, which nginx and most
+        static servers answer); a server that answers otherwise (S3 sends one range or the
+        whole file) is asked one range at a time from then on, its body never read.
     cache_bytes
         Most bytes kept; the least recently used blocks are dropped.
     """
@@ -66,9 +72,11 @@ class HttpRangeFile(io.RawIOBase):
         block_size: int = 4096,
         read_ahead: int = 65536,
         max_ahead: int = 4096,
-        merge_gap: int = 65536,
+        merge_gap: int = 16 * 1024,
         max_request: int = 16 * 2**20,
         max_concurrency: int = 16,
+        multipart: bool = True,
+        ranges_per_request: int = 128,
         cache_bytes: int = 256 * 2**20,
         session: requests.Session | None = None,
         timeout: float = 60.0,
@@ -92,9 +100,12 @@ class HttpRangeFile(io.RawIOBase):
         self._session.mount("https://", adapter)
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="shadowzarr-tiff")
         self._position = 0
-        self._misses: list[int] = []
+        self._reads: deque[int] = deque(maxlen=64)  # where recent reads started
         self._pattern: tuple[int, int] | None = None  # (a miss, stride) of the IFDs guessed last
         self._ahead = 8
+        self._multipart: bool | None = None if multipart else False
+        self._ranges_per_request = ranges_per_request
+        self.etag: str | None = None
         self.size, self.etag = self._probe()
 
     # -- io.RawIOBase ------------------------------------------------------------------------
@@ -146,6 +157,7 @@ class HttpRangeFile(io.RawIOBase):
         missing = [b for b in wanted if b not in self._cache]
         if missing:
             self._fetch_blocks(sorted(set(missing) | set(self._guess(start, last))))
+        self._reads.append(start)
         parts = []
         for index in wanted:
             block = self._cache[index]
@@ -156,11 +168,9 @@ class HttpRangeFile(io.RawIOBase):
         return joined[offset : offset + (stop - start)]
 
     def _guess(self, start: int, last: int) -> list[int]:
-        """Blocks to fetch along with a miss at ``start``: the next IFDs when the misses so far
+        """Blocks to fetch along with a miss at ``start``: the next IFDs when the reads so far
         are evenly spaced, else the next ``read_ahead`` bytes."""
-        history = self._misses
-        history.append(start)
-        del history[:-16]
+        history = [*self._reads, start]
         stride = None
         if self._pattern is not None:
             anchor, known = self._pattern
@@ -180,8 +190,8 @@ class HttpRangeFile(io.RawIOBase):
                 break
             block = position // self._block
             guesses.append(block)
-            if block + 1 < total_blocks:
-                guesses.append(block + 1)  # an IFD and its tag values may cross a block end
+            if position % self._block > self._block - _IFD_MARGIN and block + 1 < total_blocks:
+                guesses.append(block + 1)  # the IFD may cross the block's end
         self._ahead = min(self._ahead * 2, self._max_ahead)
         return guesses
 
@@ -199,15 +209,72 @@ class HttpRangeFile(io.RawIOBase):
             else:
                 runs.append((block, block))
         ranges = [(a * self._block, min((b + 1) * self._block, self.size)) for a, b in runs]
-        if len(ranges) == 1:
-            results = [self._get(*ranges[0])]
-        else:
-            results = list(self._pool.map(lambda r: self._get(*r), ranges))
+        results = self._get_all(ranges)
         for (first, _), data in zip(runs, results, strict=True):
             for i in range(0, len(data), self._block):
                 self._cache[first + i // self._block] = data[i : i + self._block]
         while len(self._cache) > self._cache_blocks:
             self._cache.popitem(last=False)
+
+    def _get_all(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """Fetch ``ranges``: several per request (multipart/byteranges) while the server
+        answers them, else one request each; requests run in parallel."""
+        if len(ranges) == 1:
+            return [self._get(*ranges[0])]
+        if self._multipart is not False:
+            groups = [
+                ranges[i : i + self._ranges_per_request]
+                for i in range(0, len(ranges), self._ranges_per_request)
+            ]
+            try:
+                if self._multipart is None:  # find out with one request before trusting it
+                    first = [self._get_many(groups[0])]
+                    self._multipart = True
+                    rest = list(self._pool.map(self._get_many, groups[1:]))
+                    groups_data = first + rest
+                else:
+                    groups_data = list(self._pool.map(self._get_many, groups))
+                return [data for group in groups_data for data in group]
+            except _NoMultipart:
+                self._multipart = False
+        return list(self._pool.map(lambda r: self._get(*r), ranges))
+
+    def _get_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        if len(ranges) == 1:  # a server answers a single range without multipart
+            return [self._get(*ranges[0])]
+        spec = ",".join(f"{start}-{stop - 1}" for start, stop in ranges)
+        headers = {"Range": f"bytes={spec}"}
+        if self.etag:
+            headers["If-Match"] = self.etag
+        try:
+            response = self._session.get(
+                self.url, headers=headers, timeout=self._timeout, stream=True
+            )
+        except requests.RequestException as exc:
+            raise SourceError(f"{self.url}: {len(ranges)} ranges: {exc}") from exc
+        with response:
+            kind = response.headers.get("Content-Type", "")
+            if response.status_code != 206 or not kind.startswith("multipart/byteranges"):
+                if response.status_code in (404, 412):
+                    self._check_status(response, ranges[0][0], ranges[-1][1])
+                # S3 and others answer one range, or the whole file: never read that body.
+                with self._lock:
+                    self.stats.requests += 1
+                raise _NoMultipart
+            body = response.content
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.bytes += len(body)
+        parts = _multipart_parts(body, kind, self.url)
+        out = []
+        for start, stop in ranges:
+            data = parts.get((start, min(stop, self.size) - 1))
+            if data is None:
+                raise SourceError(
+                    f"{self.url}: the multipart answer lacks bytes {start}-{stop - 1}"
+                )
+            out.append(data)
+        return out
 
     # -- HTTP --------------------------------------------------------------------------------
     def _probe(self) -> tuple[int, str | None]:
@@ -246,6 +313,10 @@ class HttpRangeFile(io.RawIOBase):
         with self._lock:
             self.stats.requests += 1
             self.stats.bytes += len(response.content)
+        self._check_status(response, start, stop)
+        return response
+
+    def _check_status(self, response: requests.Response, start: int, stop: int) -> None:
         if response.status_code == 404:
             raise SourceNotFoundError(f"{self.url}: not found (HTTP 404)")
         if response.status_code == 412:
@@ -255,7 +326,39 @@ class HttpRangeFile(io.RawIOBase):
                 f"{self.url}: bytes {start}-{stop - 1}: HTTP {response.status_code} "
                 "(expected 206 Partial Content)"
             )
-        return response
+
+
+class _NoMultipart(Exception):
+    """The server does not answer multi-range requests with multipart/byteranges."""
+
+
+def _multipart_parts(body: bytes, content_type: str, url: str) -> dict[tuple[int, int], bytes]:
+    """The parts of a multipart/byteranges body, by (first, last) byte."""
+    match = re.search(r'boundary="?([^";]+)"?', content_type)
+    if match is None:
+        raise SourceError(f"{url}: multipart answer without a boundary")
+    delimiter = b"--" + match.group(1).encode("latin-1")
+    parts: dict[tuple[int, int], bytes] = {}
+    position = body.find(delimiter)
+    while position >= 0:
+        position += len(delimiter)
+        if body[position : position + 2] == b"--":
+            break
+        header_end = body.find(b"\r\n\r\n", position)
+        if header_end < 0:
+            raise SourceError(f"{url}: truncated multipart answer")
+        headers = body[position:header_end].decode("latin-1")
+        found = re.search(r"(?im)^content-range:\s*bytes (\d+)-(\d+)/", headers)
+        if found is None:
+            raise SourceError(f"{url}: a multipart part without Content-Range")
+        first, last = int(found.group(1)), int(found.group(2))
+        start = header_end + 4
+        data = body[start : start + last - first + 1]
+        if len(data) != last - first + 1:
+            raise SourceError(f"{url}: multipart part {first}-{last} is short")
+        parts[(first, last)] = data
+        position = body.find(delimiter, start + len(data))
+    return parts
 
 
 def _content_range(
@@ -274,13 +377,15 @@ def _content_range(
 
 
 def _stride(history: list[int]) -> int | None:
-    """A positive stride d such that the newest miss x has x - d and x - 2d among earlier ones."""
+    """The smallest stride d (at least an IFD apart) such that the newest read x has x - d and
+    x - 2d among earlier reads: the spacing of the IFDs tifffile walks."""
     if len(history) < 3:
         return None
     newest = history[-1]
     earlier = set(history[:-1])
-    for previous in reversed(history[:-1]):
-        stride = newest - previous
-        if stride > 0 and newest - 2 * stride in earlier:
-            return stride
-    return None
+    strides = [
+        newest - previous
+        for previous in earlier
+        if newest - previous >= _MIN_STRIDE and newest - 2 * (newest - previous) in earlier
+    ]
+    return min(strides, default=None)

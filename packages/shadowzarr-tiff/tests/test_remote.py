@@ -1,0 +1,102 @@
+"""Remote TIFFs through nginx: same references as from the local file, in few requests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import tifffile
+from shadowzarr_spec import SourceNotFoundError, rfs_to_json
+from shadowzarr_store import open_rfs
+from shadowzarr_testing.compare import assert_array_equal_exact
+
+from shadowzarr_tiff import HttpRangeFile, generate_rfs_tiff
+
+if TYPE_CHECKING:
+    from shadowzarr_testing.nginx import NginxServer
+
+pytestmark = pytest.mark.network
+
+RNG = np.random.default_rng(11)
+
+
+def _uneven_stack(pages: int, shape: tuple[int, int] = (24, 20)) -> bytes:
+    """A stack whose IFDs are evenly spaced but which tifffile must walk page by page."""
+    import io
+
+    buffer = io.BytesIO()
+    with tifffile.TiffWriter(buffer) as tif:
+        for _ in range(pages):
+            tif.write(
+                RNG.integers(0, 60000, shape, dtype=np.uint16),
+                contiguous=False,
+                metadata=None,
+                photometric="minisblack",
+                compression="zlib",
+            )
+    return buffer.getvalue()
+
+
+def test_remote_stack_matches_local_in_few_requests(nginx: NginxServer) -> None:
+    pages = 400
+    path = nginx.write_file("stack.tif", _uneven_stack(pages))
+    url = nginx.url("stack.tif")
+    nginx.reset()
+    remote = generate_rfs_tiff(url)
+    requests = nginx.count("GET")
+    local = generate_rfs_tiff(path, url=url)
+    assert rfs_to_json(remote)["refs"] == rfs_to_json(local)["refs"]
+    # 400 IFDs, guessed ahead along the chain: a handful of rounds, not one request per page.
+    assert requests <= 40, requests
+    source = remote.sources[url]
+    assert source.size == path.stat().st_size
+    assert source.etag  # nginx sends one
+    with tifffile.TiffFile(path) as tif:
+        expected = tif.series[0].asarray()
+    assert_array_equal_exact(open_rfs(remote)["0"][...], expected, "remote stack")
+
+
+def test_remote_ome_pyramid(nginx: NginxServer) -> None:
+    import io
+
+    data = RNG.integers(0, 4000, (2, 128, 96), dtype=np.uint16)
+    buffer = io.BytesIO()
+    with tifffile.TiffWriter(buffer, ome=True) as tif:
+        options = {"tile": (32, 32), "photometric": "minisblack", "compression": "lzw"}
+        tif.write(data, subifds=2, metadata={"axes": "CYX"}, **options)
+        tif.write(data[:, ::2, ::2].copy(), subfiletype=1, **options)
+        tif.write(data[:, ::4, ::4].copy(), subfiletype=1, **options)
+    path = nginx.write_file("pyramid.ome.tif", buffer.getvalue())
+    rfs = generate_rfs_tiff(nginx.url("pyramid.ome.tif"))
+    group = open_rfs(rfs)
+    with tifffile.TiffFile(path) as tif:
+        for level_index, level in enumerate(tif.series[0].levels):
+            assert_array_equal_exact(
+                group[f"0/{level_index}"][...], level.asarray(), f"level {level_index}"
+            )
+
+
+def test_local_copy_of_a_url_records_the_servers_etag(nginx: NginxServer) -> None:
+    path = nginx.write_file("copy.tif", _uneven_stack(3))
+    url = nginx.url("copy.tif")
+    rfs = generate_rfs_tiff(url, local_path=path)
+    assert rfs.sources[url].size == path.stat().st_size
+    assert rfs.sources[url].etag
+
+
+def test_http_file_reads_exact_bytes(nginx: NginxServer) -> None:
+    payload = RNG.integers(0, 255, 300_000, dtype=np.uint8).tobytes()
+    nginx.write_file("blob.bin", payload)
+    with HttpRangeFile(nginx.url("blob.bin"), block_size=4096, read_ahead=8192) as handle:
+        assert handle.size == len(payload)
+        for start, length in [(0, 10), (4090, 20), (123_456, 70_000), (299_990, 100)]:
+            handle.seek(start)
+            assert handle.read(length) == payload[start : start + length]
+        handle.seek(-5, 2)
+        assert handle.read() == payload[-5:]
+
+
+def test_missing_url_is_source_not_found(nginx: NginxServer) -> None:
+    with pytest.raises(SourceNotFoundError, match=r"absent\.tif"):
+        generate_rfs_tiff(nginx.url("absent.tif"))
