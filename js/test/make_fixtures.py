@@ -300,8 +300,28 @@ def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     return b
 
 
-def build_raw_rfs(data_dir: Path, prefix: str) -> Any:
-    rfs = build_raw_refs(data_dir, prefix).build()
+def add_grid(builder: RfsBuilder, data_dir: Path, prefix: str) -> np.ndarray:
+    """300 x 300 one-byte chunks (more than one index chunk covers): a chunk index with two
+    index chunks, and row 150 never written (fill 9)."""
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 256, size=(300, 300), dtype=np.uint8)
+    (data_dir / "grid.bin").write_bytes(values.tobytes())
+    table = np.zeros((300, 300, 2), dtype=np.uint64)
+    table[..., 0] = np.arange(300 * 300, dtype=np.uint64).reshape(300, 300)
+    table[..., 1] = 1
+    table[150] = np.uint64(2**64 - 1)
+    builder.add_array("grid", shape=[300, 300], data_type="uint8", chunk_shape=[1, 1], fill_value=9)
+    builder.add_index("grid", f"{prefix}grid.bin", table)
+    expected = values.copy()
+    expected[150] = 9
+    return expected
+
+
+def build_raw_rfs(data_dir: Path, prefix: str) -> tuple[Any, np.ndarray]:
+    """The raw-file references (version 2) and the expected values of the indexed grid."""
+    builder = build_raw_refs(data_dir, prefix)
+    grid = add_grid(builder, data_dir, prefix)
+    rfs = builder.build()
     # Stacking: one gen entry whose URL depends on the dimension (names may hold "_").
     rfs.gen.append(
         GenEntry(
@@ -313,7 +333,7 @@ def build_raw_rfs(data_dir: Path, prefix: str) -> Any:
         )
     )
     rfs.version = rfs.required_version
-    return rfs
+    return rfs, grid
 
 
 def array_entry(path: str, values: np.ndarray, expected_dir: Path) -> dict:
@@ -343,7 +363,8 @@ def main(out: Path) -> None:
         refs_dir / "hdf5.shadowzarr",
         chunk_index_threshold=4,
     )
-    write_rfs(build_raw_rfs(data_dir, "../../data/"), refs_dir / "raw.shadowzarr")
+    raw_rfs, grid = build_raw_rfs(data_dir, "../../data/")
+    write_rfs(raw_rfs, refs_dir / "raw.shadowzarr")
     # Absolute local paths, as generators write them for local files (read with openLocal).
     write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
     sharded = write_sharded(data_dir, refs_dir)
@@ -436,6 +457,10 @@ def main(out: Path) -> None:
             "refs": ["refs/raw.shadowzarr"],
             "arrays": [array_entry(name, values, expected_dir) for name, values in raw.items()],
             "record_size": 8,
+        },
+        "grid": {
+            "refs": "refs/raw.shadowzarr",
+            "entry": array_entry("grid", grid, expected_dir),
         },
         "sharded": {
             "refs": ["refs/sharded.json"],

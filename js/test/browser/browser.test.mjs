@@ -25,7 +25,8 @@ function compareInPage(data, options) {
     async ({ data, manifest, options }) => {
       const { zarr, shadowzarr, readAndCompareAll } = window.sz;
       const out = [];
-      for (const [name, section] of Object.entries(manifest)) {
+      for (const section of Object.values(manifest)) {
+        if (section.arrays === undefined) continue;
         for (const refs of [section.refs].flat()) {
           try {
             const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${refs}`, options);

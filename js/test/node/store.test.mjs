@@ -32,6 +32,7 @@ async function openArray(store, path) {
 
 describe("every fixture array equals what h5py/numpy read", () => {
   for (const [name, section] of Object.entries(manifest)) {
+    if (section.arrays === undefined) continue;
     for (const refs of [section.refs].flat()) {
       test(`${name}: ${refs}`, async () => {
         const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
@@ -204,6 +205,33 @@ describe("raw fixture: selections, gen, padding, ranges", () => {
     assert.equal(await store.get("/padded/c/5"), undefined);
     assert.equal(await store.get("/stacked/c/3/0"), undefined);
     assert.equal(await store.get("/nothing/zarr.json"), undefined);
+  });
+});
+
+describe("chunk index with several index chunks", () => {
+  test("index chunks are fetched per region and kept in an LRU", async () => {
+    const { entry, refs } = manifest.grid;
+    const expected = await loadExpected(server.url, entry);
+    const check = async (store, rows, cols) => {
+      const array = await openArray(store, "grid");
+      const result = await zarr.get(array, [zarr.slice(...rows), zarr.slice(...cols)]);
+      assert.equal(compareResult(result, expected, entry.shape, [rows[0], cols[0]]), null);
+    };
+    const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`, { indexCacheSize: 1 });
+    await check(store, [0, 2], [0, 3]);
+    assert.equal(store.indexChunksFetched("grid"), 1);
+    await check(store, [1, 3], [5, 9]);
+    assert.equal(store.indexChunksFetched("grid"), 1);
+    await check(store, [298, 300], [297, 300]); // second index chunk (rows 218..)
+    assert.equal(store.indexChunksFetched("grid"), 2);
+    await check(store, [0, 1], [0, 1]); // evicted with a cache of one
+    assert.equal(store.indexChunksFetched("grid"), 3);
+    await check(store, [149, 152], [10, 20]); // row 150 never written: fill 9
+    const roomy = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
+    await check(roomy, [0, 1], [0, 1]);
+    await check(roomy, [298, 300], [0, 2]);
+    await check(roomy, [0, 1], [0, 1]);
+    assert.equal(roomy.indexChunksFetched("grid"), 2);
   });
 });
 
