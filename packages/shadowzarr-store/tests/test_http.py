@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import multiprocessing
 import threading
 import time
 import urllib.request
@@ -301,3 +303,40 @@ def test_resolve_url_hook(nginx: NginxServer, nginx_root: Path) -> None:
     array = open_rfs(document, resolve_url=resolve)["x"]
     np.testing.assert_array_equal(array[:], values)
     assert set(seen) == {"s3://bucket/small.bin"}
+
+
+def test_a_stalled_response_times_out_and_is_retried(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    values = _small_chunks(nginx_root, count=4)
+    proxy: LatencyProxy = make_proxy(
+        nginx.url(""), faults=FaultRule("stall", times=1, stall_seconds=5)
+    )
+    store = RfsStore(
+        load_rfs(_small_chunk_refs(proxy.url("small.bin"), count=4)), timeout=0.3, backoff=0
+    )
+    np.testing.assert_array_equal(zarr.open_array(store, path="x")[:], values)
+    assert store.stats.retries == 1
+
+
+def test_chunks_above_merge_below_are_not_merged(nginx: NginxServer, nginx_root: Path) -> None:
+    values = _small_chunks(nginx_root, count=12, chunk_bytes=100_000)
+    document = _small_chunk_refs(nginx.url("small.bin"), count=12, chunk_bytes=100_000)
+    with zarr.config.set({"async.concurrency": 100}):
+        nginx.reset()
+        np.testing.assert_array_equal(open_rfs(document)["x"][:], values)
+        assert nginx.count() == 12
+        nginx.reset()
+        merged = open_rfs(document, merge_below=100_000, max_merge_size=4 * 2**20)["x"][:]
+        np.testing.assert_array_equal(merged, values)
+        assert nginx.count() == 1
+
+
+@pytest.mark.slow
+def test_pickled_array_reads_in_another_process(nginx: NginxServer, nginx_root: Path) -> None:
+    values = _small_chunks(nginx_root, count=8)
+    array = open_rfs(_small_chunk_refs(nginx.url("small.bin"), count=8))["x"]
+    np.testing.assert_array_equal(array[:10], values[:10])  # a session exists in this process
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        np.testing.assert_array_equal(pool.submit(np.asarray, array).result(timeout=120), values)
