@@ -141,12 +141,14 @@ def _table(sb: Superblock, index: DatasetIndex, records: IndexRecords | None) ->
     if records is None:
         coords, offsets, sizes, masks = _without_index(sb, layout, space)
     else:
-        offsets, sizes, masks = records.offsets, records.sizes, records.masks
+        offsets = records.offsets
         coords = _coords(layout, space, records.keys, chunk)
-        if sizes is None:
-            sizes = np.full(len(offsets), layout.chunk_bytes, np.uint64)
-        if masks is None:
-            masks = np.zeros(len(offsets), np.uint32)
+        # Unfiltered records store no size or mask: every chunk is whole and unfiltered.
+        n = len(offsets)
+        sizes = (
+            np.full(n, layout.chunk_bytes, np.uint64) if records.sizes is None else records.sizes
+        )
+        masks = np.zeros(n, np.uint32) if records.masks is None else records.masks
     order = np.lexsort(coords.T[::-1]) if rank else np.arange(len(offsets))
     return ChunkTable(
         np.ascontiguousarray(coords[order], dtype=np.int64),
@@ -174,7 +176,7 @@ def _coords(
     rank = len(chunk)
     match layout.kind:
         case IndexKind.BTREE_V1:
-            return keys[:, :rank] // chunk
+            return np.asarray(keys[:, :rank] // chunk)
         case IndexKind.BTREE_V2:
             return keys.reshape(-1, rank)
         case IndexKind.FIXED_ARRAY:
@@ -220,7 +222,7 @@ def _without_index(
     grid = _max_grid(layout, space)
     current = [-(-s // c) for s, c in zip(space.shape, layout.chunk_shape, strict=True)]
     coords = np.indices(current).reshape(rank, -1).T.astype(np.int64)
-    linear = np.ravel_multi_index(tuple(coords.T), grid).astype(np.uint64)
+    linear = np.asarray(np.ravel_multi_index(tuple(coords.T), grid), dtype=np.uint64)
     offsets = np.uint64(start) + linear * np.uint64(layout.chunk_bytes)
     sizes = np.full(len(offsets), layout.chunk_bytes, np.uint64)
     return coords, offsets, sizes, np.zeros(len(offsets), np.uint32)

@@ -14,6 +14,8 @@ from .fixed_array import add_entries, page_initialised
 from .walk import Collector, Node, Walk, walk_nodes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .superblock import Superblock
 
 __all__ = ["Geometry", "header_size", "walk_extensible_array"]
@@ -129,7 +131,7 @@ def walk_extensible_array(sb: Superblock, header_address: int) -> Walk:
                 children.append(Node(sb.absolute(int(a)), size, secondary_block(g, s, int(a))))
         return children
 
-    def secondary_block(g: Geometry, s: SuperBlock, address: int):
+    def secondary_block(g: Geometry, s: SuperBlock, address: int) -> Callable[[bytes], list[Node]]:
         def expand(data: bytes) -> list[Node]:
             expect_signature(data, b"EASB", address)
             pos = 6 + o + g.offset_width

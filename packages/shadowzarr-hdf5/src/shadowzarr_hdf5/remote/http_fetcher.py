@@ -160,8 +160,8 @@ class HttpRangeFetcher:
         part: list[bytes | None] = [None] * len(wanted)
         for run, blob in zip(runs, blobs, strict=True):
             split_run(run, blob, wanted, part)
-        for i, blob in zip(index, part, strict=True):
-            out[i] = blob
+        for i, piece in zip(index, part, strict=True):
+            out[i] = piece
         return [b if b is not None else b"" for b in out]
 
     async def _fetch_run(self, run: Run) -> bytes:
