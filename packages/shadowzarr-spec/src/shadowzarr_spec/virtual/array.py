@@ -134,6 +134,7 @@ class VirtualArray:
             positions=positions,
             item_ranges=((0, dtype.itemsize),),
             lower=offset,
+            upper=offset + shape[0] * record_size,
             chunk_rows=_chunk_rows(chunk_rows, shape[0], record_size),
         )
         return cls(shape=shape, dtype=dtype, strided=strided)
@@ -274,7 +275,7 @@ class VirtualArray:
         """Which bytes of each record the array keeps, or None when references hold only its
         own bytes."""
         if self._strided is not None:
-            return self._strided.records()[1]
+            return self._strided.records().selection
         return self._selection
 
     @property
@@ -337,7 +338,7 @@ class VirtualArray:
                 assert isinstance(indices, range)
                 start = indices.start if len(indices) else 0
                 return self._with_strided(strided.slice_rows(start, start + len(indices)))
-            if strided.chunk_rows != 1:
+            if strided.records().chunk_rows != 1:
                 raise NeedsDataError(
                     f"{_describe(indices)} along the first axis of a contiguous array would "
                     "need its rows copied: only steps of 1 move the byte range (or make "

@@ -35,11 +35,12 @@ def virtual_from_memmap(
     first = int(root.offset) + (address - root_address)
     dtype, item_ranges = _packed(array.dtype)
     if array.ndim == 0:
-        one = StridedBytes(url, first, array.dtype.itemsize, 1, (), item_ranges, first, 1)
+        size = array.dtype.itemsize
+        one = StridedBytes(url, first, size, 1, (), item_ranges, first, first + size, 1)
         return cls(shape=(1,), dtype=dtype, strided=one)[0]
     if array.size == 0:
         return cls.contiguous(url, array.shape, dtype, offset=first)
-    rows = _strided(url, array, first, item_ranges, int(root.offset))
+    rows = _strided(url, array, first, item_ranges, root)
     if rows is not None:
         return cls(shape=array.shape, dtype=dtype, strided=rows)
     # Rows along another axis (a transposed view): describe that order, transpose back.
@@ -48,7 +49,7 @@ def virtual_from_memmap(
         if axis == 0 or array.strides[axis] <= 0:
             continue
         order = [axis, *(a for a in range(array.ndim) if a != axis)]
-        rows = _strided(url, array.transpose(order), first, item_ranges, int(root.offset))
+        rows = _strided(url, array.transpose(order), first, item_ranges, root)
         if rows is not None:
             stored = cls(shape=rows.shape, dtype=dtype, strided=rows)
             return stored.transpose(list(np.argsort(order)))
@@ -89,8 +90,9 @@ def _strided(
     array: np.ndarray,
     first: int,
     item_ranges: tuple[tuple[int, int], ...],
-    lower: int,
+    root: np.memmap,
 ) -> StridedBytes | None:
+    """Rows along the first axis, records within the mapped region (which the file holds)."""
     row_stride = int(array.strides[0])
     if row_stride <= 0:
         return None
@@ -105,7 +107,8 @@ def _strided(
         n_rows=int(array.shape[0]),
         positions=positions,
         item_ranges=item_ranges,
-        lower=min(lower, first),
+        lower=min(int(root.offset), first),
+        upper=int(root.offset) + root.nbytes,
         chunk_rows=default_chunk_rows(int(array.shape[0]), row_stride),
     )
     try:

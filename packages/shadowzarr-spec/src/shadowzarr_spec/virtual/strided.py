@@ -19,7 +19,13 @@ from shadowzarr_spec.errors import NotVirtualizable
 from shadowzarr_spec.model import Selection
 from shadowzarr_spec.virtual.layout import AffinePiece, ChunkLayout
 
-__all__ = ["MAX_KEEP_RANGES", "TARGET_CHUNK_BYTES", "StridedBytes", "default_chunk_rows"]
+__all__ = [
+    "MAX_KEEP_RANGES",
+    "TARGET_CHUNK_BYTES",
+    "Records",
+    "StridedBytes",
+    "default_chunk_rows",
+]
 
 MAX_KEEP_RANGES = 16_384
 """Most byte ranges a selection may keep from each record before we refuse."""
@@ -35,13 +41,26 @@ def default_chunk_rows(n_rows: int, row_stride: int) -> int:
     return max(1, min(max(n_rows, 1), TARGET_CHUNK_BYTES // max(row_stride, 1)))
 
 
+@dataclass(frozen=True, slots=True)
+class Records:
+    """Rows written as records: ``record_size`` bytes from ``origin + row * pitch``; chunks of
+    ``chunk_rows`` rows; the selection keeping the elements' bytes (None: all of them)."""
+
+    origin: int
+    record_size: int
+    pitch: int
+    chunk_rows: int
+    selection: Selection | None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class StridedBytes:
     """A strided view of one file (see the module docstring).
 
     ``item_ranges`` are the bytes of one element relative to its position, in order (one range
-    unless a structured element skips bytes). ``lower`` is the earliest offset a record may start
-    at: records begin there when they can, so the last record of a file is never cut short.
+    unless a structured element skips bytes). ``lower`` is where records begin when they can;
+    ``upper`` is the end of the bytes known to exist (a record running past it could be cut
+    short by the end of the file).
     """
 
     url: str
@@ -51,6 +70,7 @@ class StridedBytes:
     positions: tuple[np.ndarray, ...]
     item_ranges: tuple[tuple[int, int], ...]
     lower: int
+    upper: int
     chunk_rows: int
 
     @property
@@ -83,11 +103,13 @@ class StridedBytes:
             )
         return starts, lengths
 
-    def records(self) -> tuple[int, Selection | None]:
-        """(file offset of the first row's record, selection), checking rows do not overlap."""
+    def records(self) -> Records:
+        """How rows become records: where the first starts, how long each is, and the
+        selection; checks that rows do not overlap."""
         starts, lengths = self.row_ranges()
         if starts.size == 0:
-            return max(self.lower, self.first), None
+            origin = max(self.lower, self.first)
+            return Records(origin, self.row_stride, self.row_stride, self.chunk_rows, None)
         low = int(starts.min())
         high = int((starts + lengths).max())
         if high - low > self.row_stride:
@@ -95,33 +117,40 @@ class StridedBytes:
                 f"one row's elements span {high - low} bytes, more than the {self.row_stride} "
                 "bytes from one row to the next, so rows cannot be read as separate records"
             )
+        # Records of row_stride bytes, placed so the last one ends inside the known bytes (a
+        # reader drops a record cut short by the end of the file). When none can, and always
+        # for one row per chunk, each chunk is just the span of its row's elements.
         origin = min(max(self.lower, self.first + high - self.row_stride), self.first + low)
+        fits = origin + self.n_rows * self.row_stride <= self.upper
+        if fits and self.chunk_rows > 1:
+            record_size, chunk_rows = self.row_stride, self.chunk_rows
+        else:
+            origin, record_size, chunk_rows = self.first + low, high - low, 1
         keep = tuple(
             (int(s) + self.first - origin, int(s + n) + self.first - origin)
             for s, n in zip(starts, lengths, strict=True)
         )
-        if keep == ((0, self.row_stride),):
-            return origin, None
-        return origin, Selection(self.row_stride, keep)
+        selection = None if keep == ((0, record_size),) else Selection(record_size, keep)
+        return Records(origin, record_size, self.row_stride, chunk_rows, selection)
 
     def to_layout(self) -> tuple[ChunkLayout, Selection | None, tuple[int, ...]]:
-        """(layout, selection, chunk shape): slabs of ``chunk_rows`` records, one gen entry."""
-        origin, selection = self.records()
+        """(layout, selection, chunk shape): slabs of records, one gen entry."""
+        records = self.records()
         later = [len(p) for p in self.positions]
-        grid = (math.ceil(self.n_rows / self.chunk_rows), *(1 if n else 0 for n in later))
-        chunk_shape = (self.chunk_rows, *(max(1, n) for n in later))
+        rows = records.chunk_rows
+        grid = (math.ceil(self.n_rows / rows), *(1 if n else 0 for n in later))
+        chunk_shape = (rows, *(max(1, n) for n in later))
         if self.empty:
-            return ChunkLayout(grid, ()), selection, chunk_shape
-        slab = self.chunk_rows * self.row_stride
+            return ChunkLayout(grid, ()), records.selection, chunk_shape
         piece = AffinePiece(
             self.url,
-            origin,
-            slab,
+            records.origin,
+            (rows - 1) * records.pitch + records.record_size,
             start=(0,) * len(grid),
             count=grid,
-            strides=(slab, *(0 for _ in later)),
+            strides=(rows * records.pitch, *(0 for _ in later)),
         )
-        return ChunkLayout(grid, (piece,)), selection, chunk_shape
+        return ChunkLayout(grid, (piece,)), records.selection, chunk_shape
 
     # -- indexing ----------------------------------------------------------------------------
     def slice_rows(self, start: int, stop: int) -> StridedBytes:
@@ -162,7 +191,7 @@ class StridedBytes:
             starts, lengths = rest.row_ranges()
             span = int((starts + lengths).max() - starts.min()) if starts.size else 0
             stride = max(span, 1)
-        record_start = self.records()[0] + index * self.row_stride
+        record_start = self.records().origin + index * self.row_stride
         candidate = replace(
             rest,
             first=self.first + index * self.row_stride + int(axis_positions[0])
