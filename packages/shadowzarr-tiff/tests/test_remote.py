@@ -100,3 +100,28 @@ def test_http_file_reads_exact_bytes(nginx: NginxServer) -> None:
 def test_missing_url_is_source_not_found(nginx: NginxServer) -> None:
     with pytest.raises(SourceNotFoundError, match=r"absent\.tif"):
         generate_rfs_tiff(nginx.url("absent.tif"))
+
+
+def test_ifds_far_apart_are_fetched_in_few_requests_with_few_bytes(nginx: NginxServer) -> None:
+    """200 pages of 64 KiB: the IFDs are guessed along the chain and asked for many ranges
+    per request, without reading the pixels in between."""
+    import io
+
+    buffer = io.BytesIO()
+    frame = np.zeros((128, 256), dtype=np.uint16)
+    with tifffile.TiffWriter(buffer) as tif:
+        for index in range(200):
+            tif.write(frame + index, contiguous=False, metadata=None, photometric="minisblack")
+    nginx.write_file("far.tif", buffer.getvalue())
+    url = nginx.url("far.tif")
+    with HttpRangeFile(url) as handle:
+        with tifffile.TiffFile(handle, name="far.tif") as tif:
+            assert len(tif.series[0]) == 200
+        assert handle.stats.requests <= 12, handle.stats
+        assert handle.stats.bytes < 2_000_000, handle.stats
+    with HttpRangeFile(url, multipart=False) as handle:
+        with tifffile.TiffFile(handle, name="far.tif") as tif:
+            offsets = [page.dataoffsets[0] for page in tif.series[0]]
+        assert handle.stats.requests > 12  # one range per request
+    rfs = generate_rfs_tiff(url)
+    assert rfs.gen[0].lookup("0/c/150/0/0").offset == offsets[150]

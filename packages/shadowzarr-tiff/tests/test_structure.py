@@ -229,3 +229,58 @@ def test_url_and_sources(tmp_path: Path) -> None:
     assert rfs.sources[url].etag is None
     document = rfs_to_json(rfs)
     assert document["refs"]["0/c/0/0"][0] in (url, "{{u0}}")
+
+
+def test_large_uncompressed_pages_are_read_by_strips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shadowzarr_store import open_rfs
+
+    import shadowzarr_tiff.generate
+
+    monkeypatch.setattr(shadowzarr_tiff.generate, "MAX_PAGE_CHUNK_BYTES", 1000)
+    path = tmp_path / "big_pages.tif"
+    data = RNG.integers(0, 255, (3, 40, 30), dtype=np.uint8)
+    tifffile.imwrite(path, data, rowsperstrip=8, photometric="minisblack")
+    rfs = generate_rfs_tiff(path)
+    assert _metadata(rfs, "0")["chunk_grid"]["configuration"]["chunk_shape"] == [1, 8, 30]
+    assert len(_chunk_refs(rfs, "0")) == 15
+    np.testing.assert_array_equal(open_rfs(rfs)["0"][...], data)
+
+
+def _patch_entry(path: Path, old: tuple[int, int], new: tuple[int, int]) -> None:
+    """Rewrite one short IFD entry (tag, value) of a little-endian classic TIFF, to make files
+    tifffile will not write (it refuses fill order 2 and CCITT compression)."""
+    import struct
+
+    raw = bytearray(path.read_bytes())
+    entry = struct.pack("<HHIH", old[0], 3, 1, old[1])
+    at = raw.find(entry)
+    assert at > 0
+    raw[at : at + len(entry)] = struct.pack("<HHIH", new[0], 3, 1, new[1])
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ((65001, 2), (266, 2), "fill order 2"),
+        ((259, 1), (259, 3), "CCITT bilevel compression"),
+    ],
+)
+def test_unsupported_storage_is_refused_with_the_reason(
+    tmp_path: Path, old: tuple[int, int], new: tuple[int, int], reason: str
+) -> None:
+    path = tmp_path / "patched.tif"
+    tifffile.imwrite(
+        path,
+        np.zeros((4, 8), dtype=np.uint8),
+        photometric="minisblack",
+        extratags=[(65001, "H", 1, 2, True)],
+    )
+    _patch_entry(path, old, new)
+    with pytest.raises(UnsupportedFeatureError) as error:
+        generate_rfs_tiff(path)
+    message = str(error.value)
+    assert message.startswith(f"{path.resolve()}: series 0: ")
+    assert reason in message

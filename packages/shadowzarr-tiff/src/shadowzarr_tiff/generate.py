@@ -130,6 +130,11 @@ def _add_level(
         raise UnsupportedFeatureError(f"{where}: the series spans several files")
     if keyframe.imagedepth > 1 and not keyframe.is_tiled:
         raise UnsupportedFeatureError(f"{where}: strips of volumes (image depth)")
+    if keyframe.jpegtables is not None and len(series) > 1:
+        raise UnsupportedFeatureError(
+            f"{where}: JPEG tables in a series of {len(series)} pages (each page may hold its "
+            "own, and a Zarr array has one codec configuration)"
+        )
     dtype = stored_dtype_or_refuse(keyframe, where)
     source_shape = (len(series), *(int(s) for s in keyframe.shaped))
     page_bytes = math.prod(keyframe.shaped) * dtype.itemsize
