@@ -12,6 +12,7 @@ from .recordings import WrittenRecording
 from .recordings._common import ephys_data
 from .recordings.axon import AXON_FILES, axon_recording
 from .recordings.brainvision import write_brainvision
+from .recordings.edf import write_edf
 from .recordings.elan import write_elan
 from .recordings.maxwell import write_maxwell
 from .recordings.micromed import write_micromed
@@ -86,6 +87,8 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "spikegadgets": write_spikegadgets,
     "neuralynx": write_neuralynx,
     "neuralynx-one-segment": partial(write_neuralynx, segments=1, n_channels=2, inverted=False),
+    "edf": write_edf,
+    "edf-plus": partial(write_edf, plus=True, n_channels=4, fast=128, slow=128),
 }
 """Written recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
 

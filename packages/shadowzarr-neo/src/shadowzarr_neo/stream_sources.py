@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from shadowzarr_spec.errors import NotVirtualizable
 
+from shadowzarr_neo.edf_header import read_edf_layout
 from shadowzarr_neo.layouts import ChunkedLayout, ContiguousLayout, buffer_layout
 from shadowzarr_neo.memmaps import memmap_position
 from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked, StreamSource
@@ -287,8 +288,29 @@ def _neuralynx_stream(reader: Any, block: int, segment: int, stream_index: int) 
     return Stacked(tuple(parts))
 
 
+# -- EDF: data records of every signal, located from the file's header ----------------------
+def _edf_stream(reader: Any, block: int, segment: int, stream_index: int) -> Outcome:
+    path = os.fspath(reader.filename)
+    try:
+        layout = read_edf_layout(path)
+    except NotVirtualizable as error:
+        return error
+    signals = [layout.data_signals[int(i)] for i in reader.stream_idx_to_chidx[stream_index]]
+    n_samples = int(reader.get_signal_size(block, segment, stream_index))
+    return Blocks(
+        path=path,
+        offset=layout.header_bytes,
+        dtype=np.dtype("<i2"),
+        n_samples=n_samples,
+        record_size=layout.record_size,
+        block=layout.samples_per_record[signals[0]],
+        channel_offsets=tuple(layout.signal_offset(s) for s in signals),
+    )
+
+
 _READERS: dict[str, Callable[[Any, int, int, int], Outcome]] = {
     "BlackrockRawIO": _blackrock_stream,
+    "EDFRawIO": _edf_stream,
     "IntanRawIO": _intan_stream,
     "NeuralynxRawIO": _neuralynx_stream,
     "OpenEphysRawIO": _openephys_legacy_stream,

@@ -76,8 +76,9 @@ def virtual_arrays_neo(
 
 
 def _whole_recording_refused(error: NotVirtualizable) -> bool:
-    """Gaps make every stream unreadable as stored; only computed streams are left out."""
-    return "gaps" in str(error)
+    """Gaps, BDF samples and discontinuous EDF+ make every stream unreadable as stored; only
+    streams NEO computes (Intan's digital words, stimulation current) are left out."""
+    return not str(error).startswith("Intan stream")
 
 
 def _from_layout(
