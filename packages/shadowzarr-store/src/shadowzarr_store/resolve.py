@@ -217,8 +217,7 @@ def _fill_element(info: ArrayInfo) -> bytes | None:
     for codec in info.codecs:
         if codec.get("name") == "bytes":
             endian = (codec.get("configuration") or {}).get("endian") or "little"
-    order = "<" if endian == "little" else ">"
-    stored = native.newbyteorder(order) if native.byteorder not in ("|",) else native
+    stored = native.newbyteorder("<" if endian == "little" else ">")
     return np.array(scalar, dtype=stored).tobytes()
 
 

@@ -376,8 +376,9 @@ def _same_rfs(a: ReferenceFileSystem, b: ReferenceFileSystem) -> bool:
         other = b.indexes[path]
         if (index.url, index.path) != (other.url, other.path):
             return False
-        if (index.table is None) != (other.table is None):
-            return False
-        if index.table is not None and not np.array_equal(index.table, other.table):
+        if index.table is None or other.table is None:
+            if index.table is not other.table:
+                return False
+        elif not np.array_equal(index.table, other.table):
             return False
     return True

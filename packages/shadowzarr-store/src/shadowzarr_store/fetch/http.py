@@ -40,7 +40,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Full-jitter exponential backoff, bounded by ``max_backoff``."""
-        ceiling = min(self.max_backoff, self.backoff * 2**attempt)
+        ceiling = float(min(self.max_backoff, self.backoff * 2**attempt))
         return ceiling / 2 + random.random() * ceiling / 2
 
 

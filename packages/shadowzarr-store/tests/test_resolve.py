@@ -1,0 +1,72 @@
+"""The logical → physical mapping on its own: records, selections, padding, bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shadowzarr_spec import ChunkDecodeError, Selection, SourceError
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+from shadowzarr_store.merge import plan_runs
+from shadowzarr_store.resolve import (
+    ChunkLayout,
+    SourceValue,
+    byte_window,
+    fill_pattern,
+    plan_read,
+)
+
+
+def test_byte_window_clips_like_memory_store() -> None:
+    assert byte_window(RangeByteRequest(8, 20), 10) == (8, 10)
+    assert byte_window(RangeByteRequest(12, 15), 10) == (10, 10)
+    assert byte_window(OffsetByteRequest(12), 10) == (10, 10)
+    assert byte_window(SuffixByteRequest(20), 10) == (0, 10)
+    assert byte_window(SuffixByteRequest(0), 10) == (10, 10)
+    with pytest.raises(TypeError, match="Unexpected byte_range"):
+        byte_window((0, 2), 10)  # type: ignore[arg-type]
+
+
+def test_fill_pattern_keeps_element_phase() -> None:
+    fill = np.array(-7, dtype="<i4").tobytes()
+    assert fill_pattern(fill, 8, 8) == fill * 2
+    assert fill_pattern(fill, 6, 6) == fill[2:] + fill
+
+
+def test_selection_range_maps_to_whole_records() -> None:
+    selection = Selection(12, ((2, 10),))  # 8 of every 12 bytes
+    layout = ChunkLayout(chunk_nbytes=800, fill=b"\x01\x00", selection=selection)
+    value = SourceValue("a/c/0", "f", 1000, 1200, layout)  # 100 records = 800 logical bytes
+    plan = plan_read(value, RangeByteRequest(20, 30))  # records 2 and 3
+    assert (plan.start, plan.end, plan.skip, plan.want) == (1024, 1048, 4, 10)
+    raw = bytes(range(24))
+    assert plan.assemble(raw) == (raw[2:10] + raw[14:22])[4:14]
+
+
+def test_short_source_is_padded_only_for_uncompressed_chunks() -> None:
+    padded = SourceValue("a/c/1", "f", 0, 6, ChunkLayout(8, b"\xaa\xbb", None))
+    plan = plan_read(padded, None)
+    assert (plan.start, plan.end, plan.want) == (0, 6, 8)
+    assert plan.assemble(b"\0" * 4) == b"\0" * 4 + b"\xaa\xbb\xaa\xbb"  # file ended early
+    assert plan_read(padded, RangeByteRequest(6, 8)).reads_nothing
+    encoded = SourceValue("b/c/1", "f", 0, 6, None)
+    with pytest.raises(SourceError, match="ends before"):
+        plan_read(encoded, None).assemble(b"\0" * 4)
+    with pytest.raises(ChunkDecodeError, match="more than"):
+        plan_read(SourceValue("a/c/1", "f", 0, 10, ChunkLayout(8, b"\0", None)), None)
+
+
+class _Read:
+    def __init__(self, start: int, end: int) -> None:
+        self.start, self.end = start, end
+
+
+def test_runs_respect_gap_and_span() -> None:
+    reads = [_Read(0, 10), _Read(15, 25), _Read(100, 110), _Read(111, 300)]
+    runs = plan_runs(reads, merge_gap=10, max_merge_size=1000)  # type: ignore[type-var]
+    assert [[(r.start, r.end) for r in run] for run in runs] == [
+        [(0, 10), (15, 25)],
+        [(100, 110), (111, 300)],
+    ]
+    runs = plan_runs(reads, merge_gap=100, max_merge_size=120)  # type: ignore[type-var]
+    assert [len(run) for run in runs] == [3, 1]
