@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 from shadowzarr_store import open_rfs
 
-from shadowzarr_spec import NotVirtualizable, RfsBuilder, VirtualArray, load_rfs, stack, write_rfs
+from shadowzarr_spec import (
+    FileRef,
+    NotVirtualizable,
+    RfsBuilder,
+    VirtualArray,
+    load_rfs,
+    stack,
+    write_rfs,
+)
 from shadowzarr_spec.virtual import NeedsDataError, Placeholder, concatenate
 
 from .virtual_reading import assert_same, build, read
@@ -366,3 +374,55 @@ def test_layout_arguments_are_checked(tmp_path):
         VirtualArray.blocks("f", [4, 10], [2, 5], "<i2", record_size=100, axis=1)
     with pytest.raises(ValueError, match="outside the chunk grid"):
         VirtualArray.from_chunks([4], [2], "<i2", [((2,), "f", 0, 4)])
+
+
+def test_from_rfs_compressed_and_inline_chunks_by_whole_chunks(tmp_path):
+    """A generator's compressed array (zlib chunks in a file, one chunk inline) taken back,
+    indexed by whole chunks, stacked and transposed: the codecs stay as they are."""
+    import numcodecs
+
+    values = np.random.default_rng(7).integers(0, 50, (6, 4, 3), dtype="<i4")
+    zlib = numcodecs.Zlib(level=1)
+    path = tmp_path / "z.bin"
+    builder = RfsBuilder()
+    builder.add_group("")
+    codecs = [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "numcodecs.zlib", "configuration": {"level": 1}},
+    ]
+    builder.add_array("z", shape=[6, 4, 3], data_type="<i4", chunk_shape=[1, 2, 3], codecs=codecs)
+    body = bytearray()
+    for page, half in np.ndindex(6, 2):
+        encoded = zlib.encode(values[page, 2 * half : 2 * half + 2].tobytes())
+        if (page, half) == (2, 1):
+            builder.add_inline_chunk("z", (page, half, 0), encoded)
+            continue
+        builder.add_chunk("z", (page, half, 0), str(path), len(body), len(encoded))
+        body += encoded
+    path.write_bytes(bytes(body))
+    taken = VirtualArray.from_rfs(builder.build(), "z")
+    assert taken.codecs == codecs
+    assert_same(read(taken), values)
+    assert_same(read(taken[::-2, 2:]), values[::-2, 2:])
+    frames = stack([taken[1:4], taken[3:]], axis=1).transpose(0, 1, 3, 2)
+    assert frames.codecs[0] == {"name": "transpose", "configuration": {"order": [0, 1, 3, 2]}}
+    expected = np.stack([values[1:4], values[3:]], axis=1).transpose(0, 1, 3, 2)
+    assert_same(read(frames), expected)
+    with pytest.raises(NeedsDataError, match="inside chunks of 2"):
+        taken[:, 1]
+
+
+def test_memmap_scalar_and_field_of_one_record(tmp_path):
+    records = np.zeros(5, dtype=[("t", ">f8"), ("v", ">i2"), ("pad", "u1")])
+    records["t"] = np.arange(5) / 3
+    records["v"] = [-1, 2, -3, 4, -5]
+    path = tmp_path / "r.bin"
+    path.write_bytes(b"xyz" + records.tobytes())
+    mapped = np.memmap(path, dtype=records.dtype, mode="r", offset=3)
+    assert_same(read(VirtualArray.from_memmap(mapped["v"][3, ...])), records["v"][3])
+    assert_same(read(VirtualArray.from_memmap(mapped[["v", "t"]])), records[["v", "t"]])
+    assert_same(read(VirtualArray.from_memmap(mapped[1:4])), records[1:4])
+    located = build(VirtualArray.from_memmap(mapped["t"], url="https://host/r.bin"))
+    file_refs = [ref for ref in located.refs.values() if isinstance(ref, FileRef)]
+    assert {ref.url for ref in [*located.gen, *file_refs]} == {"https://host/r.bin"}
+    del mapped

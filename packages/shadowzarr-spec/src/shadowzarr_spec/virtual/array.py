@@ -173,7 +173,7 @@ class VirtualArray:
             )
         grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunk_shape, strict=True))
         strides = tuple(record_size if k == axis else 0 for k in range(len(shape)))
-        pieces = ()
+        pieces: tuple[AffinePiece, ...] = ()
         if math.prod(grid):
             pieces = (
                 AffinePiece(url, offset + skip, chunk_bytes, (0,) * len(grid), grid, strides),
@@ -412,9 +412,10 @@ class VirtualArray:
     def transpose(self, *axes: int | Sequence[int]) -> VirtualArray:
         """Axes in another order; the chunks stay as stored and get the Zarr ``transpose``
         codec when their bytes depend on the order."""
-        if len(axes) == 1 and not isinstance(axes[0], int | np.integer):
-            axes = tuple(axes[0])  # type: ignore[arg-type]
-        order = [int(a) for a in axes] if axes else list(range(self.ndim))[::-1]  # type: ignore[arg-type]
+        flat: list[int] = []
+        for item in axes:
+            flat.extend([int(item)] if isinstance(item, int | np.integer) else map(int, item))
+        order = flat or list(range(self.ndim))[::-1]
         order = [a + self.ndim if a < 0 else a for a in order]
         if sorted(order) != list(range(self.ndim)):
             raise ValueError(f"axes {tuple(axes)} are not a permutation of {self.ndim} axes")

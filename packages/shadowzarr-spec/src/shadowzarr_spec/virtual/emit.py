@@ -124,17 +124,16 @@ def _index_table(
     grid: tuple[int, ...], affine: list[AffinePiece], listed: list[TablePiece]
 ) -> np.ndarray:
     table = new_index_table(grid)
-    for piece in affine:
-        offsets, lengths = piece.arrays()
-        region = _region(piece.start, piece.count)
-        table[(*region, 0)] = offsets.astype(np.uint64)
-        table[(*region, 1)] = lengths.astype(np.uint64)
-    for piece in listed:
-        region = _region(piece.start, piece.count)
-        written = piece.codes != MISSING
-        target = table[region]
-        target[written, 0] = piece.offsets[written].astype(np.uint64)
-        target[written, 1] = piece.lengths[written].astype(np.uint64)
+    for even in affine:
+        offsets, lengths = even.arrays()
+        box = table[_region(even.start, even.count)]
+        box[..., 0] = offsets.astype(np.uint64)
+        box[..., 1] = lengths.astype(np.uint64)
+    for listing in listed:
+        written = listing.codes != MISSING
+        box = table[_region(listing.start, listing.count)]
+        box[written, 0] = listing.offsets[written].astype(np.uint64)
+        box[written, 1] = listing.lengths[written].astype(np.uint64)
     return table
 
 

@@ -76,10 +76,10 @@ def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: st
                 f"array {path!r}: gen entry {entry.key!r} is not evenly spaced and lists "
                 f"{entry.count} chunks"
             )
-        for key, ref in entry.items():
-            parsed = array_of_chunk_key(key)
+        for gen_key, gen_ref in entry.items():
+            parsed = array_of_chunk_key(gen_key)
             if parsed is not None and parsed[0] == path and _inside(parsed[1], grid):
-                put(parsed[1], ref)
+                put(parsed[1], gen_ref)
     if path in rfs.indexes:
         index = rfs.indexes[path]
         table = load_index_table(rfs, path)
