@@ -160,3 +160,32 @@ def test_version_1_output_reads_with_fsspec_and_zarr(write, tmp_path: Path) -> N
     fs = fsspec.filesystem("reference", fo=document, asynchronous=True)
     root = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True), mode="r")
     assert _check_against_neo(reader, rfs, root) >= 1
+
+
+def test_an_hour_of_neuropixels_is_one_gen_entry(tmp_path: Path) -> None:
+    """A 83 GB ap file (sparse on disk) costs the same few references as a short one."""
+    import os
+    import time
+
+    from shadowzarr_spec import rfs_to_json
+
+    from .recordings.spikeglx import write_spikeglx
+
+    recording = write_spikeglx(tmp_path, segments=1, n_samples=1_000)
+    ap = tmp_path / "rec_g0_t0.imec0.ap.bin"
+    hour = 3_600 * 30_000
+    os.truncate(ap, hour * 385 * 2)  # the rest of the hour reads as zeros
+    reader = recording.open()
+    started = time.perf_counter()
+    rfs = generate_rfs_neo(reader)
+    elapsed = time.perf_counter() - started
+    entries = [entry for entry in rfs.gen if entry.key.startswith("imec0.ap/")]
+    assert len(entries) == 1
+    assert entries[0].count == -(-hour // 5_447)  # 4 MiB chunks of 770-byte samples
+    assert len(rfs_to_json(rfs)) < 40_000  # metadata and attributes, no per-chunk lists
+    assert elapsed < 5
+    root = open_rfs(rfs)
+    ap_index = list(reader.header["signal_streams"]["id"]).index("imec0.ap")
+    for start in (0, 990, hour // 2, hour - 7):
+        expected = reader.get_analogsignal_chunk(0, 0, start, start + 7, ap_index)
+        np.testing.assert_array_equal(root["imec0.ap"][start : start + 7, :384], expected)

@@ -120,3 +120,12 @@ def test_spikeglx_selection_transfers_only_the_records_read(nginx, nginx_root: P
     assert requests >= 1
     assert sent <= 3_000 * 770  # never more than the one chunk holding them
     print(f"100 samples of 384 channels: {requests} request(s), {sent} bytes (100 records = 77000)")
+
+
+def test_bdf_is_refused(tmp_path: Path) -> None:
+    from .recordings.edf import write_edf
+
+    recording = write_edf(tmp_path, bdf=True, n_channels=2)
+    reader = recording.open()  # NEO opens it, and reads 24-bit samples as int16
+    with pytest.raises(NotVirtualizable, match="BDF"):
+        virtual_arrays_neo(reader)

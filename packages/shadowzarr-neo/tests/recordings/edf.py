@@ -39,8 +39,12 @@ def write_edf(
     plus: bool = False,
     fast: int = 200,
     slow: int = 50,
+    bdf: bool = False,
 ) -> WrittenRecording:
-    """Channels alternate between ``fast`` and ``slow`` samples per one-second record."""
+    """Channels alternate between ``fast`` and ``slow`` samples per one-second record.
+
+    With ``bdf`` the file is BioSemi's BDF variant: version ``\\xffBIOSEMI``, 24-bit samples.
+    """
     if segments != 1:
         raise ValueError("continuous EDF files hold one segment")
     rng = np.random.default_rng(seed)
@@ -67,15 +71,18 @@ def write_edf(
         "label": 16, "transducer": 80, "dimension": 8, "physical_min": 8, "physical_max": 8,
         "digital_min": 8, "digital_max": 8, "prefiltering": 80, "samples": 8,
     }  # fmt: skip
+    if bdf:
+        fields["digital_min"] = [-(2**23)] * signals_count
+        fields["digital_max"] = [2**23 - 1] * signals_count
     header = b"".join(
         [
-            _field(0, 8),
+            b"\xffBIOSEMI" if bdf else _field(0, 8),
             _field("X M 01-JAN-1980 Subject" if plus else "subject", 80),
             _field("Startdate 03-FEB-2026 X X shadowzarr" if plus else "recording", 80),
             _field("03.02.26", 8),
             _field("10.20.30", 8),
             _field(header_bytes, 8),
-            _field("EDF+C" if plus else "", 44),
+            _field("EDF+C" if plus else ("24BIT" if bdf else ""), 44),
             _field(n_records, 8),
             _field(1, 8),
             _field(signals_count, 4),
@@ -85,12 +92,16 @@ def write_edf(
     )
     if len(header) != header_bytes:
         raise AssertionError("EDF header fields were written with the wrong widths")
-    path = directory / "recording.edf"
+    path = directory / ("recording.bdf" if bdf else "recording.edf")
     with path.open("wb") as f:
         f.write(header)
         for r in range(n_records):
             for c, n in enumerate(per_record):
-                f.write(data[c][r * n : (r + 1) * n].astype("<i2").tobytes())
+                values = data[c][r * n : (r + 1) * n]
+                if bdf:  # little-endian 24-bit: the low three bytes of each int32
+                    f.write(values.astype("<i4").view("u1").reshape(-1, 4)[:, :3].tobytes())
+                else:
+                    f.write(values.astype("<i2").tobytes())
             if plus:
                 f.write(f"+{r}\x14\x14\x00".encode("ascii").ljust(annotation_bytes, b"\x00"))
     signals = {}
