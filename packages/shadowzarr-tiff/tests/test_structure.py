@@ -284,3 +284,20 @@ def test_unsupported_storage_is_refused_with_the_reason(
     message = str(error.value)
     assert message.startswith(f"{path.resolve()}: series 0: ")
     assert reason in message
+
+
+def test_contiguous_hyperstack_is_one_gen_entry_over_its_axes(tmp_path: Path) -> None:
+    from shadowzarr_store import open_rfs
+
+    path = tmp_path / "hyperstack.tif"
+    data = RNG.integers(0, 60000, (3, 4, 2, 10, 12), dtype=np.uint16)
+    tifffile.imwrite(path, data, imagej=True, metadata={"axes": "TZCYX"})
+    rfs = generate_rfs_tiff(path)
+    assert len(rfs.gen) == 1
+    assert rfs.gen[0].count == 24
+    assert rfs.gen[0].key == "0/c/{{i0}}/{{i1}}/{{i2}}/0/0"
+    assert not _chunk_refs(rfs, "0")
+    np.testing.assert_array_equal(open_rfs(rfs)["0"][...], data)
+    with tifffile.TiffFile(path) as tif:
+        start = tif.series[0].dataoffset
+    assert rfs.gen[0].lookup("0/c/2/1/1/0/0").offset == start + (2 * 8 + 1 * 2 + 1) * 240

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shadowzarr_spec import RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec import Dimension, GenEntry, RfsBuilder, UnsupportedFeatureError
 from shadowzarr_spec.model import MISSING_CHUNK
 
 from shadowzarr_tiff.attributes import (
@@ -85,12 +85,21 @@ def generate_rfs_tiff(
         except tifffile.TiffFileError as exc:
             raise UnsupportedFeatureError(f"{source.ref_url}: not a TIFF file ({exc})") from exc
         with tif:
-            _add_file(builder, tif, source.ref_url, chunk_index_threshold)
+            strided = _add_file(builder, tif, source.ref_url, chunk_index_threshold)
         builder.add_source(source.ref_url, size=source.size, etag=source.etag)
-    return builder.build()
+    rfs = builder.build()
+    # RfsBuilder writes gen entries along one axis; pages spread over several axes (T, Z, C of
+    # a hyperstack) get theirs here, built so that every key stays inside the chunk grid.
+    rfs.gen.extend(strided)
+    rfs.version = rfs.required_version
+    return rfs
 
 
-def _add_file(builder: RfsBuilder, tif: TiffFile, url: str, threshold: int | None) -> None:
+def _add_file(
+    builder: RfsBuilder, tif: TiffFile, url: str, threshold: int | None
+) -> list[GenEntry]:
+    """Add every series; return the gen entries of pages spread over several axes."""
+    strided: list[GenEntry] = []
     series_list = list(tif.series)
     pyramids = [len(series.levels) > 1 for series in series_list]
     builder.add_group("", root_attributes(tif, bool(series_list) and all(pyramids)))
@@ -102,15 +111,16 @@ def _add_file(builder: RfsBuilder, tif: TiffFile, url: str, threshold: int | Non
             for level_index, level in enumerate(series.levels):
                 where = f"{url}: series {index} level {level_index}"
                 imagecodecs_needed |= _add_level(
-                    builder, level, f"{index}/{level_index}", url, where, threshold, {}
+                    builder, level, f"{index}/{level_index}", url, where, threshold, {}, strided
                 )
         else:
             where = f"{url}: series {index}"
             imagecodecs_needed |= _add_level(
-                builder, series, str(index), url, where, threshold, attributes
+                builder, series, str(index), url, where, threshold, attributes, strided
             )
     if imagecodecs_needed:
         register_tiff_codecs()
+    return strided
 
 
 def _add_level(
@@ -121,6 +131,7 @@ def _add_level(
     where: str,
     threshold: int | None,
     attributes: dict[str, Any],
+    strided: list[GenEntry],
 ) -> bool:
     """Add one series or pyramid level as the array ``path``; True when it needs imagecodecs."""
     keyframe = series.keyframe
@@ -161,7 +172,9 @@ def _add_level(
         attributes=attributes,
         dimension_names=list(series.axes) if len(series.axes) == len(layout.shape) else None,
     )
-    _add_chunks(builder, path, url, layout, table, threshold)
+    entry = _add_chunks(builder, path, url, layout, table, threshold)
+    if entry is not None:
+        strided.append(entry)
     return uses_imagecodecs(chain.codecs)
 
 
@@ -210,34 +223,78 @@ def _add_chunks(
     layout: ChunkLayout,
     table: ChunkTable,
     threshold: int | None,
-) -> None:
+) -> GenEntry | None:
+    """List the chunks, as gen when the pages are evenly spaced, else as refs or an index.
+    Returns a gen entry the builder cannot express (pages along several axes)."""
     coords = layout.chunk_coords(table.origins)
     count = len(coords)
     if count == 0:
-        return
+        return None
     grid = layout.grid
-    strided_axis = _single_axis(grid, count)
-    if table.evenly_spaced is not None and strided_axis is not None and count > 1:
+    if table.evenly_spaced is not None and count > 1:
         start, stride = table.evenly_spaced
-        builder.add_strided_chunks(
-            path,
-            url=url,
-            start=start,
-            stride=stride,
-            length=int(table.sizes[0]),
-            count=count,
-            axis=strided_axis,
-        )
-        return
+        length = int(table.sizes[0])
+        strided_axis = _single_axis(grid, count)
+        if strided_axis is not None:
+            builder.add_strided_chunks(
+                path,
+                url=url,
+                start=start,
+                stride=stride,
+                length=length,
+                count=count,
+                axis=strided_axis,
+            )
+            return None
+        entry = _pages_gen(path, url, grid, coords, start, stride, length)
+        if entry is not None:
+            return entry
     if threshold is not None and count > threshold:
         index = np.full((*grid, 2), MISSING_CHUNK, dtype=np.uint64)
         index[tuple(coords.T)] = np.stack([table.offsets, table.sizes], axis=1).astype(np.uint64)
         builder.add_index(path, url, index)
-        return
+        return None
     for chunk, offset, size in zip(
         coords.tolist(), table.offsets.tolist(), table.sizes.tolist(), strict=True
     ):
         builder.add_chunk(path, chunk, url, offset, size)
+    return None
+
+
+def _pages_gen(
+    path: str,
+    url: str,
+    grid: tuple[int, ...],
+    coords: np.ndarray,
+    start: int,
+    stride: int,
+    length: int,
+) -> GenEntry | None:
+    """One gen entry for pages ``i`` at ``start + i * stride`` whose chunks run in C order over
+    several axes of the grid (a hyperstack's T, Z and C), or None if they do not."""
+    long_axes = [axis for axis, size in enumerate(grid) if size > 1]
+    sizes = [grid[axis] for axis in long_axes]
+    expected = np.zeros((len(coords), len(grid)), dtype=np.int64)
+    if math.prod(sizes) != len(coords):
+        return None
+    for axis, values in zip(
+        long_axes, np.unravel_index(np.arange(len(coords)), sizes), strict=True
+    ):
+        expected[:, axis] = values
+    if not np.array_equal(coords, expected):
+        return None
+    names = {axis: f"i{axis}" for axis in long_axes}
+    parts = [("{{" + names[axis] + "}}") if axis in names else "0" for axis in range(len(grid))]
+    linear = names[long_axes[0]]
+    for axis in long_axes[1:]:
+        linear = f"({linear}) * {grid[axis]} + {names[axis]}"
+    return GenEntry(
+        f"{path}/c/" + "/".join(parts),
+        url,
+        "{{" + f"{start} + ({linear}) * {stride}" + "}}",
+        str(length),
+        {names[axis]: Dimension(stop=grid[axis]) for axis in long_axes},
+    )
 
 
 def _single_axis(grid: tuple[int, ...], count: int) -> int | None:

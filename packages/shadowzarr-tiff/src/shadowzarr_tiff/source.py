@@ -10,7 +10,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import IO, TYPE_CHECKING, cast
 
 import requests
 from shadowzarr_spec import SourceChangedError, SourceNotFoundError
@@ -25,7 +25,7 @@ __all__ = ["OpenedSource", "is_url", "open_source"]
 
 @dataclass(frozen=True, slots=True)
 class OpenedSource:
-    handle: str | BinaryIO
+    handle: str | IO[bytes]
     """What tifffile opens: a local path or a file object."""
     name: str
     ref_url: str
@@ -52,7 +52,11 @@ def open_source(
         remote = HttpRangeFile(text, max_concurrency=max_concurrency, read_ahead=block_size)
         try:
             yield OpenedSource(
-                remote, Path(text.split("?")[0]).name, url or text, remote.size, remote.etag
+                cast("IO[bytes]", remote),
+                Path(text.split("?")[0]).name,
+                url or text,
+                remote.size,
+                remote.etag,
             )
         finally:
             remote.close()
