@@ -10,14 +10,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from shadowzarr_spec import UnsupportedFeatureError, array_info, array_paths
+import numcodecs
+from shadowzarr_spec import ChunkDecodeError, UnsupportedFeatureError, array_info, array_paths
 from zarr.errors import UnknownCodecError
 from zarr.registry import get_codec_class
 
 if TYPE_CHECKING:
-    from shadowzarr_spec import ReferenceFileSystem
+    from shadowzarr_spec import ArrayInfo, ReferenceFileSystem
 
-__all__ = ["check_codecs"]
+__all__ = ["check_codecs", "ends_with_fletcher32", "verify_fletcher32"]
+
+_FLETCHER32 = numcodecs.Fletcher32()
 
 
 def _codec_names(codecs: object) -> list[str]:
@@ -56,3 +59,19 @@ def _load_imagecodecs() -> bool:
     except ImportError:
         return False
     return True
+
+
+def ends_with_fletcher32(info: ArrayInfo) -> bool:
+    """Whether a stored chunk of this array ends with an HDF5 Fletcher-32 checksum."""
+    return bool(info.codecs) and info.codecs[-1].get("name") == "numcodecs.fletcher32"
+
+
+def verify_fletcher32(data: bytes | memoryview, key: str, url: str) -> None:
+    """Raise `ChunkDecodeError` naming the chunk and its source if its checksum does not match.
+
+    zarr verifies the checksum too, but its error names neither the chunk nor the file.
+    """
+    try:
+        _FLETCHER32.decode(data)
+    except RuntimeError as exc:
+        raise ChunkDecodeError(f"{url}: chunk {key!r} failed its fletcher32 checksum") from exc

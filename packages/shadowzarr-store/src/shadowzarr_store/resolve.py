@@ -27,6 +27,8 @@ from shadowzarr_spec.keys import array_of_chunk_key
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.dtype import get_data_type_from_json
 
+from shadowzarr_store.codecs import ends_with_fletcher32
+
 if TYPE_CHECKING:
     from shadowzarr_spec import ArrayInfo
     from zarr.abc.store import ByteRequest
@@ -228,6 +230,7 @@ class Resolver:
         self._rfs = rfs
         self._indexes = indexes
         self._layouts: dict[str, ChunkLayout | None] = {}
+        self._checksummed: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def find(self, key: str) -> InlineRef | FileRef | None:
@@ -250,6 +253,21 @@ class Resolver:
         if ref is None or isinstance(ref, InlineRef):
             return ref
         return SourceValue(key, ref.url, ref.offset, ref.size, self.layout_of_key(key))
+
+    def checksummed(self, key: str) -> bool:
+        """Whether chunk ``key`` ends with a Fletcher-32 checksum (HDF5's fletcher32 filter)."""
+        split = array_of_chunk_key(key)
+        if split is None:
+            return False
+        path = split[0]
+        with self._lock:
+            known = self._checksummed.get(path)
+        if known is None:
+            info = array_info(self._rfs, path)
+            known = info is not None and ends_with_fletcher32(info)
+            with self._lock:
+                self._checksummed[path] = known
+        return known
 
     def fill_of_key(self, key: str) -> bytes:
         """One fill element of the array holding chunk ``key`` (empty if unknown)."""

@@ -14,6 +14,7 @@ from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
+from shadowzarr_store.codecs import verify_fletcher32
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.resolve import (
     Resolver,
@@ -150,6 +151,8 @@ class RfsStore(Store):
                     else await self._reader.read(plan.url, plan.start, plan.end)
                 )
                 data = plan.assemble(raw)
+                if byte_range is None and self._resolver.checksummed(key):
+                    verify_fletcher32(data, key, value.url)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
 
     async def _get_in_view(
