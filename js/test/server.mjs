@@ -109,6 +109,13 @@ export async function startServer({
       res.setHeader("ETag", etag);
       res.setHeader("Accept-Ranges", "bytes");
       res.setHeader("Content-Type", TYPES[extname(file)] ?? "application/octet-stream");
+      if (file.endsWith("-csp.html")) {
+        // A strict policy: no eval, no Function, scripts only from here or with the nonce.
+        res.setHeader(
+          "Content-Security-Policy",
+          "default-src 'self'; script-src 'self' 'nonce-shadowzarr'; connect-src *",
+        );
+      }
       const ifMatch = req.headers["if-match"];
       if (ifMatch !== undefined && ifMatch !== "*" && ifMatch !== etag) {
         counters.status412++;

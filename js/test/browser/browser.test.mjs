@@ -200,4 +200,29 @@ describe("Chromium", () => {
     assert.equal(server.counters.redirects, 2);
     assert.equal(server.counters.ranges, 3);
   });
+
+  test("under a strict CSP (no 'unsafe-eval'): gen arithmetic, selections, padding still read", async () => {
+    const csp = await openPage("page-csp.html");
+    try {
+      const outcome = await csp.page.evaluate(
+        async ({ data, section }) => {
+          const { zarr, shadowzarr, readAndCompareAll } = window.sz;
+          // probed by the page's own module script: code the page runs is subject to its CSP
+          const evalAllowed = window.__evalAllowed;
+          const arrays = section.arrays.filter((a) =>
+            ["records", "padded", "stacked", "transposed", "small_chunks"].includes(a.path),
+          );
+          const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${section.refs[0]}`);
+          const r = await readAndCompareAll({ zarr, store, base: data, section: { arrays } });
+          return { evalAllowed, ...r };
+        },
+        { data: servers.full.url, section: manifest.raw },
+      );
+      assert.equal(outcome.evalAllowed, false);
+      assert.deepEqual(outcome.failures, []);
+      assert.equal(outcome.checked, 5);
+    } finally {
+      await csp.close();
+    }
+  });
 });

@@ -18,7 +18,7 @@ export const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
-export async function openPage() {
+export async function openPage(pageName = "page.html") {
   const pageServer = await startServer({ root: JS_ROOT });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
@@ -28,7 +28,7 @@ export async function openPage() {
   const consoleLines = [];
   page.on("console", (m) => consoleLines.push(m.text()));
   page.on("pageerror", (e) => consoleLines.push(String(e)));
-  await page.goto(`${pageServer.url}/test/browser/page.html`);
+  await page.goto(`${pageServer.url}/test/browser/${pageName}`);
   await page.waitForFunction(() => window.__ready === true, null, { timeout: 20000 });
   return {
     page,
