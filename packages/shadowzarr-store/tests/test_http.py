@@ -340,3 +340,22 @@ def test_pickled_array_reads_in_another_process(nginx: NginxServer, nginx_root: 
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
         np.testing.assert_array_equal(pool.submit(np.asarray, array).result(timeout=120), values)
+
+
+def test_dandi_resolution_is_shared_and_retried(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    values = _small_chunks(nginx_root, count=8)
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    url = proxy.add_asset("asset-3", "small.bin")
+    proxy.fail_next(1, "503", path="^/api/")
+    store = RfsStore(
+        load_rfs(_small_chunk_refs(url, count=8)),
+        dandi_api_hosts={f"127.0.0.1:{proxy.port}": "SHADOWZARR_TEST_DANDI_KEY"},
+        max_merge_size=0,
+        backoff=0.01,
+    )
+    np.testing.assert_array_equal(zarr.open_array(store, path="x")[:], values)
+    statuses = [e["status"] for e in proxy.log if e["route"] == "api"]
+    assert statuses == [503, 302]  # eight concurrent reads, one resolution (after one retry)
+    assert len([e for e in proxy.log if e["route"] == "presigned"]) == 8

@@ -206,7 +206,7 @@ class SourceReader:
         if self.dandi.handles(url):
             if self.dandi.cached(url) is None:
                 self.stats.add(url_resolutions=1)
-            return await self.dandi.resolve(session, url), True
+            return await self.dandi.resolve(session, url, self.policy), True
         return url, False
 
     def _count_retry(self) -> None:
