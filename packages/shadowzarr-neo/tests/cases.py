@@ -14,6 +14,7 @@ from .recordings.axon import AXON_FILES, axon_recording
 from .recordings.brainvision import write_brainvision
 from .recordings.edf import write_edf
 from .recordings.elan import write_elan
+from .recordings.intan_per_channel import write_intan_per_channel
 from .recordings.maxwell import write_maxwell
 from .recordings.micromed import write_micromed
 from .recordings.neuralynx import write_neuralynx
@@ -87,6 +88,7 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "spikegadgets": write_spikegadgets,
     "neuralynx": write_neuralynx,
     "neuralynx-one-segment": partial(write_neuralynx, segments=1, n_channels=2, inverted=False),
+    "intan-one-file-per-channel": write_intan_per_channel,
     "edf": write_edf,
     "edf-plus": partial(write_edf, plus=True, n_channels=4, fast=128, slow=128),
 }

@@ -157,7 +157,8 @@ def _intan_stream(reader: Any, block: int, segment: int, stream_index: int) -> O
     header = reader.header
     stream = header["signal_streams"][stream_index]
     name = str(stream["name"])
-    if name in digital_stream_names:
+    if name in digital_stream_names and reader.file_format != "one-file-per-channel":
+        # with one file per channel each digital channel is stored as its own 0/1 samples
         return NotVirtualizable(
             f"Intan stream {name!r}: NEO unpacks each channel from bits of a 16-bit word"
         )
