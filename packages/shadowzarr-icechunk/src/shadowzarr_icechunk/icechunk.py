@@ -1,0 +1,362 @@
+"""Reference file system ↔ Icechunk repository.
+
+:func:`rfs_to_icechunk` writes groups, arrays and attributes as they are and turns every
+``[url, offset, size]`` reference, chunk-index entry and gen chunk into a virtual chunk carrying
+the ETag recorded under ``sources``, through Icechunk's array-at-once setter. What Icechunk
+cannot point at is written into the repository: inline bytes, short last chunks (which
+RfsStore pads) and, when asked, arrays read through a selection.
+
+:func:`icechunk_to_rfs` reads a repository with VirtualiZarr's IcechunkParser and writes what it
+finds as references (see :mod:`shadowzarr_icechunk.virtualizarr`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from shadowzarr_spec import ReferenceFileSystem, array_info, array_paths, load_rfs
+from shadowzarr_spec.keys import chunk_key
+from shadowzarr_spec.model import FileRef, InlineRef
+
+from shadowzarr_icechunk.chunk_table import (
+    INLINE,
+    ChunkTable,
+    chunk_table,
+    source_size,
+    with_sized_whole_files,
+)
+from shadowzarr_icechunk.errors import (
+    MissingVirtualChunkContainerError,
+    SelectionNotSupportedError,
+)
+from shadowzarr_icechunk.locations import UrlFor, container_prefix, is_covered, location_of
+from shadowzarr_icechunk.node_metadata import clean_metadata_bytes
+
+if TYPE_CHECKING:
+    import icechunk
+
+__all__ = [
+    "MissingVirtualChunkContainerError",
+    "SelectionNotSupportedError",
+    "icechunk_to_rfs",
+    "required_containers",
+    "rfs_to_icechunk",
+]
+
+NATIVE_WRITE_CONCURRENCY = 16
+_NATIVE_MARK = "icechunk-native://chunks"
+
+
+def rfs_to_icechunk(
+    rfs_or_path: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    session: icechunk.Session,
+    *,
+    copy_selections: bool = False,
+    url_for: UrlFor | None = None,
+) -> None:
+    """Write a reference file system into a writable Icechunk session (not committed).
+
+    Parameters
+    ----------
+    rfs_or_path
+        A `ReferenceFileSystem` or anything `load_rfs` accepts.
+    session
+        A writable session; the caller commits it.
+    copy_selections
+        Read the data of arrays that have a selection and write it into the repository,
+        instead of refusing them (their bytes are interleaved with others' in the file).
+    url_for
+        ``url -> url | None``: the location to record for a source URL (None keeps it), such
+        as the ``s3://`` object behind a DANDI download URL. Local paths become ``file://``.
+
+    Raises
+    ------
+    SelectionNotSupportedError
+        An array has a selection and ``copy_selections`` is False.
+    MissingVirtualChunkContainerError
+        The repository has no virtual chunk container for some of the locations; nothing has
+        been written then.
+    """
+    from zarr.core.sync import sync
+
+    rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
+    rfs = with_sized_whole_files(rfs)
+    paths = array_paths(rfs)
+    if not copy_selections:
+        selected = sorted(p for p in paths if p in rfs.selections)
+        if selected:
+            raise SelectionNotSupportedError(
+                f"arrays {selected} are read through a selection (their bytes are interleaved "
+                "with others in the file), which Icechunk cannot point at; pass "
+                "copy_selections=True to copy their data into the repository"
+            )
+    tables = {path: chunk_table(rfs, path) for path in paths}
+    native = {
+        path: _native_mask(rfs, path, table, copy_selections, url_for)
+        for path, table in tables.items()
+    }
+    _check_containers(rfs, tables, native, session, url_for)
+    sync(_write(rfs, tables, native, session, url_for))
+
+
+def required_containers(
+    rfs_or_path: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    *,
+    url_for: UrlFor | None = None,
+) -> list[str]:
+    """The virtual chunk container prefixes a repository needs for these references: the
+    server of each remote URL, the folder of each local file."""
+    rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
+    rfs = with_sized_whole_files(rfs)
+    tables = {path: chunk_table(rfs, path) for path in array_paths(rfs)}
+    native = {path: _native_mask(rfs, path, table, True, url_for) for path, table in tables.items()}
+    locations = _virtual_locations(rfs, tables, native, url_for)
+    return sorted({container_prefix(location) for location in locations})
+
+
+def icechunk_to_rfs(
+    session: icechunk.Session,
+    *,
+    native_chunks_prefix: str | None = None,
+    url_for: UrlFor | None = None,
+) -> ReferenceFileSystem:
+    """The references of what a repository session holds, read with VirtualiZarr's
+    IcechunkParser.
+
+    A virtual chunk becomes a reference to the same byte range (an array with more than
+    1,000 chunks in one file gets a chunk index). A chunk the repository stores itself is
+    copied in, or referenced at ``native_chunks_prefix`` (the repository's ``chunks``
+    directory or its URL) when given. ``url_for`` maps locations RfsStore cannot read, such
+    as ``s3://``, to ones it can.
+    """
+    from obspec_utils.registry import ObjectStoreRegistry
+    from virtualizarr.parsers import IcechunkParser
+    from zarr.core.sync import sync
+
+    from shadowzarr_icechunk.virtualizarr import manifest_group_to_rfs
+
+    prefix = native_chunks_prefix.rstrip("/") if native_chunks_prefix else _NATIVE_MARK
+    manifest_store = IcechunkParser().parse_session(
+        session, ObjectStoreRegistry(), native_chunks_prefix=prefix
+    )
+    rfs = manifest_group_to_rfs(manifest_store._group, url_for=url_for)
+    if native_chunks_prefix is None:
+        native_keys = [
+            key
+            for key, ref in rfs.refs.items()
+            if not isinstance(ref, InlineRef) and ref.url.startswith(_NATIVE_MARK + "/")
+        ]
+        copied = sync(_read_keys(session.store, native_keys))
+        for key, data in zip(native_keys, copied, strict=True):
+            rfs.refs[key] = InlineRef(data)
+    return rfs
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+async def _write(
+    rfs: ReferenceFileSystem,
+    tables: dict[str, ChunkTable],
+    native: dict[str, np.ndarray],
+    session: icechunk.Session,
+    url_for: UrlFor | None,
+) -> None:
+    from zarr.core.buffer import default_buffer_prototype
+
+    store = session.store
+    buffer = default_buffer_prototype().buffer
+    metadata_keys = sorted(
+        (k for k in rfs.refs if k == "zarr.json" or k.endswith("/zarr.json")),
+        key=lambda k: k.count("/"),
+    )
+    for key in metadata_keys:
+        ref = rfs.refs[key]
+        if isinstance(ref, InlineRef):
+            await store.set(key, buffer.from_bytes(clean_metadata_bytes(ref.data)))
+    copies = ReferenceFileSystem(
+        refs={key: rfs.refs[key] for key in metadata_keys},
+        selections=rfs.selections,
+        sources={
+            location_of(url, base=rfs.base, url_for=url_for): source
+            for url, source in rfs.sources.items()
+        },
+        version=2,
+    )
+    for path, table in tables.items():
+        copied = native[path]
+        _set_virtual(rfs, path, table, ~copied & (table.codes >= 0), store, url_for)
+        for coords in map(tuple, np.argwhere(copied).tolist()):
+            key = chunk_key(path, coords)
+            code = int(table.codes[coords])
+            copies.refs[key] = (
+                rfs.refs[key]
+                if code == INLINE
+                else FileRef(
+                    location_of(table.urls[code], base=rfs.base, url_for=url_for),
+                    int(table.offsets[coords]),
+                    int(table.lengths[coords]),
+                )
+            )
+    written = set(metadata_keys)
+    native_keys = [key for key in copies.refs if key not in written]
+    if native_keys:
+        await _copy_native(copies, native_keys, store)
+
+
+def _native_mask(
+    rfs: ReferenceFileSystem,
+    path: str,
+    table: ChunkTable,
+    copy_selections: bool,
+    url_for: UrlFor | None,
+) -> np.ndarray:
+    """Chunks that go into the repository: inline ones, short (padded) or empty ones of
+    uncompressed arrays, and all of a selected array's."""
+    written = table.codes != -1
+    if copy_selections and path in rfs.selections:
+        return written
+    native = table.codes == INLINE
+    info = array_info(rfs, path)
+    assert info is not None
+    if info.uncompressed:
+        # A reference running past the end of its file reads clipped, then padded.
+        full = math.prod(info.chunk_shape) * table.virtual.dtype.itemsize
+        lengths = table.lengths.copy()
+        for code, url in enumerate(table.urls):
+            size = source_size(rfs, url, url_for)
+            if size is not None:
+                mine = table.codes == code
+                lengths[mine] = np.minimum(lengths[mine], np.maximum(size - table.offsets[mine], 0))
+        native |= (table.codes >= 0) & (lengths < full)
+    else:
+        native |= (table.codes >= 0) & (table.lengths == 0)
+    return native
+
+
+def _set_virtual(
+    rfs: ReferenceFileSystem,
+    path: str,
+    table: ChunkTable,
+    virtual: np.ndarray,
+    store: icechunk.IcechunkStore,
+    url_for: UrlFor | None,
+) -> None:
+    """One array-at-once call per distinct ETag (local files have none: one call)."""
+    if not virtual.any():
+        return
+    by_etag: dict[str | None, list[int]] = {}
+    for code, url in enumerate(table.urls):
+        source = rfs.sources.get(url)
+        etag = source.etag if source is not None else None
+        by_etag.setdefault(_icechunk_checksum(etag), []).append(code)
+    locations = np.array(
+        [location_of(url, base=rfs.base, url_for=url_for) for url in table.urls] + [""],
+        dtype=object,
+    )
+    offsets = table.offsets.astype(np.uint64).ravel()
+    lengths = table.lengths.astype(np.uint64).ravel()
+    flat_codes = np.where(virtual, table.codes, len(table.urls)).ravel()
+    for etag, codes in by_etag.items():
+        picked = np.isin(flat_codes, codes)
+        if not picked.any():
+            continue
+        chosen = np.where(picked, flat_codes, len(table.urls))
+        failed = store.set_virtual_refs_arr(
+            path,
+            table.grid,
+            locations[chosen].tolist(),
+            offsets,
+            lengths,
+            validate_containers=True,
+            checksum=etag,
+        )
+        if failed:
+            urls = {str(locations[flat_codes[np.ravel_multi_index(c, table.grid)]]) for c in failed}
+            raise MissingVirtualChunkContainerError(sorted({container_prefix(u) for u in urls}))
+
+
+def _icechunk_checksum(etag: str | None) -> str | None:
+    """The ETag as Icechunk wants it: Icechunk drops one pair of surrounding quotes before
+    sending ``If-Match`` (S3 takes either form), while HTTP servers such as nginx compare the
+    quoted entity tag, so a quoted ETag gets one more pair to keep its own."""
+    if etag is not None and len(etag) >= 2 and etag.startswith('"') and etag.endswith('"'):
+        return f'"{etag}"'
+    return etag
+
+
+async def _copy_native(
+    rfs: ReferenceFileSystem, keys: list[str], store: icechunk.IcechunkStore
+) -> None:
+    """Read chunks through RfsStore (which pads short ones and applies selections) and write
+    their bytes into the repository. ``rfs`` holds those chunks at their final locations."""
+    from shadowzarr_store import RfsStore
+    from zarr.core.buffer import default_buffer_prototype
+
+    prototype = default_buffer_prototype()
+    source = RfsStore(rfs)
+    limit = asyncio.Semaphore(NATIVE_WRITE_CONCURRENCY)
+
+    async def copy(key: str) -> None:
+        async with limit:
+            data = await source.get(key, prototype)
+            if data is None:
+                return
+            await store.set(key, data)
+
+    try:
+        await asyncio.gather(*(copy(key) for key in keys))
+    finally:
+        source.close()
+
+
+def _check_containers(
+    rfs: ReferenceFileSystem,
+    tables: dict[str, ChunkTable],
+    native: dict[str, np.ndarray],
+    session: icechunk.Session,
+    url_for: UrlFor | None,
+) -> None:
+    containers = session.config.virtual_chunk_containers or {}
+    prefixes = [container.url_prefix for container in containers.values()]
+    missing = {
+        container_prefix(location)
+        for location in _virtual_locations(rfs, tables, native, url_for)
+        if not is_covered(location, prefixes)
+    }
+    if missing:
+        raise MissingVirtualChunkContainerError(sorted(missing))
+
+
+def _virtual_locations(
+    rfs: ReferenceFileSystem,
+    tables: dict[str, ChunkTable],
+    native: dict[str, np.ndarray],
+    url_for: UrlFor | None,
+) -> set[str]:
+    urls: set[str] = set()
+    for path, table in tables.items():
+        used = np.unique(table.codes[(table.codes >= 0) & ~native[path]])
+        urls.update(table.urls[int(code)] for code in used)
+    return {location_of(url, base=rfs.base, url_for=url_for) for url in urls}
+
+
+async def _read_keys(store: icechunk.IcechunkStore, keys: Iterable[str]) -> list[bytes]:
+    from zarr.core.buffer import default_buffer_prototype
+
+    prototype = default_buffer_prototype()
+    limit = asyncio.Semaphore(NATIVE_WRITE_CONCURRENCY)
+
+    async def read(key: str) -> bytes:
+        async with limit:
+            buffer = await store.get(key, prototype)
+            if buffer is None:
+                raise KeyError(key)
+            return buffer.to_bytes()
+
+    return list(await asyncio.gather(*(read(key) for key in keys)))

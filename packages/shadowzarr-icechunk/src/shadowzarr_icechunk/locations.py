@@ -1,0 +1,61 @@
+"""Where a chunk's bytes are, as Icechunk wants it: an absolute URL (``file://`` for local
+paths), after the caller's ``url_for`` mapping, and the container prefix that covers it."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["UrlFor", "container_prefix", "is_covered", "location_of"]
+
+type UrlFor = Callable[[str], str | None]
+
+_REMOTE_SCHEMES = ("http://", "https://", "s3://", "gs://", "gcs://", "az://", "abfs://")
+
+
+def location_of(url: str, *, base: str | None = None, url_for: UrlFor | None = None) -> str:
+    """The URL a repository records for a reference to ``url``.
+
+    ``url_for`` is asked first (None keeps the default); a relative path is taken against
+    ``base`` (the folder holding refs.json); a local path becomes a ``file://`` URL.
+    """
+    if url_for is not None:
+        mapped = url_for(url)
+        if mapped is not None:
+            return mapped
+    if url.startswith(_REMOTE_SCHEMES) or url.startswith("file://"):
+        return url
+    if "://" in url:
+        return url
+    path = Path(url)
+    if not path.is_absolute():
+        if base is not None and base.startswith(("http://", "https://")):
+            return posixpath.join(base.rstrip("/") + "/", url)
+        path = Path(base or os.getcwd()) / path
+    return Path(os.path.abspath(path)).as_uri()
+
+
+def container_prefix(location: str) -> str:
+    """A virtual chunk container prefix covering ``location``: the server (or bucket) for
+    remote URLs, the file's folder for ``file://`` URLs."""
+    parsed = urllib.parse.urlsplit(location)
+    if parsed.scheme == "file":
+        folder = posixpath.dirname(parsed.path)
+        return f"file://{folder.rstrip('/')}/"
+    return f"{parsed.scheme}://{parsed.netloc}/"
+
+
+def is_covered(location: str, prefixes: list[str]) -> bool:
+    """True when a container with one of ``prefixes`` serves ``location``."""
+    return any(location.startswith(prefix) for prefix in prefixes)
+
+
+def local_path(location: str) -> str | None:
+    """The filesystem path of a ``file://`` URL, else None."""
+    if not location.startswith("file://"):
+        return None
+    return urllib.request.url2pathname(urllib.parse.urlsplit(location).path)
