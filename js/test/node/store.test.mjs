@@ -369,6 +369,18 @@ describe("response validation", () => {
     assert.equal((await offSize.get("/small_chunks/c/0")).length, 128);
   });
 
+  test("a compressed chunk cut short by the end of its file is ChunkSizeError, not padded", async () => {
+    const rfs = refsJson("refs/hdf5.json");
+    const size = rfs.sources["../data/h5data.h5"].size;
+    rfs.refs["fletcher/c/0"] = ["{{u0}}", size - 10, 100];
+    rfs.refs["bigendian/c/0/0"] = ["{{u0}}", size - 10, 112]; // uncompressed: padded instead
+    const store = new ReferenceStore(rfs, { baseUrl: `${server.url}/refs/` });
+    await assert.rejects(store.get("/fletcher/c/0"), ChunkSizeError);
+    const padded = await store.get("/bigendian/c/0/0");
+    assert.equal(padded.length, 8 * 7 * 2);
+    assert.ok(padded.subarray(10).every((b) => b === 0));
+  });
+
   test("local files: a changed size raises SourceChangedError", async () => {
     const dir = `${FIXTURES}/local-copy`;
     mkdirSync(`${dir}/refs`, { recursive: true });
