@@ -11,7 +11,7 @@ from shadowzarr_spec.errors import (
 
 from shadowzarr_store.local_cache import CacheDamagedWarning, LocalCache
 from shadowzarr_store.memory_cache import MemoryCache
-from shadowzarr_store.open_rfs import open_rfs
+from shadowzarr_store.open_rfs import open_array, open_rfs
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.stats import StatsSnapshot, StoreStats
@@ -30,5 +30,6 @@ __all__ = [
     "StatsSnapshot",
     "StoreOptions",
     "StoreStats",
+    "open_array",
     "open_rfs",
 ]

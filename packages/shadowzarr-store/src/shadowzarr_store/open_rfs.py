@@ -12,9 +12,9 @@ from shadowzarr_store.codecs import check_codecs
 from shadowzarr_store.rfs_store import RfsStore
 
 if TYPE_CHECKING:
-    from zarr import Group
+    from zarr import Array, Group
 
-__all__ = ["open_rfs"]
+__all__ = ["open_array", "open_rfs"]
 
 
 def open_rfs(
@@ -34,3 +34,15 @@ def open_rfs(
     check_codecs(rfs)
     store = RfsStore(rfs, **options)
     return zarr.open_group(store, mode="r", zarr_format=3)
+
+
+def open_array(
+    source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    path: str = "",
+    **options: Any,
+) -> Array:
+    """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs)."""
+    rfs = source if isinstance(source, ReferenceFileSystem) else load_rfs(source)
+    check_codecs(rfs)
+    store = RfsStore(rfs, **options)
+    return zarr.open_array(store, path=path, mode="r", zarr_format=3)
