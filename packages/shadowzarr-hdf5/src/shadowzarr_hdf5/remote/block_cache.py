@@ -78,5 +78,14 @@ class BlockCache:
         assert result is not None
         return result
 
+    def add_head(self, data: bytes) -> None:
+        """Store the first bytes of the file (fetched before the size was known)."""
+        for i in range(len(data) // self.block_size + 1):
+            block = data[i * self.block_size : (i + 1) * self.block_size]
+            full = len(block) == self.block_size or (i * self.block_size + len(block) == self._size)
+            if block and full:
+                self._blocks[i] = block
+        self._last_loaded = max(self._blocks, default=-2)
+
     def _span(self, offset: int, size: int) -> tuple[int, int]:
         return offset // self.block_size, (offset + max(size, 1) - 1) // self.block_size

@@ -86,7 +86,13 @@ class HttpRangeFetcher:
 
     @property
     def size(self) -> int:
-        """Total file size (asks with HEAD when no range response has told it yet)."""
+        """Total file size, from the first range response's Content-Range.
+
+        When nothing was fetched yet, one byte is asked for (a GET works with presigned S3
+        URLs, where a HEAD would not); a HEAD is the fallback for ``Content-Range: …/*``.
+        """
+        if self._size is None:
+            self.fetch_many([(0, 1)])
         if self._size is None:
             self._run(self._head())
         assert self._size is not None

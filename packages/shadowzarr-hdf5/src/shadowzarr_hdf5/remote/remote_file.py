@@ -75,11 +75,15 @@ class RemoteFile(io.RawIOBase):
             self.fetcher = HttpRangeFetcher(str(source), headers, max_concurrency, timeout)
         else:
             self.fetcher = LocalRangeFetcher(source)
+        # The first block answers h5py's first reads and, through Content-Range, the size:
+        # no separate HEAD round trip.
+        (head,) = self.fetcher.fetch_many([(0, block_size)])
         self._size = self.fetcher.size
         self._pos = 0
         self._prefetch = prefetch
         self._ranges = RangeCache()
         self._blocks = BlockCache(self.fetcher, self._size, block_size, max_run_blocks)
+        self._blocks.add_head(head)
         self._roots: set[int] = set()
         self._superblock: Superblock | None = None
         self._lock = threading.RLock()
