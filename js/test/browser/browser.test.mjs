@@ -29,7 +29,13 @@ function compareInPage(data, options) {
         if (section.arrays === undefined) continue;
         for (const refs of [section.refs].flat()) {
           try {
-            const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${refs}`, options);
+            const resolveUrl = section.placeholder
+              ? async (u) => u.replace(section.placeholder, `${data}/`)
+              : undefined;
+            const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${refs}`, {
+              ...options,
+              resolveUrl,
+            });
             const r = await readAndCompareAll({ zarr, store, base: data, section });
             out.push({ refs, checked: r.checked, failures: r.failures });
           } catch (error) {
