@@ -85,6 +85,7 @@ REAL: dict[str, Callable[[Path], WrittenRecording]] = {
 
 WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "openephys-legacy": write_openephys_legacy,
+    "openephys-legacy-clipped": partial(write_openephys_legacy, early_adc=True, segments=1),
     "spikegadgets": write_spikegadgets,
     "neuralynx": write_neuralynx,
     "neuralynx-one-segment": partial(write_neuralynx, segments=1, n_channels=2, inverted=False),

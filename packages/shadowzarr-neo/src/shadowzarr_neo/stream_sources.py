@@ -216,10 +216,12 @@ def _openephys_legacy_stream(reader: Any, block: int, segment: int, stream_index
     stream_id = header["signal_streams"][stream_index]["id"]
     (channel_indexes,) = np.nonzero(header["signal_channels"]["stream_id"] == stream_id)
     first = int(reader._sig_timestamp0[segment])
+    oe_index = sorted(reader._info["continuous"])[segment]
     parts = []
     for channel_index in channel_indexes:
         records = reader._sigs_memmap[segment][int(channel_index)]
-        path = os.fspath(records.filename)
+        # clipped channels are copies, not memmaps: the file comes from NEO's folder scan
+        path = os.fspath(reader._info["continuous"][oe_index][int(channel_index)])
         # NEO may have dropped whole records at the start to align the channels: find where
         # the first one it kept starts from the file's own first timestamp.
         with open(path, "rb") as f:

@@ -61,6 +61,7 @@ def write_openephys_legacy(
     seed: int = 0,
     n_adc: int = 2,
     gap: bool = False,
+    early_adc: bool = False,
 ) -> WrittenRecording:
     """``n_channels`` CH files and ``n_adc`` ADC files per segment; lengths are whole records.
 
@@ -85,6 +86,14 @@ def write_openephys_legacy(
             records["rec_num"] = seg
             records["samples"] = data[:, c].reshape(n_records, RECORD_SAMPLES)
             records["markers"] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 255]
+            if early_adc and name.startswith("ADC"):
+                extra = np.zeros(1, dtype=RECORD_DTYPE)
+                extra["timestamp"] = first_timestamp - RECORD_SAMPLES
+                extra["nb_sample"] = RECORD_SAMPLES
+                extra["samples"] = random_samples(rng, 1, RECORD_SAMPLES, "int16")
+                extra["markers"] = records["markers"][0]
+                # concatenate gives native byte order: cast back to the file's big-endian samples
+                records = np.concatenate([extra, records]).astype(RECORD_DTYPE)
             suffix = "" if seg == 0 else f"_{seg + 1}"
             path = directory / f"100_RhythmData_{name}{suffix}.continuous"
             with path.open("wb") as f:
