@@ -404,3 +404,21 @@ test("the main entry is browser-safe: nothing it imports uses node: modules", as
   assert.ok(seen.size > 5);
   assert.ok(!seen.has(resolve(dist, "node.js")));
 });
+
+test("gen entries are never expanded: a billion keys cost nothing up front", () => {
+  const entry = new GenEntry({
+    key: "big/c/{{i}}/{{j}}",
+    url: "{{u0}}",
+    offset: "{{i * 1000000 + j * 8}}",
+    length: "8",
+    dimensions: { i: { stop: 1_000_000 }, j: { stop: 1_000 } },
+  });
+  const t0 = performance.now();
+  for (let k = 0; k < 1000; k++) entry.resolve(`big/c/${k * 997}/${k}`, { u0: "u" });
+  assert.ok(performance.now() - t0 < 1000);
+  assert.deepEqual(entry.resolve("big/c/999999/999", { u0: "u" }), {
+    url: "u",
+    offset: 999999 * 1000000 + 999 * 8,
+    size: 8,
+  });
+});
