@@ -102,3 +102,32 @@ def test_changed_etag_is_detected(range_server, blob: bytes) -> None:
         range_server.etag = '"v2"'
         with pytest.raises(SourceChangedError):
             fetcher.fetch_many([(0, 8)])
+
+
+def test_multi_range_requests_against_nginx(nginx, nginx_root: Path) -> None:
+    data = os.urandom(2_000_000)
+    (nginx_root / "blob.bin").write_bytes(data)
+    ranges = [(i * 9_973, 100 + i) for i in range(200)]
+    fetcher = HttpRangeFetcher(
+        nginx.url("blob.bin"), max_concurrency=4, max_gap=0, multi_range=True
+    )
+    with fetcher:
+        assert fetcher.fetch_many(ranges) == [data[o : o + n] for o, n in ranges]
+        # 200 runs spread over 4 connections: 4 requests of 50 ranges.
+        assert fetcher.multi_range
+        assert fetcher.stats.requests == nginx.count("GET") == 4
+        assert fetcher.size == len(data)
+        # Past the end of the file, in a multi-range request too.
+        tail = [(1_000, 10), (500_000, 10), (1_999_990, 100)]
+        assert fetcher.fetch_many(tail) == [data[o : o + n] for o, n in tail]
+
+
+def test_multi_range_falls_back_when_the_server_answers_200(range_server, blob: bytes) -> None:
+    ranges = [(0, 10), (100_000, 10), (200_000, 10)]
+    url = range_server.url("blob.bin")
+    with HttpRangeFetcher(url, max_concurrency=1, multi_range=True) as fetcher:
+        assert fetcher.fetch_many(ranges) == [blob[o : o + n] for o, n in ranges]
+        assert not fetcher.multi_range
+        # The 200 answer was dropped unread, then one request per range.
+        assert fetcher.stats.requests == 3
+        assert range_server.requests == 4

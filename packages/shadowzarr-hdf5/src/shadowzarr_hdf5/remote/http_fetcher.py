@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from .errors import RangeRequestError, SourceChangedError, SourceNotFoundError
+from .multipart import boundary_of, parse_byteranges
 from .ranges import DEFAULT_MAX_GAP, FetchStats, Run, coalesce, split_run
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine, Mapping
+    from collections.abc import Awaitable, Callable, Coroutine, Mapping
     from typing import Any
 
 __all__ = ["HttpRangeFetcher"]
@@ -49,6 +50,12 @@ class HttpRangeFetcher:
         Ranges closer than this many bytes are fetched in one request.
     retries
         Attempts after the first for transient failures, with exponential backoff.
+    multi_range
+        Ask for many runs in one request (``Range: bytes=a-b,c-d``), as nginx allows. A server
+        that answers otherwise (200, or one part: S3) switches this off for the fetcher, and the
+        runs are fetched one per request.
+    max_ranges_per_request
+        Most runs in one multi-range request.
     """
 
     def __init__(
@@ -62,6 +69,8 @@ class HttpRangeFetcher:
         retries: int = 5,
         backoff: float = 0.1,
         max_backoff: float = 5.0,
+        multi_range: bool = False,
+        max_ranges_per_request: int = 100,
     ) -> None:
         self.url = url
         self._headers = dict(headers or {})
@@ -71,6 +80,8 @@ class HttpRangeFetcher:
         self._retries = retries
         self._backoff = backoff
         self._max_backoff = max_backoff
+        self.multi_range = multi_range
+        self._max_ranges = max_ranges_per_request
         self._size: int | None = None
         self._etag: str | None = None
         self._stats = FetchStats()
@@ -162,7 +173,14 @@ class HttpRangeFetcher:
         if not runs:
             return [b"" for _ in ranges]
         self._stats.rounds += 1
-        blobs = await asyncio.gather(*(self._fetch_run(run) for run in runs))
+        if self.multi_range and len(runs) > 1:
+            # Spread the runs over the connections, at most ``_max_ranges`` per request.
+            per = min(self._max_ranges, -(-len(runs) // self._max_concurrency))
+            groups = [runs[i : i + per] for i in range(0, len(runs), per)]
+            nested = await asyncio.gather(*(self._fetch_group(g) for g in groups))
+            blobs = [blob for group in nested for blob in group]
+        else:
+            blobs = await asyncio.gather(*(self._fetch_run(run) for run in runs))
         part: list[bytes | None] = [None] * len(wanted)
         for run, blob in zip(runs, blobs, strict=True):
             split_run(run, blob, wanted, part)
@@ -171,20 +189,61 @@ class HttpRangeFetcher:
         return [b if b is not None else b"" for b in out]
 
     async def _fetch_run(self, run: Run) -> bytes:
+        return await self._retrying(lambda: self._get(run.start, run.end), run.start, run.end)
+
+    async def _retrying[T](
+        self, attempt_once: Callable[[], Awaitable[T]], start: int, end: int
+    ) -> T:
         delay = self._backoff
         for attempt in range(self._retries + 1):
             try:
-                return await self._get(run.start, run.end)
+                return await attempt_once()
             except _TransientError as exc:
                 if attempt == self._retries:
                     raise RangeRequestError(
-                        f"{self.url} bytes {run.start}-{run.end - 1}: gave up after "
+                        f"{self.url} bytes {start}-{end - 1}: gave up after "
                         f"{attempt + 1} attempts ({exc})"
                     ) from exc
                 self._stats.retries += 1
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._max_backoff)
         raise AssertionError("unreachable")
+
+    async def _fetch_group(self, runs: list[Run]) -> list[bytes]:
+        if len(runs) == 1 or not self.multi_range:
+            return list(await asyncio.gather(*(self._fetch_run(run) for run in runs)))
+        parts = await self._retrying(lambda: self._get_many(runs), runs[0].start, runs[-1].end)
+        if parts is None:  # the server does not do multi-range requests
+            self.multi_range = False
+            return list(await asyncio.gather(*(self._fetch_run(run) for run in runs)))
+        return [_slice(parts, run, self.url) for run in runs]
+
+    async def _get_many(self, runs: list[Run]) -> list[tuple[int, bytes]] | None:
+        """One multi-range request; None when the server answers it with anything but parts."""
+        session = self._client()
+        assert self._semaphore is not None
+        spec = ",".join(f"{run.start}-{run.end - 1}" for run in runs)
+        async with self._semaphore:
+            try:
+                async with session.get(self.url, headers={"Range": f"bytes={spec}"}) as response:
+                    if response.status == 200:
+                        response.close()  # never download a whole file by accident
+                        return None
+                    self._check_status(response, runs[0].start, runs[-1].end)
+                    body = await response.read()
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                raise _TransientError(repr(exc)) from exc
+            except TimeoutError as exc:
+                raise _TransientError("timeout") from exc
+        self._stats.requests += 1
+        self._stats.bytes += len(body)
+        boundary = boundary_of(response.headers.get("Content-Type", ""))
+        if boundary is None:
+            return None
+        parts = parse_byteranges(body, boundary)
+        for _, total, _ in parts:
+            self._remember(response, total)
+        return [(first, data) for first, _, data in parts]
 
     async def _get(self, start: int, end: int) -> bytes:
         session = self._client()
@@ -257,3 +316,15 @@ class HttpRangeFetcher:
                 self._size = response.content_length
         except aiohttp.ClientError as exc:
             raise RangeRequestError(f"{self.url}: HEAD failed ({exc!r})") from exc
+
+
+def _slice(parts: list[tuple[int, bytes]], run: Run, url: str) -> bytes:
+    """The bytes of ``run`` from the part that holds them (servers may merge close ranges)."""
+    for first, data in parts:
+        if first <= run.start and run.end <= first + len(data):
+            return data[run.start - first : run.end - first]
+    # A part cut at the end of the file still serves a run that runs past it.
+    for first, data in parts:
+        if first <= run.start < first + len(data):
+            return data[run.start - first :]
+    raise RangeRequestError(f"{url}: no part of the answer holds bytes {run.start}-{run.end - 1}")

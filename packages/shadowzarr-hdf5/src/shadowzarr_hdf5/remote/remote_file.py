@@ -52,7 +52,7 @@ class RemoteFile(io.RawIOBase):
         Recognise chunk-index roots in reads and fetch whole indexes level by level.
     block_size, max_run_blocks
         Metadata read-ahead: block size, and the cap on blocks loaded by one miss.
-    headers, max_concurrency, timeout
+    headers, max_concurrency, timeout, multi_range
         Passed to the ``HttpRangeFetcher`` made for a URL.
     """
 
@@ -66,13 +66,16 @@ class RemoteFile(io.RawIOBase):
         headers: Mapping[str, str] | None = None,
         max_concurrency: int = 32,
         timeout: float = 60.0,
+        multi_range: bool = False,
     ) -> None:
         super().__init__()
         self._owns_fetcher = not isinstance(source, RangeFetcher)
         if isinstance(source, RangeFetcher):
             self.fetcher = source
         elif str(source).startswith(("http://", "https://")):
-            self.fetcher = HttpRangeFetcher(str(source), headers, max_concurrency, timeout)
+            self.fetcher = HttpRangeFetcher(
+                str(source), headers, max_concurrency, timeout, multi_range=multi_range
+            )
         else:
             self.fetcher = LocalRangeFetcher(source)
         # The first block answers h5py's first reads and, through Content-Range, the size:
