@@ -44,7 +44,7 @@ def generate_rfs_tiff(
     url: str | None = None,
     local_path: str | os.PathLike[str] | None = None,
     chunk_index_threshold: int | None = 1000,
-    block_size: int = 2**16,
+    read_ahead: int = 2**16,
     max_concurrency: int = 16,
 ) -> ReferenceFileSystem:
     """References for every series (and pyramid level) of a TIFF file.
@@ -61,8 +61,8 @@ def generate_rfs_tiff(
     chunk_index_threshold
         Arrays with more listed chunks than this get an in-memory chunk index (written as an
         index array by :func:`~shadowzarr_spec.write_rfs` to a directory). None lists them all.
-    block_size, max_concurrency
-        Range request size and parallel requests for a remote file.
+    read_ahead, max_concurrency
+        Bytes read after an unpredictable read of a remote file, and parallel requests.
 
     Raises
     ------
@@ -75,7 +75,7 @@ def generate_rfs_tiff(
         url_or_path,
         url=url,
         local_path=local_path,
-        block_size=block_size,
+        read_ahead=read_ahead,
         max_concurrency=max_concurrency,
     ) as source:
         import tifffile

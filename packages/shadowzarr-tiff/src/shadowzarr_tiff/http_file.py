@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HttpFileStats", "HttpRangeFile"]
 
-_IFD_MARGIN = 1024  # bytes of IFD (tags and their values) expected after its start
+_IFD_MARGIN = 512  # bytes of IFD (tags and their values) expected after its start
 _MIN_STRIDE = 64  # bytes: closer reads are parts of one IFD, not successive IFDs
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
@@ -69,7 +69,7 @@ class HttpRangeFile(io.RawIOBase):
         self,
         url: str,
         *,
-        block_size: int = 4096,
+        block_size: int = 1024,
         read_ahead: int = 65536,
         max_ahead: int = 4096,
         merge_gap: int = 16 * 1024,

@@ -44,12 +44,12 @@ def open_source(
     *,
     url: str | None,
     local_path: str | os.PathLike[str] | None,
-    block_size: int,
+    read_ahead: int,
     max_concurrency: int,
 ) -> Iterator[OpenedSource]:
     text = os.fspath(url_or_path)
     if is_url(text) and local_path is None:
-        remote = HttpRangeFile(text, max_concurrency=max_concurrency, read_ahead=block_size)
+        remote = HttpRangeFile(text, max_concurrency=max_concurrency, read_ahead=read_ahead)
         try:
             yield OpenedSource(
                 cast("IO[bytes]", remote),
