@@ -310,6 +310,7 @@ def test_rows_as_chunks_allow_steps(tmp_path):
     rows = VirtualArray.contiguous(str(path), [10, 6], "<i2", chunk_rows=1)
     assert_same(read(rows[::3]), data[::3])
     assert_same(read(rows[[4, 2]]), data[[4, 2]])
+    assert_same(read(rows[::-4, 1:5]), data[::-4, 1:5])
 
 
 def test_chunked_arrays_refuse_indexing_inside_chunks(contiguous):

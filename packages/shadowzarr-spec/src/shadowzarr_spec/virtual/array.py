@@ -133,8 +133,8 @@ class VirtualArray:
             n_rows=shape[0],
             positions=positions,
             item_ranges=((0, dtype.itemsize),),
-            lower=offset,
-            upper=offset + shape[0] * record_size,
+            # Only up to the last row's values: a file may end before the last record's tail.
+            upper=offset + max(shape[0] - 1, 0) * record_size + skip + row_bytes,
             chunk_rows=_chunk_rows(chunk_rows, shape[0], record_size),
         )
         return cls(shape=shape, dtype=dtype, strided=strided)
@@ -311,12 +311,22 @@ class VirtualArray:
     def __getitem__(self, key: Any) -> VirtualArray:
         operations = normalize_index(key, self._shape)
         result = self
-        for operation in operations:
+        # Later axes first, picks from the last axis back (so axis numbers hold): on a strided
+        # array they become a selection, which must happen before a first-axis step turns it
+        # into whole chunks of one row.
+        later = operations[1:]
+        for operation in later:
             if isinstance(operation, Take) and not operation.full(self._shape[operation.axis]):
                 result = result._take(operation)
-        for operation in reversed(operations):
+        for operation in reversed(later):
             if isinstance(operation, Pick):
                 result = result._pick(operation.axis, operation.index)
+        if operations:
+            first = operations[0]
+            if isinstance(first, Pick):
+                result = result._pick(0, first.index)
+            elif not first.full(self._shape[0]):
+                result = result._take(first)
         if result is self:
             result = self._copy()
         result.attributes = dict(self.attributes)

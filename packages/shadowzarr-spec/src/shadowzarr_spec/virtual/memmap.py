@@ -36,7 +36,7 @@ def virtual_from_memmap(
     dtype, item_ranges = _packed(array.dtype)
     if array.ndim == 0:
         size = array.dtype.itemsize
-        one = StridedBytes(url, first, size, 1, (), item_ranges, first, first + size, 1)
+        one = StridedBytes(url, first, size, 1, (), item_ranges, first + size, 1)
         return cls(shape=(1,), dtype=dtype, strided=one)[0]
     if array.size == 0:
         return cls.contiguous(url, array.shape, dtype, offset=first)
@@ -107,7 +107,6 @@ def _strided(
         n_rows=int(array.shape[0]),
         positions=positions,
         item_ranges=item_ranges,
-        lower=min(int(root.offset), first),
         upper=int(root.offset) + root.nbytes,
         chunk_rows=default_chunk_rows(int(array.shape[0]), row_stride),
     )

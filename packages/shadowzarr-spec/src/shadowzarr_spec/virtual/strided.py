@@ -58,9 +58,8 @@ class StridedBytes:
     """A strided view of one file (see the module docstring).
 
     ``item_ranges`` are the bytes of one element relative to its position, in order (one range
-    unless a structured element skips bytes). ``lower`` is where records begin when they can;
-    ``upper`` is the end of the bytes known to exist (a record running past it could be cut
-    short by the end of the file).
+    unless a structured element skips bytes). ``upper`` is the end of the bytes known to exist
+    (a record running past it could be cut short by the end of the file).
     """
 
     url: str
@@ -69,7 +68,6 @@ class StridedBytes:
     n_rows: int
     positions: tuple[np.ndarray, ...]
     item_ranges: tuple[tuple[int, int], ...]
-    lower: int
     upper: int
     chunk_rows: int
 
@@ -108,7 +106,7 @@ class StridedBytes:
         selection; checks that rows do not overlap."""
         starts, lengths = self.row_ranges()
         if starts.size == 0:
-            origin = max(self.lower, self.first)
+            origin = self.first
             return Records(origin, self.row_stride, self.row_stride, self.chunk_rows, None)
         low = int(starts.min())
         high = int((starts + lengths).max())
@@ -117,10 +115,11 @@ class StridedBytes:
                 f"one row's elements span {high - low} bytes, more than the {self.row_stride} "
                 "bytes from one row to the next, so rows cannot be read as separate records"
             )
-        # Records of row_stride bytes, placed so the last one ends inside the known bytes (a
-        # reader drops a record cut short by the end of the file). When none can, and always
-        # for one row per chunk, each chunk is just the span of its row's elements.
-        origin = min(max(self.lower, self.first + high - self.row_stride), self.first + low)
+        # Records of row_stride bytes that end where each row's last element ends, so the last
+        # record is never cut short by the end of the file (a reader would drop it); before the
+        # start of the file they cannot begin. When the records then run past the known bytes,
+        # and always for one row per chunk, a chunk is just the span of its row's elements.
+        origin = max(0, self.first + high - self.row_stride)
         fits = origin + self.n_rows * self.row_stride <= self.upper
         if fits and self.chunk_rows > 1:
             record_size, chunk_rows = self.row_stride, self.chunk_rows
@@ -159,7 +158,6 @@ class StridedBytes:
         return replace(
             self,
             first=self.first + shift,
-            lower=self.lower + shift,
             n_rows=n_rows,
             chunk_rows=max(1, min(self.chunk_rows, n_rows)),
         )
@@ -191,7 +189,6 @@ class StridedBytes:
             starts, lengths = rest.row_ranges()
             span = int((starts + lengths).max() - starts.min()) if starts.size else 0
             stride = max(span, 1)
-        record_start = self.records().origin + index * self.row_stride
         candidate = replace(
             rest,
             first=self.first + index * self.row_stride + int(axis_positions[0])
@@ -199,7 +196,6 @@ class StridedBytes:
             else self.first + index * self.row_stride,
             row_stride=stride,
             n_rows=int(axis_positions.size),
-            lower=record_start,
             chunk_rows=default_chunk_rows(int(axis_positions.size), stride),
         )
         try:
