@@ -119,9 +119,70 @@ def test_ifds_far_apart_are_fetched_in_few_requests_with_few_bytes(nginx: NginxS
             assert len(tif.series[0]) == 200
         assert handle.stats.requests <= 12, handle.stats
         assert handle.stats.bytes < 2_000_000, handle.stats
+        assert handle.multipart_ranges is True
     with HttpRangeFile(url, multipart=False) as handle:
         with tifffile.TiffFile(handle, name="far.tif") as tif:
             offsets = [page.dataoffsets[0] for page in tif.series[0]]
         assert handle.stats.requests > 12  # one range per request
     rfs = generate_rfs_tiff(url)
     assert rfs.gen[0].lookup("0/c/150/0/0").offset == offsets[150]
+
+
+class _FirstRangeOnly:
+    """A server that, like S3, answers a multi-range request with the first range only."""
+
+    def __init__(self, payload: bytes) -> None:
+        import http.server
+        import threading
+
+        content = payload
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                spec = self.headers["Range"].removeprefix("bytes=").split(",")[0]
+                first, last = (int(part) for part in spec.split("-"))
+                last = min(last, len(content) - 1)
+                body = content[first : last + 1]
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {first}-{last}/{len(content)}")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("ETag", '"s3-like"')
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/stack.tif"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def test_server_without_multipart_ranges_falls_back_to_single_ranges(tmp_path) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    frame = np.zeros((128, 256), dtype=np.uint16)
+    with tifffile.TiffWriter(buffer) as tif:
+        for index in range(60):
+            tif.write(frame + index, contiguous=False, metadata=None, photometric="minisblack")
+    local = tmp_path / "stack.tif"
+    local.write_bytes(buffer.getvalue())
+    server = _FirstRangeOnly(buffer.getvalue())
+    try:
+        remote = generate_rfs_tiff(server.url)
+        with HttpRangeFile(server.url) as handle, tifffile.TiffFile(handle, name="s.tif") as tif:
+            assert len(tif.series[0]) == 60
+            assert handle.multipart_ranges is False
+    finally:
+        server.close()
+    expected = generate_rfs_tiff(local, url=server.url)
+    assert rfs_to_json(remote)["refs"] == rfs_to_json(expected)["refs"]
+    assert [e.to_json() for e in remote.gen] == [e.to_json() for e in expected.gen]
+    assert remote.sources[server.url].etag == '"s3-like"'

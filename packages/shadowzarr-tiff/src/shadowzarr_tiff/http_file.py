@@ -108,6 +108,11 @@ class HttpRangeFile(io.RawIOBase):
         self.etag: str | None = None
         self.size, self.etag = self._probe()
 
+    @property
+    def multipart_ranges(self) -> bool | None:
+        """Whether the server answers multi-range requests (None: not asked yet)."""
+        return self._multipart
+
     # -- io.RawIOBase ------------------------------------------------------------------------
     def readable(self) -> bool:
         return True
