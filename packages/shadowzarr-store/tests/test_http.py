@@ -359,3 +359,16 @@ def test_dandi_resolution_is_shared_and_retried(
     statuses = [e["status"] for e in proxy.log if e["route"] == "api"]
     assert statuses == [503, 302]  # eight concurrent reads, one resolution (after one retry)
     assert len([e for e in proxy.log if e["route"] == "presigned"]) == 8
+
+
+def test_a_failed_merged_request_is_retried_member_by_member(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    values = _small_chunks(nginx_root, count=8)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), faults=FaultRule("ignore_range", times=1))
+    store = RfsStore(load_rfs(_small_chunk_refs(proxy.url("small.bin"), count=8)))
+    with zarr.config.set({"async.concurrency": 100}):
+        np.testing.assert_array_equal(zarr.open_array(store, path="x")[:], values)
+    ranges = [entry["range"] for entry in proxy.log]
+    assert ranges[0] == f"bytes=0-{8 * 2048 - 1}"  # the merged request, answered with 200
+    assert sorted(ranges[1:]) == sorted(f"bytes={i * 2048}-{i * 2048 + 2047}" for i in range(8))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from shadowzarr_spec import ChunkDecodeError, Selection, SourceError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
@@ -70,3 +72,28 @@ def test_runs_respect_gap_and_span() -> None:
     ]
     runs = plan_runs(reads, merge_gap=100, max_merge_size=120)  # type: ignore[type-var]
     assert [len(run) for run in runs] == [3, 1]
+
+
+@given(
+    data=st.data(),
+    record=st.integers(1, 12),
+    records=st.integers(0, 40),
+    pad=st.integers(0, 30),
+)
+def test_any_range_equals_the_slice_of_the_whole(data, record: int, records: int, pad: int) -> None:
+    """Every byte range of a value equals that slice of the whole value, records or not."""
+    start = data.draw(st.integers(0, record - 1))
+    stop = data.draw(st.integers(start + 1, record))
+    selection = Selection(record, ((start, stop),)) if record > 1 else None
+    kept = (stop - start) if selection else 1
+    chunk_nbytes = records * kept + pad * 2
+    layout = ChunkLayout(chunk_nbytes, b"\x5a\xa5", selection)
+    raw = bytes(np.random.default_rng(records).integers(0, 256, records * record, dtype="u1"))
+    value = SourceValue("k", "f", 0, len(raw), layout)
+    whole = plan_read(value, None)
+    logical = whole.assemble(raw[whole.start : whole.end])
+    assert len(logical) == chunk_nbytes
+    a = data.draw(st.integers(0, chunk_nbytes + 3))
+    b = data.draw(st.integers(0, chunk_nbytes + 3))
+    part = plan_read(value, RangeByteRequest(a, b))
+    assert part.assemble(raw[part.start : part.end]) == logical[a : max(a, b)]

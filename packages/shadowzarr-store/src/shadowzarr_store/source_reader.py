@@ -70,6 +70,7 @@ class SourceReader:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
+        self._finalizer = weakref.finalize(self, _close_soon, self._loops)
         _READERS.add(self)
 
     # -- addresses ------------------------------------------------------------------------------
@@ -273,8 +274,20 @@ class SourceReader:
 
     def forget_loops(self) -> None:
         """After a fork: the parent's loops and sessions are not ours to use."""
+        self._finalizer.detach()
         self._lock = threading.Lock()
         self._loops = weakref.WeakKeyDictionary()
+        self._finalizer = weakref.finalize(self, _close_soon, self._loops)
+
+
+def _close_soon(loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]) -> None:
+    """A store was garbage collected: close its sessions on loops that can still run them."""
+    for loop, state in list(loops.items()):
+        session = state.session
+        if session is None or session.closed or loop.is_closed():
+            continue
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(session.close(), loop)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
