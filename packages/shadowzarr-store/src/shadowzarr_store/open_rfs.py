@@ -40,7 +40,7 @@ def open_array(
     source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
     path: str = "",
     **options: Any,
-) -> Array:
+) -> Array[Any]:
     """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs)."""
     rfs = source if isinstance(source, ReferenceFileSystem) else load_rfs(source)
     check_codecs(rfs)
