@@ -3,9 +3,11 @@
 The dataset is appended in thousands of pieces interleaved with a second dataset, so its chunk
 index nodes are scattered through the file. The file is served by nginx behind the latency
 proxy of ``shadowzarr_testing`` (a fixed delay per request, optionally a shared bandwidth cap),
-which also counts requests and bytes. Compared:
+both in a child process so that the server does not compete with the client for the GIL.
+Requests, bytes and sequential rounds are the client's own counters. Compared:
 
 - h5py over ``RemoteFile`` with the level-at-a-time index prefetch;
+- the same with multi-range requests (nginx answers ``Range: bytes=a-b,c-d,…``);
 - h5py over ``RemoteFile`` without prefetch (adaptive 64 KiB metadata blocks);
 - h5py over remfile-style reading (100 KiB blocks, runs ×1.7 while sequential, cap 100 MiB);
 - h5py over plain fixed 100 KiB blocks, one block per miss;
@@ -18,22 +20,31 @@ which also counts requests and bytes. Compared:
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
-from shadowzarr_hdf5.remote import HttpRangeFetcher, RemoteFile, read_chunk_table
-from shadowzarr_testing.nginx import NginxServer
-from shadowzarr_testing.proxy import LatencyProxy
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from shadowzarr_hdf5.remote import FetchStats, HttpRangeFetcher, RemoteFile, read_chunk_table
 
 LIBVER = {"btree1": "earliest", "ea": "latest", "btree2": "latest"}
+
+
+_SERVER = """
+import sys
+from shadowzarr_testing.nginx import NginxServer
+from shadowzarr_testing.proxy import LatencyProxy
+root, latency, bandwidth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) or None
+with NginxServer(root) as nginx, LatencyProxy(nginx.url(""), latency=latency,
+                                              bandwidth=bandwidth) as proxy:
+    print(proxy.url(""), flush=True)
+    sys.stdin.read()
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +54,11 @@ class Result:
     seconds: float
     requests: int
     bytes: int
-    rounds: int | None
+    rounds: int
     chunks: int
+
+
+Reader = Callable[[], tuple[int, FetchStats]]
 
 
 def write_fragmented(path: Path, kind: str, chunks: int, per_append: int, elements: int) -> None:
@@ -82,20 +96,18 @@ def count_chunks(dset: h5py.Dataset) -> int:
     return found[0]
 
 
-def through_h5py(url: str, **options: object) -> Callable[[], tuple[int, int | None]]:
-    def run() -> tuple[int, int | None]:
+def through_h5py(url: str, **options: object) -> Reader:
+    def run() -> tuple[int, FetchStats]:
         with RemoteFile(url, **options) as remote, h5py.File(remote, "r") as f:  # type: ignore[arg-type]
-            n = count_chunks(f["a"])
-            return n, remote.stats.rounds
+            return count_chunks(f["a"]), remote.stats
 
     return run
 
 
-def direct(url: str, address: int) -> Callable[[], tuple[int, int | None]]:
-    def run() -> tuple[int, int | None]:
+def direct(url: str, address: int) -> Reader:
+    def run() -> tuple[int, FetchStats]:
         with HttpRangeFetcher(url) as fetcher:
-            table = read_chunk_table(fetcher, address)
-            return len(table), fetcher.stats.rounds
+            return len(read_chunk_table(fetcher, address)), fetcher.stats
 
     return run
 
@@ -126,13 +138,21 @@ def main() -> None:
                 f"{time.perf_counter() - start:.0f} s",
                 flush=True,
             )
-            with (
-                NginxServer(root) as nginx,
-                LatencyProxy(nginx.url(""), latency=args.latency, bandwidth=bandwidth) as proxy,
-            ):
-                url = proxy.url(path.name)
-                readers = [
+            server = subprocess.Popen(
+                [sys.executable, "-c", _SERVER, str(root), str(args.latency), str(bandwidth or 0)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                assert server.stdout is not None
+                url = server.stdout.readline().strip() + "/" + path.name
+                readers: list[tuple[str, Reader]] = [
                     ("h5py + RemoteFile, prefetch", through_h5py(url)),
+                    (
+                        "h5py + RemoteFile, prefetch, multi-range",
+                        through_h5py(url, multi_range=True),
+                    ),
                     ("read_chunk_table (no h5py)", direct(url, address)),
                     ("h5py + RemoteFile, no prefetch", through_h5py(url, prefetch=False)),
                     (
@@ -149,15 +169,19 @@ def main() -> None:
                 for name, run in readers:
                     if any(word in name for word in args.skip):
                         continue
-                    proxy.reset()
                     start = time.perf_counter()
-                    chunks, rounds = run()
+                    chunks, stats = run()
                     seconds = time.perf_counter() - start
-                    result = Result(
-                        kind, name, seconds, proxy.requests, proxy.bytes_sent(), rounds, chunks
+                    results.append(
+                        Result(
+                            kind, name, seconds, stats.requests, stats.bytes, stats.rounds, chunks
+                        )
                     )
-                    results.append(result)
                     print(f"  {name}: {seconds:.2f} s", flush=True)
+            finally:
+                assert server.stdin is not None
+                server.stdin.close()
+                server.wait(timeout=30)
     print()
     print(
         f"latency {args.latency * 1000:.0f} ms/request, bandwidth "

@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from shadowzarr_hdf5.remote import LocalRangeFetcher, read_chunk_table
+from shadowzarr_hdf5.remote.btree2 import header_size, parse_header
+from shadowzarr_hdf5.remote.chunk_table import dataset_address, read_dataset_index
 from shadowzarr_hdf5.remote.layout import IndexKind
+from shadowzarr_hdf5.remote.superblock import read_superblock
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -151,3 +154,24 @@ def test_paged_extensible_array(tmp_path: Path) -> None:
         assert ours == [(c[0][0], c[1]) for c in h5py_chunks(dset)]
         values = np.frombuffer(path.read_bytes(), np.uint8)[table.offsets.astype(np.int64)]
         assert np.array_equal(values, dset[...][table.coords[:, 0]])
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_v2_btree_of_depth_two(tmp_path: Path, compression: str | None) -> None:
+    """Enough records for internal nodes below the root: records at every level, 3 pointer
+    widths."""
+    path = tmp_path / "bt2.h5"
+    with h5py.File(path, "w", libver="latest") as f:
+        d = f.create_dataset(
+            "a", (0, 4), maxshape=(None, None), chunks=(1, 1), dtype="i2", compression=compression
+        )
+        for start in range(0, 2_500, 50):
+            d.resize((start + 50, 4))
+            d[start:] = np.arange(200).reshape(50, 4) + start
+    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+        dset = f["a"]
+        sb = read_superblock(source)
+        layout = read_dataset_index(source, sb, dataset_address(dset)).layout
+        (head,) = source.fetch_many([(sb.absolute(layout.address), header_size(sb))])
+        assert parse_header(sb, head, layout.address).depth >= 2
+    check_file(path)
