@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import tifffile
-from shadowzarr_spec import SourceNotFoundError, rfs_to_json
+from shadowzarr_spec import SourceError, SourceNotFoundError, rfs_to_json
 from shadowzarr_store import open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
 
@@ -186,3 +186,24 @@ def test_server_without_multipart_ranges_falls_back_to_single_ranges(tmp_path) -
     assert rfs_to_json(remote)["refs"] == rfs_to_json(expected)["refs"]
     assert [e.to_json() for e in remote.gen] == [e.to_json() for e in expected.gen]
     assert remote.sources[server.url].etag == '"s3-like"'
+
+
+def test_transient_failures_are_retried(make_proxy, nginx: NginxServer) -> None:
+    path = nginx.write_file("flaky.tif", _uneven_stack(30))
+    proxy = make_proxy(nginx.url(""))
+    url = proxy.url("flaky.tif")
+    proxy.fail_next(2, "503")
+    proxy.fail_next(1, "reset")
+    proxy.fail_next(1, "truncate")
+    rfs = generate_rfs_tiff(url)
+    expected = generate_rfs_tiff(path, url=url)
+    assert rfs_to_json(rfs)["refs"] == rfs_to_json(expected)["refs"]
+    assert sum(1 for entry in proxy.log if entry["fault"]) == 4
+
+
+def test_persistent_failures_name_the_url(make_proxy, nginx: NginxServer) -> None:
+    nginx.write_file("down.tif", _uneven_stack(2))
+    proxy = make_proxy(nginx.url(""))
+    proxy.fail_matching("down", "500")
+    with pytest.raises(SourceError, match=r"down\.tif: the first byte: HTTP 500 \(gave up"):
+        HttpRangeFile(proxy.url("down.tif"), backoff=0.01)

@@ -13,23 +13,26 @@ from __future__ import annotations
 import io
 import re
 import threading
+import time
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import requests
 from requests.adapters import HTTPAdapter
 from shadowzarr_spec import SourceChangedError, SourceError, SourceNotFoundError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from _typeshed import WriteableBuffer
 
 __all__ = ["HttpFileStats", "HttpRangeFile"]
 
 _IFD_MARGIN = 512  # bytes of IFD (tags and their values) expected after its start
+_TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+_T = TypeVar("_T")
 _MIN_STRIDE = 64  # bytes: closer reads are parts of one IFD, not successive IFDs
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
@@ -63,6 +66,9 @@ class HttpRangeFile(io.RawIOBase):
         whole file) is asked one range at a time from then on, its body never read.
     cache_bytes
         Most bytes kept; the least recently used blocks are dropped.
+    retries, backoff
+        Attempts after a failure that may pass (connection error, 429, 5xx, short body),
+        pausing ``backoff * 2**n`` seconds (or as ``Retry-After`` says).
     """
 
     def __init__(
@@ -80,6 +86,8 @@ class HttpRangeFile(io.RawIOBase):
         cache_bytes: int = 256 * 2**20,
         session: requests.Session | None = None,
         timeout: float = 60.0,
+        retries: int = 4,
+        backoff: float = 0.1,
     ) -> None:
         super().__init__()
         self.url = url
@@ -93,6 +101,8 @@ class HttpRangeFile(io.RawIOBase):
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._cache_blocks = max(16, cache_bytes // block_size)
         self._timeout = timeout
+        self._retries = retries
+        self._backoff = backoff
         self._lock = threading.Lock()
         self._session = session or requests.Session()
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max_concurrency)
@@ -247,6 +257,10 @@ class HttpRangeFile(io.RawIOBase):
     def _get_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         if len(ranges) == 1:  # a server answers a single range without multipart
             return [self._get(*ranges[0])]
+        what = f"{len(ranges)} ranges from {ranges[0][0]} to {ranges[-1][1] - 1}"
+        return self._retrying(what, lambda: self._get_many_once(ranges))
+
+    def _get_many_once(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         spec = ",".join(f"{start}-{stop - 1}" for start, stop in ranges)
         headers = {"Range": f"bytes={spec}"}
         if self.etag:
@@ -255,18 +269,18 @@ class HttpRangeFile(io.RawIOBase):
             response = self._session.get(
                 self.url, headers=headers, timeout=self._timeout, stream=True
             )
+            with response:
+                kind = response.headers.get("Content-Type", "")
+                if response.status_code != 206 or not kind.startswith("multipart/byteranges"):
+                    with self._lock:
+                        self.stats.requests += 1
+                    if response.status_code != 200 and response.status_code != 206:
+                        self._check_status(response, ranges[0][0], ranges[-1][1])
+                    # S3 and others answer one range, or the whole file: never read that body.
+                    raise _NoMultipart
+                body = response.content
         except requests.RequestException as exc:
-            raise SourceError(f"{self.url}: {len(ranges)} ranges: {exc}") from exc
-        with response:
-            kind = response.headers.get("Content-Type", "")
-            if response.status_code != 206 or not kind.startswith("multipart/byteranges"):
-                if response.status_code in (404, 412):
-                    self._check_status(response, ranges[0][0], ranges[-1][1])
-                # S3 and others answer one range, or the whole file: never read that body.
-                with self._lock:
-                    self.stats.requests += 1
-                raise _NoMultipart
-            body = response.content
+            raise _Transient(str(exc)) from exc
         with self._lock:
             self.stats.requests += 1
             self.stats.bytes += len(body)
@@ -284,7 +298,7 @@ class HttpRangeFile(io.RawIOBase):
     # -- HTTP --------------------------------------------------------------------------------
     def _probe(self) -> tuple[int, str | None]:
         """Size and ETag from a one-byte range request (HEAD is not always allowed)."""
-        response = self._request(0, 1)
+        response = self._retrying("the first byte", lambda: self._request(0, 1))
         etag = response.headers.get("ETag")
         total = _content_range(response, 0, 0, self.url)[2]
         if total is None:
@@ -292,6 +306,9 @@ class HttpRangeFile(io.RawIOBase):
         return total, etag
 
     def _get(self, start: int, stop: int) -> bytes:
+        return self._retrying(f"bytes {start}-{stop - 1}", lambda: self._get_once(start, stop))
+
+    def _get_once(self, start: int, stop: int) -> bytes:
         response = self._request(start, stop)
         first, last, total = _content_range(response, start, stop - 1, self.url)
         if total is not None and total != self.size:
@@ -300,37 +317,65 @@ class HttpRangeFile(io.RawIOBase):
             )
         data = response.content
         if len(data) != last - first + 1:
-            raise SourceError(
-                f"{self.url}: bytes {start}-{stop - 1}: got {len(data)} bytes, "
-                f"Content-Range says {last - first + 1}"
-            )
+            raise _Transient(f"got {len(data)} bytes, Content-Range says {last - first + 1}")
         return data
 
     def _request(self, start: int, stop: int) -> requests.Response:
         headers = {"Range": f"bytes={start}-{stop - 1}"}
-        etag = getattr(self, "etag", None)
-        if etag:
-            headers["If-Match"] = etag
+        if self.etag:
+            headers["If-Match"] = self.etag
         try:
             response = self._session.get(self.url, headers=headers, timeout=self._timeout)
+            body = response.content
         except requests.RequestException as exc:
-            raise SourceError(f"{self.url}: bytes {start}-{stop - 1}: {exc}") from exc
+            raise _Transient(str(exc)) from exc
         with self._lock:
             self.stats.requests += 1
-            self.stats.bytes += len(response.content)
+            self.stats.bytes += len(body)
         self._check_status(response, start, stop)
         return response
+
+    def _retrying(self, what: str, attempt: Callable[[], _T]) -> _T:
+        """Run ``attempt``, again after a pause when the failure may pass (connection errors,
+        429 and 5xx answers, short bodies)."""
+        for number in range(self._retries + 1):
+            try:
+                return attempt()
+            except _Transient as exc:
+                if number == self._retries:
+                    raise SourceError(
+                        f"{self.url}: {what}: {exc} (gave up after {number + 1} attempts)"
+                    ) from exc
+                pause = (
+                    exc.retry_after if exc.retry_after is not None else self._backoff * 2**number
+                )
+                time.sleep(min(pause, 10.0))
+        raise AssertionError("unreachable")
 
     def _check_status(self, response: requests.Response, start: int, stop: int) -> None:
         if response.status_code == 404:
             raise SourceNotFoundError(f"{self.url}: not found (HTTP 404)")
         if response.status_code == 412:
             raise SourceChangedError(f"{self.url}: the ETag changed (HTTP 412)")
+        if response.status_code in _TRANSIENT_STATUSES:
+            retry_after = response.headers.get("Retry-After", "")
+            raise _Transient(
+                f"HTTP {response.status_code}",
+                float(retry_after) if retry_after.isdigit() else None,
+            )
         if response.status_code != 206:
             raise SourceError(
                 f"{self.url}: bytes {start}-{stop - 1}: HTTP {response.status_code} "
                 "(expected 206 Partial Content)"
             )
+
+
+class _Transient(Exception):
+    """A failure that may pass: the request is tried again."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class _NoMultipart(Exception):
