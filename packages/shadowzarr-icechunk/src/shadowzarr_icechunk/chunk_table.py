@@ -21,8 +21,9 @@ from shadowzarr_spec import (
     SourceNotFoundError,
     UnsupportedFeatureError,
     VirtualArray,
+    array_info,
 )
-from shadowzarr_spec.keys import array_of_chunk_key
+from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
 from shadowzarr_spec.virtual.layout import AffinePiece, ChunkLayout, TablePiece
 
 from shadowzarr_icechunk.locations import UrlFor, local_path, location_of
@@ -35,6 +36,7 @@ __all__ = [
     "MISSING",
     "ChunkTable",
     "chunk_table",
+    "chunk_tables",
     "source_size",
     "with_sized_whole_files",
 ]
@@ -60,9 +62,32 @@ class ChunkTable:
         return tuple(int(n) for n in self.codes.shape)
 
 
-def chunk_table(rfs: ReferenceFileSystem, path: str) -> ChunkTable:
-    """The chunk tables of the array at ``path`` (refs, gen entries and chunk index)."""
-    virtual = VirtualArray.from_rfs(rfs, path)
+def chunk_tables(rfs: ReferenceFileSystem, paths: list[str]) -> dict[str, ChunkTable]:
+    """The chunk tables of the arrays at ``paths``, reading the refs once for all of them."""
+    listed = _listed_chunks(rfs, set(paths))
+    return {path: chunk_table(rfs, path, listed.get(path, [])) for path in paths}
+
+
+def chunk_table(
+    rfs: ReferenceFileSystem, path: str, listed: list[tuple[tuple[int, ...], Ref]] | None = None
+) -> ChunkTable:
+    """The chunk tables of the array at ``path`` (refs, gen entries and chunk index).
+
+    ``listed`` is the array's chunks in refs, when the caller has gathered them already.
+    """
+    if listed is None:
+        listed = _listed_chunks(rfs, {path}).get(path, [])
+    # VirtualArray.from_rfs reads the gen entries and the chunk index; it is given only this
+    # array's metadata so that it does not walk every ref of every other array.
+    own = ReferenceFileSystem(
+        refs={metadata_key(path): rfs.refs[metadata_key(path)]},
+        gen=[entry for entry in rfs.gen if entry.key.startswith(join(path, "c"))],
+        indexes={path: rfs.indexes[path]} if path in rfs.indexes else {},
+        selections={path: rfs.selections[path]} if path in rfs.selections else {},
+        version=2,
+        base=rfs.base,
+    )
+    virtual = VirtualArray.from_rfs(own, path)
     # from_rfs always gives the chunked form, whose layout lists pieces in the stored grid.
     layout: ChunkLayout = virtual._layout  # type: ignore[assignment]
     grid = layout.grid
@@ -70,8 +95,8 @@ def chunk_table(rfs: ReferenceFileSystem, path: str) -> ChunkTable:
     offsets = np.zeros(grid, dtype=np.int64)
     lengths = np.zeros(grid, dtype=np.int64)
     urls: dict[str, int] = {}
-    # Later pieces first: the layout lists the refs-and-index table ahead of gen pieces, and
-    # a reader looks a key up in refs before gen, so the table must win.
+    # Later pieces first: the layout lists the chunk index ahead of gen pieces, and a reader
+    # looks a key up in gen before the index, so earlier pieces must win.
     for piece in reversed(layout.pieces):
         # The trailing Ellipsis keeps a 0-d array's region a view rather than a scalar.
         region = (
@@ -93,7 +118,71 @@ def chunk_table(rfs: ReferenceFileSystem, path: str) -> ChunkTable:
         codes[region][written] = mapping[piece.codes[written]]
         offsets[region][written] = piece.offsets[written]
         lengths[region][written] = piece.lengths[written]
+    _overlay_listed(listed, urls, codes, offsets, lengths)
     return ChunkTable(virtual, tuple(urls), codes, offsets, lengths)
+
+
+def _listed_chunks(
+    rfs: ReferenceFileSystem, paths: set[str]
+) -> dict[str, list[tuple[tuple[int, ...], Ref]]]:
+    """The chunks in refs of each array of ``paths`` that fall inside its chunk grid."""
+    grids = {}
+    for path in paths:
+        info = array_info(rfs, path)
+        if info is not None:
+            grids[path] = info.grid
+    listed: dict[str, list[tuple[tuple[int, ...], Ref]]] = {}
+    for key, ref in rfs.refs.items():
+        if key.endswith("zarr.json"):
+            continue
+        split = array_of_chunk_key(key)
+        if split is None or split[0] not in grids:
+            continue
+        grid = grids[split[0]]
+        coords = split[1]
+        if len(coords) == len(grid) and all(c < g for c, g in zip(coords, grid, strict=True)):
+            listed.setdefault(split[0], []).append((coords, ref))
+    return listed
+
+
+def _overlay_listed(
+    listed: list[tuple[tuple[int, ...], Ref]],
+    urls: dict[str, int],
+    codes: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
+    """Refs win over gen entries and the chunk index, as they do for readers."""
+    if not listed:
+        return
+    n = len(listed)
+    positions = np.empty((n, codes.ndim), dtype=np.int64)
+    listed_codes = np.empty(n, dtype=np.int32)
+    listed_offsets = np.zeros(n, dtype=np.int64)
+    listed_lengths = np.zeros(n, dtype=np.int64)
+    for i, (coords, ref) in enumerate(listed):
+        positions[i] = coords
+        if isinstance(ref, FileRef):
+            if ref.offset is None or ref.size is None:
+                raise UnsupportedFeatureError(
+                    f"a chunk references all of {ref.url}, whose size is not known"
+                )
+            listed_codes[i] = urls.setdefault(ref.url, len(urls))
+            listed_offsets[i] = ref.offset
+            listed_lengths[i] = ref.size
+        else:
+            listed_codes[i] = INLINE
+    if codes.ndim == 0:  # the one chunk of a 0-d array
+        codes[...], offsets[...], lengths[...] = (
+            listed_codes[0],
+            listed_offsets[0],
+            listed_lengths[0],
+        )
+        return
+    where = tuple(positions.T)
+    codes[where] = listed_codes
+    offsets[where] = listed_offsets
+    lengths[where] = listed_lengths
 
 
 def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:

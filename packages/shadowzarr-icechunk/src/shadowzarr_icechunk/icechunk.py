@@ -26,7 +26,7 @@ from shadowzarr_spec.model import FileRef, InlineRef
 from shadowzarr_icechunk.chunk_table import (
     INLINE,
     ChunkTable,
-    chunk_table,
+    chunk_tables,
     source_size,
     with_sized_whole_files,
 )
@@ -95,7 +95,7 @@ def rfs_to_icechunk(
                 "with others in the file), which Icechunk cannot point at; pass "
                 "copy_selections=True to copy their data into the repository"
             )
-    tables = {path: chunk_table(rfs, path) for path in paths}
+    tables = chunk_tables(rfs, paths)
     native = {
         path: _native_mask(rfs, path, table, copy_selections, url_for)
         for path, table in tables.items()
@@ -113,7 +113,7 @@ def required_containers(
     server of each remote URL, the folder of each local file."""
     rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
     rfs = with_sized_whole_files(rfs)
-    tables = {path: chunk_table(rfs, path) for path in array_paths(rfs)}
+    tables = chunk_tables(rfs, array_paths(rfs))
     native = {path: _native_mask(rfs, path, table, True, url_for) for path, table in tables.items()}
     locations = _virtual_locations(rfs, tables, native, url_for)
     return sorted({container_prefix(location) for location in locations})
