@@ -11,6 +11,7 @@ from neo.rawio import BlackrockRawIO, BrainVisionRawIO, IntanRawIO
 from .recordings import WrittenRecording
 from .recordings._common import ephys_data
 from .recordings.axon import AXON_FILES, axon_recording
+from .recordings.biocam import write_biocam
 from .recordings.blackrock import write_blackrock
 from .recordings.brainvision import write_brainvision
 from .recordings.edf import write_edf
@@ -94,6 +95,9 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "blackrock-2.3": write_blackrock,
     "blackrock-3.0": partial(write_blackrock, spec="3.0", segments=1, n_channels=3, nsx=6),
     "blackrock-3.0-ptp": partial(write_blackrock, spec="3.0-ptp", segments=3, n_channels=4),
+    "biocam-101": write_biocam,
+    "biocam-100-chunked": partial(write_biocam, version="100", chunks=100, n_channels=9),
+    "biocam-4": partial(write_biocam, version="4", chunks=64 * 16),
     "edf": write_edf,
     "edf-plus": partial(write_edf, plus=True, n_channels=4, fast=128, slow=128),
 }

@@ -90,18 +90,20 @@ def test_spikeglx_neural_channels_without_sync(tmp_path: Path) -> None:
     arrays = virtual_arrays_neo(recording.open(), url_for=lambda p: p)
     ap = arrays["imec0.ap"]
     assert ap.shape == (2_000, 384)
-    assert ap.selection is not None
-    assert ap.selection.record_size == 770
-    assert ap.selection.keep == ((0, 768),)
-    np.testing.assert_array_equal(
-        _read_back({"ap": ap})["ap"][:], recording.signals[0, 0, "imec0.ap"]
-    )
+    builder = RfsBuilder()
+    builder.add_group("")
+    ap.add_to(builder, "ap")
+    rfs = builder.build()
+    assert rfs.selections["ap"].record_size == 770  # one sample of all 385 channels
+    assert rfs.selections["ap"].keep == ((0, 768),)  # the 384 neural ones
+    assert len(rfs.gen) <= 1
+    np.testing.assert_array_equal(open_rfs(rfs)["ap"][:], recording.signals[0, 0, "imec0.ap"])
 
 
 @pytest.mark.network
 def test_spikeglx_selection_transfers_only_the_records_read(nginx, nginx_root: Path) -> None:
-    """Through HTTP, a few samples of the 384 neural channels cost only the records holding
-    them (asserted from nginx's own log), not the chunk, and never the sync-only bytes past."""
+    """Through HTTP, a few samples of the 384 neural channels cost at most the chunk holding
+    them (asserted from nginx's own log); the store does not yet read only their records."""
     from .recordings.spikeglx import write_spikeglx
 
     recording = write_spikeglx(nginx_root, segments=1, n_samples=12_000)
@@ -128,4 +130,15 @@ def test_bdf_is_refused(tmp_path: Path) -> None:
     recording = write_edf(tmp_path, bdf=True, n_channels=2)
     reader = recording.open()  # NEO opens it, and reads 24-bit samples as int16
     with pytest.raises(NotVirtualizable, match="BDF"):
+        virtual_arrays_neo(reader)
+
+
+def test_inverted_or_compressed_biocam_is_refused(tmp_path: Path) -> None:
+    from .recordings.biocam import write_biocam
+
+    reader = write_biocam(tmp_path / "inverted", inverted=True).open()
+    with pytest.raises(NotVirtualizable, match="inverted"):
+        virtual_arrays_neo(reader)
+    reader = write_biocam(tmp_path / "gzip", chunks=160, compression="gzip").open()
+    with pytest.raises(NotVirtualizable, match="compressed"):
         virtual_arrays_neo(reader)

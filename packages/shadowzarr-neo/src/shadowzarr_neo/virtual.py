@@ -76,8 +76,9 @@ def virtual_arrays_neo(
 
 
 def _whole_recording_refused(error: NotVirtualizable) -> bool:
-    """Gaps, BDF samples and discontinuous EDF+ make every stream unreadable as stored; only
-    streams NEO computes (Intan's digital words, stimulation current) are left out."""
+    """Gaps, BDF samples, discontinuous EDF+ and BioCam's inverted or event-only files make
+    every stream unreadable as stored; only streams NEO computes (Intan's digital words,
+    stimulation current) are left out."""
     return not str(error).startswith("Intan stream")
 
 
@@ -88,7 +89,8 @@ def _from_layout(
 
     match layout:
         case Rows():
-            n_items = max(layout.columns) + 1 if layout.columns else 1
+            # whole rows, then the stream's columns: the records then end where the file's do
+            n_items = max((layout.row_bytes - layout.skip) // layout.dtype.itemsize, 1)
             rows = VirtualArray.records(
                 to_url(layout.path),
                 shape=[layout.n_samples, n_items],
