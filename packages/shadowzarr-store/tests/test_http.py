@@ -372,3 +372,23 @@ def test_a_failed_merged_request_is_retried_member_by_member(
     ranges = [entry["range"] for entry in proxy.log]
     assert ranges[0] == f"bytes=0-{8 * 2048 - 1}"  # the merged request, answered with 200
     assert sorted(ranges[1:]) == sorted(f"bytes={i * 2048}-{i * 2048 + 2047}" for i in range(8))
+
+
+def test_whole_file_reference_of_known_size_reads_partially(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    values = _small_chunks(nginx_root, count=1, chunk_bytes=50_000)
+    url = nginx.url("small.bin")
+    document = {
+        "version": 1,
+        "refs": {"c/0": [url], "d/0": [url]},
+        "sources": {url: {"size": values.nbytes}},
+    }
+    store = RfsStore(load_rfs(document))
+    nginx.reset()
+    part = zarr.core.sync.sync(store.get("c/0", PROTOTYPE, RangeByteRequest(1000, 1010)))
+    assert part.to_bytes() == values.tobytes()[1000:1010]
+    assert nginx.bytes_sent() == 10
+    whole = zarr.core.sync.sync(store.get("d/0", PROTOTYPE))
+    assert whole.to_bytes() == values.tobytes()
+    assert zarr.core.sync.sync(store.getsize("d/0")) == values.nbytes

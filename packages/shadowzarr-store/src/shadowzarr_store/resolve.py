@@ -252,7 +252,12 @@ class Resolver:
                 ref = await self._indexes.lookup(split[0], split[1])
         if ref is None or isinstance(ref, InlineRef):
             return ref
-        return SourceValue(key, ref.url, ref.offset, ref.size, self.layout_of_key(key))
+        offset, size = ref.offset, ref.size
+        recorded = self._rfs.sources.get(ref.url)
+        if offset is None and recorded is not None and recorded.size is not None:
+            # A whole file of known size is a range like any other: partial reads stay partial.
+            offset, size = 0, recorded.size
+        return SourceValue(key, ref.url, offset, size, self.layout_of_key(key))
 
     def checksummed(self, key: str) -> bool:
         """Whether chunk ``key`` ends with a Fletcher-32 checksum (HDF5's fletcher32 filter)."""
