@@ -1,0 +1,332 @@
+"""One HDF5 dataset → one Zarr array in the builder: type, attributes, layout, chunks."""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from typing import Any
+
+import h5py
+import numpy as np
+from shadowzarr_spec import BuilderError, RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
+
+from .attributes import read_attributes
+from .context import Options, Source
+from .dtypes import TypeKind, TypePlan, convert_values, plan_type
+from .filters import codecs_for, read_filters
+from .inline import string_codecs
+from .layouts import (
+    add_chunked,
+    add_contiguous,
+    add_external,
+    add_inline,
+    chunk_locations,
+    common_mask,
+    contiguous_chunks,
+    external_chunk_shape,
+    storage_layout,
+)
+from .verify import needs_verification, verify_chunk
+
+__all__ = ["add_dataset"]
+
+DTYPE_ATTR = "_DTYPE"
+ENUM_ATTR = "_ENUM"
+
+
+def add_dataset(
+    builder: RfsBuilder,
+    path: str,
+    dataset: h5py.Dataset,
+    source: Source,
+    options: Options,
+    *,
+    scalar_strings: bool = False,
+) -> None:
+    """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
+    cached specifications of old HDMF files)."""
+    attributes = read_attributes(dataset, source.file)
+    plan = plan_type(dataset.dtype, path)
+    if plan.dtype_attr is not None:
+        attributes[DTYPE_ATTR] = plan.dtype_attr
+    if plan.reference_fields:
+        attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
+    if plan.enum is not None:
+        attributes[ENUM_ATTR] = plan.enum
+    names = dimension_names(dataset)
+    if dataset.shape is None:  # null dataspace: no elements at all
+        _add_empty(builder, path, plan, (0,), attributes, None)
+        return
+    shape = tuple(dataset.shape) + plan.extra_shape
+    if names is not None:
+        names = names + [None] * len(plan.extra_shape)
+    if not plan.stored:
+        _add_converted(builder, path, dataset, source, plan, attributes, names, scalar_strings)
+        return
+    if math.prod(shape) == 0:
+        _add_empty(builder, path, plan, shape, attributes, names)
+        return
+    _add_stored(builder, path, dataset, source, options, plan, shape, attributes, names)
+
+
+def dimension_names(dataset: h5py.Dataset) -> list[str | None] | None:
+    """Names from attached dimension scales (netCDF-4 dimensions) or dimension labels."""
+    keys = set(dataset.attrs.keys())
+    if not keys & {"DIMENSION_LIST", "DIMENSION_LABELS", "CLASS"} or dataset.shape is None:
+        return None
+    if dataset.ndim == 0:
+        return None
+    names: list[str | None] = []
+    is_scale = h5py.h5ds.is_scale(dataset.id)
+    for axis, dim in enumerate(dataset.dims):
+        if is_scale and axis == 0:
+            names.append(posixpath.basename(dataset.name or ""))
+        elif len(dim):
+            names.append(posixpath.basename(dim[0].name or ""))
+        else:
+            names.append(dim.label or None)
+    return names if any(n is not None for n in names) else None
+
+
+def _fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
+    fill = dataset.fillvalue
+    array = np.asarray(fill)
+    if array.dtype.names is not None or array.dtype.kind == "V":
+        if not array.tobytes().strip(b"\x00"):
+            return None
+        return np.asarray(fill).astype(storage)[()] if array.dtype.names else array.tobytes()
+    if array.ndim:  # an HDF5 array type's fill is an array: Zarr needs one scalar
+        flat = array.ravel()
+        if not np.all(flat == flat[0]):
+            raise UnsupportedFeatureError(
+                f"dataset {dataset.name!r}: a fill value that differs along its array type axes"
+            )
+        return flat[0].item()
+    return array.item()
+
+
+def _add_empty(
+    builder: RfsBuilder,
+    path: str,
+    plan: TypePlan,
+    shape: tuple[int, ...],
+    attributes: dict[str, Any],
+    names: list[str | None] | None,
+) -> None:
+    data_type = plan.storage if plan.stored else "string"
+    if plan.kind is TypeKind.CONVERTED_COMPOUND:
+        data_type = np.dtype([("empty", "u1")])  # never read: there are no elements
+    builder.add_array(
+        path,
+        shape=shape,
+        data_type=data_type,
+        chunk_shape=tuple(max(1, s) for s in shape),
+        attributes=attributes,
+        dimension_names=names,
+    )
+
+
+def _add_converted(
+    builder: RfsBuilder,
+    path: str,
+    dataset: h5py.Dataset,
+    source: Source,
+    plan: TypePlan,
+    attributes: dict[str, Any],
+    names: list[str | None] | None,
+    scalar_strings: bool,
+) -> None:
+    """Strings, references and compounds holding them: values converted and held inline."""
+    shape = tuple(dataset.shape)
+    if math.prod(shape) == 0:
+        _add_empty(builder, path, plan, shape, attributes, names)
+        return
+    values = convert_values(dataset[()], plan, source.file)
+    if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
+        values, shape, names = values.reshape(()), (), None
+    chunk_shape = _inline_chunks(dataset, shape)
+    if plan.kind is TypeKind.CONVERTED_COMPOUND:
+        data_type: Any = values.dtype
+        codecs = [bytes_codec(values.dtype)]
+        fill = None
+    else:
+        data_type, codecs, fill = "string", string_codecs(values, chunk_shape), ""
+    builder.add_array(
+        path,
+        shape=shape,
+        data_type=data_type,
+        chunk_shape=chunk_shape,
+        codecs=codecs,
+        fill_value=fill,
+        attributes=attributes,
+        dimension_names=names,
+    )
+    add_inline(
+        builder, path, values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
+        codecs=codecs, fill_value=fill,
+    )  # fmt: skip
+
+
+def _inline_chunks(dataset: h5py.Dataset, shape: tuple[int, ...]) -> tuple[int, ...]:
+    if dataset.chunks is not None and len(dataset.chunks) == len(shape):
+        return tuple(dataset.chunks)
+    return tuple(max(1, s) for s in shape)
+
+
+def _add_stored(
+    builder: RfsBuilder,
+    path: str,
+    dataset: h5py.Dataset,
+    source: Source,
+    options: Options,
+    plan: TypePlan,
+    shape: tuple[int, ...],
+    attributes: dict[str, Any],
+    names: list[str | None] | None,
+) -> None:
+    dtype: np.dtype = plan.storage
+    itemsize = dtype.itemsize * math.prod(plan.extra_shape)
+    nbytes = math.prod(dataset.shape) * itemsize
+    layout = storage_layout(dataset)
+    fill = _fill_value(dataset, dtype)
+    plain_codecs = [bytes_codec(dtype)]
+    extra = plan.extra_shape
+
+    def add(chunk_shape: tuple[int, ...], codecs: list[dict[str, Any]]) -> None:
+        try:
+            builder.add_array(
+                path,
+                shape=shape,
+                data_type=dtype,
+                chunk_shape=chunk_shape,
+                codecs=codecs,
+                fill_value=fill,
+                attributes=attributes,
+                dimension_names=names,
+            )
+        except BuilderError as exc:
+            raise UnsupportedFeatureError(f"dataset {path!r}: {exc}") from exc
+
+    def inline(chunk_shape: tuple[int, ...]) -> None:
+        add(chunk_shape, plain_codecs)
+        values = np.asarray(dataset[()]).astype(dtype, copy=False)
+        add_inline(
+            builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
+            codecs=plain_codecs, fill_value=fill,
+        )  # fmt: skip
+
+    if layout == "virtual":
+        if _may_inline_unsupported(options, nbytes):
+            inline(tuple(max(1, s) for s in shape))
+            return
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: virtual datasets (VDS) map other datasets and are not supported"
+        )
+    if layout == "compact":
+        inline(tuple(max(1, s) for s in shape))
+        return
+    if layout == "external":
+        chunk_shape = external_chunk_shape(dataset, source, shape, dtype.itemsize, options)
+        add(chunk_shape, plain_codecs)
+        add_external(builder, path, dataset, source, shape=shape, itemsize=dtype.itemsize,
+                     options=options)  # fmt: skip
+        return
+    if layout == "contiguous":
+        offset = dataset.id.get_offset()
+        if offset is not None and nbytes <= options.inline_threshold:
+            inline(tuple(max(1, s) for s in shape))
+            return
+        chunk_shape = contiguous_chunks(shape, dtype.itemsize, options)
+        add(chunk_shape, plain_codecs)
+        if offset is not None:
+            add_contiguous(
+                builder, path, source, offset=int(offset) + source.offset_shift, shape=shape,
+                itemsize=dtype.itemsize, options=options,
+            )  # fmt: skip
+        return
+    # chunked
+    chunk_shape = tuple(dataset.chunks) + extra
+    filters = read_filters(dataset)
+    if nbytes <= options.inline_threshold:
+        inline(chunk_shape)
+        return
+    locations = chunk_locations(dataset, source)
+    mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
+    try:
+        codecs = codecs_for(filters, dtype, path, skip_mask=mask)
+        _check_bitshuffle(codecs, chunk_shape, path)
+        _check_lzf(codecs, locations, math.prod(chunk_shape) * dtype.itemsize, path)
+        _verify_first_chunk(
+            dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs
+        )
+    except UnsupportedFeatureError:
+        if _may_inline_unsupported(options, nbytes):
+            inline(chunk_shape)
+            return
+        raise
+    add(chunk_shape, codecs)
+    add_chunked(
+        builder, path, dataset, source, options, locations=locations, mask=mask, shape=shape,
+        chunk_shape=chunk_shape, data_type=dtype, codecs=codecs, fill_value=fill,
+        has_filters=bool(filters),
+    )  # fmt: skip
+
+
+def _verify_first_chunk(
+    dataset: h5py.Dataset,
+    path: str,
+    source: Source,
+    locations: Any,
+    mask: int,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    codecs: list[dict[str, Any]],
+) -> None:
+    if not needs_verification(codecs) or source.read_bytes is None:
+        return
+    usable = np.flatnonzero(locations.masks == mask)
+    if not usable.size:
+        return
+    i = int(usable[0])
+    extra = (0,) * (len(shape) - dataset.ndim)
+    verify_chunk(
+        dataset, path, read_bytes=source.read_bytes,
+        coords=(*locations.coords[i].tolist(), *extra), offset=int(locations.offsets[i]),
+        size=int(locations.sizes[i]), data_type=dtype, shape=shape, chunk_shape=chunk_shape,
+        codecs=codecs,
+    )  # fmt: skip
+
+
+_LZF_MAX_RATIO = 8
+"""imagecodecs' LZF codec decodes into a buffer 8 times the compressed size (it is not told
+the chunk size), so chunks compressed further cannot be read through it."""
+
+
+def _check_lzf(codecs: list[dict[str, Any]], locations: Any, chunk_bytes: int, path: str) -> None:
+    if not any(c.get("name") == "imagecodecs_lzf" for c in codecs) or not len(locations):
+        return
+    smallest = int(locations.sizes.min())
+    if smallest * _LZF_MAX_RATIO < chunk_bytes:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: LZF chunks compressed more than {_LZF_MAX_RATIO}:1 ({smallest} "
+            f"bytes for {chunk_bytes}) are beyond what the imagecodecs_lzf codec decodes"
+        )
+
+
+def _check_bitshuffle(
+    codecs: list[dict[str, Any]], chunk_shape: tuple[int, ...], path: str
+) -> None:
+    # The HDF5 filter copies the last (n % 8) elements unshuffled; imagecodecs does not.
+    if codecs[0].get("name") == "imagecodecs_bitshuffle" and math.prod(chunk_shape) % 8:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: bitshuffle over chunks of {math.prod(chunk_shape)} elements (not "
+            "a multiple of 8) has no Zarr codec"
+        )
+
+
+def _may_inline_unsupported(options: Options, nbytes: int) -> bool:
+    limit = options.inline_unsupported_below
+    return limit is not None and nbytes <= limit

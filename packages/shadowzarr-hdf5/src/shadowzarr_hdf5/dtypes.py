@@ -1,0 +1,195 @@
+"""HDF5 types (as h5py reports them) → the type a Zarr array stores, and value conversion.
+
+Numbers, booleans, enums (their base integers), complex, opaque, fixed-shape array types and
+compounds of those are stored in the file exactly as a Zarr data type lays them out, so chunks
+can point into the file. Strings, object and region references, and compounds holding either
+live in heaps or hold file addresses: their values are converted (strings to UTF-8, references to
+target paths) and stored inline, following the unified convention (``_DTYPE`` "str" /
+"object_reference", ``_REFERENCE_FIELDS``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import h5py
+import numpy as np
+from shadowzarr_spec import UnsupportedFeatureError
+from shadowzarr_spec.nwb_convention import OBJECT_REFERENCE_DTYPE, STRING_DTYPE
+
+__all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type", "reference_path"]
+
+
+class TypeKind(Enum):
+    STORED = "stored"
+    """The file's bytes are the Zarr array's bytes."""
+    STRING = "string"
+    REFERENCE = "reference"
+    CONVERTED_COMPOUND = "converted_compound"
+    """A compound with string or reference fields (or padding): converted, stored inline."""
+
+
+@dataclass(frozen=True, slots=True)
+class TypePlan:
+    kind: TypeKind
+    storage: Any
+    """numpy dtype of the Zarr array, or "string"."""
+    extra_shape: tuple[int, ...]
+    """Trailing axes of an HDF5 array type (``H5T_ARRAY``), appended to the dataset's shape."""
+    dtype_attr: str | None
+    """The ``_DTYPE`` attribute (None for compounds)."""
+    reference_fields: tuple[str, ...] = ()
+    enum: dict[str, int] | None = None
+
+    @property
+    def stored(self) -> bool:
+        return self.kind is TypeKind.STORED
+
+
+def plan_type(dtype: np.dtype, path: str) -> TypePlan:
+    """How a dataset of HDF5 type ``dtype`` (h5py's numpy form) is stored."""
+    if h5py.check_string_dtype(dtype) is not None:
+        return TypePlan(TypeKind.STRING, "string", (), STRING_DTYPE)
+    if h5py.check_ref_dtype(dtype) is not None:
+        return TypePlan(TypeKind.REFERENCE, "string", (), OBJECT_REFERENCE_DTYPE)
+    if h5py.check_vlen_dtype(dtype) is not None:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: variable-length sequences of {h5py.check_vlen_dtype(dtype)} have "
+            "no Zarr data type"
+        )
+    if dtype.subdtype is not None:
+        base, extra = dtype.subdtype
+        inner = plan_type(base, path)
+        if not inner.stored or inner.extra_shape:
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: an HDF5 array type of {base} is not supported"
+            )
+        return TypePlan(TypeKind.STORED, inner.storage, tuple(extra), inner.dtype_attr)
+    if dtype.names is not None:
+        return _plan_compound(dtype, path)
+    enum = h5py.check_enum_dtype(dtype)
+    plain = np.dtype(dtype.str)
+    if plain.kind in "iufcb":
+        if plain.kind == "f" and plain.itemsize not in (2, 4, 8):
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: {plain.itemsize * 8}-bit floats have no Zarr data type"
+            )
+        mapping = (
+            None if enum is None or plain.kind == "b" else {k: int(v) for k, v in enum.items()}
+        )
+        return TypePlan(TypeKind.STORED, plain, (), plain.type.__name__, enum=mapping)
+    if plain.kind == "V":
+        return TypePlan(TypeKind.STORED, plain, (), plain.type.__name__)
+    raise UnsupportedFeatureError(f"dataset {path!r}: HDF5 type {dtype} is not supported")
+
+
+def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
+    fields: list[tuple[str, Any]] = []
+    references: list[str] = []
+    converted = not _is_packed(dtype)
+    for name in dtype.names or ():
+        field_dtype = dtype.fields[name][0]  # type: ignore[index]
+        if field_dtype.subdtype is not None:
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: compound field {name!r} is an array type, which Zarr "
+                "structured data types cannot hold"
+            )
+        if h5py.check_ref_dtype(field_dtype) is not None:
+            references.append(name)
+            converted = True
+            fields.append((name, "U"))
+            continue
+        inner = plan_type(field_dtype, f"{path}[{name}]")
+        if inner.kind in (TypeKind.STRING, TypeKind.CONVERTED_COMPOUND):
+            converted = True
+        fields.append((name, "U" if inner.kind is TypeKind.STRING else inner.storage))
+    if len(_byte_orders(dtype)) > 1:
+        converted = True  # Zarr structs have one byte order; convert to little-endian
+    if not converted:
+        return TypePlan(TypeKind.STORED, np.dtype(fields), (), None)
+    return TypePlan(
+        TypeKind.CONVERTED_COMPOUND, np.dtype(object), (), None, reference_fields=tuple(references)
+    )
+
+
+def _byte_orders(dtype: np.dtype) -> set[str]:
+    if dtype.names is None:
+        base = dtype.subdtype[0] if dtype.subdtype is not None else dtype
+        return {base.str[0]} - {"|"}
+    orders: set[str] = set()
+    for name in dtype.names:
+        orders |= _byte_orders(dtype.fields[name][0])  # type: ignore[index]
+    return orders
+
+
+def _is_packed(dtype: np.dtype) -> bool:
+    offset = 0
+    for name in dtype.names or ():
+        field_dtype, field_offset = dtype.fields[name][:2]  # type: ignore[index]
+        if field_offset != offset:
+            return False
+        if field_dtype.names is not None and not _is_packed(field_dtype):
+            return False
+        offset += field_dtype.itemsize
+    return offset == dtype.itemsize
+
+
+def reference_path(file: h5py.File, ref: Any) -> str:
+    """The path of an object or region reference's target ("" for a null reference)."""
+    if not ref:
+        return ""
+    name = file[ref].name
+    return name if name is not None else ""
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | np.bytes_):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    return str(value)
+
+
+def convert_values(values: Any, plan: TypePlan, file: h5py.File) -> np.ndarray:
+    """Values read by h5py as the array the Zarr array holds (strings, paths, structs)."""
+    array = np.asarray(values)
+    if plan.kind is TypeKind.STRING:
+        flat = [_text(v) for v in array.ravel().tolist()]
+        return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
+    if plan.kind is TypeKind.REFERENCE:
+        flat = [reference_path(file, v) for v in array.ravel()]
+        return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
+    if plan.kind is TypeKind.CONVERTED_COMPOUND:
+        return _convert_compound(array, file)
+    return array
+
+
+def _convert_compound(array: np.ndarray, file: h5py.File) -> np.ndarray:
+    """A struct array whose string and reference fields become fixed-width unicode."""
+    fields: list[tuple[str, Any]] = []
+    columns: dict[str, np.ndarray] = {}
+    for name in array.dtype.names or ():
+        field_dtype = array.dtype.fields[name][0]  # type: ignore[index]
+        column = array[name]
+        if h5py.check_ref_dtype(field_dtype) is not None:
+            texts = [reference_path(file, v) for v in column.ravel()]
+            column = np.array(texts or [""], dtype=str)[: len(texts)].reshape(column.shape)
+            column = column.astype(f"U{max(1, column.dtype.itemsize // 4)}")
+        elif h5py.check_string_dtype(field_dtype) is not None:
+            texts = [_text(v) for v in column.ravel().tolist()]
+            width = max([1, *(len(t) for t in texts)])
+            column = np.array(texts, dtype=f"U{width}").reshape(column.shape)
+        elif field_dtype.names is not None:
+            column = _convert_compound(column, file)
+        else:
+            column = column.astype(np.dtype(field_dtype.str).newbyteorder("<"))
+        fields.append((name, column.dtype))
+        columns[name] = column
+    out = np.empty(array.shape, dtype=np.dtype(fields))
+    for name, column in columns.items():
+        out[name] = column
+    return out

@@ -1,0 +1,284 @@
+"""generate_rfs: walk an HDF5 file through h5py and describe it as a reference file system.
+
+Only headers and chunk indexes are read (plus the values of strings and references, which live
+in heaps a byte range cannot address, and small datasets that are inlined). Remote files are
+read through :class:`shadowzarr_hdf5.remote.RemoteFile`, which reads chunk indexes ahead a level
+at a time; all chunk indexes are parsed in one lockstep pass before the walk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import h5py
+from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError
+from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
+
+from .attributes import read_attributes
+from .context import Options, Source
+from .datasets import add_dataset
+from .layouts import storage_layout
+from .links import link_record
+from .matlab import userblock_offset_shift
+from .sources import dandi_asset_url, is_url, source_state
+
+__all__ = ["ProgressCallback", "generate_rfs"]
+
+ProgressCallback = Callable[[int, int, str], None]
+"""``progress(done, total, path)`` after each dataset."""
+
+
+def generate_rfs(
+    url_or_path: str | os.PathLike[str],
+    *,
+    local_hdf5_path: str | os.PathLike[str] | None = None,
+    chunk_index_threshold: int | None = 1000,
+    contiguous_chunk_bytes: int = 4 * 2**20,
+    inline_threshold: int = 1024,
+    inline_unsupported_below: int | None = None,
+    progress: ProgressCallback | bool | None = None,
+    record_source: bool = True,
+    parse_indexes: bool = True,
+) -> ReferenceFileSystem:
+    """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file.
+
+    Parameters
+    ----------
+    url_or_path
+        Where chunk references point: an http(s) URL or a local path.
+    local_hdf5_path
+        A local copy to read the headers from instead of ``url_or_path``.
+    chunk_index_threshold
+        Arrays with more chunks than this get a chunk index table instead of one reference
+        per chunk; None lists every chunk.
+    contiguous_chunk_bytes
+        Target size of the slabs a contiguous dataset is cut into.
+    inline_threshold
+        Datasets of at most this many bytes are stored in the references themselves.
+    inline_unsupported_below
+        Opt-in: a dataset that would be refused (unsupported filter, virtual dataset) of at most
+        this many bytes is read and inlined instead.
+    progress
+        ``progress(done, total, path)`` after each dataset; True shows a bar on a terminal.
+    record_source
+        Record the source's size and ETag under ``sources``.
+    parse_indexes
+        Parse chunk indexes from the file bytes (fast, and right for extensible arrays whose
+        unlimited axis is not the first); False uses h5py's ``chunk_iter``.
+    """
+    url = os.fspath(url_or_path)
+    options = Options(
+        chunk_index_threshold=chunk_index_threshold,
+        contiguous_chunk_bytes=contiguous_chunk_bytes,
+        inline_threshold=inline_threshold,
+        inline_unsupported_below=inline_unsupported_below,
+    )
+    reference_url = url if is_url(url) else os.path.abspath(url)
+    read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
+    with ExitStack() as stack:
+        raw = _open_raw(read_from, stack, remote=is_url(read_from))
+        file = stack.enter_context(h5py.File(raw, "r"))
+        source = Source(
+            file=file,
+            url=reference_url,
+            base=_base(reference_url),
+            read_bytes=_reader(raw),
+        )
+        if source.read_bytes is not None:
+            source.offset_shift = userblock_offset_shift(file, source.read_bytes)
+        builder = RfsBuilder()
+        datasets = list(_walk_datasets(file))
+        if parse_indexes:
+            source.tables = _chunk_tables(raw, datasets)
+        report = _progress(progress, len(datasets))
+        _Walker(builder, source, options, report).run()
+        if record_source:
+            _record_source(builder, reference_url, raw, local_hdf5_path is None)
+    return builder.build()
+
+
+def _base(url: str) -> str:
+    if is_url(url):
+        return url.rsplit("/", 1)[0] + "/"
+    return str(Path(url).parent)
+
+
+def _open_raw(location: str, stack: ExitStack, *, remote: bool) -> Any:
+    """A file object h5py reads: RemoteFile (HTTP, prefetching) or a plain local path."""
+    if not remote:
+        return location
+    from .remote import RemoteFile
+
+    return stack.enter_context(RemoteFile(location))
+
+
+def _reader(raw: Any) -> Callable[[int, int], bytes] | None:
+    if isinstance(raw, str):
+
+        def read(offset: int, size: int) -> bytes:
+            with open(raw, "rb") as handle:
+                handle.seek(offset)
+                return handle.read(size)
+
+        return read
+    fetch = getattr(raw, "fetch_many", None)
+    if fetch is None:
+        return None
+    return lambda offset, size: fetch([(offset, size)])[0]
+
+
+def _walk_datasets(file: h5py.File) -> Iterator[h5py.Dataset]:
+    """Each dataset once (by object address), in walk order."""
+    seen: set[int] = set()
+    found: list[h5py.Dataset] = []
+
+    def visit(_name: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset):
+            address = h5py.h5o.get_info(obj.id).addr
+            if address not in seen:
+                seen.add(address)
+                found.append(obj)
+
+    file.visititems(visit)
+    yield from found
+
+
+def _chunk_tables(raw: Any, datasets: list[h5py.Dataset]) -> dict[str, Any]:
+    """Chunk tables of every chunked dataset, parsed from the index bytes in one pass."""
+    chunked = [d for d in datasets if storage_layout(d) == "chunked" and d.shape is not None]
+    if not chunked:
+        return {}
+    try:
+        from .remote import LocalRangeFetcher, read_chunk_tables
+    except ImportError:
+        return {}
+    if isinstance(raw, str):
+        with LocalRangeFetcher(raw) as fetcher:
+            tables = read_chunk_tables(fetcher, chunked)
+    else:
+        tables = raw.prefetch_dataset_indexes(chunked)
+    by_address = {}
+    for dataset, table in zip(chunked, tables, strict=True):
+        by_address[h5py.h5o.get_info(dataset.id).addr] = table
+    return {"__by_address__": by_address}
+
+
+class _Walker:
+    """Visits every link from the root, adding groups, datasets and link records."""
+
+    def __init__(
+        self,
+        builder: RfsBuilder,
+        source: Source,
+        options: Options,
+        report: Callable[[str], None],
+    ) -> None:
+        self.builder = builder
+        self.source = source
+        self.options = options
+        self.report = report
+        self.specloc: str | None = None
+
+    def run(self) -> None:
+        file = self.source.file
+        attributes = read_attributes(file, file)
+        specloc = attributes.get(SPECLOC_ATTR)
+        if specloc is not None:
+            self.specloc = str(specloc).strip("/") or SPECIFICATIONS_GROUP
+            attributes[SPECLOC_ATTR] = self.specloc
+        self._group(file, "", attributes, ancestors={h5py.h5o.get_info(file.id).addr: "/"})
+
+    def _group(
+        self, group: h5py.Group, path: str, attributes: dict[str, Any], ancestors: dict[int, str]
+    ) -> None:
+        links: list[dict[str, str]] = []
+        self.builder.add_group(path, attributes)
+        for name in group:
+            link = group.get(name, getlink=True)
+            child_path = f"{path}/{name}" if path else name
+            record = link_record(group, name, link)
+            if record is not None:
+                links.append(record)
+                continue
+            obj = group.get(name)
+            if obj is None:
+                continue
+            address = h5py.h5o.get_info(obj.id).addr
+            if isinstance(obj, h5py.Group):
+                if address in ancestors:  # a hard link back up the tree: record, do not recurse
+                    links.append({"name": name, "source": ".", "path": ancestors[address]})
+                    continue
+                self._group(
+                    obj,
+                    child_path,
+                    read_attributes(obj, self.source.file),
+                    {**ancestors, address: "/" + child_path},
+                )
+            elif isinstance(obj, h5py.Dataset):
+                self._dataset(obj, child_path, address)
+        if links:
+            attributes = {**attributes, LINKS_ATTR: links}
+            self.builder.set_attributes(path, attributes)
+
+    def _dataset(self, dataset: h5py.Dataset, path: str, address: int) -> None:
+        tables = self.source.tables.get("__by_address__", {})
+        table = tables.get(address)
+        if table is not None:
+            self.source.tables[dataset.name] = table
+        in_specs = self.specloc is not None and (
+            path == self.specloc or path.startswith(self.specloc + "/")
+        )
+        add_dataset(self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs)
+        self.report(path)
+
+
+def _progress(progress: ProgressCallback | bool | None, total: int) -> Callable[[str], None]:
+    done = 0
+    if callable(progress):
+        callback = progress
+
+        def report(path: str) -> None:
+            nonlocal done
+            done += 1
+            callback(done, total, path)
+
+        return report
+    if progress is True:
+        return _terminal_bar(total)
+    return lambda _path: None
+
+
+def _terminal_bar(total: int) -> Callable[[str], None]:
+    import sys
+
+    done = 0
+    interactive = sys.stderr.isatty()
+
+    def report(path: str) -> None:
+        nonlocal done
+        done += 1
+        width = 30
+        filled = width * done // max(1, total)
+        line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {path[-40:]:<40}"
+        if interactive or done == total:
+            sys.stderr.write(line + ("\n" if done == total else ""))
+            sys.stderr.flush()
+
+    return report
+
+
+def _record_source(builder: RfsBuilder, url: str, raw: Any, read_directly: bool) -> None:
+    known = read_directly and not isinstance(raw, str) and dandi_asset_url(url) is None
+    size = getattr(raw, "size", None) if known else None
+    etag = getattr(raw, "etag", None) if known else None
+    if size is None or (is_url(url) and etag is None):
+        try:
+            state = source_state(url)
+        except OSError as exc:
+            raise SourceError(f"cannot read the size and ETag of {url}: {exc}") from exc
+        size, etag = state.size, state.etag if etag is None else etag
+    builder.add_source(url, size=size, etag=etag)

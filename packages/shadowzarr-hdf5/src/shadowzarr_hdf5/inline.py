@@ -1,0 +1,101 @@
+"""Encode values into chunk bytes held in the references (strings, references, small data).
+
+The bytes come from zarr-python itself, writing an array with the very metadata the references
+describe into memory, so whatever reads the references decodes them the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import zarr
+from shadowzarr_spec.json_text import dumps_strict
+from shadowzarr_spec.metadata import array_metadata, default_codecs, zarr_data_type
+from zarr.core.buffer import cpu
+from zarr.storage import MemoryStore
+
+__all__ = ["ZSTD_CODEC", "ZSTD_THRESHOLD", "encode_chunks", "string_codecs"]
+
+ZSTD_THRESHOLD = 4096
+"""An inline chunk of strings this large or larger is compressed with zstd."""
+ZSTD_CODEC: dict[str, Any] = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+
+
+def encode_chunks(
+    values: Any,
+    *,
+    shape: Sequence[int] | None = None,
+    data_type: Any,
+    chunk_shape: Sequence[int],
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+    regions: Iterable[tuple[int, ...]] | None = None,
+) -> dict[tuple[int, ...], bytes]:
+    """Chunk coordinates → encoded bytes of ``values`` (an array of the full shape).
+
+    With ``regions`` only those chunks are encoded, and ``values`` may be anything sliceable
+    that spans the whole array (an h5py dataset, read one chunk at a time); ``shape`` then
+    gives the array's shape. Chunks equal to the fill value are encoded too.
+    """
+    shape = tuple(values.shape if shape is None else shape)
+    json_type, json_fill = zarr_data_type(data_type, fill_value)
+    document = array_metadata(
+        shape=shape,
+        data_type=json_type,
+        chunk_shape=chunk_shape,
+        fill_value=json_fill,
+        codecs=codecs,
+        attributes={},
+        dimension_names=None,
+    )
+    store = MemoryStore({"zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's "unstable data type" notes for raw bytes
+        array = zarr.open_array(store, mode="r+", zarr_format=3)
+        with zarr.config.set({"array.write_empty_chunks": True}):
+            if regions is None:
+                if len(shape) == 0:
+                    array[()] = values
+                else:
+                    array[...] = values
+            else:
+                for coords in regions:
+                    region = _region(coords, chunk_shape, shape)
+                    array[region] = np.asarray(values[region])
+    out: dict[tuple[int, ...], bytes] = {}
+    for key, buffer in store._store_dict.items():
+        if key == "zarr.json":
+            continue
+        parts = key.split("/")[1:]
+        out[tuple(int(p) for p in parts)] = buffer.to_bytes()
+    return out
+
+
+def string_codecs(values: np.ndarray, chunk_shape: Sequence[int]) -> list[dict[str, Any]]:
+    """vlen-utf8, plus zstd when an encoded chunk would be ``ZSTD_THRESHOLD`` bytes or more."""
+    plain = default_codecs("string")
+    per_chunk = math.prod(chunk_shape) if chunk_shape else 1
+    # vlen-utf8 stores a 4-byte count, then a 4-byte length and the UTF-8 bytes of each item.
+    largest = 0
+    flat = values.ravel()
+    step = max(1, per_chunk)
+    for start in range(0, max(1, flat.size), step):
+        part = flat[start : start + step]
+        size = 4 + sum(4 + len(str(v).encode("utf-8", "surrogatepass")) for v in part)
+        largest = max(largest, size)
+        if largest >= ZSTD_THRESHOLD:
+            return [*plain, ZSTD_CODEC]
+    return plain
+
+
+def _region(
+    coords: tuple[int, ...], chunk_shape: Sequence[int], shape: tuple[int, ...]
+) -> tuple[slice, ...]:
+    return tuple(
+        slice(c * n, min((c + 1) * n, s))
+        for c, n, s in zip(coords, chunk_shape, shape, strict=True)
+    )

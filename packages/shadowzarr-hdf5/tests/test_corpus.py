@@ -1,0 +1,319 @@
+"""Every dataset and attribute of the corpus reads back through the references equal to h5py."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from shadowzarr_spec import UnsupportedFeatureError, decode_attributes
+from shadowzarr_testing.compare import assert_array_equal_exact
+
+from shadowzarr_hdf5 import generate_rfs
+
+pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
+
+_spec = importlib.util.spec_from_file_location("hdf5_corpus", Path(__file__).with_name("corpus.py"))
+assert _spec is not None and _spec.loader is not None
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+
+RESERVED = {"_DTYPE", "_REFERENCE_FIELDS", "_LINKS", "_ENUM", "zarr_conventions"}
+LIBVERS = ["earliest", "latest"]
+
+
+def write(tmp_path: Path, name: str, writer: Any, libver: str | None = None) -> Path:
+    options = dict(corpus.FILE_OPTIONS.get(name, {}))
+    if libver is not None and "libver" not in options:
+        options["libver"] = libver
+    path = tmp_path / f"{name}.h5"
+    with h5py.File(path, "w", **options) as f:
+        writer(f, tmp_path)
+    return path
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for name in corpus.WRITERS:
+        fixed = "libver" in corpus.FILE_OPTIONS[name]
+        for libver in [None] if fixed else LIBVERS:
+            cases.append(pytest.param(name, libver, id=f"{name}-{libver or 'fixed'}"))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "libver"), _cases())
+def test_corpus_file_reads_back_equal(
+    tmp_path: Path, open_refs: Any, name: str, libver: str
+) -> None:
+    path = write(tmp_path, name, corpus.WRITERS[name], libver)
+    # Everything referenced (nothing inlined), with chunk indexes for all but the smallest.
+    rfs = generate_rfs(path, inline_threshold=0, chunk_index_threshold=50)
+    compare_file(path, open_refs(rfs))
+
+
+@pytest.mark.parametrize("name", ["attributes", "numeric_f8", "compound", "strings_vlen", "links"])
+def test_default_options_inline_small_datasets(tmp_path: Path, open_refs: Any, name: str) -> None:
+    path = write(tmp_path, name, corpus.WRITERS[name])
+    rfs = generate_rfs(path, chunk_index_threshold=None)
+    compare_file(path, open_refs(rfs))
+
+
+@pytest.mark.parametrize(
+    "name", ["index_kinds", "btree_v1", "partial_chunks", "filter_mask_skipped"]
+)
+def test_chunk_iter_path_matches_parsed_indexes(tmp_path: Path, open_refs: Any, name: str) -> None:
+    """h5py's chunk_iter (no index parsing) gives the same chunks, except for the extensible
+    array with its unlimited axis second, where HDF5 mislabels chunks (checked separately)."""
+    path = write(tmp_path, name, corpus.WRITERS[name])
+    parsed = generate_rfs(path, inline_threshold=0, chunk_index_threshold=None)
+    walked = generate_rfs(path, inline_threshold=0, chunk_index_threshold=None, parse_indexes=False)
+    buggy = {k for k in parsed.refs if k.startswith("extensible_second/")}
+    assert {k: v for k, v in parsed.refs.items() if k not in buggy} == {
+        k: v for k, v in walked.refs.items() if k not in buggy
+    }
+
+
+@pytest.mark.parametrize("name", sorted(corpus.REFUSALS))
+def test_unsupported_features_are_refused_by_name(tmp_path: Path, name: str) -> None:
+    writer, message = corpus.REFUSALS[name]
+    path = write(tmp_path, name, writer)
+    with pytest.raises(UnsupportedFeatureError, match=message) as caught:
+        generate_rfs(path)
+    dataset = next(iter(_dataset_names(path)))
+    assert repr(dataset) in str(caught.value) or dataset in str(caught.value)
+
+
+def test_refused_small_dataset_inlined_on_request(tmp_path: Path, open_refs: Any) -> None:
+    path = write(tmp_path, "scaleoffset", corpus.REFUSALS["scaleoffset"][0])
+    rfs = generate_rfs(path, inline_unsupported_below=100_000)
+    compare_file(path, open_refs(rfs))
+
+
+def test_contiguous_slabs_are_one_gen_entry_with_dividing_height(tmp_path: Path) -> None:
+    path = write(tmp_path, "contiguous_slabs", corpus.WRITERS["contiguous_slabs"])
+    rfs = generate_rfs(path, contiguous_chunk_bytes=4096)
+    keys = {entry.key.split("/c/")[0]: entry for entry in rfs.gen}
+    assert set(keys) == {"divisible", "prime_rows", "one_d", "tail"}
+    with h5py.File(path) as f:
+        offset = f["divisible"].id.get_offset()
+    divisible = keys["divisible"]
+    assert divisible.count == 1200 // 30  # 30 rows of 128 bytes divide 1200, 32 do not
+    assert str(offset) in divisible.offset
+
+
+def test_sources_record_local_size(tmp_path: Path) -> None:
+    path = write(tmp_path, "bool", corpus.WRITERS["bool"])
+    rfs = generate_rfs(path)
+    ((url, info),) = rfs.sources.items()
+    assert url == str(path) and info.size == path.stat().st_size and info.etag is None
+
+
+def test_progress_callback_sees_every_dataset(tmp_path: Path) -> None:
+    path = write(tmp_path, "groups", corpus.WRITERS["groups"])
+    seen: list[tuple[int, int, str]] = []
+    generate_rfs(path, progress=lambda done, total, p: seen.append((done, total, p)))
+    assert [s[0] for s in seen] == [1, 2, 3, 4] and {s[1] for s in seen} == {4}
+
+
+def test_links_are_recorded(tmp_path: Path, open_refs: Any) -> None:
+    path = write(tmp_path, "links", corpus.WRITERS["links"])
+    root = open_refs(generate_rfs(path))
+    links = {link["name"]: link for link in root.attrs["_LINKS"]}
+    assert links["soft"] == {"name": "soft", "source": ".", "path": "/a/b/data"}
+    assert links["dangling"]["path"] == "/nowhere"
+    assert links["external"] == {"name": "external", "source": "other.h5", "path": "/some/path"}
+    assert root["a"].attrs["_LINKS"] == [{"name": "relative", "source": ".", "path": "/a/b"}]
+    assert root["a/b"].attrs["_LINKS"] == [{"name": "loop", "source": ".", "path": "/a"}]
+    assert np.array_equal(root["hard_copy"][...], root["a/b/data"][...])
+
+
+def test_dimension_scales_become_dimension_names(tmp_path: Path, open_refs: Any) -> None:
+    path = write(tmp_path, "dimension_scales", corpus.WRITERS["dimension_scales"])
+    root = open_refs(generate_rfs(path))
+    assert root["signal"].metadata.dimension_names == ("time", "channel")
+    assert root["time"].metadata.dimension_names == ("time",)
+    assert root["labelled"].metadata.dimension_names == ("rows", None)
+    assert "DIMENSION_LIST" not in root["signal"].attrs
+
+
+def test_large_string_chunks_are_zstd_compressed(tmp_path: Path, open_refs: Any) -> None:
+    path = write(tmp_path, "strings_large", corpus.WRITERS["strings_large"])
+    root = open_refs(generate_rfs(path))
+    for name in ["many", "text"]:
+        codecs = [c.to_dict()["name"] for c in root[name].metadata.codecs]
+        assert codecs == ["vlen-utf8", "zstd"], name
+    small = open_refs(generate_rfs(write(tmp_path, "strings_vlen", corpus.WRITERS["strings_vlen"])))
+    assert [c.to_dict()["name"] for c in small["utf8"].metadata.codecs] == ["vlen-utf8"]
+
+
+# -- comparison ----------------------------------------------------------------------------------
+def _dataset_names(path: Path) -> list[str]:
+    names: list[str] = []
+    with h5py.File(path) as f:
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+    return names
+
+
+def _hard_paths(f: h5py.File) -> list[str]:
+    """Every path reached through hard links (hard-linked objects at each of their names)."""
+    paths: list[str] = []
+    stack: list[tuple[str, tuple[int, ...]]] = [("", (h5py.h5o.get_info(f.id).addr,))]
+    while stack:
+        prefix, ancestors = stack.pop()
+        group = f[prefix or "/"]
+        for name in group:
+            if not isinstance(group.get(name, getlink=True), h5py.HardLink):
+                continue
+            path = f"{prefix}/{name}" if prefix else name
+            address = h5py.h5o.get_info(group[name].id).addr
+            if address in ancestors:
+                continue
+            paths.append(path)
+            if isinstance(group[name], h5py.Group):
+                stack.append((path, (*ancestors, address)))
+    return paths
+
+
+def compare_file(path: Path, root: Any) -> None:
+    with h5py.File(path) as f:
+        compare_attributes(f, root, f)
+        # Collect first: reading zarr inside visititems holds h5py's lock while zarr's threads
+        # may need it (garbage-collected h5py objects), a deadlock.
+        checked = 0
+        for name in _hard_paths(f):
+            obj = f[name]
+            compare_attributes(obj, root[name], f)
+            if isinstance(obj, h5py.Dataset):
+                compare_dataset(obj, root[name], f)
+                checked += 1
+        assert checked or not _dataset_names(path)
+
+
+def compare_dataset(dset: h5py.Dataset, array: Any, f: h5py.File) -> None:
+    what = dset.name
+    if dset.shape is None:
+        assert array.shape == (0,), what
+        return
+    dtype = dset.dtype
+    extra = dtype.subdtype[1] if dtype.subdtype is not None else ()
+    assert array.shape == tuple(dset.shape) + tuple(extra), what
+    actual = array[...] if array.ndim else array[()]
+    expected = np.asarray(dset[()])
+    if h5py.check_string_dtype(dtype) is not None:
+        want = np.vectorize(_text, otypes=[object])(expected) if expected.size else expected
+        got = np.asarray(actual, dtype=object)
+        if array.ndim == 0 and dset.ndim == 1:
+            got = got.reshape(1)
+        assert got.tolist() == np.asarray(want, dtype=object).tolist(), what
+        assert array.attrs["_DTYPE"] == "str"
+        return
+    if h5py.check_ref_dtype(dtype) is not None:
+        want = [_ref_path(f, r) for r in np.asarray(expected).ravel()]
+        assert np.asarray(actual, dtype=object).ravel().tolist() == want, what
+        assert array.attrs["_DTYPE"] == "object_reference"
+        return
+    if dtype.names is not None:
+        _compare_struct(np.asarray(actual), np.asarray(expected), f, what, array)
+        return
+    expected = np.asarray(expected)
+    actual = np.asarray(actual)
+    assert actual.dtype.kind == expected.dtype.kind, what
+    native = expected.dtype.newbyteorder("=") if expected.dtype.kind != "V" else expected.dtype
+    assert_array_equal_exact(actual.astype(native), expected.astype(native), what)
+    if dset.fillvalue is not None and dtype.kind in "iufb" and not extra:
+        fill = np.asarray(array.fill_value).astype(native)
+        assert_array_equal_exact(fill, np.asarray(dset.fillvalue).astype(native), f"{what} fill")
+    assert array.attrs["_DTYPE"] == native.type.__name__
+
+
+def _compare_struct(
+    actual: np.ndarray, expected: np.ndarray, f: h5py.File, what: str, array: Any
+) -> None:
+    assert actual.shape == expected.shape, what
+    assert list(actual.dtype.names or ()) == list(expected.dtype.names or ()), what
+    for name in expected.dtype.names or ():
+        field = expected.dtype.fields[name][0]
+        got, want = actual[name], expected[name]
+        if h5py.check_ref_dtype(field) is not None:
+            assert [str(v) for v in got.ravel()] == [_ref_path(f, r) for r in want.ravel()], what
+            assert name in array.attrs["_REFERENCE_FIELDS"]
+        elif h5py.check_string_dtype(field) is not None:
+            assert [str(v) for v in got.ravel()] == [_text(v) for v in want.ravel()], what
+        elif field.names is not None:
+            _compare_struct(got, want, f, f"{what}[{name}]", array)
+        else:
+            native = field.newbyteorder("=")
+            assert_array_equal_exact(got.astype(native), want.astype(native), f"{what}[{name}]")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | np.bytes_):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(value).decode("latin-1")
+    return str(value)
+
+
+def _ref_path(f: h5py.File, ref: Any) -> str:
+    return f[ref].name if ref else ""
+
+
+def compare_attributes(obj: Any, node: Any, f: h5py.File) -> None:
+    actual = decode_attributes(dict(node.attrs))
+    for key in RESERVED:
+        actual.pop(key, None)
+    expected = {}
+    for key in obj.attrs:
+        if key in ("DIMENSION_LIST", "REFERENCE_LIST"):
+            continue
+        expected[key] = _expected_attribute(obj.attrs[key], f)
+    assert _same(actual, expected), f"{obj.name}: {actual} != {expected}"
+
+
+def _expected_attribute(value: Any, f: h5py.File) -> Any:
+    if isinstance(value, h5py.Empty):
+        return None
+    if isinstance(value, h5py.Reference):
+        return {"_REFERENCE": {"source": ".", "path": _ref_path(f, value)}}
+    if isinstance(value, bytes | np.bytes_):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+    if isinstance(value, np.void) and value.dtype.names is None:
+        return bytes(value)
+    if isinstance(value, np.void) or (isinstance(value, np.ndarray) and value.dtype.names):
+        array = np.asarray(value)
+        rows = [{n: _expected_attribute(r[n], f) for n in array.dtype.names} for r in array.ravel()]
+        return rows[0] if array.ndim == 0 else rows
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "c":
+            return [[v.real, v.imag] for v in value.ravel()]
+        if value.dtype.kind in "OS":
+            return [_expected_attribute(v, f) for v in value.ravel()]
+        return value.tolist()
+    if isinstance(value, complex | np.complexfloating):
+        return [value.real, value.imag]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    return (
+        (type(a) is type(b)
+        and a == b)
+        or (isinstance(a, int | float) and a == b and not isinstance(a, bool))
+    )
