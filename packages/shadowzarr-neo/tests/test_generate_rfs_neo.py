@@ -189,3 +189,17 @@ def test_an_hour_of_neuropixels_is_one_gen_entry(tmp_path: Path) -> None:
     for start in (0, 990, hour // 2, hour - 7):
         expected = reader.get_analogsignal_chunk(0, 0, start, start + 7, ap_index)
         np.testing.assert_array_equal(root["imec0.ap"][start : start + 7, :384], expected)
+
+
+def test_compressed_maxwell_is_refused(tmp_path: Path) -> None:
+    from shadowzarr_spec.errors import NotVirtualizable
+
+    from .recordings.maxwell import write_maxwell
+
+    recording = write_maxwell(tmp_path, chunks=(3, 100), compression="gzip")
+    reader = recording.open()
+    np.testing.assert_array_equal(
+        reader.get_analogsignal_chunk(0, 0, None, None, 0), recording.signals[0, 0, "well000"]
+    )
+    with pytest.raises(NotVirtualizable, match="compressed"):
+        generate_rfs_neo(reader)

@@ -31,6 +31,7 @@ def write_maxwell(
     seed: int = 0,
     wells: int = 2,
     chunks: tuple[int, int] | None = None,
+    compression: str | None = None,
 ) -> WrittenRecording:
     """``wells`` wells of one recording ``rec0000``; ``chunks`` makes ``raw`` chunked."""
     if segments != 1:
@@ -55,7 +56,10 @@ def write_maxwell(
             mapping["x"] = np.arange(n) * 17.5
             settings.create_dataset("mapping", data=mapping)
             rec.create_dataset(
-                "groups/routed/raw", data=np.ascontiguousarray(data.T), chunks=chunks
+                "groups/routed/raw",
+                data=np.ascontiguousarray(data.T),
+                chunks=chunks,
+                compression=compression,
             )
             signals[0, 0, well] = data
     return WrittenRecording(MaxwellRawIO, {"filename": str(path)}, signals, (path,))
