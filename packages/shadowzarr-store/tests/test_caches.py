@@ -14,7 +14,14 @@ import pytest
 import zarr
 from shadowzarr_spec import load_rfs
 
-from shadowzarr_store import CacheDamagedWarning, LocalCache, MemoryCache, RfsStore, open_rfs
+from shadowzarr_store import (
+    CacheDamagedWarning,
+    CacheUnavailableWarning,
+    LocalCache,
+    MemoryCache,
+    RfsStore,
+    open_rfs,
+)
 
 from .handmade import array_meta
 
@@ -60,6 +67,23 @@ def test_entry_with_a_bad_checksum_is_a_miss(tmp_path: Path) -> None:
         connection.execute("UPDATE chunks SET data = ?", (b"evil",))
     assert cache.get("src", 0, 4) is None
     assert len(cache) == 0
+
+
+def test_a_locked_cache_never_fails_a_read(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    values = _values(nginx_root / "a.bin", 4)
+    cache = LocalCache(tmp_path / "cache", busy_timeout=0.05)
+    cache.put("warm", 0, 1, b"x")
+    other = sqlite3.connect(cache.path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+    try:
+        with pytest.warns(CacheUnavailableWarning, match="unavailable"):
+            got = open_rfs(_document(nginx.url("a.bin"), 4), local_cache=cache)["x"][:]
+        np.testing.assert_array_equal(got, values)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
 
 
 def test_second_read_costs_no_request(nginx: NginxServer, nginx_root: Path, tmp_path: Path) -> None:

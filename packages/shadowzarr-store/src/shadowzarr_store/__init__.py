@@ -9,7 +9,7 @@ from shadowzarr_spec.errors import (
     SourceNotFoundError,
 )
 
-from shadowzarr_store.local_cache import CacheDamagedWarning, LocalCache
+from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWarning, LocalCache
 from shadowzarr_store.memory_cache import MemoryCache
 from shadowzarr_store.open_rfs import open_array, open_rfs
 from shadowzarr_store.options import StoreOptions
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CacheDamagedWarning",
+    "CacheUnavailableWarning",
     "ChunkDecodeError",
     "LocalCache",
     "MemoryCache",

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CacheDamagedWarning", "LocalCache", "default_cache_dir"]
+__all__ = ["CacheDamagedWarning", "CacheUnavailableWarning", "LocalCache", "default_cache_dir"]
 
 _FILE_NAME = "chunks.sqlite3"
 _SCHEMA = """
@@ -33,11 +33,14 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_use ON chunks (last_used);
 """
 _DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
-_BUSY_TIMEOUT_MS = 30_000
 
 
 class CacheDamagedWarning(UserWarning):
     """The cache file was damaged and has been rebuilt empty."""
+
+
+class CacheUnavailableWarning(UserWarning):
+    """The cache could not be used (locked for too long, disk full); reads go to the sources."""
 
 
 def default_cache_dir() -> Path:
@@ -66,18 +69,25 @@ class LocalCache:
         Where the cache lives (default: `default_cache_dir`).
     max_size_bytes
         Bytes of cached data kept at most (None: no limit); least recently used entries go first.
+    busy_timeout
+        Seconds to wait for another process's write before reading without the cache.
     """
 
     def __init__(
-        self, directory: str | os.PathLike[str] | None = None, max_size_bytes: int | None = None
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        max_size_bytes: int | None = None,
+        busy_timeout: float = 30.0,
     ) -> None:
         if max_size_bytes is not None and max_size_bytes < 0:
             raise ValueError(f"max_size_bytes must not be negative, got {max_size_bytes}")
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.max_size_bytes = max_size_bytes
+        self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._pid = os.getpid()
+        self._warned = False
 
     @property
     def path(self) -> Path:
@@ -107,12 +117,12 @@ class LocalCache:
     def _open(self) -> sqlite3.Connection:
         connection = sqlite3.connect(
             self.path,
-            timeout=_BUSY_TIMEOUT_MS / 1000,
+            timeout=self.busy_timeout,
             isolation_level=None,
             check_same_thread=False,
         )
         try:
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.executescript(_SCHEMA)
@@ -148,12 +158,31 @@ class LocalCache:
     # -- operations ---------------------------------------------------------------------------
 
     def get(self, source: str, start: int, end: int) -> bytes | None:
-        """The cached bytes ``[start, end)`` of ``source``, or None."""
-        return self._run("_get", source, start, end)  # type: ignore[no-any-return]
+        """The cached bytes ``[start, end)`` of ``source``, or None (also when SQLite is busy)."""
+        try:
+            return self._run("_get", source, start, end)  # type: ignore[no-any-return]
+        except sqlite3.OperationalError as exc:
+            self._unavailable(exc)
+            return None
 
     def put(self, source: str, start: int, end: int, data: bytes) -> None:
-        """Keep ``data`` as bytes ``[start, end)`` of ``source``, evicting old entries to fit."""
-        self._run("_put", source, start, end, bytes(data))
+        """Keep ``data`` as bytes ``[start, end)`` of ``source``, evicting old entries to fit.
+
+        A cache that cannot be written (locked for too long, disk full) never fails a read.
+        """
+        try:
+            self._run("_put", source, start, end, bytes(data))
+        except sqlite3.OperationalError as exc:
+            self._unavailable(exc)
+
+    def _unavailable(self, exc: sqlite3.OperationalError) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"the shadowzarr cache {self.path} is unavailable ({exc}); reading without it",
+                CacheUnavailableWarning,
+                stacklevel=3,
+            )
 
     def clear(self) -> None:
         self._run("_clear")
@@ -202,7 +231,8 @@ class LocalCache:
                 self._evict(connection, self.max_size_bytes)
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
 
     @staticmethod
@@ -235,10 +265,14 @@ class LocalCache:
     # -- pickling and equality ----------------------------------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"directory": str(self.directory), "max_size_bytes": self.max_size_bytes}
+        return {
+            "directory": str(self.directory),
+            "max_size_bytes": self.max_size_bytes,
+            "busy_timeout": self.busy_timeout,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["directory"], state["max_size_bytes"])  # type: ignore[misc]
+        self.__init__(**state)  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
         return (
