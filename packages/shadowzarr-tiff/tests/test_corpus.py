@@ -92,6 +92,26 @@ CORPUS: dict[str, Callable[[Path], None]] = {
     "stack_uneven": _uneven_stack,
     "stack_4d": _write(data=_u16(3, 4, 16, 20)),
     "strips_not_dividing": _write(data=_u16(5, 50, 30), rowsperstrip=7),
+    "short_strips_zlib_default": _write(data=_u16(3, 300, 200), compression="zlib"),
+    "short_strips_lzw_horizontal": _write(
+        data=_u16(2, 45, 30), rowsperstrip=10, compression="lzw", predictor=True
+    ),
+    "short_strips_zstd_planar": _write(
+        data=_u8(3, 45, 30),
+        rowsperstrip=8,
+        compression="zstd",
+        photometric="rgb",
+        planarconfig="separate",
+    ),
+    "short_strips_packbits_rgb": _write(
+        data=_u8(45, 30, 3), rowsperstrip=8, compression="packbits", photometric="rgb"
+    ),
+    "short_strips_float_predictor": _write(
+        data=RNG.random((45, 30), dtype=np.float32),
+        rowsperstrip=8,
+        compression="zlib",
+        predictor=True,
+    ),
     "strips_dividing_zlib": _write(data=_u16(4, 40, 30), rowsperstrip=8, compression="zlib"),
     "single_pixel": _write(data=np.array([[7]], dtype=np.uint16)),
     "tiles": _write(data=_u16(3, 70, 50), tile=(32, 16)),

@@ -207,3 +207,18 @@ def test_persistent_failures_name_the_url(make_proxy, nginx: NginxServer) -> Non
     proxy.fail_matching("down", "500")
     with pytest.raises(SourceError, match=r"down\.tif: the first byte: HTTP 500 \(gave up"):
         HttpRangeFile(proxy.url("down.tif"), backoff=0.01)
+
+
+def test_remote_short_last_strips_are_fetched_together(nginx: NginxServer) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    data = RNG.integers(0, 60000, (40, 30, 20), dtype=np.uint16)
+    tifffile.imwrite(buffer, data, rowsperstrip=8, compression="zlib", photometric="minisblack")
+    path = nginx.write_file("short.tif", buffer.getvalue())
+    url = nginx.url("short.tif")
+    nginx.reset()
+    rfs = generate_rfs_tiff(url)
+    assert nginx.count("GET") <= 12
+    assert rfs_to_json(rfs)["refs"] == rfs_to_json(generate_rfs_tiff(path, url=url))["refs"]
+    assert_array_equal_exact(open_rfs(rfs)["0"][...], data, "short strips")

@@ -79,21 +79,40 @@ def test_strips_not_dividing_become_page_chunks(tmp_path: Path) -> None:
     assert metadata["codecs"] == [{"name": "bytes"}]
 
 
-def test_compressed_strips_not_dividing_are_refused(tmp_path: Path) -> None:
+def test_compressed_short_last_strips_are_padded_inline(tmp_path: Path) -> None:
+    from shadowzarr_spec import InlineRef
+    from shadowzarr_store import open_rfs
+
     path = tmp_path / "short_last_strip.tif"
-    tifffile.imwrite(
-        path,
-        RNG.integers(0, 255, (2, 50, 30), dtype=np.uint8),
-        rowsperstrip=7,
-        compression="zlib",
-        photometric="minisblack",
-    )
+    data = RNG.integers(0, 255, (2, 50, 30), dtype=np.uint8)
+    tifffile.imwrite(path, data, rowsperstrip=7, compression="zlib", photometric="minisblack")
+    rfs = generate_rfs_tiff(path)
+    refs = _chunk_refs(rfs, "0")
+    inline = sorted(key for key, ref in refs.items() if isinstance(ref, InlineRef))
+    assert inline == ["0/c/0/7/0", "0/c/1/7/0"]  # rows 49..55 of 50: one strip per page
+    assert len(refs) == 16
+    np.testing.assert_array_equal(open_rfs(rfs)["0"][...], data)
+
     with pytest.raises(UnsupportedFeatureError) as error:
-        generate_rfs_tiff(path)
+        generate_rfs_tiff(path, max_inline_bytes=10)
     message = str(error.value)
     assert "short_last_strip.tif" in message
     assert "series 0" in message
     assert "7 rows per strip do not divide the image height 50" in message
+    assert "exceed max_inline_bytes (10)" in message
+
+
+def test_lossy_short_last_strips_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "jpeg_strips.tif"
+    tifffile.imwrite(
+        path,
+        RNG.integers(0, 255, (50, 32), dtype=np.uint8),
+        rowsperstrip=16,
+        compression="jpeg",
+        photometric="minisblack",
+    )
+    with pytest.raises(UnsupportedFeatureError, match="lossy or bit-packing codec"):
+        generate_rfs_tiff(path)
 
 
 def test_not_a_tiff_is_refused(tmp_path: Path) -> None:

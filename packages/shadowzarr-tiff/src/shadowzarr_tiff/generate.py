@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from shadowzarr_tiff.chunks import (
 )
 from shadowzarr_tiff.codecs import codec_chain, register_tiff_codecs, stored_dtype, uses_imagecodecs
 from shadowzarr_tiff.layout import ChunkLayout, plan_layout
+from shadowzarr_tiff.short_strips import ReadRanges, is_short_strip_page, split_short_strips
 from shadowzarr_tiff.source import open_source
 
 if TYPE_CHECKING:
@@ -38,12 +40,26 @@ if TYPE_CHECKING:
 __all__ = ["generate_rfs_tiff"]
 
 
+@dataclass(slots=True)
+class _Target:
+    """Where the arrays go, and what adding them may use."""
+
+    builder: RfsBuilder
+    url: str
+    threshold: int | None
+    read_ranges: ReadRanges
+    inline_budget: int
+    strided: list[GenEntry] = field(default_factory=list)
+    """Gen entries of pages spread over several axes, which RfsBuilder does not write."""
+
+
 def generate_rfs_tiff(
     url_or_path: str | os.PathLike[str],
     *,
     url: str | None = None,
     local_path: str | os.PathLike[str] | None = None,
     chunk_index_threshold: int | None = 1000,
+    max_inline_bytes: int = 4 * 2**20,
     read_ahead: int = 2**16,
     max_concurrency: int = 16,
 ) -> ReferenceFileSystem:
@@ -61,6 +77,9 @@ def generate_rfs_tiff(
     chunk_index_threshold
         Arrays with more listed chunks than this get an in-memory chunk index (written as an
         index array by :func:`~shadowzarr_spec.write_rfs` to a directory). None lists them all.
+    max_inline_bytes
+        Most bytes of compressed short last strips (rows per strip not dividing the height)
+        decoded, padded and kept inline; beyond it such series are refused.
     read_ahead, max_concurrency
         Bytes read after an unpredictable read of a remote file, and parallel requests.
 
@@ -85,21 +104,26 @@ def generate_rfs_tiff(
         except tifffile.TiffFileError as exc:
             raise UnsupportedFeatureError(f"{source.ref_url}: not a TIFF file ({exc})") from exc
         with tif:
-            strided = _add_file(builder, tif, source.ref_url, chunk_index_threshold)
+            target = _Target(
+                builder,
+                source.ref_url,
+                chunk_index_threshold,
+                source.read_ranges,
+                max_inline_bytes,
+            )
+            _add_file(target, tif)
         builder.add_source(source.ref_url, size=source.size, etag=source.etag)
     rfs = builder.build()
     # RfsBuilder writes gen entries along one axis; pages spread over several axes (T, Z, C of
     # a hyperstack) get theirs here, built so that every key stays inside the chunk grid.
-    rfs.gen.extend(strided)
+    rfs.gen.extend(target.strided)
     rfs.version = rfs.required_version
     return rfs
 
 
-def _add_file(
-    builder: RfsBuilder, tif: TiffFile, url: str, threshold: int | None
-) -> list[GenEntry]:
-    """Add every series; return the gen entries of pages spread over several axes."""
-    strided: list[GenEntry] = []
+def _add_file(target: _Target, tif: TiffFile) -> None:
+    """Add every series and pyramid level."""
+    builder, url = target.builder, target.url
     series_list = list(tif.series)
     pyramids = [len(series.levels) > 1 for series in series_list]
     builder.add_group("", root_attributes(tif, bool(series_list) and all(pyramids)))
@@ -110,30 +134,23 @@ def _add_file(
             builder.add_group(str(index), {**attributes, **multiscales_attributes(series)})
             for level_index, level in enumerate(series.levels):
                 where = f"{url}: series {index} level {level_index}"
-                imagecodecs_needed |= _add_level(
-                    builder, level, f"{index}/{level_index}", url, where, threshold, {}, strided
-                )
+                imagecodecs_needed |= _add_level(target, level, f"{index}/{level_index}", where, {})
         else:
             where = f"{url}: series {index}"
-            imagecodecs_needed |= _add_level(
-                builder, series, str(index), url, where, threshold, attributes, strided
-            )
+            imagecodecs_needed |= _add_level(target, series, str(index), where, attributes)
     if imagecodecs_needed:
         register_tiff_codecs()
-    return strided
 
 
 def _add_level(
-    builder: RfsBuilder,
+    target: _Target,
     series: TiffPageSeries,
     path: str,
-    url: str,
     where: str,
-    threshold: int | None,
     attributes: dict[str, Any],
-    strided: list[GenEntry],
 ) -> bool:
     """Add one series or pyramid level as the array ``path``; True when it needs imagecodecs."""
+    builder = target.builder
     keyframe = series.keyframe
     if series.transform is not None:
         raise UnsupportedFeatureError(f"{where}: tifffile transforms its pixels after decoding")
@@ -157,9 +174,19 @@ def _add_level(
         source_chunk = (1, *source_shape[1:])
         table = page_chunks(series, page_bytes)
     else:
-        _check_strips_divide(keyframe, block, where)
         source_chunk = block
         table = block_chunks(series, block, where)
+    inline: list[tuple[np.ndarray, bytes]] = []
+    if source_chunk == block and is_short_strip_page(keyframe):
+        table, inline = split_short_strips(
+            keyframe,
+            table,
+            block,
+            dtype.itemsize,
+            target.read_ranges,
+            target.inline_budget,
+            where,
+        )
     layout = plan_layout(source_shape, source_chunk, tuple(int(s) for s in series.shape), where)
     chain = codec_chain(keyframe, layout.chunk_shape, where)
     builder.add_array(
@@ -172,9 +199,13 @@ def _add_level(
         attributes=attributes,
         dimension_names=list(series.axes) if len(series.axes) == len(layout.shape) else None,
     )
-    entry = _add_chunks(builder, path, url, layout, table, threshold)
+    entry = _add_chunks(builder, path, target.url, layout, table, target.threshold)
     if entry is not None:
-        strided.append(entry)
+        target.strided.append(entry)
+    if inline:
+        coords = layout.chunk_coords(np.stack([origin for origin, _ in inline]))
+        for chunk, (_, data) in zip(coords.tolist(), inline, strict=True):
+            builder.add_inline_chunk(path, chunk, data)
     return uses_imagecodecs(chain.codecs)
 
 
@@ -205,15 +236,6 @@ def _strips_divide(keyframe: Any) -> bool:
     length = int(keyframe.imagelength)
     rows = int(keyframe.rowsperstrip) or length
     return keyframe.is_tiled or rows >= length or length % rows == 0
-
-
-def _check_strips_divide(keyframe: Any, block: tuple[int, ...], where: str) -> None:
-    if not _strips_divide(keyframe):
-        raise UnsupportedFeatureError(
-            f"{where}: {keyframe.rowsperstrip} rows per strip do not divide the image height "
-            f"{keyframe.imagelength} and the pages are compressed or not stored in one piece, "
-            "so the last strip of each page is shorter than a Zarr chunk"
-        )
 
 
 def _add_chunks(

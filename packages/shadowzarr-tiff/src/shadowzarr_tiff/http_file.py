@@ -11,6 +11,7 @@ guess holds. Neighbouring blocks are merged into one request.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import threading
 import time
@@ -181,6 +182,19 @@ class HttpRangeFile(io.RawIOBase):
         joined = b"".join(parts)
         offset = start - first * self._block
         return joined[offset : offset + (stop - start)]
+
+    def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """Bytes of each [start, stop) range, fetched together (not cached)."""
+        order = sorted(range(len(ranges)), key=lambda i: ranges[i])
+        ordered = [ranges[i] for i in order]
+        if any(a[1] > b[0] for a, b in itertools.pairwise(ordered)):
+            fetched = [self._get(*r) for r in ordered]  # overlapping: one at a time
+        else:
+            fetched = self._get_all(ordered) if ordered else []
+        out: list[bytes] = [b""] * len(ranges)
+        for index, data in zip(order, fetched, strict=True):
+            out[index] = data
+        return out
 
     def _guess(self, start: int, last: int) -> list[int]:
         """Blocks to fetch along with a miss at ``start``: the next IFDs when the reads so far

@@ -18,7 +18,7 @@ from shadowzarr_spec import SourceChangedError, SourceNotFoundError
 from shadowzarr_tiff.http_file import HttpRangeFile
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["OpenedSource", "is_url", "open_source"]
 
@@ -32,6 +32,8 @@ class OpenedSource:
     """What the references point to."""
     size: int
     etag: str | None
+    read_ranges: Callable[[list[tuple[int, int]]], list[bytes]]
+    """Bytes of [start, stop) ranges of the file read (not of ``ref_url``)."""
 
 
 def is_url(text: str) -> bool:
@@ -57,6 +59,7 @@ def open_source(
                 url or text,
                 remote.size,
                 remote.etag,
+                remote.read_ranges,
             )
         finally:
             remote.close()
@@ -68,9 +71,23 @@ def open_source(
         raise SourceNotFoundError(f"no such file: {local}") from None
     if is_url(text):
         etag = _remote_etag(text, size)
-        yield OpenedSource(str(local), local.name, url or text, size, etag)
+        yield OpenedSource(str(local), local.name, url or text, size, etag, _file_reader(local))
         return
-    yield OpenedSource(str(local), local.name, url or str(local.resolve()), size, None)
+    yield OpenedSource(
+        str(local), local.name, url or str(local.resolve()), size, None, _file_reader(local)
+    )
+
+
+def _file_reader(path: Path) -> Callable[[list[tuple[int, int]]], list[bytes]]:
+    def read_ranges(ranges: list[tuple[int, int]]) -> list[bytes]:
+        out = []
+        with path.open("rb") as handle:
+            for start, stop in ranges:
+                handle.seek(start)
+                out.append(handle.read(stop - start))
+        return out
+
+    return read_ranges
 
 
 def _remote_etag(url: str, local_size: int) -> str | None:
