@@ -11,6 +11,7 @@ from shadowzarr_spec import (
     NotVirtualizable,
     RfsBuilder,
     VirtualArray,
+    columns_selection,
     load_rfs,
     stack,
     write_rfs,
@@ -427,3 +428,30 @@ def test_memmap_scalar_and_field_of_one_record(tmp_path):
     file_refs = [ref for ref in located.refs.values() if isinstance(ref, FileRef)]
     assert {ref.url for ref in [*located.gen, *file_refs]} == {"https://host/r.bin"}
     del mapped
+
+
+def test_from_rfs_of_the_builders_contiguous_chunks_with_a_selection(interleaved):
+    """The seed's builder example (columns_selection, add_contiguous_chunks) taken back."""
+    path, data = interleaved
+    record_size, keep = columns_selection(n_columns=385, itemsize=2, columns=slice(0, 384))
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array("ap", shape=[3000, 384], data_type="int16", chunk_shape=[700, 384])
+    builder.add_selection("ap", record_size, keep)
+    builder.add_contiguous_chunks(
+        "ap",
+        url=path,
+        start=0,
+        shape=[3000, 384],
+        chunk_shape=[700, 384],
+        itemsize=2,
+        row_bytes=record_size,
+    )
+    taken = VirtualArray.from_rfs(builder.build(), "ap")
+    assert len(taken._layout.pieces) == 1
+    assert taken.selection.to_json() == {"record_size": 770, "keep": [[0, 768]]}
+    assert_same(read(taken[1400:]), data[1400:, :384])
+    assert_same(
+        read(stack([taken, taken[:, :]], axis=2)[700:1400]),
+        np.stack([data[700:1400, :384]] * 2, axis=2),
+    )

@@ -320,6 +320,9 @@ def test_arrays_taken_from_references_read_like_numpy(data, folder):
     if source == "records":
         index = data.draw(any_index(expected.shape, first_axis_moves_only=True))
         virtual, expected = _apply(virtual, expected, index)
+    if data.draw(st.booleans()) and virtual.ndim > 1:
+        axes = data.draw(st.permutations(range(virtual.ndim)))
+        virtual, expected = virtual.transpose(axes), expected.transpose(axes)
     threshold = data.draw(st.sampled_from([0, 1000]))
     rfs = build(virtual, chunk_index_threshold=threshold)
     taken = VirtualArray.from_rfs(rfs, "x")
