@@ -455,3 +455,17 @@ def test_from_rfs_of_the_builders_contiguous_chunks_with_a_selection(interleaved
         read(stack([taken, taken[:, :]], axis=2)[700:1400]),
         np.stack([data[700:1400, :384]] * 2, axis=2),
     )
+
+
+def test_stack_an_array_from_references_with_a_new_one(tmp_path):
+    """A zero fill value read back from references equals the default one."""
+    data = np.arange(20, dtype=">u2")
+    path = tmp_path / "d.bin"
+    data.tofile(path)
+    fresh = VirtualArray.contiguous(str(path), [10], ">u2", chunk_rows=5)
+    taken = VirtualArray.from_rfs(
+        build(VirtualArray.contiguous(str(path), [10], ">u2", 20, chunk_rows=5)), "x"
+    )
+    assert_same(read(stack([fresh, taken], axis=1)), data.reshape(2, 10).T)
+    with pytest.raises(ValueError, match="fill value"):
+        stack([fresh, VirtualArray.from_chunks([10], [5], ">u2", [], fill_value=3)])

@@ -541,7 +541,7 @@ class VirtualArray:
             chunked._chunk_shape,
             chunked.codecs,
             None if selection is None else (selection.record_size, selection.keep),
-            repr(self._fill_value),
+            _fill_bytes(self._fill_value, self._dtype),
         )
 
 
@@ -559,6 +559,16 @@ def _normal_order(
     if long_axes == sorted(long_axes):
         return None
     return order
+
+
+def _fill_bytes(fill_value: Any, dtype: np.dtype) -> bytes:
+    """The fill value as stored, so None (zero) and an explicit zero compare equal."""
+    if fill_value is None:
+        return bytes(dtype.itemsize)
+    try:
+        return np.asarray(fill_value, dtype=dtype).tobytes()
+    except (TypeError, ValueError):
+        return repr(fill_value).encode()
 
 
 def _shape(shape: Sequence[int]) -> tuple[int, ...]:
