@@ -102,6 +102,25 @@ def add_hdf5_dataset(builder: RfsBuilder, dset: h5py.Dataset, url: str) -> None:
         builder.add_chunk(path, [0] * dset.ndim, url, offset, dset.id.get_storage_size())
 
 
+GENERATED_URL = "http://fixtures.invalid/data/h5data.h5"
+
+
+def write_generated_hdf5_refs(h5: Path, refs_dir: Path) -> None:
+    """References written by shadowzarr's own HDF5 generator for the same file, pointing at a
+    placeholder URL that the JS tests map to the server with the store's resolveUrl option."""
+    from shadowzarr_hdf5 import generate_rfs
+
+    rfs = generate_rfs(
+        GENERATED_URL,
+        local_hdf5_path=h5,
+        chunk_index_threshold=4,
+        contiguous_chunk_bytes=1024,
+        inline_threshold=0,
+        record_source=False,
+    )
+    write_rfs(rfs, refs_dir / "hdf5_generated.shadowzarr")
+
+
 def vlen_utf8(values: list[str]) -> bytes:
     """Zarr's vlen-utf8 encoding: item count, then (length, bytes) per item, uint32 LE."""
     parts = [np.uint32(len(values)).tobytes()]
@@ -368,6 +387,7 @@ def main(out: Path) -> None:
     # Absolute local paths, as generators write them for local files (read with openLocal).
     write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
     sharded = write_sharded(data_dir, refs_dir)
+    write_generated_hdf5_refs(h5, refs_dir)
 
     # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
     legacy_meta = {
@@ -452,6 +472,11 @@ def main(out: Path) -> None:
                 ],
                 "meta": ["x"],
             },
+        },
+        "hdf5_generated": {
+            "refs": ["refs/hdf5_generated.shadowzarr"],
+            "placeholder": GENERATED_URL.removesuffix("data/h5data.h5"),
+            "arrays": arrays,
         },
         "raw": {
             "refs": ["refs/raw.shadowzarr"],

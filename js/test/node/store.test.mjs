@@ -76,8 +76,14 @@ describe("hdf5 fixture", () => {
   });
 
   test("strings, struct bytes, attributes, children", async () => {
-    for (const refs of section.refs) {
-      const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`);
+    const generated = manifest.hdf5_generated;
+    const resolveUrl = async (u) => u.replace(generated.placeholder, `${server.url}/`);
+    const variants = [
+      ...section.refs.map((refs) => [refs, {}]),
+      ...generated.refs.map((refs) => [refs, { resolveUrl }]),
+    ];
+    for (const [refs, options] of variants) {
+      const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`, options);
       const strings = await zarr.get(await openArray(store, section.strings.path), null);
       assert.deepEqual([...strings.data], section.strings.values);
       // zarrita 0.7.5 cannot open struct arrays; the store serves their bytes
