@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from shadowzarr_hdf5.remote import RemoteFile, read_chunk_table
-from shadowzarr_hdf5.remote.chunk_table import read_chunk_tables
+from shadowzarr_hdf5.remote import HttpRangeFetcher, RemoteFile, read_chunk_table
+from shadowzarr_hdf5.remote.chunk_table import dataset_address, read_chunk_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -170,3 +170,29 @@ def test_raw_data_that_looks_like_an_index_header(tmp_path: Path, range_server) 
         np.testing.assert_array_equal(f["tree"][...], tree)
         # Only the real fixed-array index of "fake" was prefetched.
         assert remote.read_stats.prefetches == 1
+
+
+def test_many_datasets_cost_rounds_per_level_not_per_dataset(
+    tmp_path: Path,
+    range_server,
+) -> None:
+    """30 two-level v1 B-trees parsed straight over HTTP: headers and index levels in lockstep."""
+    path = tmp_path / "many.h5"
+    with h5py.File(path, "w", libver="earliest") as f:
+        dsets = [
+            f.create_dataset(f"d{i}", (0,), maxshape=(None,), chunks=(4,), dtype="i2")
+            for i in range(30)
+        ]
+        for step in range(4):
+            for d in dsets:
+                d.resize((d.shape[0] + 120,))
+                d[-120:] = step
+    with h5py.File(path, "r") as f:
+        addresses = [dataset_address(f[f"d{i}"]) for i in range(30)]
+        expected = [count_chunks(f[f"d{i}"]) for i in range(30)]
+    with HttpRangeFetcher(range_server.url("many.h5")) as fetcher:
+        tables = read_chunk_tables(fetcher, addresses)
+        # Superblock, first header blocks, continuations, roots, leaves: one batch each (one
+        # dataset after another would take >= 90 rounds).
+        assert fetcher.stats.rounds <= 5
+    assert [len(t) for t in tables] == expected == [120] * 30

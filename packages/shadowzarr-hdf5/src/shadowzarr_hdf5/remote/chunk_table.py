@@ -18,7 +18,7 @@ from .errors import Hdf5FormatError
 from .extensible_array import walk_extensible_array
 from .fixed_array import walk_fixed_array
 from .layout import ChunkedLayout, IndexKind, parse_layout
-from .object_header import DATASPACE, LAYOUT, Dataspace, parse_dataspace, read_object_header
+from .object_header import DATASPACE, LAYOUT, Dataspace, parse_dataspace, read_object_headers
 from .superblock import Superblock, read_superblock
 from .walk import IndexRecords, Walk, drive
 
@@ -74,11 +74,22 @@ def dataset_address(dataset: Any) -> int:
 
 
 def read_dataset_index(source: RangeFetcher, sb: Superblock, address: int) -> DatasetIndex:
-    header = read_object_header(source, sb, address)
-    space, layout = header.find(DATASPACE), header.find(LAYOUT)
-    if space is None or layout is None:
-        raise Hdf5FormatError(f"object at address {address} is not a dataset")
-    return DatasetIndex(address, parse_dataspace(space, sb), parse_layout(layout, sb))
+    return read_dataset_indexes(source, sb, [address])[0]
+
+
+def read_dataset_indexes(
+    source: RangeFetcher, sb: Superblock, addresses: list[int]
+) -> list[DatasetIndex]:
+    """Dataspace and layout of many datasets, their headers read in lockstep."""
+    out = []
+    for header in read_object_headers(source, sb, addresses):
+        space, layout = header.find(DATASPACE), header.find(LAYOUT)
+        if space is None or layout is None:
+            raise Hdf5FormatError(f"object at address {header.address} is not a dataset")
+        out.append(
+            DatasetIndex(header.address, parse_dataspace(space, sb), parse_layout(layout, sb))
+        )
+    return out
 
 
 def index_walk(sb: Superblock, layout: ChunkedLayout, rank: int) -> Walk | None:
@@ -120,7 +131,7 @@ def read_chunk_tables(
 ) -> list[ChunkTable]:
     """Parse several indexes in lockstep: rounds grow with index depth, not dataset count."""
     sb = superblock or _superblock_of(source)
-    indexes = [read_dataset_index(source, sb, dataset_address(d)) for d in datasets]
+    indexes = read_dataset_indexes(source, sb, [dataset_address(d) for d in datasets])
     walks = [index_walk(sb, i.layout, len(i.dataspace.shape)) for i in indexes]
     results = iter(drive([w for w in walks if w is not None], source.fetch_many))
     return [

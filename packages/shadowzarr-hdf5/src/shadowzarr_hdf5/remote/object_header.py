@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING
 
 from .binary import uint
 from .errors import Hdf5FormatError
+from .walk import drive
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from .ranges import RangeFetcher
     from .superblock import Superblock
 
@@ -22,8 +25,10 @@ __all__ = [
     "Dataspace",
     "Message",
     "ObjectHeader",
+    "header_walk",
     "parse_dataspace",
     "read_object_header",
+    "read_object_headers",
 ]
 
 DATASPACE = 0x01
@@ -68,8 +73,22 @@ class Dataspace:
 
 def read_object_header(source: RangeFetcher, sb: Superblock, address: int) -> ObjectHeader:
     """Read the header at ``address`` (relative) with all its continuation blocks."""
+    return read_object_headers(source, sb, [address])[0]
+
+
+def read_object_headers(
+    source: RangeFetcher, sb: Superblock, addresses: list[int]
+) -> list[ObjectHeader]:
+    """Read many headers in lockstep: one batch for all first blocks, one per continuation depth."""
+    return drive([header_walk(sb, address) for address in addresses], source.fetch_many)
+
+
+def header_walk(
+    sb: Superblock, address: int
+) -> Generator[list[tuple[int, int]], list[bytes], ObjectHeader]:
+    """Yield the ranges of the header's next blocks, receive their bytes, return the header."""
     start = sb.absolute(address)
-    (head,) = source.fetch_many([(start, _SPECULATIVE_READ)])
+    (head,) = yield [(start, _SPECULATIVE_READ)]
     if head[:4] == b"OHDR":
         version, (lo, hi) = 2, _v2_first_block(head)
         # Message headers carry a 2-byte creation order when the header flags say so.
@@ -79,11 +98,11 @@ def read_object_header(source: RangeFetcher, sb: Superblock, address: int) -> Ob
     else:
         raise Hdf5FormatError(f"no object header at address {address}")
     if hi > len(head):
-        (head,) = source.fetch_many([(start, hi + 4)])
+        (head,) = yield [(start, hi + 4)]
     messages: list[Message] = []
     pending = _parse_messages(head, lo, hi, head_len, sb, messages)
     while pending:
-        blocks = source.fetch_many([(sb.absolute(a), n) for a, n in pending])
+        blocks = yield [(sb.absolute(a), n) for a, n in pending]
         next_pending: list[tuple[int, int]] = []
         for (addr, length), block in zip(pending, blocks, strict=True):
             if version == 2:

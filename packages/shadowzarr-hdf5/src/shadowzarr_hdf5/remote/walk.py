@@ -91,9 +91,11 @@ def walk_nodes(roots: list[Node], collector: Collector) -> Walk:
     return collector.finish()
 
 
-def drive(walks: list[Walk], fetch_many: FetchMany) -> list[IndexRecords]:
+def drive[T](
+    walks: list[Generator[list[tuple[int, int]], list[bytes], T]], fetch_many: FetchMany
+) -> list[T]:
     """Run walks in lockstep: each round fetches the current level of every walk at once."""
-    results: list[IndexRecords | None] = [None] * len(walks)
+    results: dict[int, T] = {}
     pending: dict[int, list[tuple[int, int]]] = {}
     for i, walk in enumerate(walks):
         try:
@@ -112,4 +114,4 @@ def drive(walks: list[Walk], fetch_many: FetchMany) -> list[IndexRecords]:
             except StopIteration as stop:
                 results[i] = stop.value
         pending = advanced
-    return [r for r in results if r is not None]
+    return [results[i] for i in range(len(walks))]
