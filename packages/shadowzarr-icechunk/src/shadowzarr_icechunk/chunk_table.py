@@ -125,7 +125,8 @@ def chunk_table(
 def _listed_chunks(
     rfs: ReferenceFileSystem, paths: set[str]
 ) -> dict[str, list[tuple[tuple[int, ...], Ref]]]:
-    """The chunks in refs of each array of ``paths`` that fall inside its chunk grid."""
+    """The chunks in refs of each array of ``paths`` (coordinates not yet checked against the
+    grid; :func:`_overlay_listed` drops those outside, as readers never ask for them)."""
     grids = {}
     for path in paths:
         info = array_info(rfs, path)
@@ -133,15 +134,22 @@ def _listed_chunks(
             grids[path] = info.grid
     listed: dict[str, list[tuple[tuple[int, ...], Ref]]] = {}
     for key, ref in rfs.refs.items():
-        if key.endswith("zarr.json"):
+        # "a/b/c/1/2" -> ("a/b", (1, 2)); a cheap split, since this runs once per reference
+        path, separator, tail = key.rpartition("/c/")
+        if separator:
+            parts = tail.split("/")
+        elif key.endswith("/c"):
+            path, parts = key[:-2], []
+        else:
             continue
-        split = array_of_chunk_key(key)
-        if split is None or split[0] not in grids:
+        grid = grids.get(path)
+        if grid is None or len(parts) != len(grid):
             continue
-        grid = grids[split[0]]
-        coords = split[1]
-        if len(coords) == len(grid) and all(c < g for c, g in zip(coords, grid, strict=True)):
-            listed.setdefault(split[0], []).append((coords, ref))
+        try:
+            coords = tuple(map(int, parts))
+        except ValueError:  # not a chunk key
+            continue
+        listed.setdefault(path, []).append((coords, ref))
     return listed
 
 
@@ -172,6 +180,10 @@ def _overlay_listed(
             listed_lengths[i] = ref.size
         else:
             listed_codes[i] = INLINE
+    inside = np.all((positions >= 0) & (positions < np.array(codes.shape, dtype=np.int64)), axis=1)
+    if not inside.all():
+        positions, listed_codes = positions[inside], listed_codes[inside]
+        listed_offsets, listed_lengths = listed_offsets[inside], listed_lengths[inside]
     if codes.ndim == 0:  # the one chunk of a 0-d array
         codes[...], offsets[...], lengths[...] = (
             listed_codes[0],
