@@ -24,6 +24,7 @@ from .datasets import add_dataset
 from .layouts import storage_layout
 from .links import link_record
 from .matlab import userblock_offset_shift
+from .nwb import bare_non_finite_attributes, is_nwb
 from .sources import dandi_asset_url, is_url, source_state
 
 __all__ = ["ProgressCallback", "generate_rfs"]
@@ -43,6 +44,7 @@ def generate_rfs(
     progress: ProgressCallback | bool | None = None,
     record_source: bool = True,
     parse_indexes: bool = True,
+    bare_non_finite: bool | None = None,
 ) -> ReferenceFileSystem:
     """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file.
 
@@ -69,6 +71,10 @@ def generate_rfs(
     parse_indexes
         Parse chunk indexes from the file bytes (fast, and right for extensible arrays whose
         unlimited axis is not the first); False uses h5py's ``chunk_iter``.
+    bare_non_finite
+        Write NaN and infinite attributes as bare JSON tokens instead of the Non-Finite
+        convention's strings; None (default) does so for NWB files, which hdmf-zarr 0.14.0
+        would otherwise hand to pynwb as strings.
     """
     url = os.fspath(url_or_path)
     options = Options(
@@ -98,7 +104,9 @@ def generate_rfs(
         _Walker(builder, source, options, report).run()
         if record_source:
             _record_source(builder, reference_url, raw, local_hdf5_path is None)
-    return builder.build()
+        bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
+    rfs = builder.build()
+    return bare_non_finite_attributes(rfs) if bare else rfs
 
 
 def _base(url: str) -> str:
