@@ -196,3 +196,20 @@ def test_many_datasets_cost_rounds_per_level_not_per_dataset(
         # dataset after another would take >= 90 rounds).
         assert fetcher.stats.rounds <= 5
     assert [len(t) for t in tables] == expected == [120] * 30
+
+
+def test_missing_url_and_closed_file(tmp_path: Path, range_server) -> None:
+    with pytest.raises(FileNotFoundError):
+        RemoteFile(range_server.url("missing.h5"))
+    with pytest.raises(FileNotFoundError):
+        RemoteFile(tmp_path / "missing.h5")
+    (tmp_path / "x.bin").write_bytes(b"0123456789")
+    remote = RemoteFile(range_server.url("x.bin"))
+    assert remote.seek(-4, 2) == 6
+    assert remote.read() == b"6789"
+    assert remote.seek(3) == 3
+    assert remote.read(2) == b"34"
+    assert remote.tell() == 5
+    remote.close()
+    with pytest.raises(ValueError, match="closed"):
+        remote.read(1)

@@ -80,8 +80,12 @@ class RemoteFile(io.RawIOBase):
             self.fetcher = LocalRangeFetcher(source)
         # The first block answers h5py's first reads and, through Content-Range, the size:
         # no separate HEAD round trip.
-        (head,) = self.fetcher.fetch_many([(0, block_size)])
-        self._size = self.fetcher.size
+        try:
+            (head,) = self.fetcher.fetch_many([(0, block_size)])
+            self._size = self.fetcher.size
+        except BaseException:
+            self._close_fetcher()
+            raise
         self._pos = 0
         self._prefetch = prefetch
         self._ranges = RangeCache()
@@ -139,6 +143,8 @@ class RemoteFile(io.RawIOBase):
         return pos
 
     def readinto(self, buffer: Buffer) -> int:
+        if self.closed:
+            raise ValueError("read from a closed RemoteFile")
         view = memoryview(buffer).cast("B")
         size = max(0, min(len(view), self._size - self._pos))
         if size == 0:
@@ -149,11 +155,16 @@ class RemoteFile(io.RawIOBase):
         return len(data)
 
     def close(self) -> None:
-        if not self.closed and self._owns_fetcher:
+        if not self.closed:
+            self._close_fetcher()
+        super().close()
+
+    def _close_fetcher(self) -> None:
+        # Also called from __del__ of an instance whose __init__ failed half way.
+        if getattr(self, "_owns_fetcher", False) and hasattr(self, "fetcher"):
             close = getattr(self.fetcher, "close", None)
             if close is not None:
                 close()
-        super().close()
 
     # -- RangeFetcher protocol (so index parsers can read through the caches) -----------------
 
