@@ -201,6 +201,10 @@ CORPUS: dict[str, Callable[[Path], None]] = {
     "imagej_hyperstack": _write(
         data=_u16(3, 4, 2, 20, 30), imagej=True, metadata={"axes": "TZCYX"}
     ),
+    "imagej_truncated": _write(
+        data=_u16(5, 4, 16, 20), imagej=True, truncate=True, metadata={"axes": "TZYX"}
+    ),
+    "shaped_truncated": _write(data=_u16(6, 16, 20), truncate=True),
     "imagej_rgb": _write(data=_u8(4, 20, 30, 3), imagej=True, photometric="rgb"),
     "ome_single": _write(data=_u16(3, 2, 20, 30), ome=True, metadata={"axes": "ZCYX"}),
     "ome_multi_series": _pages(

@@ -71,9 +71,9 @@ def pages_are_contiguous(series: TiffPageSeries, page_bytes: int) -> bool:
     return True
 
 
-def page_chunks(series: TiffPageSeries, page_bytes: int) -> ChunkTable:
-    """One chunk per page, each ``page_bytes`` long."""
-    count = len(series)
+def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> ChunkTable:
+    """One chunk per page, each ``page_bytes`` long (``count`` pages, more than the series
+    lists when it is truncated: only the first page's IFD was written)."""
     if series.dataoffset is not None:
         # tifffile reads such a series as one block from here (ImageJ files even store only
         # the first page's IFD for stacks over 4 GB), and so do we.

@@ -164,15 +164,25 @@ def _add_level(
             "own, and a Zarr array has one codec configuration)"
         )
     dtype = stored_dtype_or_refuse(keyframe, where)
-    source_shape = (len(series), *(int(s) for s in keyframe.shaped))
-    page_bytes = math.prod(keyframe.shaped) * dtype.itemsize
+    page_count = len(series)
     probe = codec_chain(keyframe, _probe_shape(keyframe), where)
+    if series.is_truncated:
+        # One IFD describes a contiguous stack (ImageJ over 4 GB, tifffile's truncate=True).
+        page_count = math.prod(series.shape) // max(1, math.prod(keyframe.shaped))
+        if series.dataoffset is None or not probe.uncompressed or keyframe.is_tiled:
+            raise UnsupportedFeatureError(f"{where}: a truncated series that is not contiguous")
+    source_shape = (page_count, *(int(s) for s in keyframe.shaped))
+    page_bytes = math.prod(keyframe.shaped) * dtype.itemsize
 
     block = block_shape(keyframe, where)
     table: ChunkTable
-    if probe.uncompressed and not keyframe.is_tiled and _page_chunks_fit(series, page_bytes):
+    if (
+        probe.uncompressed
+        and not keyframe.is_tiled
+        and (series.is_truncated or _page_chunks_fit(series, page_bytes))
+    ):
         source_chunk = (1, *source_shape[1:])
-        table = page_chunks(series, page_bytes)
+        table = page_chunks(series, page_bytes, page_count)
     else:
         source_chunk = block
         table = block_chunks(series, block, where)
