@@ -67,4 +67,13 @@ def materialize(rfs: ReferenceFileSystem) -> zarr.Group:
 
 @pytest.fixture
 def open_refs() -> Callable[[ReferenceFileSystem], zarr.Group]:
+    """The product's reader: RfsStore through open_rfs."""
+    from shadowzarr_store import open_rfs
+
+    return open_rfs
+
+
+@pytest.fixture
+def materialize_refs() -> Callable[[ReferenceFileSystem], zarr.Group]:
+    """An independent reader: fsspec-style expansion into memory (version 1 semantics)."""
     return materialize

@@ -55,11 +55,21 @@ def test_corpus_file_reads_back_equal(
     compare_file(path, open_refs(rfs))
 
 
-@pytest.mark.parametrize("name", ["attributes", "numeric_f8", "compound", "strings_vlen", "links"])
+@pytest.mark.parametrize(
+    "name", ["attributes", "numeric_f8", "compound", "strings_vlen", "links", "index_kinds"]
+)
 def test_default_options_inline_small_datasets(tmp_path: Path, open_refs: Any, name: str) -> None:
     path = write(tmp_path, name, corpus.WRITERS[name])
     rfs = generate_rfs(path, chunk_index_threshold=None)
     compare_file(path, open_refs(rfs))
+
+
+@pytest.mark.parametrize("name", sorted(corpus.WRITERS))
+def test_independent_reader_agrees(tmp_path: Path, materialize_refs: Any, name: str) -> None:
+    """Every chunk listed (version 1), read without RfsStore: what any kerchunk reader sees."""
+    path = write(tmp_path, name, corpus.WRITERS[name])
+    rfs = generate_rfs(path, inline_threshold=0, chunk_index_threshold=None)
+    compare_file(path, materialize_refs(rfs))
 
 
 @pytest.mark.parametrize(
@@ -312,8 +322,43 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or a == b
-    return (
-        (type(a) is type(b)
-        and a == b)
-        or (isinstance(a, int | float) and a == b and not isinstance(a, bool))
+    return (type(a) is type(b) and a == b) or (
+        isinstance(a, int | float) and a == b and not isinstance(a, bool)
     )
+
+
+REMOTE_CASES = [
+    "index_kinds",
+    "partial_chunks",
+    "strings_vlen",
+    "compound_references",
+    "contiguous_slabs",
+    "matlab_userblock",
+    "filter_shuffle_gzip_fletcher32",
+    "attributes",
+    "many_chunks",
+]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("name", REMOTE_CASES)
+def test_generated_over_http_reads_back_equal(
+    nginx: Any, nginx_root: Path, open_refs: Any, name: str
+) -> None:
+    """Headers read over HTTP (nginx): the same references, sizes and ETags recorded."""
+    path = write(nginx_root, name, corpus.WRITERS[name], "latest")
+    url = nginx.url(path.name)
+    rfs = generate_rfs(url, inline_threshold=0, chunk_index_threshold=50)
+    local = generate_rfs(path, inline_threshold=0, chunk_index_threshold=50)
+    info = rfs.sources[url]
+    assert info.size == path.stat().st_size
+    assert info.etag
+    for key, ref in local.refs.items():
+        remote_ref = rfs.refs[key]
+        if hasattr(ref, "url"):
+            assert (remote_ref.offset, remote_ref.size) == (ref.offset, ref.size), key
+            assert remote_ref.url == url
+    assert rfs.indexes.keys() == local.indexes.keys()
+    for array, index in local.indexes.items():
+        assert np.array_equal(rfs.indexes[array].table, index.table), array
+    compare_file(path, open_refs(rfs))
