@@ -131,6 +131,37 @@ def test_bare_non_finite_tokens_written_as_strings(tmp_path: Path, sample_folder
     assert_same(root["x"][:], np.arange(4, dtype="<f4"), "x")
 
 
+def test_implicit_groups_written(tmp_path: Path, sample_folder: Path) -> None:
+    """References without the zarr.json of some groups (as kerchunk files may be)."""
+    url = local_put(sample_folder)("x.bin", np.arange(6, dtype="<i8").tobytes())
+    metadata = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [6],
+        "data_type": "int64",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [3]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "attributes": {},
+    }
+    document = {
+        "version": 1,
+        "refs": {
+            "a/b/x/zarr.json": json.dumps(metadata),
+            "a/b/x/c/0": [url, 0, 24],
+            "a/b/x/c/1": [url, 24, 24],
+        },
+    }
+    repo = make_repository(tmp_path / "repo", local_container(sample_folder))
+    session = repo.writable_session("main")
+    rfs_to_icechunk(document, session)
+    session.commit("implicit")
+    root = zarr.open_group(repo.readonly_session("main").store, mode="r")
+    assert isinstance(root["a/b"], zarr.Group)
+    assert_same(root["a/b/x"][:], np.arange(6, dtype="<i8"), "x")
+
+
 def test_chunk_index_and_whole_file(tmp_path: Path, sample_folder: Path) -> None:
     """An array whose chunks are in a stored chunk index, and a chunk that is a whole file."""
     put = local_put(sample_folder)

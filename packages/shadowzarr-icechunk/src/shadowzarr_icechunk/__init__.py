@@ -53,6 +53,7 @@ def write_icechunk_repository(
     authorize: dict[str, Any] = {}
     for prefix in required_containers(loaded):
         folder = local_path(prefix)
+        store: Any
         if folder is not None:
             store = icechunk.local_filesystem_store(folder)
             authorize[prefix] = icechunk.credentials.LocalFileSystemAccess

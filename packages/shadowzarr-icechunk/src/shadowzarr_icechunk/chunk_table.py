@@ -11,6 +11,7 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -99,7 +100,7 @@ def chunk_table(
     # looks a key up in gen before the index, so earlier pieces must win.
     for piece in reversed(layout.pieces):
         # The trailing Ellipsis keeps a 0-d array's region a view rather than a scalar.
-        region = (
+        region: tuple[slice | EllipsisType, ...] = (
             *(slice(s, s + c) for s, c in zip(piece.start, piece.count, strict=True)),
             Ellipsis,
         )

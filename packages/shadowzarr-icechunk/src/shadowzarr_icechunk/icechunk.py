@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, array_paths, load_rfs
-from shadowzarr_spec.keys import chunk_key
+from shadowzarr_spec.keys import chunk_key, metadata_key
 from shadowzarr_spec.model import FileRef, InlineRef
 
 from shadowzarr_icechunk.chunk_table import (
@@ -50,6 +50,7 @@ __all__ = [
 
 NATIVE_WRITE_CONCURRENCY = 16
 _NATIVE_MARK = "icechunk-native://chunks"
+_EMPTY_GROUP = b'{"zarr_format":3,"node_type":"group","attributes":{}}'
 
 
 def rfs_to_icechunk(
@@ -175,6 +176,8 @@ async def _write(
         (k for k in rfs.refs if k == "zarr.json" or k.endswith("/zarr.json")),
         key=lambda k: k.count("/"),
     )
+    for key in _missing_group_keys(metadata_keys):
+        await store.set(key, buffer.from_bytes(_EMPTY_GROUP))
     for key in metadata_keys:
         ref = rfs.refs[key]
         if isinstance(ref, InlineRef):
@@ -209,6 +212,20 @@ async def _write(
         await _copy_native(copies, native_keys, store)
 
 
+def _missing_group_keys(metadata_keys: list[str]) -> list[str]:
+    """``zarr.json`` keys of the groups the references leave implicit: Icechunk stores a node
+    without its parents, but zarr then finds no group to open."""
+    present = set(metadata_keys)
+    missing: set[str] = set()
+    for key in metadata_keys:
+        parts = key.split("/")[:-2]
+        for depth in range(len(parts) + 1):
+            parent = metadata_key("/".join(parts[:depth]))
+            if parent not in present:
+                missing.add(parent)
+    return sorted(missing, key=lambda k: k.count("/"))
+
+
 def _native_mask(
     rfs: ReferenceFileSystem,
     path: str,
@@ -218,10 +235,10 @@ def _native_mask(
 ) -> np.ndarray:
     """Chunks that go into the repository: inline ones, short (padded) or empty ones of
     uncompressed arrays, and all of a selected array's."""
-    written = table.codes != -1
+    written: np.ndarray = table.codes != -1
     if copy_selections and path in rfs.selections:
         return written
-    native = table.codes == INLINE
+    native: np.ndarray = table.codes == INLINE
     info = array_info(rfs, path)
     assert info is not None
     if info.uncompressed:

@@ -141,8 +141,8 @@ def _add_array(
         table[in_index, 1] = lengths[in_index]
         rfs.indexes[path] = IndexRef(url=locations[biggest], table=table)
         listed = referenced & ~in_index
-    for coords in np.argwhere(listed).tolist():
-        position = tuple(coords)
+    for row in np.argwhere(listed).tolist():
+        position: tuple[int, ...] = tuple(row)
         rfs.refs[chunk_key(path, position)] = FileRef(
             locations[code_grid[position]], int(offsets[position]), int(lengths[position])
         )
