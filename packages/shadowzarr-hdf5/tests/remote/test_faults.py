@@ -1,0 +1,53 @@
+"""h5py over RemoteFile through the shared fault-injecting proxy in front of nginx."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+import pytest
+from shadowzarr_testing.faults import FaultRule
+
+from shadowzarr_hdf5.remote import HttpRangeFetcher, RemoteFile, read_chunk_table
+from shadowzarr_hdf5.remote.errors import RangeRequestError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("multi_range", [False, True])
+def test_transient_faults_are_retried_under_h5py(
+    write_h5: Callable[..., Path], nginx, nginx_root: Path, make_proxy, multi_range: bool
+) -> None:
+    path = write_h5(nginx_root / "f.h5", "appended", "earliest", "gzip")
+    with h5py.File(path, "r") as f:
+        expected = {name: f[name][...] for name in f}
+        counts = {name: f[name].id.get_num_chunks() for name in f}
+    proxy = make_proxy(nginx.url(""), faults=0.2, seed=7)
+    url = proxy.url("f.h5")
+    fetcher = HttpRangeFetcher(url, multi_range=multi_range, backoff=0.01)
+    remote = RemoteFile(fetcher, block_size=4096, max_run_blocks=2)
+    with fetcher, remote, h5py.File(remote, "r") as f:
+        for name, values in expected.items():
+            assert len(read_chunk_table(remote, f[name])) == counts[name]
+            np.testing.assert_array_equal(f[name][...], values)
+        assert remote.stats.retries > 0
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(
+    "rule",
+    [FaultRule("ignore_range", times=1), FaultRule("wrong_range", times=1, honest=True, shift=3)],
+    ids=["ignore_range", "wrong_range"],
+)
+def test_wrong_answers_to_range_requests_are_errors(
+    nginx, nginx_root: Path, make_proxy, rule: FaultRule
+) -> None:
+    (nginx_root / "blob.bin").write_bytes(bytes(range(256)) * 100)
+    proxy = make_proxy(nginx.url(""), faults=[rule])
+    fetcher = HttpRangeFetcher(proxy.url("blob.bin"))
+    with fetcher, pytest.raises(RangeRequestError):
+        fetcher.fetch_many([(100, 50)])
