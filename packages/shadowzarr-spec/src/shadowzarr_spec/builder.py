@@ -183,6 +183,14 @@ class RfsBuilder:
         entry = GenEntry(key, url, offset, str(length), {"i": Dimension(stop=count)})
         self._gen.append((_node_path(path), entry))
 
+    def add_gen_entry(self, path: str, entry: GenEntry) -> None:
+        """A gen entry of any shape (several axes, lists of values); its keys are checked against
+        the chunk grid when the builder builds."""
+        self._array(path)
+        if not entry.key.startswith(join(_node_path(path), "c/")):
+            raise BuilderError(f"array {path!r}: gen key {entry.key!r} is not one of its chunk keys")
+        self._gen.append((_node_path(path), entry))
+
     def add_contiguous_chunks(
         self,
         path: str,

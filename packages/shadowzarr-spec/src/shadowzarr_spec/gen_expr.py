@@ -37,6 +37,11 @@ class Expression:
         self._tree = tree
         self.names = names
 
+    @property
+    def tree(self) -> Node:
+        """The compiled tree, for analyses such as checking that an offset is affine."""
+        return self._tree
+
     def __call__(self, variables: Mapping[str, int]) -> int:
         return _evaluate(self._tree, variables, self.source)
 

@@ -48,7 +48,7 @@ def add_chunks(builder: RfsBuilder, path: str, layout: ChunkLayout, threshold: i
         if math.prod(piece.count) == 1:
             builder.add_chunk(path, piece.start, piece.url, piece.base, piece.length)
         else:
-            _add_gen(builder, path, gen_entry(path, piece))
+            builder.add_gen_entry(path, gen_entry(path, piece))
     for piece in listed:
         if piece.codes.ndim == 0:
             if int(piece.codes) != MISSING:
@@ -150,14 +150,3 @@ def _add_scalar_chunk(builder: RfsBuilder, path: str, piece: TablePiece) -> None
         builder.add_chunk(path, (), piece.urls[code], int(piece.offsets), int(piece.lengths))
 
 
-def _add_gen(builder: RfsBuilder, path: str, entry: GenEntry) -> None:
-    """Register a gen entry spanning several axes, which ``add_strided_chunks`` cannot express.
-
-    RfsBuilder keeps gen entries as (array path, entry) and checks their keys against the chunk
-    grid when it builds; there is no public method for a multi-axis entry yet.
-    """
-    add = getattr(builder, "add_gen_entry", None)
-    if add is not None:
-        add(path, entry)
-        return
-    builder._gen.append((path.strip("/"), entry))

@@ -170,7 +170,7 @@ def _affine_gen(entry: GenEntry, axes: list[str | int]) -> AffinePiece | None:
     if len(offset_parts) != 1:
         return None
     form = (
-        _linear(offset_parts[0]._tree)
+        _linear(offset_parts[0].tree)
         if isinstance(offset_parts[0], Expression)
         else ({}, int(offset_parts[0]))
     )
