@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec.errors import NotVirtualizable
 
+from shadowzarr_neo.errors import ComputedStream
 from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked
 from shadowzarr_neo.stream_sources import stream_sources
 
@@ -66,20 +67,13 @@ def virtual_arrays_neo(
     arrays: dict[str, VirtualArray] = {}
     for stream_id, source in stream_sources(reader, block_index, seg_index).items():
         if isinstance(source, NotVirtualizable):
-            if strict or _whole_recording_refused(source):
+            if strict or not isinstance(source, ComputedStream):
                 raise source
             continue
         array = _from_layout(source.layout, to_url, chunk_samples)
         array.attributes.update(source.attributes)
         arrays[stream_id] = array
     return arrays
-
-
-def _whole_recording_refused(error: NotVirtualizable) -> bool:
-    """Gaps, BDF samples, discontinuous EDF+ and BioCam's inverted or event-only files make
-    every stream unreadable as stored; only streams NEO computes (Intan's digital words,
-    stimulation current) are left out."""
-    return not str(error).startswith("Intan stream")
 
 
 def _from_layout(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from shadowzarr_spec.errors import NotVirtualizable
-
+from shadowzarr_neo.errors import ComputedStream
 from shadowzarr_neo.sources import Blocks, ChannelRuns, Rows
 
 if TYPE_CHECKING:
@@ -23,11 +22,11 @@ def stream_layout(reader: Any, block: int, segment: int, stream_index: int) -> O
     name = str(stream["name"])
     if name in digital_stream_names and reader.file_format != "one-file-per-channel":
         # with one file per channel each digital channel is stored as its own 0/1 samples
-        return NotVirtualizable(
+        return ComputedStream(
             f"Intan stream {name!r}: NEO unpacks each channel from bits of a 16-bit word"
         )
     if name == "Stim channel":
-        return NotVirtualizable(
+        return ComputedStream(
             f"Intan stream {name!r}: NEO computes the current from the stored stimulation words"
         )
     channel_ids = [
