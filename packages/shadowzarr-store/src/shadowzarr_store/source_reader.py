@@ -113,10 +113,8 @@ class SourceReader:
         cached = await self._cache_get(url, start, end)
         if cached is not None:
             return cached
-        if is_local(self.absolute(url)):
-            data: bytes | memoryview = await self.fetch(url, start, end)
-        else:
-            data = await self._state().merger.read(url, start, end)
+        # Local reads are merged too: one worker-thread hop per run instead of one per chunk.
+        data = await self._state().merger.read(url, start, end)
         await self._cache_put(url, start, end, data)
         return data
 
