@@ -362,3 +362,25 @@ def test_generated_over_http_reads_back_equal(
     for array, index in local.indexes.items():
         assert np.array_equal(rfs.indexes[array].table, index.table), array
     compare_file(path, open_refs(rfs))
+
+
+def test_netcdf4_file_opens_in_xarray_identical(tmp_path: Path) -> None:
+    """A netCDF-4 file written by h5netcdf: xarray over the references equals xarray over HDF5."""
+    import xarray as xr
+    from shadowzarr_store import RfsStore
+
+    dataset = xr.Dataset(
+        {
+            "temperature": (("time", "x"), np.arange(20.0).reshape(5, 4), {"units": "K"}),
+            "no_coordinate": (("y",), np.arange(3.0)),
+            "counts": (("x",), np.arange(4, dtype="i4")),
+        },
+        coords={"time": np.arange(5.0), "x": [10, 20, 30, 40]},
+        attrs={"title": "netCDF through shadowzarr"},
+    )
+    path = tmp_path / "climate.nc"
+    dataset.to_netcdf(path, engine="h5netcdf", encoding={"counts": {"_FillValue": -1}})
+    rfs = generate_rfs(path)
+    with xr.open_dataset(path, engine="h5netcdf") as expected:
+        actual = xr.open_zarr(RfsStore(rfs), consolidated=True, zarr_format=3)
+        xr.testing.assert_identical(actual.load(), expected.load())

@@ -35,6 +35,8 @@ class Source:
     """``read_bytes(offset, size) -> bytes`` of the file, for checks; None when unavailable."""
     tables: dict[str, Any] = field(default_factory=dict)
     """Chunk tables parsed ahead of time, by dataset path."""
+    netcdf: bool = False
+    """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from .context import Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
 from .inline import string_codecs
+from .netcdf import netcdf_attributes
 from .layouts import (
     add_chunked,
     add_contiguous,
@@ -49,7 +50,9 @@ def add_dataset(
     cached specifications of old HDMF files)."""
     attributes = read_attributes(dataset, source.file)
     plan = plan_type(dataset.dtype, path)
-    if plan.dtype_attr is not None:
+    if source.netcdf:
+        attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
+    if plan.dtype_attr is not None and not source.netcdf:  # xarray would show it as metadata
         attributes[DTYPE_ATTR] = plan.dtype_attr
     if plan.reference_fields:
         attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)

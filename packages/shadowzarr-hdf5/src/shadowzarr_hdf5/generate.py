@@ -24,6 +24,7 @@ from .datasets import add_dataset
 from .layouts import storage_layout
 from .links import link_record
 from .matlab import userblock_offset_shift
+from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .nwb import bare_non_finite_attributes, is_nwb
 from .sources import dandi_asset_url, is_url, source_state
 
@@ -94,6 +95,7 @@ def generate_rfs(
             base=_base(reference_url),
             read_bytes=_reader(raw),
         )
+        source.netcdf = is_netcdf4(file)
         if source.read_bytes is not None:
             source.offset_shift = userblock_offset_shift(file, source.read_bytes)
         builder = RfsBuilder()
@@ -204,6 +206,8 @@ class _Walker:
         self, group: h5py.Group, path: str, attributes: dict[str, Any], ancestors: dict[int, str]
     ) -> None:
         links: list[dict[str, str]] = []
+        if self.source.netcdf:
+            attributes = netcdf_attributes(attributes, None)
         self.builder.add_group(path, attributes)
         for name in group:
             link = group.get(name, getlink=True)
@@ -227,6 +231,8 @@ class _Walker:
                     {**ancestors, address: "/" + child_path},
                 )
             elif isinstance(obj, h5py.Dataset):
+                if self.source.netcdf and is_placeholder_dimension(obj):
+                    continue
                 self._dataset(obj, child_path, address)
         if links:
             attributes = {**attributes, LINKS_ATTR: links}

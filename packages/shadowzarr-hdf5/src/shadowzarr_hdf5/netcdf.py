@@ -1,0 +1,54 @@
+"""netCDF-4 files (HDF5 written by netCDF or h5netcdf) as xarray reads Zarr v3.
+
+netCDF keeps its bookkeeping in HDF5 attributes (``_Netcdf4Dimid``, ``_NCProperties``, dimension
+scale ``CLASS``/``NAME``) and stores dimensions without a variable as placeholder datasets; none
+of that is data, and xarray would show it as variables. ``_FillValue`` is stored the way xarray's
+Zarr backend reads it (floats as base64 of a little-endian double).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Any
+
+import h5py
+import numpy as np
+
+__all__ = ["is_netcdf4", "is_placeholder_dimension", "netcdf_attributes"]
+
+_BOOKKEEPING = frozenset(
+    {"_Netcdf4Dimid", "_Netcdf4Coordinates", "_NCProperties", "_nc3_strict", "CLASS", "NAME"}
+)
+_PLACEHOLDER = "This is a netCDF dimension but not a netCDF variable"
+
+
+def is_netcdf4(file: h5py.File) -> bool:
+    return "_NCProperties" in file.attrs
+
+
+def is_placeholder_dimension(dataset: h5py.Dataset) -> bool:
+    name = dataset.attrs.get("NAME")
+    if isinstance(name, bytes | np.bytes_):
+        name = bytes(name).decode("utf-8", "replace")
+    return isinstance(name, str) and name.startswith(_PLACEHOLDER)
+
+
+def netcdf_attributes(attributes: dict[str, Any], dtype: np.dtype | None) -> dict[str, Any]:
+    out = {k: v for k, v in attributes.items() if k not in _BOOKKEEPING}
+    if "_FillValue" in out and dtype is not None:
+        value = out["_FillValue"]
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        out["_FillValue"] = _xarray_fill(value, dtype)
+    return out
+
+
+def _xarray_fill(value: Any, dtype: np.dtype) -> Any:
+    if dtype.kind == "f":
+        return base64.standard_b64encode(struct.pack("<d", float(value))).decode()
+    if dtype.kind in "iu":
+        return int(value)
+    if dtype.kind == "b":
+        return bool(value)
+    return value
