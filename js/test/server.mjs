@@ -35,6 +35,7 @@ export async function startServer({
     maxInFlight: 0,
     redirects: 0,
     status412: 0,
+    aborted: 0,
     sockets: 0,
     paths: new Map(),
   };
@@ -76,6 +77,10 @@ export async function startServer({
     res.on("close", () => counters.inFlight--);
     try {
       if (settings.latencyMs > 0) await new Promise((r) => setTimeout(r, settings.latencyMs));
+      if (res.destroyed) {
+        counters.aborted++; // the client gave up while the answer was delayed
+        return;
+      }
       const url = new URL(req.url, "http://localhost");
       const path = decodeURIComponent(url.pathname);
       counters.paths.set(path, (counters.paths.get(path) ?? 0) + 1);

@@ -302,6 +302,31 @@ describe("batching across keys", () => {
     assert.equal(server.counters.ranges, 1);
   });
 
+  test("a merged request is cancelled once every member has aborted", async () => {
+    const until = async (condition) => {
+      for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(condition());
+    };
+    server.settings.latencyMs = 1000;
+    try {
+      const store = await ReferenceStore.fromUrl(rawDir());
+      server.reset();
+      const controllers = [new AbortController(), new AbortController()];
+      const reads = controllers.map((c, i) =>
+        store.get(`/small_chunks/c/${i}`, { signal: c.signal }),
+      );
+      await until(() => server.counters.requests === 1); // one merged request, held by the server
+      controllers[0].abort(new Error("first"));
+      await assert.rejects(reads[0], /first/);
+      controllers[1].abort(new Error("second"));
+      await assert.rejects(reads[1], /second/);
+      await until(() => server.counters.aborted === 1);
+      assert.equal(server.counters.ranges, 0);
+    } finally {
+      server.settings.latencyMs = 0;
+    }
+  });
+
   test("aborting one member of a merged read rejects only that member", async () => {
     server.settings.latencyMs = 30;
     try {
