@@ -167,6 +167,7 @@ class RangeServer:
         self.requests = 0
         self.fail_next: list[int | str] = []
         self.ignore_ranges = False
+        self.reject_multi_range = False
         self.etag = '"v1"'
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -203,6 +204,8 @@ class RangeServer:
                 request.transport.close()
                 return web.Response(status=500)
             return web.Response(status=int(failure))
+        if "," in request.headers.get("Range", "") and self.reject_multi_range:
+            return web.Response(status=416)
         match = re.fullmatch(r"bytes=(\d+)-(\d+)", request.headers.get("Range", ""))
         if match is None or self.ignore_ranges:
             return web.Response(body=data, headers=headers)

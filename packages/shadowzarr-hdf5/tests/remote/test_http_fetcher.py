@@ -122,12 +122,16 @@ def test_multi_range_requests_against_nginx(nginx, nginx_root: Path) -> None:
         assert fetcher.fetch_many(tail) == [data[o : o + n] for o, n in tail]
 
 
-def test_multi_range_falls_back_when_the_server_answers_200(range_server, blob: bytes) -> None:
+@pytest.mark.parametrize("answer", ["200", "416"])
+def test_multi_range_falls_back_when_the_server_refuses(
+    range_server, blob: bytes, answer: str
+) -> None:
+    range_server.reject_multi_range = answer == "416"
     ranges = [(0, 10), (100_000, 10), (200_000, 10)]
     url = range_server.url("blob.bin")
     with HttpRangeFetcher(url, max_concurrency=1, multi_range=True) as fetcher:
         assert fetcher.fetch_many(ranges) == [blob[o : o + n] for o, n in ranges]
         assert not fetcher.multi_range
-        # The 200 answer was dropped unread, then one request per range.
+        # The refusal (a 200 dropped unread, or a 416), then one request per range.
         assert fetcher.stats.requests == 3
         assert range_server.requests == 4

@@ -226,8 +226,11 @@ class HttpRangeFetcher:
         async with self._semaphore:
             try:
                 async with session.get(self.url, headers={"Range": f"bytes={spec}"}) as response:
-                    if response.status == 200:
-                        response.close()  # never download a whole file by accident
+                    status = response.status
+                    if status not in (206, 404) and status not in _TRANSIENT_STATUS:
+                        # 200 (S3 sends the whole object: never download it by accident), or
+                        # 416/400 from servers that reject multi-range requests (MinIO).
+                        response.close()
                         return None
                     self._check_status(response, runs[0].start, runs[-1].end)
                     body = await response.read()
