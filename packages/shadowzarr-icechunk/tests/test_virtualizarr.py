@@ -3,6 +3,7 @@ VirtualiZarr's HDFParser, read through RfsStore and compared with xarray's read 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import h5py
@@ -118,3 +119,21 @@ def test_virtual_array_contiguous_and_chunked(tmp_path: Path) -> None:
     assert_same(root["rows"][:], block[7:21], "rows")
     with pytest.raises(ValueError, match="falls inside chunks"):
         chunked[5:9]
+
+
+def test_kerchunk_references(tmp_path: Path) -> None:
+    """Kerchunk's own references (Zarr v2 keys) parsed by VirtualiZarr's KerchunkJSONParser."""
+    from kerchunk.hdf import SingleHdf5ToZarr
+    from virtualizarr.parsers import KerchunkJSONParser
+
+    path = tmp_path / "k.h5"
+    with h5py.File(path, "w") as file:
+        values = np.arange(600, dtype="<i4").reshape(60, 10)
+        file.create_dataset("a", data=values, chunks=(7, 10), compression="gzip")
+        file.create_dataset("b", data=np.linspace(-1, 1, 30))
+    references = SingleHdf5ToZarr(str(path), url=path.resolve().as_uri()).translate()
+    (tmp_path / "k.json").write_text(json.dumps(references))
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    store = KerchunkJSONParser()(url=(tmp_path / "k.json").resolve().as_uri(), registry=registry)
+    root = open_rfs(manifest_store_to_rfs(store))
+    _compare_with_xarray(path, root, phony_dims="access")
