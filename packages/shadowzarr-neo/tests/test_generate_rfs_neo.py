@@ -13,7 +13,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_neo import generate_rfs_neo
 from shadowzarr_neo.generate import buffer_path
 
-from .cases import all_cases, written_cases
+from .cases import WRITTEN, all_cases, written_cases
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -226,3 +226,34 @@ def test_written_references_read_back(write_name: str, target: str, tmp_path: Pa
     reader = {**WRITTEN, **REAL}[write_name](tmp_path / "data").open()
     written = write_rfs(generate_rfs_neo(reader, chunk_samples=101), tmp_path / target)
     assert _check_against_neo(reader, None, open_rfs(written)) >= 1
+
+
+INTERLEAVED = {k: v for k, v in WRITTEN.items() if "vectorized" not in k and "maxwell" not in k}
+
+
+@pytest.mark.parametrize("write", list(INTERLEAVED.values()), ids=list(INTERLEAVED))
+def test_same_values_as_neos_own_zarr_v2_references(write, tmp_path: Path) -> None:
+    """NEO's experimental xarray export (one big Zarr v2 chunk per interleaved buffer, read by
+    fsspec and zarr) is an independent peer: our arrays hold the same values."""
+    import fsspec
+    from neo.rawio.xarray_utils import to_zarr_v2_reference
+
+    reader = write(tmp_path).open()
+    ours = open_rfs(generate_rfs_neo(reader, chunk_samples=333))
+    single = _n_segments(reader) == [1]
+    compared = 0
+    for block, n in enumerate(_n_segments(reader)):
+        for seg in range(n):
+            for buffer_id in (str(b) for b in reader.header["signal_buffers"]["id"]):
+                description = reader.get_analogsignal_buffer_description(block, seg, buffer_id)
+                if description["type"] != "raw" or description.get("time_axis", 0) != 0:
+                    continue  # NEO's export covers interleaved raw buffers only
+                peer_refs = to_zarr_v2_reference(reader, block, seg, buffer_id)
+                fs = fsspec.filesystem("reference", fo=peer_refs, asynchronous=True)
+                peer = zarr.open_group(
+                    zarr.storage.FsspecStore(fs, read_only=True), mode="r", zarr_format=2
+                )
+                path = buffer_path(buffer_id, block, seg, single=single)
+                np.testing.assert_array_equal(ours[path][:], peer["traces"][:])
+                compared += 1
+    assert compared == len(reader.header["signal_buffers"]) * sum(_n_segments(reader))
