@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-LIBVER = {"earliest": h5py.h5f.LIBVER_EARLIEST, "latest": h5py.h5f.LIBVER_LATEST}
+# (low, high) bounds: "v110" pins layout message version 4 (HDF5 2.0 writes 5 when filtered).
+LIBVER = {
+    "earliest": (h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST),
+    "v110": (h5py.h5f.LIBVER_V110, h5py.h5f.LIBVER_V110),
+    "latest": (h5py.h5f.LIBVER_LATEST, h5py.h5f.LIBVER_LATEST),
+}
 FILTERS = {
     "none": {},
     "gzip": {"compression": "gzip"},
@@ -50,7 +55,7 @@ def create(
     if userblock:
         fcpl.set_userblock(userblock)
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-    fapl.set_libver_bounds(LIBVER[libver], h5py.h5f.LIBVER_LATEST)
+    fapl.set_libver_bounds(*LIBVER[libver])
     fid = h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
     return h5py.File(fid)
 
