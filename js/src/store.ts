@@ -281,6 +281,12 @@ export class ReferenceStore implements AsyncReadable {
     const selection = array?.selection;
     const padding = array?.info.padding;
     if (ref.kind === "file") {
+      // A whole file of recorded size is a byte range: batched, checked, partially readable.
+      const size = this.#sources.get(this.#absolute(ref.url))?.size;
+      if (size !== undefined) {
+        const whole: Reference = { kind: "range", url: ref.url, offset: 0, size };
+        return this.#readReference(key, whole, range, array, signal);
+      }
       const url = this.#absolute(ref.url);
       if (selection === undefined && padding === undefined) {
         if (range === null) {

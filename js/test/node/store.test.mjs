@@ -532,6 +532,32 @@ describe("legacy references", () => {
   });
 });
 
+describe("whole-file references", () => {
+  test("[url] reads the file; with a recorded size it becomes a range, read in part", async () => {
+    const expected = new Uint8Array(readFileSync(`${FIXTURES}/data/small_chunks.bin`));
+    const url = `${server.url}/data/small_chunks.bin`;
+    const refs = (sources) => ({ version: 1, refs: { blob: [url] }, sources });
+    const plain = new ReferenceStore(refs(undefined));
+    server.reset();
+    assert.deepEqual(await plain.get("/blob"), expected);
+    assert.deepEqual(
+      await plain.getRange("/blob", { offset: 10, length: 5 }),
+      expected.slice(10, 15),
+    );
+    assert.deepEqual(await plain.getRange("/blob", { suffixLength: 7 }), expected.slice(-7));
+    assert.equal(server.counters.gets, 3);
+    assert.equal(server.counters.ranges, 2);
+    const sized = new ReferenceStore(refs({ [url]: { size: expected.length } }));
+    server.reset();
+    assert.deepEqual(await sized.get("/blob"), expected);
+    assert.deepEqual(await sized.getRange("/blob", { suffixLength: 7 }), expected.slice(-7));
+    assert.equal(server.counters.ranges, 2);
+    assert.equal(server.counters.bytes, expected.length + 7);
+    const wrong = new ReferenceStore(refs({ [url]: { size: expected.length + 1 } }));
+    await assert.rejects(wrong.get("/blob"), SourceChangedError);
+  });
+});
+
 describe("grouping by physical URL", () => {
   test("two reference URLs that resolve to one file are merged into one request", async () => {
     const refs = {
