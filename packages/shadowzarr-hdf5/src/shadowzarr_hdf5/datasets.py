@@ -17,7 +17,6 @@ from .context import Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
 from .inline import string_codecs
-from .netcdf import netcdf_attributes
 from .layouts import (
     add_chunked,
     add_contiguous,
@@ -29,6 +28,7 @@ from .layouts import (
     external_chunk_shape,
     storage_layout,
 )
+from .netcdf import netcdf_attributes
 from .verify import needs_verification, verify_chunk
 
 __all__ = ["add_dataset"]

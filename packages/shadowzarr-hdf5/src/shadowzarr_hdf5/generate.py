@@ -9,6 +9,7 @@ at a time; all chunk indexes are parsed in one lockstep pass before the walk.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -66,7 +67,8 @@ def generate_rfs(
         Opt-in: a dataset that would be refused (unsupported filter, virtual dataset) of at most
         this many bytes is read and inlined instead.
     progress
-        ``progress(done, total, path)`` after each dataset; True shows a bar on a terminal.
+        ``progress(done, total, path)`` after each dataset; True shows a bar on stderr; None
+        (default) shows it when stderr is a terminal; False shows nothing.
     record_source
         Record the source's size and ETag under ``sources``.
     parse_indexes
@@ -261,14 +263,12 @@ def _progress(progress: ProgressCallback | bool | None, total: int) -> Callable[
             callback(done, total, path)
 
         return report
-    if progress is True:
+    if progress is True or (progress is None and sys.stderr.isatty()):
         return _terminal_bar(total)
     return lambda _path: None
 
 
 def _terminal_bar(total: int) -> Callable[[str], None]:
-    import sys
-
     done = 0
     interactive = sys.stderr.isatty()
 
