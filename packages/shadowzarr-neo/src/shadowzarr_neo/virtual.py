@@ -60,8 +60,10 @@ def virtual_arrays_neo(
     Raises
     ------
     NotVirtualizable
-        For a reader that does not say where its data is, a recording NEO patches while reading
-        (an Open Ephys recording with gaps) or, with ``strict``, a stream left out.
+        For a reader that does not say where its data is, a recording whose stored values are
+        not NEO's (an Open Ephys recording with gaps, BDF's 24-bit samples, a discontinuous
+        EDF+ file, an inverted, compressed or event-only BioCam file) or, with ``strict``, a
+        stream that would be left out (:class:`~shadowzarr_neo.errors.ComputedStream`).
     """
     to_url = url_for if url_for is not None else _absolute_path
     arrays: dict[str, VirtualArray] = {}
