@@ -8,13 +8,27 @@ import { SourceUnavailableError } from "./errors.js";
 export type FetchFunction = (request: Request) => Promise<Response>;
 export type UrlResolver = (url: string) => Promise<string>;
 
-const DANDI_DOWNLOAD =
-  /^https:\/\/api(?:\.sandbox|-sandbox|-staging)?\.dandiarchive\.org\/api\/assets\/[^/]+\/download\/?$/;
+const DANDI_HOSTS = new Set([
+  "api.dandiarchive.org",
+  "api.sandbox.dandiarchive.org",
+  "api-staging.dandiarchive.org",
+]);
+const DOWNLOAD_PATH = /^\/api\/(?:dandisets\/[^/]+\/versions\/[^/]+\/)?assets\/[^/]+\/download\/?$/;
 
 export const DANDI_CACHE_MS = 10 * 60 * 1000;
 
 export function isDandiDownloadUrl(url: string): boolean {
-  return DANDI_DOWNLOAD.test(url);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  return (
+    (parsed.protocol === "https:" || parsed.protocol === "http:") &&
+    DANDI_HOSTS.has(parsed.host) &&
+    DOWNLOAD_PATH.test(parsed.pathname)
+  );
 }
 
 /**

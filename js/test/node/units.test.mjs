@@ -349,6 +349,15 @@ test("fill bytes for the types the store pads", () => {
 test("DANDI download URLs are recognised, other URLs are not", () => {
   assert.ok(isDandiDownloadUrl("https://api.dandiarchive.org/api/assets/5a9cc6f1-aeaf/download/"));
   assert.ok(isDandiDownloadUrl("https://api.sandbox.dandiarchive.org/api/assets/abc/download/"));
+  assert.ok(isDandiDownloadUrl("https://api-staging.dandiarchive.org/api/assets/abc/download"));
+  assert.ok(
+    isDandiDownloadUrl(
+      "https://api.dandiarchive.org/api/dandisets/000003/versions/draft/assets/abc/download/",
+    ),
+  );
+  assert.ok(
+    !isDandiDownloadUrl("https://api.dandiarchive.org.evil.example/api/assets/a/download/"),
+  );
   assert.ok(!isDandiDownloadUrl("https://dandiarchive.s3.amazonaws.com/blobs/abc"));
   assert.ok(!isDandiDownloadUrl("https://api.dandiarchive.org/api/assets/abc/"));
 });
