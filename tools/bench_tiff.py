@@ -40,17 +40,30 @@ class Result:
     chunks: str
 
 
-def write_stack(path: Path, pages: int, height: int, width: int, layout: str) -> None:
+def write_stack(
+    path: Path, pages: int, height: int, width: int, layout: str, compression: str | None
+) -> None:
     """``generic``: pages written one by one (each its own IFD, tifffile walks them all);
-    ``shaped``: one imwrite call (tifffile's shaped series, contiguous data)."""
+    ``shaped``: one imwrite call (tifffile's shaped series, contiguous data). Compressed
+    pages get some noise, so their sizes (and the IFD spacing) vary as in real stacks."""
     frame = np.arange(height * width, dtype=np.uint16).reshape(height, width)
     if layout == "shaped":
         data = np.broadcast_to(frame, (pages, height, width))
-        tifffile.imwrite(path, data, photometric="minisblack")
+        tifffile.imwrite(path, data, photometric="minisblack", compression=compression)
         return
+    noise = np.random.default_rng(0).integers(0, 16, (64, height, width), dtype=np.uint16)
     with tifffile.TiffWriter(path) as tif:
         for index in range(pages):
-            tif.write(frame + index, contiguous=False, metadata=None, photometric="minisblack")
+            page = frame + index
+            if compression is not None:
+                page = frame + noise[index % 64]
+            tif.write(
+                page,
+                contiguous=False,
+                metadata=None,
+                photometric="minisblack",
+                compression=compression,
+            )
 
 
 def run_shadowzarr(url: str, local: Path) -> str:
@@ -63,7 +76,11 @@ def run_shadowzarr(url: str, local: Path) -> str:
                 raise AssertionError(f"shadowzarr: page {page} differs from tifffile")
     listed = sum(1 for key in rfs.refs if key.startswith("0/c/"))
     generated = sum(entry.count for entry in rfs.gen)
-    return f"{listed} refs + {generated} in {len(rfs.gen)} gen"
+    if "0" in rfs.indexes:
+        return f"{len(rfs.indexes['0'].table.reshape(-1, 2))} in a chunk index"
+    if generated:
+        return f"{generated} in {len(rfs.gen)} gen entry"
+    return f"{listed} refs"
 
 
 def run_kerchunk(url: str) -> str:
@@ -136,6 +153,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--layout", choices=["generic", "shaped"], default="generic")
+    parser.add_argument("--compression", help="e.g. zlib (default: uncompressed)")
     parser.add_argument("--virtual-tiff-python", help="a Python that has virtual-tiff installed")
     parser.add_argument(
         "--skip",
@@ -149,10 +167,11 @@ def main() -> None:
         root = Path(folder)
         local = root / "stack.tif"
         start = time.perf_counter()
-        write_stack(local, args.pages, args.height, args.width, args.layout)
+        write_stack(local, args.pages, args.height, args.width, args.layout, args.compression)
         size = local.stat().st_size
         print(
-            f"{args.layout} stack: {args.pages} pages of {args.height}x{args.width} uint16, "
+            f"{args.layout} stack: {args.pages} pages of {args.height}x{args.width} uint16 "
+            f"({args.compression or 'uncompressed'}), "
             f"{size / 2**20:.1f} MiB, written in {time.perf_counter() - start:.1f} s; "
             f"latency {args.latency * 1000:.0f} ms per request",
             flush=True,

@@ -183,6 +183,24 @@ class HttpRangeFile(io.RawIOBase):
         offset = start - first * self._block
         return joined[offset : offset + (stop - start)]
 
+    def cached(self, start: int, stop: int) -> bool:
+        """Whether bytes [start, stop) are all in the cache."""
+        stop = min(stop, self.size)
+        return all(
+            b in self._cache for b in range(start // self._block, (stop - 1) // self._block + 1)
+        )
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Bring the blocks holding ``ranges`` into the cache, in as few requests as possible."""
+        blocks: set[int] = set()
+        for start, stop in ranges:
+            stop = min(stop, self.size)
+            if stop > start:
+                blocks.update(range(start // self._block, (stop - 1) // self._block + 1))
+        missing = sorted(b for b in blocks if b not in self._cache)
+        if missing:
+            self._fetch_blocks(missing)
+
     def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         """Bytes of each [start, stop) range, fetched together (not cached)."""
         order = sorted(range(len(ranges)), key=lambda i: ranges[i])

@@ -16,6 +16,7 @@ import requests
 from shadowzarr_spec import SourceChangedError, SourceNotFoundError
 
 from shadowzarr_tiff.http_file import HttpRangeFile
+from shadowzarr_tiff.ifd_chain import prefetch_ifd_chain
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -53,6 +54,7 @@ def open_source(
     if is_url(text) and local_path is None:
         remote = HttpRangeFile(text, max_concurrency=max_concurrency, read_ahead=read_ahead)
         try:
+            prefetch_ifd_chain(remote)
             yield OpenedSource(
                 cast("IO[bytes]", remote),
                 Path(text.split("?")[0]).name,
