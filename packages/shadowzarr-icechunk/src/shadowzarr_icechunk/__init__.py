@@ -6,13 +6,19 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from shadowzarr_spec import ReferenceFileSystem, load_rfs
+from shadowzarr_spec import ReferenceFileSystem
 
 from shadowzarr_icechunk.errors import (
     MissingVirtualChunkContainerError,
     SelectionNotSupportedError,
 )
-from shadowzarr_icechunk.icechunk import icechunk_to_rfs, required_containers, rfs_to_icechunk
+from shadowzarr_icechunk.icechunk import (
+    icechunk_to_rfs,
+    prepare_conversion,
+    required_containers,
+    rfs_to_icechunk,
+    write_conversion,
+)
 from shadowzarr_icechunk.virtualizarr import manifest_store_to_rfs, virtual_array
 
 if TYPE_CHECKING:
@@ -48,10 +54,10 @@ def write_icechunk_repository(
 
     from shadowzarr_icechunk.locations import local_path
 
-    loaded = rfs if isinstance(rfs, ReferenceFileSystem) else load_rfs(rfs)
+    conversion = prepare_conversion(rfs, copy_selections=copy_selections, url_for=None)
     config = icechunk.RepositoryConfig.default()
     authorize: dict[str, Any] = {}
-    for prefix in required_containers(loaded):
+    for prefix in conversion.prefixes:
         folder = local_path(prefix)
         store: Any
         if folder is not None:
@@ -69,6 +75,6 @@ def write_icechunk_repository(
         authorize_virtual_chunk_access=authorize,
     )
     session = repository.writable_session("main")
-    rfs_to_icechunk(loaded, session, copy_selections=copy_selections)
+    write_conversion(conversion, session)
     session.commit(message)
     return repository

@@ -16,6 +16,7 @@ import asyncio
 import math
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,11 +42,14 @@ if TYPE_CHECKING:
     import icechunk
 
 __all__ = [
+    "Conversion",
     "MissingVirtualChunkContainerError",
     "SelectionNotSupportedError",
     "icechunk_to_rfs",
+    "prepare_conversion",
     "required_containers",
     "rfs_to_icechunk",
+    "write_conversion",
 ]
 
 NATIVE_WRITE_CONCURRENCY = 16
@@ -83,8 +87,56 @@ def rfs_to_icechunk(
         The repository has no virtual chunk container for some of the locations; nothing has
         been written then.
     """
-    from zarr.core.sync import sync
+    conversion = prepare_conversion(rfs_or_path, copy_selections=copy_selections, url_for=url_for)
+    write_conversion(conversion, session)
 
+
+def required_containers(
+    rfs_or_path: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    *,
+    url_for: UrlFor | None = None,
+) -> list[str]:
+    """The virtual chunk container prefixes a repository needs for these references: the
+    server of each remote URL, the folder of each local file."""
+    return prepare_conversion(rfs_or_path, copy_selections=True, url_for=url_for).prefixes
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """What :func:`rfs_to_icechunk` will write: each array's chunk table and which of its
+    chunks are copied into the repository rather than pointed at."""
+
+    rfs: ReferenceFileSystem
+    tables: dict[str, ChunkTable]
+    native: dict[str, np.ndarray]
+    url_for: UrlFor | None
+
+    @property
+    def locations(self) -> set[str]:
+        """The URLs the repository's virtual chunks will point into."""
+        urls: set[str] = set()
+        for path, table in self.tables.items():
+            used = np.unique(table.codes[(table.codes >= 0) & ~self.native[path]])
+            urls.update(table.urls[int(code)] for code in used)
+        return {self.location(url) for url in urls}
+
+    @property
+    def prefixes(self) -> list[str]:
+        """A virtual chunk container prefix for each place the locations are in."""
+        return sorted({container_prefix(location) for location in self.locations})
+
+    def location(self, url: str) -> str:
+        return location_of(url, base=self.rfs.base, url_for=self.url_for)
+
+
+def prepare_conversion(
+    rfs_or_path: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    *,
+    copy_selections: bool,
+    url_for: UrlFor | None,
+) -> Conversion:
+    """Read the references once into chunk tables, refusing selections unless they are
+    copied."""
     rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
     rfs = with_sized_whole_files(rfs)
     paths = array_paths(rfs)
@@ -97,27 +149,20 @@ def rfs_to_icechunk(
                 "copy_selections=True to copy their data into the repository"
             )
     tables = chunk_tables(rfs, paths)
+    sizes: dict[str, int | None] = {}
     native = {
-        path: _native_mask(rfs, path, table, copy_selections, url_for)
+        path: _native_mask(rfs, path, table, copy_selections, url_for, sizes)
         for path, table in tables.items()
     }
-    _check_containers(rfs, tables, native, session, url_for)
-    sync(_write(rfs, tables, native, session, url_for))
+    return Conversion(rfs, tables, native, url_for)
 
 
-def required_containers(
-    rfs_or_path: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
-    *,
-    url_for: UrlFor | None = None,
-) -> list[str]:
-    """The virtual chunk container prefixes a repository needs for these references: the
-    server of each remote URL, the folder of each local file."""
-    rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
-    rfs = with_sized_whole_files(rfs)
-    tables = chunk_tables(rfs, array_paths(rfs))
-    native = {path: _native_mask(rfs, path, table, True, url_for) for path, table in tables.items()}
-    locations = _virtual_locations(rfs, tables, native, url_for)
-    return sorted({container_prefix(location) for location in locations})
+def write_conversion(conversion: Conversion, session: icechunk.Session) -> None:
+    """Write a prepared conversion into a writable session (see :func:`rfs_to_icechunk`)."""
+    from zarr.core.sync import sync
+
+    _check_containers(conversion, session)
+    sync(_write(conversion, session))
 
 
 def icechunk_to_rfs(
@@ -161,13 +206,13 @@ def icechunk_to_rfs(
 # -- writing ------------------------------------------------------------------------------
 
 
-async def _write(
-    rfs: ReferenceFileSystem,
-    tables: dict[str, ChunkTable],
-    native: dict[str, np.ndarray],
-    session: icechunk.Session,
-    url_for: UrlFor | None,
-) -> None:
+async def _write(conversion: Conversion, session: icechunk.Session) -> None:
+    rfs, tables, native, url_for = (
+        conversion.rfs,
+        conversion.tables,
+        conversion.native,
+        conversion.url_for,
+    )
     from zarr.core.buffer import default_buffer_prototype
 
     store = session.store
@@ -232,6 +277,7 @@ def _native_mask(
     table: ChunkTable,
     copy_selections: bool,
     url_for: UrlFor | None,
+    sizes: dict[str, int | None],
 ) -> np.ndarray:
     """Chunks that go into the repository: inline ones, short (padded) or empty ones of
     uncompressed arrays, and all of a selected array's."""
@@ -246,7 +292,9 @@ def _native_mask(
         full = math.prod(info.chunk_shape) * table.virtual.dtype.itemsize
         lengths = table.lengths.copy()
         for code, url in enumerate(table.urls):
-            size = source_size(rfs, url, url_for)
+            if url not in sizes:  # one stat or HEAD per file, whatever the number of arrays
+                sizes[url] = source_size(rfs, url, url_for)
+            size = sizes[url]
             if size is not None:
                 mine = table.codes == code
                 lengths[mine] = np.minimum(lengths[mine], np.maximum(size - table.offsets[mine], 0))
@@ -332,35 +380,16 @@ async def _copy_native(
         source.close()
 
 
-def _check_containers(
-    rfs: ReferenceFileSystem,
-    tables: dict[str, ChunkTable],
-    native: dict[str, np.ndarray],
-    session: icechunk.Session,
-    url_for: UrlFor | None,
-) -> None:
+def _check_containers(conversion: Conversion, session: icechunk.Session) -> None:
     containers = session.config.virtual_chunk_containers or {}
     prefixes = [container.url_prefix for container in containers.values()]
     missing = {
         container_prefix(location)
-        for location in _virtual_locations(rfs, tables, native, url_for)
+        for location in conversion.locations
         if not is_covered(location, prefixes)
     }
     if missing:
         raise MissingVirtualChunkContainerError(sorted(missing))
-
-
-def _virtual_locations(
-    rfs: ReferenceFileSystem,
-    tables: dict[str, ChunkTable],
-    native: dict[str, np.ndarray],
-    url_for: UrlFor | None,
-) -> set[str]:
-    urls: set[str] = set()
-    for path, table in tables.items():
-        used = np.unique(table.codes[(table.codes >= 0) & ~native[path]])
-        urls.update(table.urls[int(code)] for code in used)
-    return {location_of(url, base=rfs.base, url_for=url_for) for url in urls}
 
 
 async def _read_keys(store: icechunk.IcechunkStore, keys: Iterable[str]) -> list[bytes]:
