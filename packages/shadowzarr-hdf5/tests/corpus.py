@@ -391,11 +391,11 @@ def _external(f: h5py.File, root: Path) -> None:
 def _many_chunks(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "grid",
-        data=np.arange(200 * 300, dtype="<i4").reshape(200, 300),
+        data=np.arange(80 * 100, dtype="<i4").reshape(80, 100),
         chunks=(4, 5),
         compression="gzip",
     )
-    sparse = f.create_dataset("sparse", shape=(3000,), chunks=(1,), dtype="<i2", fillvalue=-2)
+    sparse = f.create_dataset("sparse", shape=(1200,), chunks=(1,), dtype="<i2", fillvalue=-2)
     sparse[::7] = 11
 
 
