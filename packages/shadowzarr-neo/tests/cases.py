@@ -17,6 +17,7 @@ from .recordings.brainvision import write_brainvision
 from .recordings.edf import write_edf
 from .recordings.elan import write_elan
 from .recordings.intan_per_channel import write_intan_per_channel
+from .recordings.intan_rhs import write_intan_rhs
 from .recordings.maxwell import write_maxwell
 from .recordings.micromed import write_micromed
 from .recordings.neuralynx import write_neuralynx
@@ -92,6 +93,7 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "neuralynx": write_neuralynx,
     "neuralynx-one-segment": partial(write_neuralynx, segments=1, n_channels=2, inverted=False),
     "intan-one-file-per-channel": write_intan_per_channel,
+    "intan-rhs": write_intan_rhs,
     "blackrock-2.3": write_blackrock,
     "blackrock-3.0": partial(write_blackrock, spec="3.0", segments=1, n_channels=3, nsx=6),
     "blackrock-3.0-ptp": partial(write_blackrock, spec="3.0-ptp", segments=3, n_channels=4),
