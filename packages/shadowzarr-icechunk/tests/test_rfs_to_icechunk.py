@@ -287,3 +287,30 @@ def test_write_icechunk_repository(tmp_path: Path, sample_folder: Path) -> None:
     )
     root = zarr.open_group(reopened.readonly_session("main").store, mode="r")
     _read_all(root, sample.expected)
+
+
+@pytest.mark.network
+def test_each_file_keeps_its_own_etag(tmp_path: Path, nginx: NginxServer) -> None:
+    """One array in two files: replacing one file refuses only the chunks in it."""
+    values = np.arange(400, dtype="<f4")
+    for index in range(2):
+        nginx.write_file(f"part{index}.bin", values[index * 200 : (index + 1) * 200].tobytes())
+    builder = RfsBuilder()
+    builder.add_array("values", shape=values.shape, data_type=values.dtype, chunk_shape=(100,))
+    for chunk in range(4):
+        url = nginx.url(f"part{chunk // 2}.bin")
+        builder.add_chunk("values", (chunk,), url, (chunk % 2) * 400, 400)
+    for index in range(2):
+        url = nginx.url(f"part{index}.bin")
+        builder.add_source(url, size=800, etag=requests.head(url, timeout=10).headers["ETag"])
+    repo = make_repository(tmp_path / "repo", {nginx.url(""): icechunk.http_store()})
+    session = repo.writable_session("main")
+    rfs_to_icechunk(builder.build(), session)
+    session.commit("two files")
+    array = zarr.open_array(repo.readonly_session("main").store, path="values", mode="r")
+    assert_same(array[:], values, "values")
+
+    nginx.write_file("part1.bin", values[200:][::-1].tobytes())
+    assert_same(array[:200], values[:200], "unchanged part")
+    with pytest.raises(icechunk.IcechunkError, match=r"checksum .* has changed"):
+        array[200:]
