@@ -384,3 +384,23 @@ def test_netcdf4_file_opens_in_xarray_identical(tmp_path: Path) -> None:
     with xr.open_dataset(path, engine="h5netcdf") as expected:
         actual = xr.open_zarr(RfsStore(rfs), consolidated=True, zarr_format=3)
         xr.testing.assert_identical(actual.load(), expected.load())
+
+
+@pytest.mark.network
+def test_local_copy_with_remote_url(nginx: Any, nginx_root: Path, open_refs: Any) -> None:
+    """Headers read from a local copy, references and source check pointing at the URL."""
+    served = write(nginx_root, "partial_chunks", corpus.WRITERS["partial_chunks"])
+    url = nginx.url(served.name)
+    rfs = generate_rfs(url, local_hdf5_path=served, inline_threshold=0)
+    assert {ref.url for ref in rfs.refs.values() if hasattr(ref, "url")} == {url}
+    assert rfs.sources[url].size == served.stat().st_size
+    assert rfs.sources[url].etag
+    compare_file(served, open_refs(rfs))
+
+
+def test_local_copy_of_unreachable_url_records_its_size(tmp_path: Path) -> None:
+    path = write(tmp_path, "bool", corpus.WRITERS["bool"])
+    url = "http://127.0.0.1:9/unreachable.h5"
+    rfs = generate_rfs(url, local_hdf5_path=path)
+    assert rfs.sources[url].size == path.stat().st_size
+    assert rfs.sources[url].etag is None

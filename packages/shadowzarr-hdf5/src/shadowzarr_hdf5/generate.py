@@ -8,6 +8,7 @@ at a time; all chunk indexes are parsed in one lockstep pass before the walk.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -30,6 +31,8 @@ from .nwb import bare_non_finite_attributes, is_nwb
 from .sources import dandi_asset_url, is_url, source_state
 
 __all__ = ["ProgressCallback", "generate_rfs"]
+
+logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int, str], None]
 """``progress(done, total, path)`` after each dataset."""
@@ -107,7 +110,7 @@ def generate_rfs(
         report = _progress(progress, len(datasets))
         _Walker(builder, source, options, report).run()
         if record_source:
-            _record_source(builder, reference_url, raw, local_hdf5_path is None)
+            _record_source(builder, reference_url, raw, local_hdf5_path)
         bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
     rfs = builder.build()
     return bare_non_finite_attributes(rfs) if bare else rfs
@@ -285,14 +288,21 @@ def _terminal_bar(total: int) -> Callable[[str], None]:
     return report
 
 
-def _record_source(builder: RfsBuilder, url: str, raw: Any, read_directly: bool) -> None:
-    known = read_directly and not isinstance(raw, str) and dandi_asset_url(url) is None
+def _record_source(
+    builder: RfsBuilder, url: str, raw: Any, local_copy: str | os.PathLike[str] | None
+) -> None:
+    """Size and ETag of where the references point (the remote file, even when the headers
+    came from a local copy; the copy's size when the remote cannot be reached)."""
+    known = local_copy is None and not isinstance(raw, str) and dandi_asset_url(url) is None
     size = getattr(raw, "size", None) if known else None
     etag = getattr(raw, "etag", None) if known else None
     if size is None or (is_url(url) and etag is None):
         try:
             state = source_state(url)
         except OSError as exc:
-            raise SourceError(f"cannot read the size and ETag of {url}: {exc}") from exc
+            if local_copy is None:
+                raise SourceError(f"cannot read the size and ETag of {url}: {exc}") from exc
+            logger.warning("%s is not reachable (%s); recording the local copy's size", url, exc)
+            state = source_state(os.fspath(local_copy))
         size, etag = state.size, state.etag if etag is None else etag
     builder.add_source(url, size=size, etag=etag)
