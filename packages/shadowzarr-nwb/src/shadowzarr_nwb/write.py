@@ -157,4 +157,3 @@ def _local_path(url: str) -> Path | None:
     if "://" in url or "{{" in url:
         return None
     return Path(url)
-
