@@ -207,14 +207,14 @@ def icechunk_to_rfs(
 
 
 async def _write(conversion: Conversion, session: icechunk.Session) -> None:
+    from zarr.core.buffer import default_buffer_prototype
+
     rfs, tables, native, url_for = (
         conversion.rfs,
         conversion.tables,
         conversion.native,
         conversion.url_for,
     )
-    from zarr.core.buffer import default_buffer_prototype
-
     store = session.store
     buffer = default_buffer_prototype().buffer
     metadata_keys = sorted(
@@ -290,15 +290,18 @@ def _native_mask(
     if info.uncompressed:
         # A reference running past the end of its file reads clipped, then padded.
         full = math.prod(info.chunk_shape) * table.virtual.dtype.itemsize
-        lengths = table.lengths.copy()
-        for code, url in enumerate(table.urls):
+        for url in table.urls:
             if url not in sizes:  # one stat or HEAD per file, whatever the number of arrays
                 sizes[url] = source_size(rfs, url, url_for)
-            size = sizes[url]
-            if size is not None:
-                mine = table.codes == code
-                lengths[mine] = np.minimum(lengths[mine], np.maximum(size - table.offsets[mine], 0))
-        native |= (table.codes >= 0) & (lengths < full)
+        unknown = np.iinfo(np.int64).max
+        size_of_code = np.array(
+            [unknown if sizes[url] is None else sizes[url] for url in table.urls] + [unknown],
+            dtype=np.int64,
+        )
+        referenced = table.codes >= 0
+        file_sizes = size_of_code[np.where(referenced, table.codes, len(table.urls))]
+        readable = np.minimum(table.lengths, np.maximum(file_sizes - table.offsets, 0))
+        native |= referenced & (readable < full)
     else:
         native |= (table.codes >= 0) & (table.lengths == 0)
     return native
