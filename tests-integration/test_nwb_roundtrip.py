@@ -146,9 +146,11 @@ def behaviour(nwb: NWBFile) -> None:
         resolution=np.nan,
     ))  # fmt: skip
     module.add(events)
+    licks = events.time_series["licks"]
     nwb.add_trial(start_time=0.0, stop_time=1.0)
     nwb.add_trial(start_time=1.5, stop_time=2.5)
-    nwb.add_epoch(start_time=0.0, stop_time=2.5, tags=["run", "fast"])
+    # A compound column with an object reference field (TimeSeriesReferenceVectorData).
+    nwb.add_epoch(start_time=0.0, stop_time=2.5, tags=["run", "fast"], timeseries=[licks])
 
 
 def images(nwb: NWBFile) -> None:
@@ -158,11 +160,13 @@ def images(nwb: NWBFile) -> None:
 
 
 def tables(nwb: NWBFile) -> None:
-    words = VectorData("words", "ragged strings", data=["a", "bb", "ccc", "d", "ee"])
-    words_index = VectorIndex("words_index", data=[2, 3, 5], target=words)
+    words = VectorData(
+        name="words", description="ragged strings", data=["a", "bb", "ccc", "d", "ee"]
+    )
+    words_index = VectorIndex(name="words_index", data=[2, 3, 5], target=words)
     table = DynamicTable(
         name="notes", description="a ragged table",
-        columns=[VectorData("number", "ints", data=[1, 2, 3]), words, words_index],
+        columns=[VectorData(name="number", description="ints", data=[1, 2, 3]), words, words_index],
     )  # fmt: skip
     pointer = DynamicTable(name="pointers", description="rows of notes")
     pointer.add_column("row", "a row of notes", table=table)
