@@ -307,6 +307,12 @@ def _index_kinds(f: h5py.File, _root: Path) -> None:
     )
     bt.resize((50, 40))
     bt[...] = data
+    cube = f.create_dataset(
+        "extensible_middle", shape=(6, 0, 5), maxshape=(6, None, 5), chunks=(2, 2, 2), dtype="<f4"
+    )
+    for step in range(1, 4):
+        cube.resize((6, 3 * step, 5))
+        cube[:, 3 * (step - 1) : 3 * step] = np.arange(90, dtype="<f4").reshape(6, 3, 5) + step
 
 
 @corpus("partial_chunks")
