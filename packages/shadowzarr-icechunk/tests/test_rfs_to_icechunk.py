@@ -314,3 +314,25 @@ def test_each_file_keeps_its_own_etag(tmp_path: Path, nginx: NginxServer) -> Non
     assert_same(array[:200], values[:200], "unchanged part")
     with pytest.raises(icechunk.IcechunkError, match=r"checksum .* has changed"):
         array[200:]
+
+
+@pytest.mark.network
+def test_reference_directory_served_over_http(tmp_path: Path, nginx: NginxServer) -> None:
+    """References loaded from a URL: relative source paths and the chunk index beside
+    refs.json are read from the server."""
+    values = np.arange(3000, dtype="<i4")
+    nginx.write_file("data/values.bin", values.tobytes())
+    builder = RfsBuilder()
+    builder.add_array("values", shape=values.shape, data_type=values.dtype, chunk_shape=(2,))
+    for i in range(1500):
+        builder.add_chunk("values", (i,), "../../data/values.bin", i * 8, 8)
+    write_rfs(builder.build(), nginx.path("refs") / "values.shadowzarr")
+    rfs = load_rfs(nginx.url("refs/values.shadowzarr"))
+    assert rfs.indexes["values"].path is not None
+    assert_same(open_rfs(rfs)["values"][:], values, "values through RfsStore")
+    repo = make_repository(tmp_path / "repo", {nginx.url(""): icechunk.http_store()})
+    session = repo.writable_session("main")
+    rfs_to_icechunk(rfs, session)
+    session.commit("from a URL")
+    root = zarr.open_group(repo.readonly_session("main").store, mode="r")
+    assert_same(root["values"][:], values, "values")

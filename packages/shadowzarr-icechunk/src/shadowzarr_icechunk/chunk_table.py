@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from shadowzarr_spec import (
     FileRef,
+    IndexRef,
     ReferenceFileSystem,
     SourceError,
     SourceNotFoundError,
@@ -39,6 +40,7 @@ __all__ = [
     "chunk_table",
     "chunk_tables",
     "source_size",
+    "with_remote_indexes_loaded",
     "with_sized_whole_files",
 ]
 
@@ -196,6 +198,39 @@ def _overlay_listed(
     codes[where] = listed_codes
     offsets[where] = listed_offsets
     lengths[where] = listed_lengths
+
+
+def with_remote_indexes_loaded(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
+    """``rfs`` with the chunk indexes of references loaded from a URL read into memory (the
+    index arrays are plain Zarr arrays beside refs.json); local ones are read where they are."""
+    remote = {
+        path: index
+        for path, index in rfs.indexes.items()
+        if index.table is None
+        and index.path is not None
+        and ("://" in index.path or (rfs.base is not None and "://" in rfs.base))
+    }
+    if not remote:
+        return rfs
+    import zarr
+    from zarr.storage import FsspecStore
+
+    indexes = dict(rfs.indexes)
+    for path, index in remote.items():
+        assert index.path is not None
+        root = index.path if "://" in index.path else f"{rfs.base}/{index.path}"
+        store = FsspecStore.from_url(root.rstrip("/"), read_only=True)
+        table = np.asarray(zarr.open_array(store, mode="r")[...], dtype=np.uint64)
+        indexes[path] = IndexRef(url=index.url, table=table)
+    return ReferenceFileSystem(
+        refs=rfs.refs,
+        gen=rfs.gen,
+        indexes=indexes,
+        selections=rfs.selections,
+        sources=rfs.sources,
+        version=rfs.version,
+        base=rfs.base,
+    )
 
 
 def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:

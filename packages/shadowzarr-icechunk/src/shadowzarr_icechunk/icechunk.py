@@ -29,6 +29,7 @@ from shadowzarr_icechunk.chunk_table import (
     ChunkTable,
     chunk_tables,
     source_size,
+    with_remote_indexes_loaded,
     with_sized_whole_files,
 )
 from shadowzarr_icechunk.errors import (
@@ -138,7 +139,7 @@ def prepare_conversion(
     """Read the references once into chunk tables, refusing selections unless they are
     copied."""
     rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
-    rfs = with_sized_whole_files(rfs)
+    rfs = with_sized_whole_files(with_remote_indexes_loaded(rfs))
     paths = array_paths(rfs)
     if not copy_selections:
         selected = sorted(p for p in paths if p in rfs.selections)

@@ -34,7 +34,8 @@ def location_of(url: str, *, base: str | None = None, url_for: UrlFor | None = N
     path = Path(url)
     if not path.is_absolute():
         if base is not None and base.startswith(("http://", "https://")):
-            return posixpath.join(base.rstrip("/") + "/", url)
+            # resolved here: Icechunk takes a location's path verbatim, ".." included
+            return urllib.parse.urljoin(base.rstrip("/") + "/", url)
         path = Path(base or os.getcwd()) / path
     return Path(os.path.abspath(path)).as_uri()
 
