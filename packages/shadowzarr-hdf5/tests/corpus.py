@@ -482,6 +482,12 @@ def _unknown(f: h5py.File, _root: Path) -> None:
     )
 
 
+@refusal("blosc2", "the Blosc2 filter")
+def _blosc2(f: h5py.File, _root: Path) -> None:
+    data = np.arange(5000, dtype="i4")
+    f.create_dataset("b2", data=data, chunks=(1000,), **hdf5plugin.Blosc2())
+
+
 @refusal("vlen_sequence", "variable-length sequences")
 def _vlen(f: h5py.File, _root: Path) -> None:
     dset = f.create_dataset("ragged", shape=(2,), dtype=h5py.vlen_dtype("i4"))

@@ -25,6 +25,7 @@ _REFUSED = {
     SZIP: "SZIP",
     NBIT: "N-bit",
     SCALEOFFSET: "scale-offset",
+    BLOSC2: "Blosc2",  # its chunks are Blosc2 frames with a B2ND header, not plain chunks
 }
 _BLOSC_COMPRESSORS = {0: "blosclz", 1: "lz4", 2: "lz4hc", 3: "snappy", 4: "zlib", 5: "zstd"}
 _BLOSC_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
