@@ -336,3 +336,51 @@ def test_reference_directory_served_over_http(tmp_path: Path, nginx: NginxServer
     session.commit("from a URL")
     root = zarr.open_group(repo.readonly_session("main").store, mode="r")
     assert_same(root["values"][:], values, "values")
+
+
+def test_uneven_gen_entry_and_transposed_chunks(tmp_path: Path, sample_folder: Path) -> None:
+    """A gen entry whose offsets are not evenly spaced, over a Fortran-ordered array (the
+    transpose codec): chunk (i, 0) holds columns-first bytes at an offset no stride gives."""
+    full = np.arange(8 * 6, dtype="<u2").reshape(8, 6)
+    blocks = [np.asfortranarray(full[2 * i : 2 * i + 2]).tobytes(order="F") for i in range(4)]
+    order = [2, 0, 3, 1]  # block i is stored at position order[i]
+    stored = b"".join(blocks[order.index(position)] for position in range(4))
+    url = local_put(sample_folder)("fortran.bin", stored)
+    metadata = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [8, 6],
+        "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 6]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            {"name": "bytes", "configuration": {"endian": "little"}},
+        ],
+        "attributes": {},
+    }
+    document = {
+        "version": 2,
+        "refs": {
+            "zarr.json": '{"zarr_format":3,"node_type":"group","attributes":{}}',
+            "f/zarr.json": json.dumps(metadata),
+        },
+        "gen": [
+            {
+                "key": "f/c/{{i}}/0",
+                "url": url,
+                "offset": "{{(2 * ((i + 1) % 2) + i // 2) * 24}}",
+                "length": "24",
+                "dimensions": {"i": {"stop": 4}},
+            }
+        ],
+    }
+    assert [(2 * ((i + 1) % 2) + i // 2) for i in range(4)] == order
+    assert_same(open_rfs(document)["f"][:], full, "through RfsStore")
+    repo = make_repository(tmp_path / "repo", local_container(sample_folder))
+    session = repo.writable_session("main")
+    rfs_to_icechunk(document, session)
+    session.commit("uneven gen")
+    root = zarr.open_group(repo.readonly_session("main").store, mode="r")
+    assert_same(root["f"][:], full, "f")
