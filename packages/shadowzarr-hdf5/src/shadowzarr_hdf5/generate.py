@@ -167,15 +167,19 @@ def _chunk_tables(raw: Any, datasets: list[h5py.Dataset]) -> dict[str, Any]:
     chunked = [d for d in datasets if storage_layout(d) == "chunked" and d.shape is not None]
     if not chunked:
         return {}
+    from .remote import LocalRangeFetcher, read_chunk_tables
+    from .remote.errors import Hdf5FormatError
+
     try:
-        from .remote import LocalRangeFetcher, read_chunk_tables
-    except ImportError:
+        if isinstance(raw, str):
+            with LocalRangeFetcher(raw) as fetcher:
+                tables = read_chunk_tables(fetcher, chunked)
+        else:
+            tables = raw.prefetch_dataset_indexes(chunked)
+    except Hdf5FormatError as exc:
+        # A structure the parser does not know: h5py's chunk_iter (checked) takes over.
+        logger.warning("chunk indexes not parsed (%s); using h5py's chunk_iter", exc)
         return {}
-    if isinstance(raw, str):
-        with LocalRangeFetcher(raw) as fetcher:
-            tables = read_chunk_tables(fetcher, chunked)
-    else:
-        tables = raw.prefetch_dataset_indexes(chunked)
     by_address = {}
     for dataset, table in zip(chunked, tables, strict=True):
         by_address[h5py.h5o.get_info(dataset.id).addr] = table
