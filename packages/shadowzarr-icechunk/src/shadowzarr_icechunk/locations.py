@@ -10,11 +10,9 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["UrlFor", "container_prefix", "is_covered", "location_of"]
+__all__ = ["UrlFor", "container_prefix", "is_covered", "local_path", "location_of"]
 
 type UrlFor = Callable[[str], str | None]
-
-_REMOTE_SCHEMES = ("http://", "https://", "s3://", "gs://", "gcs://", "az://", "abfs://")
 
 
 def location_of(url: str, *, base: str | None = None, url_for: UrlFor | None = None) -> str:
@@ -27,9 +25,7 @@ def location_of(url: str, *, base: str | None = None, url_for: UrlFor | None = N
         mapped = url_for(url)
         if mapped is not None:
             return mapped
-    if url.startswith(_REMOTE_SCHEMES) or url.startswith("file://"):
-        return url
-    if "://" in url:
+    if "://" in url:  # http(s), s3, gs, file, ...
         return url
     path = Path(url)
     if not path.is_absolute():
