@@ -317,3 +317,20 @@ def _text(value: Any) -> str:
     if isinstance(value, bytes | np.bytes_):
         return bytes(value).decode("utf-8")
     return str(value)
+
+
+@pytest.mark.network
+def test_nwb_generated_over_http_reads_back_equal(nginx: Any, nginx_root: Path) -> None:
+    """Headers read over HTTP (nginx), chunks read back over HTTP by RfsStore."""
+    source = nginx_root / "remote.nwb"
+    write_nwb(source, [ecephys, tables])
+    url = nginx.url("remote.nwb")
+    rfs = generate_rfs(url, chunk_index_threshold=2, inline_threshold=64)
+    assert rfs.sources[url].size == source.stat().st_size
+    assert rfs.sources[url].etag
+    target = nginx_root / "remote.shadowzarr"
+    write_rfs(rfs, target, chunk_index_threshold=2)
+    with NWBHDF5IO(source, "r") as expected_io:
+        expected = expected_io.read()
+        with NWBZarrIO(RfsStore(load_rfs(target)), mode="r") as actual_io:
+            compare_containers(actual_io.read(), expected, "root")
