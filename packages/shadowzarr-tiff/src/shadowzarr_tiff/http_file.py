@@ -201,6 +201,17 @@ class HttpRangeFile(io.RawIOBase):
         if missing:
             self._fetch_blocks(missing)
 
+    def trim(self, start: int, stop: int, keep: list[tuple[int, int]]) -> None:
+        """Drop cached blocks inside [start, stop) that hold none of the ``keep`` ranges, so a
+        walk that fetched wide windows does not push what it found out of the cache."""
+        wanted: set[int] = set()
+        for a, b in keep:
+            if b > a:
+                wanted.update(range(a // self._block, (b - 1) // self._block + 1))
+        first, last = start // self._block, max(start, stop - 1) // self._block
+        for block in [b for b in self._cache if first <= b <= last and b not in wanted]:
+            del self._cache[block]
+
     def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         """Bytes of each [start, stop) range, fetched together (not cached)."""
         order = sorted(range(len(ranges)), key=lambda i: ranges[i])

@@ -5,8 +5,9 @@ one round trip per page. But the pages of a stack are written one after another 
 layout, so the IFDs are evenly spaced, exactly for uncompressed pages and nearly for compressed
 ones (their sizes vary a little). After a few IFDs we guess the positions of the next ones,
 with a window around each guess that widens like a random walk, and fetch all the windows in
-one round of multi-range requests; twice as many each round while the guesses hold. When
-tifffile then parses the file, its reads hit the cache.
+one round of multi-range requests; twice as many each round (up to ``max_ahead``, as the
+windows widen with the distance). What the windows held besides the IFDs is dropped from the
+cache as the walk passes it, so that tifffile, parsing the file next, finds the IFDs there.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _MAX_MARGIN = 16 * 1024
 
 
 def prefetch_ifd_chain(
-    handle: HttpRangeFile, *, max_ifds: int = 1_000_000, max_ahead: int = 4096
+    handle: HttpRangeFile, *, max_ifds: int = 1_000_000, max_ahead: int = 512
 ) -> int:
     """Read the main IFD chain of ``handle`` into its cache; return the number of IFDs."""
     header = handle.read_range(0, min(16, handle.size))
@@ -48,6 +49,8 @@ def prefetch_ifd_chain(
     positions: list[int] = []
     seen: set[int] = set()
     ahead = 8
+    kept: list[tuple[int, int]] = [(0, 65536)]  # the header and what follows it
+    trimmed_to = 0
     while position and position not in seen and len(positions) < max_ifds:
         if position + count_size > handle.size:
             break
@@ -57,6 +60,7 @@ def prefetch_ifd_chain(
             order + count_format, handle.read_range(position, position + count_size)
         )
         ifd_size = count_size + entries * entry_size + pointer_size
+        kept.append((position, position + ifd_size + _TAIL))
         pointer_at = position + count_size + entries * entry_size
         if pointer_at + pointer_size > handle.size:
             break
@@ -64,6 +68,9 @@ def prefetch_ifd_chain(
             order + pointer_format, handle.read_range(pointer_at, pointer_at + pointer_size)
         )
         if following and not handle.cached(following, following + ifd_size):
+            if following > trimmed_to:
+                handle.trim(trimmed_to, following, kept)
+                trimmed_to, kept = following, []
             windows = _guesses(positions, following, ifd_size, ahead, handle.size)
             if windows:
                 handle.prefetch(windows)
