@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ def generate_rfs(
     record_source: bool = True,
     parse_indexes: bool = True,
     bare_non_finite: bool | None = None,
+    datasets: Iterable[str] | None = None,
 ) -> ReferenceFileSystem:
     """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file.
 
@@ -81,8 +82,12 @@ def generate_rfs(
         Write NaN and infinite attributes as bare JSON tokens instead of the Non-Finite
         convention's strings; None (default) does so for NWB files, which hdmf-zarr 0.14.0
         would otherwise hand to pynwb as strings.
+    datasets
+        Only these dataset paths (and the groups above them): the headers of everything else
+        are never read, so one dataset of a large remote file costs a few requests.
     """
     url = os.fspath(url_or_path)
+    wanted = None if datasets is None else _wanted_paths(datasets)
     options = Options(
         chunk_index_threshold=chunk_index_threshold,
         contiguous_chunk_bytes=contiguous_chunk_bytes,
@@ -104,11 +109,11 @@ def generate_rfs(
         if source.read_bytes is not None:
             source.offset_shift = userblock_offset_shift(file, source.read_bytes)
         builder = RfsBuilder()
-        datasets = list(_walk_datasets(file))
+        found = list(_walk_datasets(file) if wanted is None else _named_datasets(file, wanted))
         if parse_indexes:
-            source.tables = _chunk_tables(raw, datasets)
-        report = _progress(progress, len(datasets))
-        _Walker(builder, source, options, report).run()
+            source.tables = _chunk_tables(raw, found)
+        report = _progress(progress, len(found))
+        _Walker(builder, source, options, report, wanted).run()
         if record_source:
             _record_source(builder, reference_url, raw, local_hdf5_path)
         bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
@@ -162,6 +167,28 @@ def _walk_datasets(file: h5py.File) -> Iterator[h5py.Dataset]:
     yield from found
 
 
+def _wanted_paths(datasets: Iterable[str]) -> frozenset[str]:
+    """The requested dataset paths and every group above them, without leading slashes."""
+    wanted: set[str] = set()
+    for name in datasets:
+        parts = [part for part in name.split("/") if part]
+        if not parts:
+            raise ValueError(f"not a dataset path: {name!r}")
+        wanted.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return frozenset(wanted)
+
+
+def _named_datasets(file: h5py.File, wanted: frozenset[str]) -> Iterator[h5py.Dataset]:
+    """The requested datasets (leaves of ``wanted``), each opened directly by path."""
+    for path in sorted(wanted):
+        if any(other.startswith(path + "/") for other in wanted):
+            continue
+        obj = file.get(path)
+        if not isinstance(obj, h5py.Dataset):
+            raise SourceError(f"{path!r} is not a dataset of {file.filename}")
+        yield obj
+
+
 def _chunk_tables(raw: Any, datasets: list[h5py.Dataset]) -> dict[str, Any]:
     """Chunk tables of every chunked dataset, parsed from the index bytes in one pass."""
     chunked = [d for d in datasets if storage_layout(d) == "chunked" and d.shape is not None]
@@ -195,7 +222,9 @@ class _Walker:
         source: Source,
         options: Options,
         report: Callable[[str], None],
+        wanted: frozenset[str] | None = None,
     ) -> None:
+        self.wanted = wanted
         self.builder = builder
         self.source = source
         self.options = options
@@ -221,6 +250,8 @@ class _Walker:
         for name in group:
             link = group.get(name, getlink=True)
             child_path = f"{path}/{name}" if path else name
+            if self.wanted is not None and child_path not in self.wanted:
+                continue
             record = link_record(group, name, link)
             if record is not None:
                 links.append(record)
