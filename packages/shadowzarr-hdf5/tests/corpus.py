@@ -257,6 +257,20 @@ for _name, _kwargs in _FILTERS.items():
     corpus(f"filter_{_name}")(_write_filtered)
 
 
+@corpus("lzf_highly_compressible")
+def _lzf_compressible(f: h5py.File, _root: Path) -> None:
+    """Zeros, constant runs and zero-padded edge chunks: compressed beyond 8:1."""
+    f.create_dataset("zeros", data=np.zeros(5000, dtype="<i4"), chunks=(1000,), compression="lzf")
+    ramp = np.arange(100 * 50, dtype="<i4").reshape(100, 50)
+    f.create_dataset("edges", data=ramp, chunks=(30, 20), compression="lzf", shuffle=True)
+    runs = np.repeat(np.arange(10, dtype="<f8"), 500)
+    f.create_dataset("runs", data=runs, chunks=(700,), compression="lzf", fillvalue=np.nan)
+    sparse = f.create_dataset("sparse", shape=(4000,), chunks=(500,), dtype="<i2", fillvalue=7,
+                              compression="lzf")  # fmt: skip
+    sparse[1000:1500] = 7
+    sparse[2000:2010] = 1
+
+
 @corpus("filter_mask_skipped")
 def _filter_mask(f: h5py.File, _root: Path) -> None:
     dset = f.create_dataset(
@@ -501,15 +515,10 @@ def _bitshuffle_lz4(f: h5py.File, _root: Path) -> None:
     )
 
 
-@refusal("lzf_too_compressible", "LZF chunks compressed more than 8:1")
-def _lzf_zeros(f: h5py.File, _root: Path) -> None:
-    f.create_dataset("zeros", data=np.zeros(5000, dtype="i4"), chunks=(1000,), compression="lzf")
-
-
-@refusal("bitshuffle_misdecoded", "decode its chunks to other values")
-def _bitshuffle_f8(f: h5py.File, _root: Path) -> None:
-    kwargs = dict(hdf5plugin.Bitshuffle(cname="none"))
-    f.create_dataset("f8", data=RNG.standard_normal(1000), chunks=(200,), **kwargs)
+@refusal("lzf_fletcher32_too_compressible", "followed by numcodecs.fletcher32")
+def _lzf_fletcher_zeros(f: h5py.File, _root: Path) -> None:
+    data = np.zeros(5000, dtype="i4")
+    f.create_dataset("zeros", data=data, chunks=(1000,), compression="lzf", fletcher32=True)
 
 
 @refusal("virtual", "virtual datasets")

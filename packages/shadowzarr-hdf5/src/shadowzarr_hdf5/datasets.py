@@ -28,6 +28,7 @@ from .layouts import (
     external_chunk_shape,
     storage_layout,
 )
+from .lzf import LZF_MAX_RATIO, overcompressed
 from .netcdf import netcdf_attributes
 from .verify import needs_verification, verify_chunk
 
@@ -260,7 +261,6 @@ def _add_stored(
     try:
         codecs = codecs_for(filters, dtype, path, skip_mask=mask)
         _check_bitshuffle(codecs, chunk_shape, path)
-        _check_lzf(codecs, locations, math.prod(chunk_shape) * dtype.itemsize, path)
         _verify_first_chunk(
             dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs
         )
@@ -270,10 +270,12 @@ def _add_stored(
             return
         raise
     add(chunk_shape, codecs)
+    rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
     add_chunked(
         builder, path, dataset, source, options, locations=locations, mask=mask, shape=shape,
         chunk_shape=chunk_shape, data_type=dtype, codecs=codecs, fill_value=fill,
         has_filters=bool(filters),
+        rewrite=rewrite,
     )  # fmt: skip
 
 
@@ -290,7 +292,10 @@ def _verify_first_chunk(
 ) -> None:
     if not needs_verification(codecs) or source.read_bytes is None:
         return
-    usable = np.flatnonzero(locations.masks == mask)
+    readable = locations.masks == mask
+    if any(c.get("name") == "imagecodecs_lzf" for c in codecs):
+        readable &= ~overcompressed(locations.sizes, math.prod(chunk_shape) * dtype.itemsize)
+    usable = np.flatnonzero(readable)
     if not usable.size:
         return
     i = int(usable[0])
@@ -303,20 +308,29 @@ def _verify_first_chunk(
     )  # fmt: skip
 
 
-_LZF_MAX_RATIO = 8
-"""imagecodecs' LZF codec decodes into a buffer 8 times the compressed size (it is not told
-the chunk size), so chunks compressed further cannot be read through it."""
-
-
-def _check_lzf(codecs: list[dict[str, Any]], locations: Any, chunk_bytes: int, path: str) -> None:
-    if not any(c.get("name") == "imagecodecs_lzf" for c in codecs) or not len(locations):
-        return
-    smallest = int(locations.sizes.min())
-    if smallest * _LZF_MAX_RATIO < chunk_bytes:
+def _lzf_rewrites(
+    codecs: list[dict[str, Any]], locations: Any, mask: int, chunk_bytes: int, path: str
+) -> np.ndarray | None:
+    """LZF chunks compressed beyond what imagecodecs_lzf decodes, to be rewritten inline."""
+    names = [c.get("name") for c in codecs]
+    if "imagecodecs_lzf" not in names:
+        return None
+    rewrite = overcompressed(locations.sizes, chunk_bytes) & (locations.masks == mask)
+    if rewrite.any() and names[-1] != "imagecodecs_lzf":
         raise UnsupportedFeatureError(
-            f"dataset {path!r}: LZF chunks compressed more than {_LZF_MAX_RATIO}:1 ({smallest} "
-            f"bytes for {chunk_bytes}) are beyond what the imagecodecs_lzf codec decodes"
+            f"dataset {path!r}: LZF chunks compressed more than {LZF_MAX_RATIO}:1, followed by "
+            f"{names[-1]}, are beyond what the imagecodecs_lzf codec decodes"
         )
+    if int(rewrite.sum()) * chunk_bytes > _LZF_INLINE_LIMIT:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: {int(rewrite.sum())} LZF chunks are compressed more than "
+            f"{LZF_MAX_RATIO}:1, too many to hold in the references for the imagecodecs_lzf codec"
+        )
+    return rewrite
+
+
+_LZF_INLINE_LIMIT = 64 * 2**20
+"""At most this many bytes of LZF chunks are rewritten into the references."""
 
 
 def _check_bitshuffle(

@@ -21,6 +21,7 @@ from shadowzarr_spec import MISSING_CHUNK, RfsBuilder, UnsupportedFeatureError
 
 from .context import ChunkLocations, Options, Source
 from .inline import encode_chunks
+from .lzf import literal_lzf
 
 __all__ = [
     "add_chunked",
@@ -160,12 +161,15 @@ def add_chunked(
     codecs: list[dict[str, Any]],
     fill_value: Any,
     has_filters: bool,
+    rewrite: np.ndarray | None = None,
 ) -> None:
     """References (or an index) for the chunks of a chunked dataset whose codecs skip the
-    filters of ``mask``."""
+    filters of ``mask``; chunks flagged in ``rewrite`` are re-encoded inline too."""
     extra = len(shape) - len(dataset.shape)
     in_grid = _inside_grid(locations.coords, shape[: len(dataset.shape)], chunk_shape)
     skipped = (locations.masks != mask) & has_filters & in_grid
+    if rewrite is not None:
+        skipped |= rewrite & in_grid
     stored = in_grid & ~skipped
     grid = tuple(-(-s // c) for s, c in zip(shape, chunk_shape, strict=True))
     threshold = options.chunk_index_threshold
@@ -185,6 +189,13 @@ def add_chunked(
     if skipped.any():
         # Chunks written with other filters skipped: decode through h5py, re-encode inline.
         regions = [tuple(c) + (0,) * extra for c in locations.coords[skipped].tolist()]
+        if codecs[-1].get("name") == "imagecodecs_lzf":
+            lzf_chunks = _lzf_literal_chunks(
+                dataset, extra, regions, shape, data_type, chunk_shape, codecs, fill_value
+            )
+            for c, data in lzf_chunks.items():
+                builder.add_inline_chunk(path, c, data)
+            return
         try:
             encoded = encode_chunks(
                 _Padded(dataset, extra),
@@ -202,6 +213,40 @@ def add_chunked(
             ) from exc
         for c, data in encoded.items():
             builder.add_inline_chunk(path, c, data)
+
+
+def _lzf_literal_chunks(
+    dataset: h5py.Dataset,
+    extra: int,
+    regions: list[tuple[int, ...]],
+    shape: tuple[int, ...],
+    data_type: Any,
+    chunk_shape: tuple[int, ...],
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+) -> dict[tuple[int, ...], bytes]:
+    """Chunks of an LZF array re-encoded as literal LZF; chunks of only fill value left out."""
+    values = _Padded(dataset, extra)
+    fill = np.asarray(
+        fill_value if fill_value is not None else np.zeros((), dtype=data_type), dtype=data_type
+    )
+    kept = []
+    for coords in regions:
+        region = tuple(
+            slice(c * n, min((c + 1) * n, s))
+            for c, n, s in zip(coords, chunk_shape, shape, strict=True)
+        )
+        block = values[region]
+        same = block == fill
+        if block.dtype.kind in "fc":
+            same |= np.isnan(block) & np.isnan(fill)
+        if not np.all(same):
+            kept.append(coords)
+    encoded = encode_chunks(
+        values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
+        codecs=codecs[:-1], fill_value=fill_value, regions=kept,
+    )  # fmt: skip
+    return {c: literal_lzf(data) for c, data in encoded.items()}
 
 
 def _inside_grid(
