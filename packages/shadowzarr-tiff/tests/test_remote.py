@@ -259,3 +259,31 @@ def test_nearly_evenly_spaced_ifds_of_compressed_pages_are_guessed(nginx: NginxS
     remote = generate_rfs_tiff(url)
     local = generate_rfs_tiff(path, url=url)
     assert rfs_to_json(remote)["refs"] == rfs_to_json(local)["refs"]
+
+
+def test_redirected_asset_is_resolved_once_and_referenced_by_its_url(
+    make_proxy, nginx: NginxServer
+) -> None:
+    path = nginx.write_file("asset.tif", _uneven_stack(50))
+    proxy = make_proxy(nginx.url(""))
+    proxy.add_asset("0f0e", "asset.tif")
+    url = proxy.asset_download_url("0f0e")
+    rfs = generate_rfs_tiff(url)
+    assert proxy.count(path_prefix="/api/") == 1  # later requests go to the presigned URL
+    assert rfs.sources[url].size == path.stat().st_size
+    assert set(rfs.sources) == {url}
+    expected = generate_rfs_tiff(path, url=url)
+    assert rfs_to_json(rfs)["refs"] == rfs_to_json(expected)["refs"]
+
+
+def test_expired_presigned_url_is_renewed(make_proxy, nginx: NginxServer) -> None:
+    import time
+
+    nginx.write_file("expiring.bin", bytes(range(256)) * 400)
+    proxy = make_proxy(nginx.url(""), presign_ttl=0.3)
+    proxy.add_asset("aa11", "expiring.bin")
+    with HttpRangeFile(proxy.asset_download_url("aa11"), read_ahead=4096) as handle:
+        assert handle.read_range(0, 4) == bytes(range(4))
+        time.sleep(0.5)
+        assert handle.read_range(80_000, 80_004) == bytes(range(128, 132))
+    assert proxy.count(path_prefix="/api/") == 2

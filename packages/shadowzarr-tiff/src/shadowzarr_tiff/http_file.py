@@ -102,6 +102,7 @@ class HttpRangeFile(io.RawIOBase):
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._cache_blocks = max(16, cache_bytes // block_size)
         self._timeout = timeout
+        self._target = url  # the URL requests go to: ``url``, or where it redirected
         self._retries = retries
         self._backoff = backoff
         self._lock = threading.Lock()
@@ -310,7 +311,7 @@ class HttpRangeFile(io.RawIOBase):
             headers["If-Match"] = self.etag
         try:
             response = self._session.get(
-                self.url, headers=headers, timeout=self._timeout, stream=True
+                self._target, headers=headers, timeout=self._timeout, stream=True
             )
             with response:
                 kind = response.headers.get("Content-Type", "")
@@ -368,8 +369,12 @@ class HttpRangeFile(io.RawIOBase):
         if self.etag:
             headers["If-Match"] = self.etag
         try:
-            response = self._session.get(self.url, headers=headers, timeout=self._timeout)
+            response = self._session.get(self._target, headers=headers, timeout=self._timeout)
             body = response.content
+            if response.history and response.status_code == 206:
+                # Where a redirect led (DANDI sends assets to presigned S3 URLs): ask there
+                # directly from now on, instead of being redirected at every request.
+                self._target = response.url
         except requests.RequestException as exc:
             raise _Transient(str(exc)) from exc
         with self._lock:
@@ -396,6 +401,10 @@ class HttpRangeFile(io.RawIOBase):
         raise AssertionError("unreachable")
 
     def _check_status(self, response: requests.Response, start: int, stop: int) -> None:
+        if response.status_code == 403 and self._target != self.url:
+            # A presigned URL we were redirected to expired: go through the redirect again.
+            self._target = self.url
+            raise _Transient("HTTP 403 from the redirected URL", 0.0)
         if response.status_code == 404:
             raise SourceNotFoundError(f"{self.url}: not found (HTTP 404)")
         if response.status_code == 412:
