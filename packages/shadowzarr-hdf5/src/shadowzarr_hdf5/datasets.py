@@ -150,7 +150,7 @@ def _add_converted(
     values = convert_values(dataset[()], plan, source.file)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
-    chunk_shape = _inline_chunks(dataset, shape)
+    chunk_shape = _inline_chunks(shape)
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
         data_type: Any = values.dtype
         codecs = [bytes_codec(values.dtype)]
@@ -173,10 +173,17 @@ def _add_converted(
     )  # fmt: skip
 
 
-def _inline_chunks(dataset: h5py.Dataset, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if dataset.chunks is not None and len(dataset.chunks) == len(shape):
-        return tuple(dataset.chunks)
-    return tuple(max(1, s) for s in shape)
+_INLINE_CHUNK_ELEMENTS = 65536
+"""Converted values (strings, references) are chunked in rows of about this many elements,
+whatever the HDF5 chunking: tiny HDF5 chunks would make one reference per few strings."""
+
+
+def _inline_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if not shape:
+        return ()
+    row = max(1, math.prod(shape[1:]))
+    rows = min(max(1, shape[0]), max(1, _INLINE_CHUNK_ELEMENTS // row))
+    return (rows, *(max(1, s) for s in shape[1:]))
 
 
 def _add_stored(
