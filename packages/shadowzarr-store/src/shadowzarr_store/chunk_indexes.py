@@ -69,7 +69,7 @@ class ChunkIndexReader:
         self._lock = threading.Lock()
         self._blocks: OrderedDict[_BlockKey, np.ndarray] = OrderedDict()
         self._inflight: dict[
-            tuple[asyncio.AbstractEventLoop, _BlockKey], asyncio.Future[np.ndarray]
+            tuple[asyncio.AbstractEventLoop, _BlockKey], asyncio.Task[np.ndarray]
         ] = {}
         self._grids: dict[str, tuple[int, ...]] = {}
 
@@ -103,33 +103,28 @@ class ChunkIndexReader:
         return FileRef(index.url, offset, size)
 
     async def _block(self, path: str, block_coords: tuple[int, ...]) -> np.ndarray:
+        """One index chunk: from memory, or fetched once however many chunks wait for it."""
         key = (path, block_coords)
+        loop = asyncio.get_running_loop()
         with self._lock:
             block = self._blocks.get(key)
             if block is not None:
                 self._blocks.move_to_end(key)
                 return block
-        loop = asyncio.get_running_loop()
+            task = self._inflight.get((loop, key))
+            if task is None:
+                # A task of its own, so a cancelled caller does not cancel the others' read.
+                task = loop.create_task(self._load_and_keep(key))
+                self._inflight[(loop, key)] = task
+                task.add_done_callback(lambda _: self._forget(loop, key))
+        return await asyncio.shield(task)
+
+    def _forget(self, loop: asyncio.AbstractEventLoop, key: _BlockKey) -> None:
         with self._lock:
-            waiting = self._inflight.get((loop, key))
-            if waiting is None:
-                future: asyncio.Future[np.ndarray] = loop.create_future()
-                self._inflight[(loop, key)] = future
-        if waiting is not None:
-            return await asyncio.shield(waiting)
-        try:
-            block = await self._load(path, block_coords)
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                future.cancel()
-            else:
-                future.set_exception(exc)
-                future.exception()  # retrieved: the awaiting callers re-raise it
-            raise
-        finally:
-            with self._lock:
-                self._inflight.pop((loop, key), None)
-        future.set_result(block)
+            self._inflight.pop((loop, key), None)
+
+    async def _load_and_keep(self, key: _BlockKey) -> np.ndarray:
+        block = await self._load(*key)
         with self._lock:
             self._blocks[key] = block
             while len(self._blocks) > self._capacity:
