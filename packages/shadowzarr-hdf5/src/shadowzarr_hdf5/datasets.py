@@ -147,7 +147,7 @@ def _add_converted(
     if math.prod(shape) == 0:
         _add_empty(builder, path, plan, shape, attributes, names)
         return
-    values = convert_values(dataset[()], plan, source.file)
+    values = convert_values(dataset[()], plan, source.file, dataset)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
     chunk_shape = _inline_chunks(shape)

@@ -144,6 +144,28 @@ def reference_path(file: h5py.File, ref: Any) -> str:
     return name if name is not None else ""
 
 
+def _reference_paths(array: np.ndarray, file: h5py.File, dataset: h5py.Dataset | None) -> list[str]:
+    """Target paths of object references, dereferencing each distinct target once.
+
+    Tables of references (an NWB electrodes table's group column) point at a few objects many
+    times; the stored addresses tell which references are the same.
+    """
+    flat = array.ravel()
+    addresses = None
+    if dataset is not None and h5py.check_ref_dtype(dataset.dtype) is h5py.Reference:
+        raw = np.empty(dataset.shape, dtype="<u8")
+        try:
+            dataset.id.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=h5py.h5t.STD_REF_OBJ)
+            addresses = raw.ravel()
+        except (OSError, TypeError, ValueError):
+            addresses = None
+    if addresses is None or len(addresses) != len(flat):
+        return [reference_path(file, v) for v in flat]
+    unique, first, inverse = np.unique(addresses, return_index=True, return_inverse=True)
+    names = [reference_path(file, flat[i]) if a else "" for a, i in zip(unique, first, strict=True)]
+    return [names[i] for i in inverse.ravel()]
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bytes | np.bytes_):
         raw = bytes(value)
@@ -154,14 +176,18 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def convert_values(values: Any, plan: TypePlan, file: h5py.File) -> np.ndarray:
-    """Values read by h5py as the array the Zarr array holds (strings, paths, structs)."""
+def convert_values(
+    values: Any, plan: TypePlan, file: h5py.File, dataset: h5py.Dataset | None = None
+) -> np.ndarray:
+    """Values read by h5py as the array the Zarr array holds (strings, paths, structs).
+
+    ``dataset`` (the values' source) lets object references be resolved once per target."""
     array = np.asarray(values)
     if plan.kind is TypeKind.STRING:
         flat = [_text(v) for v in array.ravel().tolist()]
         return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
     if plan.kind is TypeKind.REFERENCE:
-        flat = [reference_path(file, v) for v in array.ravel()]
+        flat = _reference_paths(array, file, dataset)
         return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
         return _convert_compound(array, file)
