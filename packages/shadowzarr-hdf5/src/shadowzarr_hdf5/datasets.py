@@ -322,7 +322,7 @@ def _lzf_rewrites(
     names = [c.get("name") for c in codecs]
     if "imagecodecs_lzf" not in names:
         return None
-    rewrite = overcompressed(locations.sizes, chunk_bytes) & (locations.masks == mask)
+    rewrite: np.ndarray = overcompressed(locations.sizes, chunk_bytes) & (locations.masks == mask)
     if rewrite.any() and names[-1] != "imagecodecs_lzf":
         raise UnsupportedFeatureError(
             f"dataset {path!r}: LZF chunks compressed more than {LZF_MAX_RATIO}:1, followed by "
