@@ -1,0 +1,111 @@
+"""The NeuroConv bridge, tested in its own environment: NeuroConv needs zarr<3, shadowzarr zarr 3.
+
+``tools/neuroconv-env/build.sh`` builds a virtual environment with NeuroConv, SpikeInterface and
+roiextractors installed with their zarr requirement overridden (``uv pip install --override``) and
+shadowzarr installed from this checkout. The environment is cached under the temporary directory,
+keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
+Inside it, ``tools/neuroconv-env/bridge_checks.py`` compares the virtual files with NeuroConv's
+own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary, Intan, a TIFF stack).
+
+The one-line workaround NeuroConv 0.10 needs with zarr 3 (it reads ``zarr.codec_registry`` at
+import) is :func:`shadowzarr_nwb.neuroconv_bridge.allow_zarr3`, called before importing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV_TOOLS = ROOT / "tools" / "neuroconv-env"
+KEYED_FILES = ("requirements.txt", "overrides.txt", "build.sh")
+
+
+def _uv() -> str:
+    uv = os.environ.get("UV") or shutil.which("uv")
+    if uv is None:
+        pytest.fail("uv is needed to build the NeuroConv environment")
+    return uv
+
+
+def _environment() -> Path:
+    """The NeuroConv environment for this checkout, built once per requirements."""
+    digest = hashlib.sha256(str(ROOT).encode())
+    for name in KEYED_FILES:
+        digest.update((ENV_TOOLS / name).read_bytes())
+    digest.update(sys.version.encode())
+    env = Path(tempfile.gettempdir()) / f"shadowzarr-neuroconv-env-{digest.hexdigest()[:16]}"
+    ready = env / ".complete"
+    if ready.is_file():
+        return env
+    building = env.with_name(env.name + f".building-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    path = os.environ.get("PATH", "")
+    uv_dir = str(Path(_uv()).parent)
+    environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    environ["PATH"] = uv_dir + os.pathsep + path
+    result = subprocess.run(
+        ["bash", str(ENV_TOOLS / "build.sh"), str(building)],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=900,
+        check=False,
+    )
+    if result.returncode != 0:
+        shutil.rmtree(building, ignore_errors=True)
+        pytest.fail(f"building the NeuroConv environment failed:\n{result.stdout}\n{result.stderr}")
+    # Built aside and renamed, so a half-built environment is never taken for a cached one; the
+    # venv is run as ``<env>/bin/python -m …``, which does not depend on its folder's name.
+    (building / ".complete").write_text("built by tests-integration/test_neuroconv_bridge.py\n")
+    try:
+        building.rename(env)
+    except OSError:  # another run finished first
+        shutil.rmtree(building, ignore_errors=True)
+    return env
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_bridge_equals_neuroconv_conversion() -> None:
+    env = _environment()
+    environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    result = subprocess.run(
+        [
+            str(env / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-c",
+            str(ENV_TOOLS / "pytest.ini"),
+            "--rootdir",
+            str(ENV_TOOLS),
+            "-q",
+            "-rA",
+            str(ENV_TOOLS / "bridge_checks.py"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=1200,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    passed = {line.split("::")[-1] for line in lines if line.startswith("PASSED")}
+    expected = {
+        "test_spikeglx[imec0.ap]",
+        "test_spikeglx[imec0.lf]",
+        "test_spikeglx_nidq",
+        "test_openephys_binary",
+        "test_intan",
+        "test_tiff_stack",
+    }
+    assert expected <= passed, result.stdout[-3000:]

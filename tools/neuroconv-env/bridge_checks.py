@@ -1,0 +1,177 @@
+"""The NeuroConv bridge against NeuroConv's own conversion, run inside the NeuroConv environment.
+
+For each source, one NeuroConv interface builds the NWB file twice from the same metadata: once
+written by NeuroConv to NWB HDF5 (copying the data), once virtualized, written as references,
+read through NWBZarrIO and exported to NWB HDF5. Every dataset of the two files is equal except
+the file's creation time.
+
+Run by ``tests-integration/test_neuroconv_bridge.py`` as ``<env>/bin/python -m pytest -c
+tools/neuroconv-env/pytest.ini tools/neuroconv-env/bridge_checks.py``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from shadowzarr_nwb.neuroconv_bridge import NotVirtualizable, allow_zarr3, virtualize
+
+allow_zarr3()
+
+from hdmf_zarr import NWBZarrIO  # noqa: E402
+from pynwb import NWBHDF5IO  # noqa: E402
+from shadowzarr_nwb import write_virtual_nwb  # noqa: E402
+from shadowzarr_spec import load_rfs  # noqa: E402
+from shadowzarr_store import RfsStore  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+NWB_TESTS = ROOT / "packages" / "shadowzarr-nwb" / "tests"
+START = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+
+
+def _load(name: str, path: Path, package: bool = False) -> Any:
+    if name in sys.modules:
+        return sys.modules[name]
+    locations = [str(path.parent)] if package else None
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+compare = _load("_bridge_compare_files", NWB_TESTS / "compare_files.py")
+recordings = _load(
+    "_bridge_neo_recordings",
+    ROOT / "packages" / "shadowzarr-neo" / "tests" / "recordings" / "__init__.py",
+    package=True,
+)
+
+
+def _writer(module: str, function: str) -> Any:
+    return getattr(importlib.import_module(f"{recordings.__name__}.{module}"), function)
+
+
+def _convert_both(interface: Any, tmp_path: Path) -> tuple[Path, Path, dict]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    metadata = interface.get_metadata()
+    metadata["NWBFile"]["session_start_time"] = START
+    metadata["NWBFile"].setdefault("session_description", "bridge test")
+    ordinary = tmp_path / "neuroconv.nwb"
+    interface.run_conversion(nwbfile_path=ordinary, metadata=metadata, overwrite=True)
+    nwbfile = interface.create_nwbfile(metadata=metadata)
+    nwbfile.fields["file_create_date"] = [START]
+    replaced = virtualize(nwbfile)
+    refs = write_virtual_nwb(nwbfile, tmp_path / "virtual.nwb.shadowzarr")
+    exported = tmp_path / "virtual.nwb"
+    with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
+        read = io.read()
+        with NWBHDF5IO(str(exported), mode="w") as out:
+            out.export(src_io=io, nwbfile=read, write_args={"link_data": False})
+    return ordinary, exported, replaced
+
+
+def _check(interface: Any, tmp_path: Path, expected_virtual: int) -> dict:
+    ordinary, exported, replaced = _convert_both(interface, tmp_path)
+    assert len(replaced) == expected_virtual, replaced
+    theirs = compare.hdf5_datasets(ordinary)
+    ours = compare.hdf5_datasets(exported)
+    compare.assert_same_datasets(ours, theirs)
+    for name in replaced:
+        series = name.split("/")[0]
+        path = next(p for p in theirs if p.endswith(f"/{series}/data"))
+        assert np.asarray(theirs[path]).size > 0
+    return replaced
+
+
+def _spikeglx(directory: Path) -> Path:
+    write = _writer("spikeglx", "write_spikeglx")
+    write(directory, n_channels=16, n_samples=3_000, segments=1)
+    # NeuroConv takes the session start from the meta file.
+    for meta in directory.glob("*.meta"):
+        meta.write_text(meta.read_text() + "fileCreateTime=2026-01-02T03:04:05\n")
+    return directory
+
+
+@pytest.mark.parametrize("stream_id", ["imec0.ap", "imec0.lf"])
+def test_spikeglx(stream_id: str, tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import SpikeGLXRecordingInterface
+
+    folder = _spikeglx(tmp_path / "spikeglx")
+    interface = SpikeGLXRecordingInterface(folder_path=folder, stream_id=stream_id)
+    _check(interface, tmp_path, 1)
+
+
+def test_spikeglx_nidq(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import SpikeGLXNIDQInterface
+
+    folder = _spikeglx(tmp_path / "spikeglx")
+    interface = SpikeGLXNIDQInterface(folder_path=folder)
+    _check(interface, tmp_path, 1)
+
+
+def test_openephys_binary(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import OpenEphysBinaryRecordingInterface
+
+    write = _writer("openephys_binary", "write_openephys_binary")
+    write(tmp_path / "oe", n_channels=6, segments=1, blocks=1)
+    folder = next((tmp_path / "oe").rglob("structure.oebin")).parents[2]
+    # NeuroConv recognises a record node by its settings file, which NEO does not need.
+    (folder / "settings.xml").write_text(
+        "<SETTINGS><INFO><VERSION>0.6.7</VERSION><DATE>2 Jan 2026 03:04:05</DATE></INFO></SETTINGS>"
+    )
+    names = OpenEphysBinaryRecordingInterface.get_stream_names(folder_path=folder)
+    checked = 0
+    for k, name in enumerate(names):
+        interface = OpenEphysBinaryRecordingInterface(folder_path=folder, stream_name=name)
+        if not len(interface.recording_extractor.get_channel_ids()):
+            continue  # SpikeInterface shows the ADC stream without channels
+        _check(interface, tmp_path / f"stream{k}", 1)
+        checked += 1
+    assert checked >= 2
+
+
+def test_intan(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import IntanRecordingInterface
+
+    path = recordings._common.ephys_data() / "intan" / "sampledata.rhd"
+    interface = IntanRecordingInterface(file_path=path)
+    _check(interface, tmp_path, 1)
+
+
+def test_tiff_stack(tmp_path: Path) -> None:
+    import tifffile
+    from neuroconv.datainterfaces import TiffImagingInterface
+
+    rng = np.random.default_rng(5)
+    frames = rng.integers(0, 2**16, size=(9, 24, 17), dtype=np.uint16)
+    path = tmp_path / "stack.tif"
+    tifffile.imwrite(path, frames, photometric="minisblack")
+    interface = TiffImagingInterface(file_path=path, sampling_frequency=30.0)
+    replaced = _check(interface, tmp_path, 1)
+    (array,) = replaced.values()
+    assert array.shape == (9, 17, 24)
+
+
+def test_compressed_tiff_is_refused_or_copied(tmp_path: Path) -> None:
+    import tifffile
+    from neuroconv.datainterfaces import TiffImagingInterface
+
+    frames = np.arange(4 * 8 * 8, dtype=np.uint16).reshape(4, 8, 8)
+    path = tmp_path / "deflate.tif"
+    tifffile.imwrite(path, frames, photometric="minisblack", compression="zlib")
+    interface = TiffImagingInterface(file_path=path, sampling_frequency=10.0)
+    metadata = interface.get_metadata()
+    metadata["NWBFile"]["session_start_time"] = START
+    with pytest.raises(NotVirtualizable, match="compressed"):
+        virtualize(interface.create_nwbfile(metadata=metadata))
+    nwbfile = interface.create_nwbfile(metadata=metadata)
+    assert virtualize(nwbfile, strict=False) == {}
