@@ -37,8 +37,11 @@ if TYPE_CHECKING:
         stack,
         write_rfs,
     )
-    from shadowzarr_store import LocalCache, RfsStore, materialize, open_array, open_rfs
+    from shadowzarr_store import LocalCache, RfsStore, materialize, open_rfs
+    from shadowzarr_store.remote import CachePolicy, OfflineError, RemoteArray
     from shadowzarr_tiff import generate_rfs_tiff
+
+    from shadowzarr.remote_array import open_array
 
 
 def __getattr__(name: str) -> Any:

@@ -37,7 +37,12 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
     },
     **{
         name: ("shadowzarr_store", None)
-        for name in ("LocalCache", "RfsStore", "materialize", "open_rfs", "open_array")
+        for name in ("LocalCache", "RfsStore", "materialize", "open_rfs")
+    },
+    "open_array": ("shadowzarr.remote_array", None),
+    **{
+        name: ("shadowzarr_store.remote", None)
+        for name in ("CachePolicy", "OfflineError", "RemoteArray")
     },
     "generate_rfs": ("shadowzarr_hdf5", "hdf5"),
     "generate_rfs_tiff": ("shadowzarr_tiff", "tiff"),

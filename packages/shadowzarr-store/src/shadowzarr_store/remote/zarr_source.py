@@ -1,0 +1,68 @@
+"""References for one array of a Zarr v3 store (local or HTTP): its metadata inline, each chunk
+a whole-file reference. One read of ``zarr.json``; chunks are read as they are needed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+
+import aiohttp
+from shadowzarr_spec import (
+    FileRef,
+    InlineRef,
+    ReferenceFileSystem,
+    SourceError,
+    SourceNotFoundError,
+    UnsupportedFeatureError,
+)
+from zarr.core.metadata.v3 import ArrayV3Metadata
+
+__all__ = ["MAX_ZARR_CHUNKS", "zarr_references"]
+
+MAX_ZARR_CHUNKS = 1_000_000
+_ROOT = InlineRef(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}).encode())
+
+
+async def zarr_references(container: str, dataset: str) -> ReferenceFileSystem:
+    """References for the array ``dataset`` of the Zarr v3 store at ``container``."""
+    base = container.rstrip("/") + (f"/{dataset}" if dataset else "")
+    document = await _read(f"{base}/zarr.json")
+    metadata = json.loads(document)
+    if metadata.get("zarr_format") != 3 or metadata.get("node_type") != "array":
+        raise UnsupportedFeatureError(f"{base}: not a Zarr v3 array (zarr.json)")
+    parsed = ArrayV3Metadata.from_dict(dict(metadata))
+    grid = parsed.chunk_grid.chunk_shape  # type: ignore[attr-defined]
+    counts = [math.ceil(size / chunk) for size, chunk in zip(parsed.shape, grid, strict=True)]
+    if math.prod(counts) > MAX_ZARR_CHUNKS:
+        raise UnsupportedFeatureError(f"{base}: more than {MAX_ZARR_CHUNKS} chunks")
+    prefix = f"{dataset}/" if dataset else ""
+    refs: dict[str, InlineRef | FileRef] = {"zarr.json": _ROOT}
+    parts = dataset.split("/") if dataset else []
+    for depth in range(1, len(parts)):
+        refs["/".join(parts[:depth]) + "/zarr.json"] = _ROOT
+    refs[f"{prefix}zarr.json"] = InlineRef(document)
+    for coords in itertools.product(*(range(count) for count in counts)):
+        chunk_key = parsed.encode_chunk_key(coords)
+        refs[prefix + chunk_key] = FileRef(f"{base}/{chunk_key}")
+    return ReferenceFileSystem(refs=refs)
+
+
+async def _read(location: str) -> bytes:
+    if "://" not in location:
+        try:
+            with open(os.fspath(location), "rb") as handle:
+                return handle.read()
+        except FileNotFoundError as exc:
+            raise SourceNotFoundError(f"no such file: {location}") from exc
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with session.get(location) as response:
+                if response.status == 404:
+                    raise SourceNotFoundError(f"{location}: not found (HTTP 404)")
+                if response.status != 200:
+                    raise SourceError(f"{location}: HTTP {response.status}")
+                return await response.read()
+        except aiohttp.ClientError as exc:
+            raise SourceError(f"{location}: {exc}") from exc
