@@ -320,3 +320,34 @@ def test_contiguous_hyperstack_is_one_gen_entry_over_its_axes(tmp_path: Path) ->
     with tifffile.TiffFile(path) as tif:
         start = tif.series[0].dataoffset
     assert rfs.gen[0].lookup("0/c/2/1/1/0/0").offset == start + (2 * 8 + 1 * 2 + 1) * 240
+
+
+def test_uncompressed_short_strips_of_scattered_pages(tmp_path: Path) -> None:
+    """Strips not dividing the height, and pages not stored in one piece (an IFD between two
+    strips), so page chunks do not apply: the short last strips are padded inline."""
+    from shadowzarr_spec import InlineRef
+    from shadowzarr_store import open_rfs
+
+    path = tmp_path / "scattered.tif"
+    data = RNG.integers(0, 60000, (3, 20, 16), dtype=np.uint16)
+    tifffile.imwrite(path, data, rowsperstrip=6, photometric="minisblack")
+    raw = bytearray(path.read_bytes())
+    with tifffile.TiffFile(path) as tif:
+        page = tif.pages[1]
+        second = page.dataoffsets[1]
+        strip_offsets_tag = page.tags["StripOffsets"]
+    # Move the page's second strip to the end of the file and point the tag at it.
+    strip = bytes(raw[second : second + page.databytecounts[1]])
+    new_offset = len(raw)
+    raw += strip
+    raw[second : second + len(strip)] = bytes(len(strip))  # nothing left where it was
+    pointer = strip_offsets_tag.valueoffset + 4
+    raw[pointer : pointer + 4] = new_offset.to_bytes(4, "little")
+    path.write_bytes(bytes(raw))
+    with tifffile.TiffFile(path) as tif:
+        assert tif.pages[1].dataoffsets[1] == new_offset
+        np.testing.assert_array_equal(tif.pages[1].asarray(), data[1])
+    rfs = generate_rfs_tiff(path)
+    refs = _chunk_refs(rfs, "0")
+    assert sum(isinstance(ref, InlineRef) for ref in refs.values()) == 3
+    np.testing.assert_array_equal(open_rfs(rfs)["0"][...], data)

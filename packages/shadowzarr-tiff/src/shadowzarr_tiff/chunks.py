@@ -74,9 +74,8 @@ def pages_are_contiguous(series: TiffPageSeries, page_bytes: int) -> bool:
 def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> ChunkTable:
     """One chunk per page, each ``page_bytes`` long (``count`` pages, more than the series
     lists when it is truncated: only the first page's IFD was written)."""
-    if series.dataoffset is not None:
-        # tifffile reads such a series as one block from here (ImageJ files even store only
-        # the first page's IFD for stacks over 4 GB), and so do we.
+    if series.is_truncated and series.dataoffset is not None:
+        # One IFD for the whole stack (ImageJ over 4 GB): the pages follow the first one.
         start = int(series.dataoffset)
         origins = np.zeros((count, 6), dtype=np.int64)
         origins[:, 0] = np.arange(count)

@@ -237,8 +237,7 @@ def _page_chunks_fit(series: TiffPageSeries, page_bytes: int) -> bool:
     keyframe = series.keyframe
     if page_bytes > MAX_PAGE_CHUNK_BYTES and _strips_divide(keyframe):
         return False
-    if series.dataoffset is not None:
-        return True
+    # Not series.dataoffset: tifffile checks only where each page starts, not its strips.
     return pages_are_contiguous(series, page_bytes)
 
 

@@ -27,7 +27,13 @@ __all__ = ["ReadRanges", "is_short_strip_page", "split_short_strips"]
 type ReadRanges = Callable[[list[tuple[int, int]]], list[bytes]]
 """Bytes of each [start, stop) range of the source file, fetched together."""
 
+
+def _same(data: bytes) -> bytes:
+    return data
+
+
 _LOSSLESS: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    1: (_same, _same),  # uncompressed strips of pages not stored in one piece
     5: (imagecodecs.lzw_decode, imagecodecs.lzw_encode),
     8: (imagecodecs.zlib_decode, imagecodecs.zlib_encode),
     32946: (imagecodecs.zlib_decode, imagecodecs.zlib_encode),
@@ -59,8 +65,8 @@ def split_short_strips(
     codec = _LOSSLESS.get(int(page.compression))
     if codec is None or int(page.bitspersample) not in {8, 16, 32, 64, 128}:
         raise UnsupportedFeatureError(
-            f"{refusal}, and the last strip of each page, which decodes short, is compressed "
-            f"with a lossy or bit-packing codec that cannot be padded"
+            f"{refusal}, and the last strip of each page, which decodes short, is stored with "
+            f"a lossy or bit-packing codec that cannot be padded"
         )
     last_start = (math.ceil(length / rows_per_strip) - 1) * rows_per_strip
     short = table.origins[:, 3] == last_start
