@@ -10,6 +10,7 @@ from shadowzarr_spec.errors import (
 )
 
 from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWarning, LocalCache
+from shadowzarr_store.materialize import ArrayReport, MaterializeError, MaterializeReport, materialize
 from shadowzarr_store.memory_cache import MemoryCache
 from shadowzarr_store.open_rfs import open_array, open_rfs
 from shadowzarr_store.options import StoreOptions
@@ -19,10 +20,13 @@ from shadowzarr_store.stats import StatsSnapshot, StoreStats
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArrayReport",
     "CacheDamagedWarning",
     "CacheUnavailableWarning",
     "ChunkDecodeError",
     "LocalCache",
+    "MaterializeError",
+    "MaterializeReport",
     "MemoryCache",
     "RfsStore",
     "SourceChangedError",
@@ -31,6 +35,7 @@ __all__ = [
     "StatsSnapshot",
     "StoreOptions",
     "StoreStats",
+    "materialize",
     "open_array",
     "open_rfs",
 ]

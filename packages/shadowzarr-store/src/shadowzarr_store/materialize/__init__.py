@@ -1,0 +1,402 @@
+"""materialize: copy what a reference file system points at into an ordinary Zarr v3 store.
+
+The result no longer depends on the source files. Groups, attributes and arrays stored in the
+references are copied as they are; arrays of numbers whose chunks are references are rewritten,
+by default in chunks of about 4 MiB along the first axis with zarr's default compressor. The work
+streams region by region (bounded memory), records its progress in the destination so a rerun
+after an interruption resumes, and can spread over a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+import zarr.api.asynchronous as zarr_async
+from zarr.abc.store import Store
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.buffer.cpu import Buffer
+from zarr.core.sync import sync
+from zarr.storage import LocalStore, MemoryStore
+
+from shadowzarr_spec import ReferenceFileSystem, load_rfs
+from shadowzarr_spec.errors import ShadowzarrError
+from shadowzarr_spec.json_text import dumps_strict
+from shadowzarr_spec.keys import chunk_grid_shape, chunk_key, metadata_key
+from shadowzarr_store.materialize.engine import copy_regions, verify_regions
+from shadowzarr_store.materialize.plan import (
+    TARGET_CHUNK_BYTES,
+    ArrayPlan,
+    Layout,
+    plan_nodes,
+    regions,
+)
+from shadowzarr_store.materialize.progress_log import ProgressLog
+
+__all__ = ["ArrayReport", "MaterializeError", "MaterializeReport", "materialize"]
+
+
+class MaterializeError(ShadowzarrError, RuntimeError):
+    """Verification found a difference, or the destination cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayReport:
+    path: str
+    action: str  # "rewritten" or "copied"
+    nbytes: int
+    stored_bytes: int
+    chunks: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class MaterializeReport:
+    arrays: list[ArrayReport] = field(default_factory=list)
+    groups: int = 0
+    verified: bool = False
+    resumed_regions: int = 0
+    seconds: float = 0.0
+
+    def __getitem__(self, path: str) -> ArrayReport:
+        for report in self.arrays:
+            if report.path == path:
+                return report
+        raise KeyError(path)
+
+
+type Progress = Callable[[int, int], None]
+
+
+def materialize(
+    refs: str | Path | dict[str, Any] | ReferenceFileSystem,
+    destination: str | Path | Store,
+    *,
+    layout: Layout | None = None,
+    verify: bool = False,
+    client: Any = None,
+    progress: Progress | bool | None = None,
+    target_chunk_bytes: int = TARGET_CHUNK_BYTES,
+    concurrency: int = 8,
+    **store_options: Any,
+) -> MaterializeReport:
+    """Write the data ``refs`` points at into ``destination`` (a folder, a ``.zip`` path, or any
+    zarr-python store) and return what was written.
+
+    ``layout(path, array)`` returns ``zarr.create_array`` arguments for an array (``{}`` for the
+    defaults) or None to copy its chunks as stored. ``client`` is a ``distributed.Client`` to spread
+    the copy over its workers (the destination must then be a folder they can reach).
+    ``progress`` is a callback ``(done, total)``, or True for a bar on a terminal.
+    """
+    if isinstance(destination, str | Path) and str(destination).endswith(".zip"):
+        return _materialize_zip(
+            refs,
+            Path(destination),
+            layout=layout,
+            verify=verify,
+            client=client,
+            progress=progress,
+            target_chunk_bytes=target_chunk_bytes,
+            concurrency=concurrency,
+            **store_options,
+        )
+    return sync(
+        _materialize(
+            refs,
+            destination,
+            layout=layout,
+            verify=verify,
+            client=client,
+            progress=progress,
+            target_chunk_bytes=target_chunk_bytes,
+            concurrency=concurrency,
+            store_options=store_options,
+        )
+    )
+
+
+async def _materialize(
+    refs: Any,
+    destination: Any,
+    *,
+    layout: Layout | None,
+    verify: bool,
+    client: Any,
+    progress: Progress | bool | None,
+    target_chunk_bytes: int,
+    concurrency: int,
+    store_options: dict[str, Any],
+) -> MaterializeReport:
+    from shadowzarr_store import RfsStore
+
+    started = time.perf_counter()
+    rfs = refs if isinstance(refs, ReferenceFileSystem) else load_rfs(refs)
+    source_store = RfsStore(rfs, **store_options)
+    dest_store = _destination_store(destination)
+    log = ProgressLog(_progress_store(destination))
+    report = MaterializeReport()
+    source_root = await zarr_async.open_group(store=source_store, mode="r", zarr_format=3)
+
+    async def source_array(path: str) -> Any:
+        return await source_root.getitem(path) if path else source_root
+
+    sources: dict[str, Any] = {}
+    for key in rfs.refs:
+        if key.endswith("zarr.json"):
+            path = key[: -len("zarr.json")].rstrip("/")
+            node = await source_array(path)
+            if isinstance(node, zarr.AsyncArray):
+                sources[path] = node
+    groups, arrays = plan_nodes(rfs, sources.__getitem__, layout, target_chunk_bytes)
+
+    for group in groups:
+        await dest_store.set(
+            metadata_key(group.path), Buffer.from_bytes(dumps_strict(group.document).encode())
+        )
+    report.groups = len(groups)
+    bar = _progress_callback(progress)
+    for plan in arrays:
+        source = sources[plan.path]
+        if plan.rewrite:
+            done_before = await _rewrite(
+                plan, source, dest_store, log, client, refs, destination, concurrency, bar
+            )
+            report.resumed_regions += done_before
+            dest = await zarr_async.open_array(
+                store=dest_store, path=plan.path, zarr_format=3, mode="r+"
+            )
+            if verify:
+                await _verify(
+                    plan.path, source, dest, regions(plan.shape, plan.chunk_shape), concurrency
+                )
+            stored = await dest.nbytes_stored()
+            report.arrays.append(
+                ArrayReport(plan.path, "rewritten", source.nbytes, stored, plan.chunk_shape)
+            )
+        else:
+            stored = await _copy_as_stored(plan, source_store, dest_store, concurrency)
+            if verify:
+                dest = await zarr_async.open_array(
+                    store=dest_store, path=plan.path, zarr_format=3, mode="r+"
+                )
+                await _verify(
+                    plan.path, source, dest, regions(source.shape, source.chunks), concurrency
+                )
+            chunks = tuple(plan.document["chunk_grid"]["configuration"]["chunk_shape"])
+            report.arrays.append(ArrayReport(plan.path, "copied", source.nbytes, stored, chunks))
+    await log.clear()
+    if any(g.path == "" for g in groups):
+        await zarr_async.consolidate_metadata(dest_store, zarr_format=3)
+    if dest_store is not destination:
+        dest_store.close()  # a zip writes its directory only when closed
+    report.verified = verify
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _rewrite(
+    plan: ArrayPlan,
+    source: Any,
+    dest_store: Store,
+    log: ProgressLog,
+    client: Any,
+    refs: Any,
+    destination: Any,
+    concurrency: int,
+    bar: Progress | None,
+) -> int:
+    all_regions = regions(plan.shape, plan.chunk_shape)
+    fingerprint = _fingerprint(plan)
+    state = await log.load(plan.path, fingerprint)
+    if state.complete:
+        return len(all_regions)
+    attributes = plan.document.get("attributes", {})
+    if not state.done:
+        await zarr_async.create_array(
+            store=dest_store,
+            name=plan.path,
+            shape=plan.shape,
+            dtype=source.dtype,
+            chunks=plan.chunk_shape,
+            fill_value=source.metadata.fill_value,
+            attributes=attributes,
+            dimension_names=plan.document.get("dimension_names"),
+            overwrite=True,
+            zarr_format=3,
+            **plan.create_arguments,
+        )
+        await log.save(plan.path, state)
+    resumed = len(state.done)
+    dest = await zarr_async.open_array(store=dest_store, path=plan.path, zarr_format=3, mode="r+")
+    todo = [i for i in range(len(all_regions)) if i not in state.done]
+
+    last_save = time.monotonic()
+
+    async def record(index: int) -> None:
+        # Each region is megabytes; saving the progress after each one costs little until the
+        # list of done regions grows long, then at most twice a second.
+        nonlocal last_save
+        state.done.add(index)
+        if bar is not None:
+            bar(len(state.done), len(all_regions))
+        if len(all_regions) <= 10_000 or time.monotonic() - last_save > 0.5:
+            await log.save(plan.path, state)
+            last_save = time.monotonic()
+
+    if client is not None:
+        await _rewrite_on_cluster(client, refs, destination, plan, all_regions, todo, record)
+    else:
+        await copy_regions(source, dest, all_regions, todo, concurrency=concurrency, on_done=record)
+    state.complete = True
+    await log.save(plan.path, state)
+    return resumed
+
+
+async def _rewrite_on_cluster(
+    client: Any,
+    refs: Any,
+    destination: Any,
+    plan: ArrayPlan,
+    all_regions: list[Any],
+    todo: list[int],
+    record: Any,
+) -> None:
+    """Spread region copies over a Dask cluster; each task opens the source and destination."""
+    if not isinstance(destination, str | Path):
+        raise MaterializeError(
+            "with a Dask client, the destination must be a folder the workers can reach"
+        )
+    if isinstance(refs, ReferenceFileSystem):
+        refs_argument: Any = refs
+    else:
+        refs_argument = str(refs) if isinstance(refs, Path) else refs
+    per_task = max(1, len(todo) // (4 * max(1, len(client.scheduler_info().get("workers", {})))))
+    batches = [todo[i : i + per_task] for i in range(0, len(todo), per_task)]
+    futures = client.map(
+        _copy_batch_on_worker,
+        batches,
+        refs=refs_argument,
+        destination=str(destination),
+        path=plan.path,
+        chunk_shape=plan.chunk_shape,
+        pure=False,
+    )
+    from distributed import as_completed
+
+    for future in as_completed(futures):
+        for index in future.result():
+            await record(index)
+
+
+def _copy_batch_on_worker(
+    indices: list[int], *, refs: Any, destination: str, path: str, chunk_shape: tuple[int, ...]
+) -> list[int]:
+    from shadowzarr_store import RfsStore
+
+    rfs = refs if isinstance(refs, ReferenceFileSystem) else load_rfs(refs)
+    source = zarr.open_array(RfsStore(rfs), path=path, mode="r", zarr_format=3)
+    dest = zarr.open_array(LocalStore(destination), path=path, mode="r+", zarr_format=3)
+    all_regions = regions(source.shape, chunk_shape)
+    for index in indices:
+        dest[all_regions[index]] = source[all_regions[index]]
+    return indices
+
+
+async def _copy_as_stored(
+    plan: ArrayPlan, source_store: Store, dest_store: Store, concurrency: int
+) -> int:
+    """Copy the metadata and every stored chunk byte for byte."""
+    await dest_store.set(
+        metadata_key(plan.path), Buffer.from_bytes(dumps_strict(plan.document).encode())
+    )
+    configuration = plan.document["chunk_grid"]["configuration"]
+    grid = chunk_grid_shape(plan.document["shape"], configuration["chunk_shape"])
+    limit = asyncio.Semaphore(concurrency)
+    written = 0
+
+    async def one(coords: tuple[int, ...]) -> None:
+        nonlocal written
+        key = chunk_key(plan.path, coords)
+        async with limit:
+            data = await source_store.get(key, prototype=default_buffer_prototype())
+            if data is not None:
+                await dest_store.set(key, data)
+                written += len(data)
+
+    await asyncio.gather(*(one(tuple(c)) for c in np.ndindex(*grid)))
+    return written
+
+
+async def _verify(
+    path: str, source: Any, dest: Any, all_regions: list[Any], concurrency: int
+) -> None:
+    mismatches = await verify_regions(source, dest, all_regions, concurrency=concurrency)
+    if mismatches:
+        raise MaterializeError(
+            f"array {path!r}: {len(mismatches)} regions differ after writing, first {mismatches[0]}"
+        )
+
+
+def _materialize_zip(refs: Any, destination: Path, **options: Any) -> MaterializeReport:
+    """A zip cannot overwrite its members: build a folder beside it (resumable), then pack it."""
+    staging = destination.with_name(destination.name + ".partial")
+    report = materialize(refs, staging, **options)
+    packing = destination.with_name(destination.name + ".packing")
+    with zipfile.ZipFile(packing, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for file in sorted(p for p in staging.rglob("*") if p.is_file()):
+            archive.write(file, file.relative_to(staging).as_posix())
+    packing.replace(destination)
+    shutil.rmtree(staging)
+    return report
+
+
+def _destination_store(destination: Any) -> Store:
+    if isinstance(destination, Store):
+        return destination
+    Path(destination).mkdir(parents=True, exist_ok=True)
+    return LocalStore(str(destination))
+
+
+def _progress_store(destination: Any) -> Store:
+    """Where progress is kept: beside a local destination (so the destination holds only the
+    Zarr hierarchy, and a zip needs no deletes); in memory for other stores (no resume)."""
+    if isinstance(destination, str | Path):
+        target = Path(destination)
+        return LocalStore(target.parent / f".{target.name}.materialize-progress")
+    if isinstance(destination, LocalStore):
+        target = Path(destination.root)
+        return LocalStore(target.parent / f".{target.name}.materialize-progress")
+    return MemoryStore()
+
+
+def _fingerprint(plan: ArrayPlan) -> str:
+    text = json.dumps(
+        [plan.document, list(plan.chunk_shape), repr(sorted(plan.create_arguments.items()))],
+        sort_keys=True,
+        default=repr,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _progress_callback(progress: Progress | bool | None) -> Progress | None:
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        import sys
+
+        def draw(done: int, total: int) -> None:
+            if sys.stderr.isatty():
+                sys.stderr.write(f"\rmaterialize {done}/{total}")
+                sys.stderr.flush()
+
+        return draw
+    return progress
