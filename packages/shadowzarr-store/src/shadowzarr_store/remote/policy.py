@@ -70,8 +70,11 @@ def make_caches(
     if chosen is CachePolicy.MEMORY:
         if max_cache_bytes is None:
             raise ValueError("a memory cache must be bounded: give max_cache_bytes in bytes")
-        return Caches(chosen, memory=memory_cache or MemoryCache(max_cache_bytes))
-    disk = local_cache or LocalCache(
-        None if cache_dir is None else os.path.join(cache_dir, "chunks"), max_cache_bytes
-    )
-    return Caches(chosen, disk=disk)
+        if memory_cache is None:
+            memory_cache = MemoryCache(max_cache_bytes)
+        return Caches(chosen, memory=memory_cache)
+    if local_cache is None:  # (an empty LocalCache is falsy: it has a length)
+        local_cache = LocalCache(
+            None if cache_dir is None else os.path.join(cache_dir, "chunks"), max_cache_bytes
+        )
+    return Caches(chosen, disk=local_cache)
