@@ -330,7 +330,7 @@ def test_uncompressed_short_strips_of_scattered_pages(tmp_path: Path) -> None:
 
     path = tmp_path / "scattered.tif"
     data = RNG.integers(0, 60000, (3, 20, 16), dtype=np.uint16)
-    tifffile.imwrite(path, data, rowsperstrip=6, photometric="minisblack")
+    tifffile.imwrite(path, data, rowsperstrip=6, photometric="minisblack", metadata=None)
     raw = bytearray(path.read_bytes())
     with tifffile.TiffFile(path) as tif:
         page = tif.pages[1]

@@ -27,6 +27,7 @@ __all__ = [
     "block_shape",
     "page_chunks",
     "pages_are_contiguous",
+    "trusts_dataoffset",
 ]
 
 MAX_PAGE_CHUNK_BYTES = 64 * 2**20
@@ -58,6 +59,16 @@ def block_shape(page: TiffPage, where: str) -> tuple[int, int, int, int, int, in
     return (1, 1, 1, min(int(page.rowsperstrip) or length, length), width, contig)
 
 
+def trusts_dataoffset(series: TiffPageSeries) -> bool:
+    """Whether to read the series as one block from ``series.dataoffset`` without looking at
+    every page, as tifffile does: for ImageJ and tifffile's own shaped files, which store
+    stacks contiguously (and may hold one IFD only). tifffile's check of other series looks
+    only at where each page starts, so their pages are checked strip by strip instead."""
+    return series.dataoffset is not None and (
+        series.is_truncated or series.kind in ("imagej", "shaped")
+    )
+
+
 def pages_are_contiguous(series: TiffPageSeries, page_bytes: int) -> bool:
     """Whether every present page stores its strips one after another (page chunks work)."""
     for page in series:
@@ -74,8 +85,7 @@ def pages_are_contiguous(series: TiffPageSeries, page_bytes: int) -> bool:
 def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> ChunkTable:
     """One chunk per page, each ``page_bytes`` long (``count`` pages, more than the series
     lists when it is truncated: only the first page's IFD was written)."""
-    if series.is_truncated and series.dataoffset is not None:
-        # One IFD for the whole stack (ImageJ over 4 GB): the pages follow the first one.
+    if trusts_dataoffset(series):
         start = int(series.dataoffset)
         origins = np.zeros((count, 6), dtype=np.int64)
         origins[:, 0] = np.arange(count)

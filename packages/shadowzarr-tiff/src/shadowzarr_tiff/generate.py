@@ -27,6 +27,7 @@ from shadowzarr_tiff.chunks import (
     block_shape,
     page_chunks,
     pages_are_contiguous,
+    trusts_dataoffset,
 )
 from shadowzarr_tiff.codecs import codec_chain, register_tiff_codecs, stored_dtype, uses_imagecodecs
 from shadowzarr_tiff.layout import ChunkLayout, plan_layout
@@ -237,7 +238,8 @@ def _page_chunks_fit(series: TiffPageSeries, page_bytes: int) -> bool:
     keyframe = series.keyframe
     if page_bytes > MAX_PAGE_CHUNK_BYTES and _strips_divide(keyframe):
         return False
-    # Not series.dataoffset: tifffile checks only where each page starts, not its strips.
+    if trusts_dataoffset(series):
+        return True
     return pages_are_contiguous(series, page_bytes)
 
 
