@@ -85,8 +85,9 @@ def pages_are_contiguous(series: TiffPageSeries, page_bytes: int) -> bool:
 def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> ChunkTable:
     """One chunk per page, each ``page_bytes`` long (``count`` pages, more than the series
     lists when it is truncated: only the first page's IFD was written)."""
-    if trusts_dataoffset(series):
-        start = int(series.dataoffset)
+    dataoffset = series.dataoffset
+    if dataoffset is not None and trusts_dataoffset(series):
+        start = int(dataoffset)
         origins = np.zeros((count, 6), dtype=np.int64)
         origins[:, 0] = np.arange(count)
         offsets = start + np.arange(count, dtype=np.int64) * page_bytes
