@@ -48,7 +48,8 @@ def _load(name: str, path: Path, package: bool = False) -> Any:
     return module
 
 
-compare = _load("_bridge_compare_files", NWB_TESTS / "compare_files.py")
+nwb_tests = _load("_bridge_nwb_tests", NWB_TESTS / "__init__.py", package=True)
+compare = importlib.import_module(f"{nwb_tests.__name__}.compare_files")
 recordings = _load(
     "_bridge_neo_recordings",
     ROOT / "packages" / "shadowzarr-neo" / "tests" / "recordings" / "__init__.py",
@@ -79,9 +80,38 @@ def _convert_both(interface: Any, tmp_path: Path) -> tuple[Path, Path, dict]:
     return ordinary, exported, replaced
 
 
+def _inspection(nwbfile: Any) -> set[tuple[str, str, str]]:
+    """nwbinspector's findings: (importance, check, object location)."""
+    from nwbinspector import inspect_nwbfile_object
+
+    return {
+        (m.importance.name, m.check_function_name, str(m.location))
+        for m in inspect_nwbfile_object(nwbfile)
+        if m is not None
+    }
+
+
+def _check_inspection(ordinary: Path, refs: Path) -> None:
+    """The virtual file gets no finding that NeuroConv's own file does not get.
+
+    Aside: findings about the data's storage (chunking, compression; nwbinspector 0.7.2 fails
+    evaluating its compression checks on any Zarr v3 array, reading ``compressor``) and about
+    the file name (a reference file system is not named ``*.nwb``).
+    """
+    with NWBHDF5IO(str(ordinary), mode="r") as io:
+        theirs = _inspection(io.read())
+    with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
+        ours = _inspection(io.read())
+    aside = ("compression", "chunk", "file_extension")
+    new = {f for f in ours - theirs if not any(word in f[1] for word in aside)}
+    assert not new, new
+    assert ours, "nwbinspector found nothing at all: did it run?"
+
+
 def _check(interface: Any, tmp_path: Path, expected_virtual: int) -> dict:
     ordinary, exported, replaced = _convert_both(interface, tmp_path)
     assert len(replaced) == expected_virtual, replaced
+    _check_inspection(ordinary, tmp_path / "virtual.nwb.shadowzarr")
     theirs = compare.hdf5_datasets(ordinary)
     ours = compare.hdf5_datasets(exported)
     compare.assert_same_datasets(ours, theirs)
@@ -175,3 +205,17 @@ def test_compressed_tiff_is_refused_or_copied(tmp_path: Path) -> None:
         virtualize(interface.create_nwbfile(metadata=metadata))
     nwbfile = interface.create_nwbfile(metadata=metadata)
     assert virtualize(nwbfile, strict=False) == {}
+
+
+@pytest.mark.parametrize("source", ["spikeglx", "intan-rhd", "tiff-stack", "hdf5"])
+def test_write_virtual_nwb_inspection(source: str, tmp_path: Path) -> None:
+    """Files write_virtual_nwb writes from VirtualArrays get nwbinspector's findings of an
+    ordinary conversion of the same values, no more."""
+    sources = importlib.import_module(f"{nwb_tests.__name__}.sources")
+    nwb_files = importlib.import_module(f"{nwb_tests.__name__}.nwb_files")
+    series = sources.SOURCES[source](tmp_path / "sources")
+    refs = write_virtual_nwb(nwb_files.build_nwbfile(series, virtual=True), tmp_path / "v")
+    ordinary = tmp_path / "ordinary.nwb"
+    with NWBHDF5IO(str(ordinary), mode="w") as io:
+        io.write(nwb_files.build_nwbfile(series, virtual=False))
+    _check_inspection(ordinary, refs)
