@@ -1,0 +1,63 @@
+"""The benchmark script runs end to end at tiny sizes (numbers are not judged here: only that
+every workload ran, every value any reader returned equals the source, and every peer that did
+not run says why)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench" / "bench.py"
+WORKLOADS = {"1 generate", "2 open 2M", "3 one second", "4 small chunks", "5 sequential"}
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_quick_run_covers_every_workload_with_exact_values(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--quick",
+            "--no-build-venvs",
+            "--bandwidths",
+            "200",
+            "--latency",
+            "5",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert document["quick"] is True
+    (setting,) = document["settings"]
+    rows = setting["rows"]
+    assert {row["workload"] for row in rows} == WORKLOADS
+    ran = [row for row in rows if row["not_run"] is None]
+    assert ran, "no reader ran"
+    wrong = [(r["workload"], r["case"], r["reader"]) for r in ran if r["equal"] is not True]
+    assert not wrong, wrong
+    for row in ran:
+        assert row["seconds"] is not None
+        assert row["seconds"] >= 0
+        assert row["requests"] is not None
+        assert row["bytes"] is not None
+    for workload in WORKLOADS:
+        ours = [r for r in ran if r["workload"] == workload and r["ours"]]
+        assert ours, f"shadowzarr did not run in {workload}"
+    for row in rows:
+        if row["not_run"] is not None:
+            assert row["not_run"].strip(), row
+            assert f"not run: {' '.join(row['not_run'].split())}" in completed.stdout
+    assert "| workload | case | reader |" in completed.stdout
+    assert setting["targets"], "no target was evaluated"

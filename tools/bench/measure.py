@@ -1,0 +1,118 @@
+"""One row of the table: a reader's median wall time, requests, bytes and peak memory.
+
+Peak memory is the highest resident set size seen by a sampling thread during the run, minus
+the size when the run started (Python's tracemalloc would slow every peer down and miss what
+C libraries allocate). A peer in its own environment reports its process's own peak.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from server import BenchServer
+
+_PAGE = 4096
+
+
+@dataclass(slots=True)
+class Row:
+    """What one reader did in one case of a workload, or why it did not run."""
+
+    workload: str
+    case: str
+    reader: str
+    ours: bool = False
+    seconds: float | None = None
+    runs: list[float] = field(default_factory=list)
+    requests: int | None = None
+    bytes: int | None = None
+    peak_mb: float | None = None
+    equal: bool | None = None
+    not_run: str | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as stream:
+        return int(stream.read().split()[1]) * _PAGE
+
+
+class PeakSampler:
+    """Highest RSS above the starting one, sampled every 5 ms in a thread."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.start = rss_bytes()
+        self.peak = self.start
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, rss_bytes())
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_bytes())
+
+    @property
+    def mb(self) -> float:
+        return (self.peak - self.start) / 1e6
+
+
+Check = Callable[[Any], bool]
+
+
+def measure(
+    row: Row,
+    server: BenchServer | None,
+    run: Callable[[], Any],
+    check: Check,
+    *,
+    runs: int,
+    setup: Callable[[], Any] | None = None,
+) -> Row:
+    """Run ``run`` ``runs`` times (each after ``setup``, untimed), keeping the median time and
+    the requests, bytes and peak memory of the first run; ``check`` judges every result."""
+    equal = True
+    for index in range(runs):
+        if setup is not None:
+            setup()
+        if server is not None:
+            server.reset()
+        with PeakSampler() as sampler:
+            start = time.perf_counter()
+            result = run()
+            seconds = time.perf_counter() - start
+        row.runs.append(seconds)
+        equal = equal and bool(check(result))
+        if index == 0:
+            row.peak_mb = sampler.mb
+            if server is not None:
+                counts = server.counts()
+                row.requests, row.bytes = counts.requests, counts.bytes
+    row.seconds = statistics.median(row.runs)
+    row.equal = equal
+    return row
+
+
+def not_run(row: Row, reason: str) -> Row:
+    row.not_run = reason
+    return row
+
+
+def same(expected: np.ndarray) -> Check:
+    return lambda actual: np.array_equal(np.asarray(actual), expected)

@@ -1,0 +1,97 @@
+"""nginx behind the latency proxy in a child process, driven over a line protocol on stdin.
+
+The proxy's CPU (one GIL, event loop, bandwidth pacing) must not compete with the client being
+measured, so it runs in its own interpreter. Requests and bytes are counted at the proxy, the
+only place every peer's traffic passes through, whatever HTTP client it uses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+_CHILD = """
+import json, sys
+from shadowzarr_testing.nginx import NginxServer
+from shadowzarr_testing.proxy import LatencyProxy
+root, latency, bandwidth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) or None
+with NginxServer(root) as nginx, LatencyProxy(
+    nginx.url(""), latency=latency, bandwidth=bandwidth
+) as proxy:
+    print(json.dumps({"url": proxy.url(""), "direct": nginx.url("")}), flush=True)
+    for line in sys.stdin:
+        command = line.split()
+        if not command:
+            continue
+        if command[0] == "stats":
+            proxy.wait_idle(timeout=60)
+            print(json.dumps({"requests": proxy.requests, "bytes": proxy.bytes_sent(),
+                              "max_concurrent": proxy.max_concurrent}), flush=True)
+        elif command[0] == "reset":
+            proxy.wait_idle(timeout=60)
+            proxy.reset()
+            print("{}", flush=True)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyCounts:
+    requests: int
+    bytes: int
+    max_concurrent: int
+
+
+class BenchServer:
+    """``root`` served at ``base_url`` through a proxy adding ``latency`` s per request and
+    capping all connections together at ``bandwidth`` bytes/s (None: no cap)."""
+
+    def __init__(self, root: Path, *, latency: float, bandwidth: float | None) -> None:
+        self.latency = latency
+        self.bandwidth = bandwidth
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(root), str(latency), str(bandwidth or 0)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        hello = json.loads(self._readline())
+        self.base_url: str = hello["url"].rstrip("/") + "/"
+        self.direct_url: str = hello["direct"].rstrip("/") + "/"
+
+    def url(self, name: str) -> str:
+        return self.base_url + name
+
+    def reset(self) -> None:
+        self._send("reset")
+        self._readline()
+
+    def counts(self) -> ProxyCounts:
+        self._send("stats")
+        return ProxyCounts(**json.loads(self._readline()))
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            self._process.wait(timeout=30)
+
+    def __enter__(self) -> BenchServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, line: str) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+
+    def _readline(self) -> str:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError("benchmark server exited")
+        return line
