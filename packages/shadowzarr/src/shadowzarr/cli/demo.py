@@ -18,7 +18,9 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
         epilog="example: shadowzarr demo --latency 0.02",
     )
     parser.add_argument("--seconds", type=int, default=20, help="length of the example recording")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
+    parser.add_argument(
+        "--latency", type=float, default=0.02, help="seconds added to each request (a real network)"
+    )
     parser.set_defaults(run=run)
 
 
