@@ -138,6 +138,8 @@ class _FirstRangeOnly:
         content = payload
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def do_GET(self) -> None:
                 spec = self.headers["Range"].removeprefix("bytes=").split(",")[0]
                 first, last = (int(part) for part in spec.split("-"))
