@@ -131,8 +131,9 @@ def test_deflate_and_zstd_use_standard_codecs(tmp_path: Path) -> None:
             compression=compression,
             photometric="minisblack",
         )
-        codecs = _metadata(generate_rfs_tiff(path), "0")["codecs"]
-        assert [c["name"] for c in codecs] == ["bytes", name]
+        metadata = _metadata(generate_rfs_tiff(path), "0")
+        assert [c["name"] for c in metadata["codecs"]] == ["bytes", name]
+        assert "codecs_from" not in metadata["attributes"]
 
 
 def test_predictor_uses_imagecodecs_delta_on_the_width_axis(tmp_path: Path) -> None:
@@ -144,8 +145,10 @@ def test_predictor_uses_imagecodecs_delta_on_the_width_axis(tmp_path: Path) -> N
         predictor=True,
         photometric="rgb",
     )
-    codecs = _metadata(generate_rfs_tiff(path), "0")["codecs"]
+    metadata = _metadata(generate_rfs_tiff(path), "0")
+    codecs = metadata["codecs"]
     assert codecs[0] == {"name": "imagecodecs_delta", "configuration": {"axis": -2, "dist": 1}}
+    assert metadata["attributes"]["codecs_from"] == "imagecodecs-zarr"
     assert [c["name"] for c in codecs[1:]] == ["bytes", "imagecodecs_lzw"]
 
 

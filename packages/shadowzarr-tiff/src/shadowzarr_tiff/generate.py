@@ -200,6 +200,9 @@ def _add_level(
         )
     layout = plan_layout(source_shape, source_chunk, tuple(int(s) for s in series.shape), where)
     chain = codec_chain(keyframe, layout.chunk_shape, where)
+    if uses_imagecodecs(chain.codecs):
+        # Tell other readers what they need: these codecs are not part of Zarr itself.
+        attributes = {**attributes, "codecs_from": "imagecodecs-zarr"}
     builder.add_array(
         path,
         shape=layout.shape,
