@@ -21,7 +21,7 @@ from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
 
 from .attributes import read_attributes
-from .context import Options, Source
+from .context import Options, Source, object_address
 from .datasets import add_dataset
 from .layouts import storage_layout
 from .links import link_record
@@ -152,19 +152,27 @@ def _reader(raw: Any) -> Callable[[int, int], bytes] | None:
 
 
 def _walk_datasets(file: h5py.File) -> Iterator[h5py.Dataset]:
-    """Each dataset once (by object address), in walk order."""
+    """Each dataset once (by object address), following hard links only.
+
+    Not ``visititems``: HDF5's object visit asks for each object's full info, which walks every
+    chunk index (one read per v1 B-tree node, before any prefetch could help)."""
     seen: set[int] = set()
-    found: list[h5py.Dataset] = []
-
-    def visit(_name: str, obj: Any) -> None:
-        if isinstance(obj, h5py.Dataset):
-            address = h5py.h5o.get_info(obj.id).addr
-            if address not in seen:
+    groups: list[h5py.Group] = [file]
+    visited_groups = {object_address(file)}
+    while groups:
+        group = groups.pop(0)
+        for name in group:
+            if not isinstance(group.get(name, getlink=True), h5py.HardLink):
+                continue
+            obj = group.get(name)
+            address = object_address(obj)
+            if isinstance(obj, h5py.Group):
+                if address not in visited_groups:
+                    visited_groups.add(address)
+                    groups.append(obj)
+            elif isinstance(obj, h5py.Dataset) and address not in seen:
                 seen.add(address)
-                found.append(obj)
-
-    file.visititems(visit)
-    yield from found
+                yield obj
 
 
 def _wanted_paths(datasets: Iterable[str]) -> frozenset[str]:
@@ -192,6 +200,7 @@ def _named_datasets(file: h5py.File, wanted: frozenset[str]) -> Iterator[h5py.Da
 def _chunk_tables(raw: Any, datasets: list[h5py.Dataset]) -> dict[str, Any]:
     """Chunk tables of every chunked dataset, parsed from the index bytes in one pass."""
     chunked = [d for d in datasets if storage_layout(d) == "chunked" and d.shape is not None]
+    addresses = [object_address(d) for d in chunked]
     if not chunked:
         return {}
     from .remote import LocalRangeFetcher, read_chunk_tables
@@ -200,16 +209,16 @@ def _chunk_tables(raw: Any, datasets: list[h5py.Dataset]) -> dict[str, Any]:
     try:
         if isinstance(raw, str):
             with LocalRangeFetcher(raw) as fetcher:
-                tables = read_chunk_tables(fetcher, chunked)
+                tables = read_chunk_tables(fetcher, addresses)
         else:
-            tables = raw.prefetch_dataset_indexes(chunked)
+            tables = raw.prefetch_dataset_indexes(addresses)
     except Hdf5FormatError as exc:
         # A structure the parser does not know: h5py's chunk_iter (checked) takes over.
         logger.warning("chunk indexes not parsed (%s); using h5py's chunk_iter", exc)
         return {}
     by_address = {}
-    for dataset, table in zip(chunked, tables, strict=True):
-        by_address[h5py.h5o.get_info(dataset.id).addr] = table
+    for address, table in zip(addresses, tables, strict=True):
+        by_address[address] = table
     return {"__by_address__": by_address}
 
 
@@ -238,7 +247,7 @@ class _Walker:
         if specloc is not None:
             self.specloc = str(specloc).strip("/") or SPECIFICATIONS_GROUP
             attributes[SPECLOC_ATTR] = self.specloc
-        self._group(file, "", attributes, ancestors={h5py.h5o.get_info(file.id).addr: "/"})
+        self._group(file, "", attributes, ancestors={object_address(file): "/"})
 
     def _group(
         self, group: h5py.Group, path: str, attributes: dict[str, Any], ancestors: dict[int, str]
@@ -259,7 +268,7 @@ class _Walker:
             obj = group.get(name)
             if obj is None:
                 continue
-            address = h5py.h5o.get_info(obj.id).addr
+            address = object_address(obj)
             if isinstance(obj, h5py.Group):
                 if address in ancestors:  # a hard link back up the tree: record, do not recurse
                     links.append({"name": name, "source": ".", "path": ancestors[address]})

@@ -33,10 +33,10 @@ def userblock_offset_shift(file: h5py.File, read_bytes: Callable[[int, int], byt
 
 
 def _stored_blocks(file: h5py.File) -> Iterator[tuple[int, bytes]]:
-    """(offset h5py reports, the bytes stored there) for datasets, until the caller stops."""
-    found: list[h5py.Dataset] = []
-    file.visititems(lambda _name, obj: found.append(obj) if isinstance(obj, h5py.Dataset) else None)
-    for dataset in found:
+    """(offset h5py reports, the bytes stored there) for the root's datasets (MATLAB keeps its
+    variables there), until the caller stops. Not ``visititems``: it walks every chunk index."""
+    found = [file[name] for name in file if isinstance(file.get(name, getlink=True), h5py.HardLink)]
+    for dataset in (obj for obj in found if isinstance(obj, h5py.Dataset)):
         plist = dataset.id.get_create_plist()
         if plist.get_external_count() or dataset.shape is None or dataset.size == 0:
             continue
