@@ -23,7 +23,8 @@ from shadowzarr_store.remote.identity import SourceIdentity, probe_identity
 from shadowzarr_store.remote.policy import DEFAULT_CACHE_BYTES, CachePolicy, make_caches
 from shadowzarr_store.remote.reference_cache import ReferenceCache
 from shadowzarr_store.remote.remote_array import RemoteArray
-from shadowzarr_store.remote.zarr_source import zarr_references
+from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
+from shadowzarr_store.rfs_store import RfsStore
 
 __all__ = ["Generate", "open_remote_array"]
 
@@ -134,7 +135,7 @@ def open_remote_array(
     def reopen(
         _known: SourceIdentity | None,
     ) -> tuple[SourceIdentity | None, ReferenceFileSystem]:
-        identity = sync(probe_identity(address.container))
+        identity = sync(probe_identity(_identity_url(address)))
         found = references.get(request, identity) if references is not None else None
         if found is None:
             rfs, path = generate(address)
@@ -170,8 +171,18 @@ def open_remote_array(
         assume_immutable=assume_immutable,
         references=how,
         header_requests=header_requests,
+        store_class=ZarrSourceStore if address.format == "zarr" else RfsStore,
         **common,
     )
+
+
+def _identity_url(address: Address) -> str:
+    """What stands for the source: the file, or for a Zarr store (a folder) the array's
+    ``zarr.json`` (Zarr chunks are assumed immutable under one metadata document)."""
+    if address.format != "zarr":
+        return address.container
+    inner = f"/{address.dataset}" if address.dataset else ""
+    return f"{address.container.rstrip('/')}{inner}/zarr.json"
 
 
 def _clean(path: str | None) -> str:

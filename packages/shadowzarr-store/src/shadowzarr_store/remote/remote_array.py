@@ -81,6 +81,7 @@ class RemoteArray:
         max_concurrency: int = 16,
         references: str = "given",
         header_requests: int = 0,
+        store_class: type[RfsStore] = RfsStore,
         **store_options: Any,
     ) -> None:
         if max_concurrency < 1:
@@ -95,6 +96,7 @@ class RemoteArray:
         self._max_concurrency = max_concurrency
         self._references = references
         self._header_requests = header_requests
+        self._store_class = store_class
         self._user_resolve = store_options.pop("resolve_url", None)
         self._store_options = store_options
         self._earlier = StatsSnapshot()
@@ -108,11 +110,11 @@ class RemoteArray:
             "local_cache": self._caches.disk,
         }
         self._rfs = rfs
-        self._store = RfsStore(
+        self._store = self._store_class(
             rfs, **shared, resolve_url=OfflineGuard(self._switch, self._user_resolve)
         )
         # read_cached reads through a twin that is always offline, sharing the same caches.
-        self._offline_store = RfsStore(
+        self._offline_store = self._store_class(
             rfs, **shared, resolve_url=OfflineGuard(OfflineSwitch(offline=True))
         )
         self._array = zarr.open_array(self._store, path=self._path, mode="r", zarr_format=3)

@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import os
+from typing import TYPE_CHECKING
 
 import aiohttp
 from shadowzarr_spec import (
@@ -17,9 +18,16 @@ from shadowzarr_spec import (
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
+from shadowzarr_spec.keys import array_of_chunk_key
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-__all__ = ["MAX_ZARR_CHUNKS", "zarr_references"]
+from shadowzarr_store.rfs_store import RfsStore
+
+if TYPE_CHECKING:
+    from zarr.abc.store import ByteRequest
+    from zarr.core.buffer import Buffer, BufferPrototype
+
+__all__ = ["MAX_ZARR_CHUNKS", "ZarrSourceStore", "zarr_references"]
 
 MAX_ZARR_CHUNKS = 1_000_000
 _ROOT = InlineRef(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}).encode())
@@ -66,3 +74,18 @@ async def _read(location: str) -> bytes:
                 return await response.read()
         except aiohttp.ClientError as exc:
             raise SourceError(f"{location}: {exc}") from exc
+
+
+class ZarrSourceStore(RfsStore):
+    """`RfsStore` over a Zarr store's chunk files: a chunk file that does not exist was never
+    written, so zarr reads it as the fill value (Zarr's own rule), instead of an error."""
+
+    async def get(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        try:
+            return await super().get(key, prototype, byte_range)
+        except SourceNotFoundError:
+            if array_of_chunk_key(key) is None:
+                raise
+            return None
