@@ -5,7 +5,8 @@ roiextractors installed with their zarr requirement overridden (``uv pip install
 shadowzarr installed from this checkout. The environment is cached under the temporary directory,
 keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
 Inside it, ``tools/neuroconv-env/bridge_checks.py`` compares the virtual files with NeuroConv's
-own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary, Intan, a TIFF stack) and runs
+own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary, Intan, Blackrock, WhiteMatter,
+a TIFF stack) and runs
 nwbinspector, which installs there (not in the workspace lock), on virtual files.
 
 The one-line workaround NeuroConv 0.10 needs with zarr 3 (it reads ``zarr.codec_registry`` at
@@ -52,6 +53,8 @@ def _environment() -> Path:
     uv_dir = str(Path(_uv()).parent)
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     environ["PATH"] = uv_dir + os.pathsep + path
+    # This interpreter's base, so that uv does not look for (or download) another Python.
+    environ["PYTHON"] = getattr(sys, "_base_executable", sys.executable)
     result = subprocess.run(
         ["bash", str(ENV_TOOLS / "build.sh"), str(building)],
         capture_output=True,
@@ -108,6 +111,8 @@ def test_bridge_equals_neuroconv_conversion() -> None:
         "test_openephys_binary",
         "test_intan",
         "test_tiff_stack",
+        "test_blackrock",
+        "test_whitematter",
         "test_write_virtual_nwb_inspection[spikeglx]",
         "test_write_virtual_nwb_inspection[tiff-stack]",
     }

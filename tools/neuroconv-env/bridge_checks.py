@@ -219,3 +219,25 @@ def test_write_virtual_nwb_inspection(source: str, tmp_path: Path) -> None:
     with NWBHDF5IO(str(ordinary), mode="w") as io:
         io.write(nwb_files.build_nwbfile(series, virtual=False))
     _check_inspection(ordinary, refs)
+
+
+def test_blackrock(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import BlackrockRecordingInterface
+
+    path = recordings._common.ephys_data() / "blackrock" / "example_2.ns2"
+    interface = BlackrockRecordingInterface(file_path=path)
+    _check(interface, tmp_path, 1)
+
+
+def test_whitematter(tmp_path: Path) -> None:
+    """A binary recording SpikeInterface reads with an offset (8-byte header)."""
+    from neuroconv.datainterfaces import WhiteMatterRecordingInterface
+
+    rng = np.random.default_rng(2)
+    samples = rng.integers(-(2**15), 2**15, size=(2_500, 8), dtype="<i2")
+    path = tmp_path / "HSW_2026_01_02__03_04_05__01min_00sec__hsamp_64ch_25000sps.bin"
+    path.write_bytes(b"\x00" * 8 + samples.tobytes())
+    interface = WhiteMatterRecordingInterface(
+        file_path=path, sampling_frequency=25_000.0, num_channels=8
+    )
+    _check(interface, tmp_path, 1)

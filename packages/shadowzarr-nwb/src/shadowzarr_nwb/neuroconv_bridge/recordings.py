@@ -58,7 +58,7 @@ def _base_array(recording: Any, segment_index: int) -> tuple[VirtualArray, list[
     """The whole stream a file-reading recording reads, with its channel ids in column order."""
     if hasattr(recording, "neo_reader") and hasattr(recording, "stream_id"):
         return _neo_array(recording, segment_index)
-    if type(recording).__name__ == "BinaryRecordingExtractor":
+    if any(cls.__name__ == "BinaryRecordingExtractor" for cls in type(recording).__mro__):
         return _binary_array(recording, segment_index)
     raise NotVirtualizable(f"{type(recording).__name__} does not say where its data is stored")
 
@@ -92,13 +92,13 @@ def _neo_array(recording: Any, segment_index: int) -> tuple[VirtualArray, list[s
 
 
 def _binary_array(recording: Any, segment_index: int) -> tuple[VirtualArray, list[str]]:
-    kwargs = recording._kwargs
-    if int(kwargs.get("time_axis", 0)) != 0:
+    """Each segment of a binary recording reads one file: samples after ``file_offset``."""
+    segment = recording.segments[segment_index]
+    if int(getattr(segment, "time_axis", 0)) != 0:
         raise NotVirtualizable("a binary recording stored channel by channel (time_axis=1)")
-    path = str(kwargs["file_paths"][segment_index])
-    shape = [int(recording.get_num_samples(segment_index)), int(kwargs["num_channels"])]
-    offset = int(kwargs.get("file_offset", 0) or 0)
-    array = VirtualArray.contiguous(path, shape, kwargs["dtype"], offset=offset)
+    shape = [int(segment.num_samples), int(segment.num_channels)]
+    offset = int(segment.file_offset or 0)
+    array = VirtualArray.contiguous(str(segment.file_path), shape, segment.dtype, offset=offset)
     return array, [_key(i) for i in recording.get_channel_ids()]
 
 
