@@ -45,6 +45,8 @@ class StoreOptions:
     presigned_url_ttl: float = 600.0
     index_cache_chunks: int = 64
     sharded_view: int = 0
+    allowed_urls: tuple[str, ...] | None = None
+    allow_local_files: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
@@ -56,6 +58,10 @@ class StoreOptions:
             raise ValueError("sharded_view must be 0 (off) or a target inner chunk size in bytes")
         if self.index_cache_chunks < 1:
             raise ValueError("index_cache_chunks must be at least 1")
+        if isinstance(self.allowed_urls, str):
+            raise TypeError("allowed_urls must be a list of URL prefixes, not one string")
+        if self.allowed_urls is not None:
+            object.__setattr__(self, "allowed_urls", tuple(self.allowed_urls))
 
     @classmethod
     def from_kwargs(cls, options: Mapping[str, Any]) -> StoreOptions:

@@ -71,6 +71,11 @@ class RfsStore(Store):
         Seconds a presigned DANDI URL is reused.
     index_cache_chunks
         Chunk-index chunks kept in memory.
+    allowed_urls
+        URL prefixes (``["https://host/path/"]``) that every request, redirect and presigned
+        URL must fall under (None: any); others raise `SourceAccessError` before any request.
+    allow_local_files
+        Whether references may read local files (None: yes, unless they were loaded from a URL).
     """
 
     supports_writes: bool = False

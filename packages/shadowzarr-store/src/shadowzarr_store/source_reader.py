@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from shadowzarr_spec import SourceAccessError, SourceInfo
 
+from shadowzarr_store.access import AccessPolicy
+
 from shadowzarr_store.dandi import DandiResolver
 from shadowzarr_store.fetch.http import RetryPolicy, fetch_range, new_session
 from shadowzarr_store.fetch.local import is_local, read_local
@@ -62,6 +64,7 @@ class SourceReader:
             attempts=options.retries + 1, backoff=options.backoff, max_backoff=options.max_backoff
         )
         self.dandi = DandiResolver(options.dandi_api_hosts, options.presigned_url_ttl)
+        self.access = AccessPolicy.for_references(rfs, options)
         self.merge_options = options
         if options.local_cache is not None and options.merge_window < _LOCAL_CACHE_WINDOW:
             # Cache look-ups finish in worker threads at different times; wait for the stragglers.
@@ -129,6 +132,7 @@ class SourceReader:
 
     async def read_index(self, location: str) -> bytes:
         """One chunk of a stored index array (a path or URL next to the references)."""
+        self.access.check_index(location, self.rfs.base)
         if is_local(location):
             data = await read_local(location, 0, None)
         else:
@@ -140,6 +144,7 @@ class SourceReader:
                 None,
                 policy=self.policy,
                 on_retry=self._count_retry,
+                check_url=self.access.check,
             )
         self.stats.add(requests=1, bytes=len(data))
         return data
@@ -148,6 +153,7 @@ class SourceReader:
         """One physical read, no cache, no merging (the merge queue calls this)."""
         info = self.source_info(url)
         target = self.absolute(url)
+        self.access.check(target)
         if is_local(target):
             data = await read_local(target, start, end, info.size)
         else:
@@ -161,6 +167,7 @@ class SourceReader:
         state = self._state()
         session = state.http(self.options)
         physical, renewable = await self._physical_url(session, target)
+        self.access.check(physical)
         try:
             return await self._get(session, physical, start, end, info, url)
         except SourceAccessError:
@@ -169,6 +176,7 @@ class SourceReader:
         # An expired or refused presigned URL: ask DANDI for a fresh one and read again.
         self.dandi.forget(target, physical)
         physical, _ = await self._physical_url(session, target)
+        self.access.check(physical)
         return await self._get(session, physical, start, end, info, url)
 
     async def _get(
@@ -190,6 +198,7 @@ class SourceReader:
             policy=self.policy,
             name=url,
             on_retry=self._count_retry,
+            check_url=self.access.check,
         )
 
     async def _physical_url(self, session: aiohttp.ClientSession, url: str) -> tuple[str, bool]:

@@ -12,6 +12,7 @@ import asyncio
 import random
 import re
 from dataclasses import dataclass
+from urllib.parse import urljoin
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -29,6 +30,8 @@ __all__ = ["RetryPolicy", "TransientHTTPError", "fetch_range", "new_session"]
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +81,14 @@ async def fetch_range(
     policy: RetryPolicy = RetryPolicy(),
     name: str | None = None,
     on_retry: Callable[[], None] | None = None,
+    check_url: Callable[[str], None] | None = None,
 ) -> bytes:
     """Bytes ``[start, end)`` of ``url`` (``end`` None: to the end; ``0, None``: the whole file).
 
     The body is shorter than asked only when the server clipped the range at the end of the file.
     ``name`` is the URL shown in errors (the reference's URL when ``url`` is a presigned one).
+    Redirects are followed here, not by aiohttp, so ``check_url`` (raising `SourceAccessError`)
+    vets every place a redirect points to before it is requested.
     """
     shown = _describe(name or url, start, end)
     last: TransientHTTPError | None = None
@@ -95,7 +101,9 @@ async def fetch_range(
                 wait = min(max(last.retry_after, wait), policy.max_retry_after)
             await asyncio.sleep(wait)
         try:
-            return await _fetch_once(session, url, start, end, etag, expected_size, shown)
+            return await _fetch_once(
+                session, url, start, end, etag, expected_size, shown, check_url
+            )
         except TransientHTTPError as exc:
             last = exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
@@ -116,6 +124,7 @@ async def _fetch_once(
     etag: str | None,
     expected_size: int | None,
     shown: str,
+    check_url: Callable[[str], None] | None = None,
 ) -> bytes:
     whole = start == 0 and end is None
     headers: dict[str, str] = {}
@@ -123,31 +132,50 @@ async def _fetch_once(
         headers["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
     if etag:
         headers["If-Match"] = etag
-    async with session.get(url, headers=headers) as response:
-        status = response.status
-        if status == 206 and not whole:
-            first, last, total = _content_range(response, shown)
-            _check_range(first, last, total, start, end, expected_size, shown)
-            body = await response.read()
-            if len(body) != last - first + 1:
-                raise TransientHTTPError(
-                    f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
-                )
-            return body
-        if status == 200 and whole:
-            body = await response.read()
-            length = response.content_length
-            if length is not None and len(body) != length:
-                raise TransientHTTPError(
-                    f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
-                )
-            if expected_size is not None and len(body) != expected_size:
-                raise SourceChangedError(
-                    f"{shown} is {len(body)} bytes, the references were made for "
-                    f"{expected_size} bytes: the source has changed"
-                )
-            return body
-        _raise_for_status(response, shown)
+    target = url
+    for _ in range(_MAX_REDIRECTS + 1):
+        async with session.get(target, headers=headers, allow_redirects=False) as response:
+            location = response.headers.get("Location")
+            if response.status not in _REDIRECTS or not location:
+                return await _read_answer(response, start, end, expected_size, shown)
+        target = urljoin(target, location)
+        if check_url is not None:
+            check_url(target)
+    raise SourceError(f"{shown}: more than {_MAX_REDIRECTS} redirects")
+
+
+async def _read_answer(
+    response: aiohttp.ClientResponse,
+    start: int,
+    end: int | None,
+    expected_size: int | None,
+    shown: str,
+) -> bytes:
+    whole = start == 0 and end is None
+    status = response.status
+    if status == 206 and not whole:
+        first, last, total = _content_range(response, shown)
+        _check_range(first, last, total, start, end, expected_size, shown)
+        body = await response.read()
+        if len(body) != last - first + 1:
+            raise TransientHTTPError(
+                f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
+            )
+        return body
+    if status == 200 and whole:
+        body = await response.read()
+        length = response.content_length
+        if length is not None and len(body) != length:
+            raise TransientHTTPError(
+                f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
+            )
+        if expected_size is not None and len(body) != expected_size:
+            raise SourceChangedError(
+                f"{shown} is {len(body)} bytes, the references were made for "
+                f"{expected_size} bytes: the source has changed"
+            )
+        return body
+    _raise_for_status(response, shown)
     raise AssertionError("unreachable")
 
 
