@@ -135,6 +135,8 @@ class _Parser:
         return left
 
     def operand(self, depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise GenExpressionError(f"gen expression nested too deeply: {self.source[:80]!r}")
         if self.position >= len(self.tokens):
             raise GenExpressionError(f"gen expression {self.source!r} ends too early")
         kind, text = self.tokens[self.position]
