@@ -38,7 +38,9 @@ def raw_refs(tmp_path: Path) -> tuple[Path, np.ndarray]:
     builder = RfsBuilder()
     builder.add_group("", {"title": "raw"})
     builder.add_array("signal", shape=[100, 4], data_type="<i4", chunk_shape=[10, 4])
-    builder.add_contiguous_chunks("signal", url=str(raw), start=0, shape=[100, 4], chunk_shape=[10, 4], itemsize=4)
+    builder.add_contiguous_chunks(
+        "signal", url=str(raw), start=0, shape=[100, 4], chunk_shape=[10, 4], itemsize=4
+    )
     builder.add_source(str(raw), size=raw.stat().st_size)
     path = write_rfs(builder.build(), tmp_path / "raw.shadowzarr")
     return path, values
@@ -83,7 +85,9 @@ def test_get_prints_and_saves(raw_refs: tuple[Path, np.ndarray], tmp_path: Path)
     assert printed.stdout.split() == ["[0", "1", "2", "3]"]
 
 
-def test_check_notices_a_changed_local_source(raw_refs: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+def test_check_notices_a_changed_local_source(
+    raw_refs: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
     path, _ = raw_refs
     ok = shadowzarr("check", str(path))
     assert ok.returncode == 0 and ok.stdout.startswith("ok")
@@ -123,7 +127,9 @@ def test_check_and_get_over_nginx(nginx, tmp_path: Path) -> None:  # type: ignor
         (("generate", "no/such/file.h5", "-o", "out.json"), "No such file"),
     ],
 )
-def test_missing_files_are_one_line_errors(args: tuple[str, ...], contains: str, tmp_path: Path) -> None:
+def test_missing_files_are_one_line_errors(
+    args: tuple[str, ...], contains: str, tmp_path: Path
+) -> None:
     assert_clean_error(shadowzarr(*args, cwd=tmp_path), contains=contains)
 
 
@@ -136,9 +142,12 @@ def test_corrupt_refs_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_url_that_404s(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert_clean_error(shadowzarr("info", nginx.url("missing/refs.json")), contains="no reference file")
     assert_clean_error(
-        shadowzarr("generate", nginx.url("missing.h5"), "-o", str(tmp_path / "o.json")), contains="404"
+        shadowzarr("info", nginx.url("missing/refs.json")), contains="no reference file"
+    )
+    assert_clean_error(
+        shadowzarr("generate", nginx.url("missing.h5"), "-o", str(tmp_path / "o.json")),
+        contains="404",
     )
 
 
@@ -175,11 +184,16 @@ def test_generate_a_folder_in_parallel(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     for name, values in expected.items():
         npy = tmp_path / f"{name}.npy"
-        assert shadowzarr("get", str(out / f"{name}.shadowzarr"), "b/c", "-o", str(npy)).returncode == 0
+        assert (
+            shadowzarr("get", str(out / f"{name}.shadowzarr"), "b/c", "-o", str(npy)).returncode
+            == 0
+        )
         np.testing.assert_array_equal(np.load(npy), values["b/c"])
 
 
-def test_materialize_then_read_without_sources(raw_refs: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+def test_materialize_then_read_without_sources(
+    raw_refs: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
     path, values = raw_refs
     dest = tmp_path / "out.zarr"
     result = shadowzarr("materialize", str(path), str(dest), "--verify")
@@ -204,3 +218,59 @@ def test_demo_runs_offline() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "values equal to h5py's: yes" in result.stdout
     assert "NWBZarrIO(RfsStore(load_rfs(refs)))" in result.stdout
+
+
+def test_generate_from_a_list_file(tmp_path: Path) -> None:
+    sources = [tmp_path / f"l{i}.h5" for i in range(2)]
+    expected = [write_h5(path, 10 + i) for i, path in enumerate(sources)]
+    listing = tmp_path / "sources.txt"
+    listing.write_text("# two files\n" + "\n".join(str(p) for p in sources) + "\n")
+    out = tmp_path / "listed"
+    result = shadowzarr("generate", f"@{listing}", "-o", str(out), "--json", "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    for path, values in zip(sources, expected, strict=True):
+        npy = tmp_path / f"{path.stem}.npy"
+        refs = out / f"{path.stem}.shadowzarr.json"
+        assert shadowzarr("get", str(refs), "a", "-o", str(npy)).returncode == 0
+        np.testing.assert_array_equal(np.load(npy), values["a"])
+
+
+def test_generate_every_asset_of_a_dandiset(nginx, make_proxy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    proxy = make_proxy()
+    expected = {}
+    for i in range(2):
+        name = f"sub-{i}.nwb"
+        expected[f"asset-{i}"] = write_h5(nginx.path(name), 20 + i)
+        proxy.add_asset(f"asset-{i}", name)
+    dandiset = proxy.url("api/dandisets/000001/versions/draft/")
+    out = tmp_path / "dandiset"
+    result = shadowzarr("generate", dandiset, "-o", str(out), "--workers", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for asset, values in expected.items():
+        npy = tmp_path / f"{asset}.npy"
+        got = shadowzarr("get", str(out / f"{asset}.shadowzarr"), "b/c", "-o", str(npy))
+        assert got.returncode == 0, got.stderr
+        np.testing.assert_array_equal(np.load(npy), values["b/c"])
+
+
+def test_convert_to_icechunk(raw_refs: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    import icechunk
+    import zarr
+
+    path, values = raw_refs
+    repo_path = tmp_path / "raw.icechunk"
+    result = shadowzarr("convert", str(path), str(repo_path))
+    assert result.returncode == 0, result.stderr
+    storage = icechunk.local_filesystem_storage(str(repo_path))
+    config = icechunk.RepositoryConfig.default()
+    container = f"file://{tmp_path}/"
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(container, icechunk.local_filesystem_store(str(tmp_path)))
+    )
+    repo = icechunk.Repository.open(
+        storage,
+        config=config,
+        authorize_virtual_chunk_access={container: icechunk.credentials.LocalFileSystemAccess},
+    )
+    root = zarr.open_group(repo.readonly_session("main").store, mode="r")
+    np.testing.assert_array_equal(root["signal"][:], values)

@@ -67,6 +67,7 @@ _NOT_COPIED_FROM_UPSTREAM = _HOP_BY_HOP | {"server", "date"}
 _API_DOWNLOAD = re.compile(r"^/api/assets/(?P<asset>[^/]+)/download/?$")
 _API_ASSET = re.compile(r"^/api/assets/(?P<asset>[^/]+)/?$")
 _PRESIGNED = re.compile(r"^/presigned/(?P<path>.+)$")
+_API_DANDISET_ASSETS = re.compile(r"^/api/dandisets/(?P<dandiset>[^/]+)/versions/(?P<version>[^/]+)/assets/?$")
 _BODYLESS_STATUSES = frozenset({204, 304})
 _S3_EXPIRED = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
@@ -454,6 +455,8 @@ class LatencyProxy:
             return self._api_download(request, match["asset"])
         if match := _API_ASSET.match(path):
             return await self._api_asset(request, match["asset"])
+        if _API_DANDISET_ASSETS.match(path):
+            return self._api_dandiset_assets()
         raw_path = request.rel_url.raw_path
         if match := _PRESIGNED.match(raw_path):
             refused = self._check_signature(request, match["path"])
@@ -650,6 +653,13 @@ class LatencyProxy:
                 "access": [{"status": "EmbargoedAccess" if asset.embargoed else "OpenAccess"}],
             }
         )
+
+    def _api_dandiset_assets(self) -> web.Response:
+        """Every registered asset, as one page of a dandiset version's asset listing."""
+        with self._assets_lock:
+            assets = sorted(self._assets.values(), key=lambda a: a.path)
+        results = [{"asset_id": a.asset_id, "path": a.path} for a in assets]
+        return _api_json({"count": len(results), "next": None, "previous": None, "results": results})
 
     def _check_signature(self, request: web.Request, raw_path: str) -> web.Response | None:
         with self._assets_lock:
