@@ -9,6 +9,8 @@ import urllib.request
 
 from shadowzarr_spec import SourceChangedError, SourceError, SourceNotFoundError
 
+from shadowzarr_store.fetch.errors import RangeNotSatisfiable
+
 __all__ = ["is_local", "local_path", "read_local"]
 
 
@@ -32,8 +34,14 @@ def _read(path: str, start: int, end: int | None, expected_size: int | None) -> 
                     f"{path} is {size} bytes, but the references were made for "
                     f"{expected_size} bytes: the file has changed"
                 )
-            stream.seek(start)
-            return stream.read(-1 if end is None else max(end - start, 0))
+            if end is not None and end > start and start >= size:
+                raise RangeNotSatisfiable(
+                    f"{path}: bytes {start}-{end - 1} start past the end of the file "
+                    f"({size} bytes)"
+                )
+            stream.seek(min(start, size))
+            # Never ask read() for more than the file holds: it allocates what it is asked for.
+            return stream.read(-1 if end is None else max(min(end, size) - start, 0))
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"no such source file: {path}") from exc
     except IsADirectoryError as exc:
