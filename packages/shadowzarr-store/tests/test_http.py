@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import SourceChangedError, SourceError, SourceNotFoundError, load_rfs
+from shadowzarr_spec import (
+    FileRef,
+    SourceChangedError,
+    SourceError,
+    SourceNotFoundError,
+    load_rfs,
+)
 from shadowzarr_testing import FaultRule
 from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
@@ -392,3 +398,22 @@ def test_whole_file_reference_of_known_size_reads_partially(
     whole = zarr.core.sync.sync(store.get("d/0", PROTOTYPE))
     assert whole.to_bytes() == values.tobytes()
     assert zarr.core.sync.sync(store.getsize("d/0")) == values.nbytes
+
+
+def test_byte_range_past_the_end_of_a_short_slab_reads_as_fill(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    sources = write_sources(nginx_root / "data")
+    write_reference_directory(sources, nginx_root / "refs.shadowzarr", nginx.url("data"))
+    store = RfsStore(load_rfs(nginx.url("refs.shadowzarr")))
+    whole = zarr.core.sync.sync(store.get("slabs/c/3/0", PROTOTYPE)).to_bytes()
+    assert whole[800:] == np.full(800, -7, dtype="<i2").tobytes()  # 800 bytes left in the file
+    for start, stop in ((1000, 1100), (790, 900), (2390, 2400)):
+        part = zarr.core.sync.sync(
+            store.get("slabs/c/3/0", PROTOTYPE, RangeByteRequest(start, stop))
+        )
+        assert part.to_bytes() == whole[start:stop]
+    # A compressed chunk cannot be padded: past the end of the file is an error.
+    store.rfs.refs["h5chunked/c/0/0"] = FileRef(nginx.url("data/data.h5"), 10**7, 100)
+    with pytest.raises(SourceError, match="416"):
+        zarr.core.sync.sync(store.get("h5chunked/c/0/0", PROTOTYPE))

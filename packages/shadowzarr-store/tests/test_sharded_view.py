@@ -77,6 +77,9 @@ def test_one_row_reads_one_block(nginx: NginxServer, data: np.ndarray, consolida
     nginx.reset()
     np.testing.assert_array_equal(plain[1200:1300], data[1200:1300])
     assert nginx.bytes_sent() == 2 * 250 * CHANNELS * 2
+    # Blocks of the short last shard past the end of the file read as the fill value.
+    np.testing.assert_array_equal(plain[33_000], np.full(CHANNELS, -9, dtype="<i2"))
+    np.testing.assert_array_equal(plain[29_990:30_010, 0], [*data[29_990:, 0], *[-9] * 10])
 
 
 def test_whole_arrays_match_the_plain_view(nginx: NginxServer, data: np.ndarray) -> None:

@@ -83,6 +83,11 @@ class ReadPlan:
     layout: ChunkLayout | None
 
     @property
+    def paddable(self) -> bool:
+        """Whether bytes missing at the end of the file read as the fill value."""
+        return self.layout is not None and self.layout.chunk_nbytes is not None
+
+    @property
     def reads_nothing(self) -> bool:
         """True when every byte asked for is padding."""
         return self.end <= self.start

@@ -15,8 +15,10 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByt
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.codecs import verify_fletcher32
+from shadowzarr_store.fetch.errors import RangeNotSatisfiable
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.resolve import (
+    ReadPlan,
     Resolver,
     SourceValue,
     byte_window,
@@ -149,13 +151,7 @@ class RfsStore(Store):
                 whole = await self._reader.read_whole(value.url)
                 data = finish_whole(value, whole, byte_range)
             case SourceValue():
-                plan = plan_read(value, byte_range)
-                raw = (
-                    b""
-                    if plan.reads_nothing
-                    else await self._reader.read(plan.url, plan.start, plan.end)
-                )
-                data = plan.assemble(raw)
+                data = await self._read_plan(plan_read(value, byte_range))
                 if byte_range is None and self._resolver.checksummed(key):
                     verify_fletcher32(data, key, value.url)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
@@ -193,14 +189,19 @@ class RfsStore(Store):
             whole = await self._reader.read_whole(value.url)
             body = finish_whole(value, whole, data_range)
         else:
-            plan = plan_read(value, data_range)
-            raw = (
-                b""
-                if plan.reads_nothing
-                else await self._reader.read(plan.url, plan.start, plan.end)
-            )
-            body = plan.assemble(raw)
+            body = await self._read_plan(plan_read(value, data_range))
         return bytes(head) + bytes(body) if head else body
+
+    async def _read_plan(self, plan: ReadPlan) -> bytes | memoryview:
+        if plan.reads_nothing:
+            return plan.assemble(b"")
+        try:
+            raw: bytes | memoryview = await self._reader.read(plan.url, plan.start, plan.end)
+        except RangeNotSatisfiable:
+            if not plan.paddable:
+                raise
+            raw = b""  # all of it lies past the end of a short last slab: padding
+        return plan.assemble(raw)
 
     async def get_partial_values(
         self,

@@ -12,8 +12,8 @@ import asyncio
 import random
 import re
 from dataclasses import dataclass
-from urllib.parse import urljoin
 from typing import TYPE_CHECKING
+from urllib.parse import urljoin
 
 import aiohttp
 from shadowzarr_spec import (
@@ -22,6 +22,8 @@ from shadowzarr_spec import (
     SourceError,
     SourceNotFoundError,
 )
+
+from shadowzarr_store.fetch.errors import RangeNotSatisfiable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -222,7 +224,9 @@ def _raise_for_status(response: aiohttp.ClientResponse, shown: str) -> None:
     if status == 412:
         raise SourceChangedError(f"{shown}: the ETag no longer matches (HTTP 412): it has changed")
     if status == 416:
-        raise SourceError(f"{shown}: range not satisfiable (HTTP 416); the file is shorter")
+        raise RangeNotSatisfiable(
+            f"{shown}: range not satisfiable (HTTP 416); the file is shorter"
+        )
     if status in (401, 403):
         raise SourceAccessError(f"{shown}: access refused (HTTP {status})")
     if status == 429:
