@@ -101,6 +101,22 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             all_rows.extend(rows)
+            _write_json(args, argv, runs, sizes, settings)
+    print(f"\nresults written to {args.json}")
+    wrong = [r for r in all_rows if r.equal is False]
+    for row in wrong:
+        print(f"WRONG VALUES: {row.workload} / {row.case} / {row.reader}", file=sys.stderr)
+    return 1 if wrong else 0
+
+
+def _write_json(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    runs: int,
+    sizes: Sizes,
+    settings: list[dict[str, object]],
+) -> None:
+    """Written after each network setting, so a long run that is stopped keeps what it did."""
     document = {
         "command": " ".join(
             ["tools/bench/bench.py", *(argv if argv is not None else sys.argv[1:])]
@@ -112,11 +128,6 @@ def main(argv: list[str] | None = None) -> int:
         "settings": settings,
     }
     args.json.write_text(json.dumps(document, indent=1))
-    print(f"\nresults written to {args.json}")
-    wrong = [r for r in all_rows if r.equal is False]
-    for row in wrong:
-        print(f"WRONG VALUES: {row.workload} / {row.case} / {row.reader}", file=sys.stderr)
-    return 1 if wrong else 0
 
 
 def _prepare(chosen: list[str], www: Path, work: Path, sizes: Sizes) -> dict[str, object]:

@@ -18,6 +18,9 @@ import numpy as np
 from server import BenchServer
 
 _PAGE = 4096
+SLOW_RUN = 30.0
+"""A reader whose first run takes longer than this (s) is run only once: the median of several
+would not change the verdict and would stretch a full benchmark past an hour."""
 
 
 @dataclass(slots=True)
@@ -88,7 +91,11 @@ def measure(
     """Run ``run`` ``runs`` times (each after ``setup``, untimed), keeping the median time and
     the requests, bytes and peak memory of the first run; ``check`` judges every result."""
     equal = True
+    started = time.perf_counter()
     for index in range(runs):
+        if index == 1 and row.runs[0] > SLOW_RUN:
+            row.note = f"1 run (> {SLOW_RUN:.0f} s)"
+            break
         if setup is not None:
             setup()
         if server is not None:
@@ -106,6 +113,11 @@ def measure(
                 row.requests, row.bytes = counts.requests, counts.bytes
     row.seconds = statistics.median(row.runs)
     row.equal = equal
+    print(
+        f"    {row.case} | {row.reader}: {row.seconds:.3f} s, {row.requests} requests "
+        f"({time.perf_counter() - started:.0f} s in all)",
+        flush=True,
+    )
     return row
 
 
