@@ -6,7 +6,7 @@ shadowzarr installed from this checkout. The environment is cached under the tem
 keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
 Inside it, ``tools/neuroconv-env/bridge_checks.py`` compares the virtual files with NeuroConv's
 own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary, Intan, Blackrock, WhiteMatter,
-a TIFF stack) and runs
+WAV audio, a TIFF stack) and runs
 nwbinspector, which installs there (not in the workspace lock), on virtual files.
 
 The one-line workaround NeuroConv 0.10 needs with zarr 3 (it reads ``zarr.codec_registry`` at
@@ -113,6 +113,7 @@ def test_bridge_equals_neuroconv_conversion() -> None:
         "test_tiff_stack",
         "test_blackrock",
         "test_whitematter",
+        "test_wav_audio",
         "test_write_virtual_nwb_inspection[spikeglx]",
         "test_write_virtual_nwb_inspection[tiff-stack]",
     }

@@ -241,3 +241,18 @@ def test_whitematter(tmp_path: Path) -> None:
         file_path=path, sampling_frequency=25_000.0, num_channels=8
     )
     _check(interface, tmp_path, 1)
+
+
+def test_wav_audio(tmp_path: Path) -> None:
+    """NeuroConv reads WAV files as memory maps: the map is referenced."""
+    import scipy.io.wavfile
+    from neuroconv.datainterfaces import AudioInterface
+
+    rng = np.random.default_rng(9)
+    samples = rng.integers(-(2**15), 2**15, size=(4_000, 2), dtype="<i2")
+    path = tmp_path / "song.wav"
+    scipy.io.wavfile.write(path, 16_000, samples)
+    interface = AudioInterface(file_paths=[path])
+    replaced = _check(interface, tmp_path, 1)
+    (array,) = replaced.values()
+    assert array.shape == samples.shape

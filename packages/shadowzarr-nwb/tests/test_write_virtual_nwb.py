@@ -165,3 +165,43 @@ def test_converted_data_type_is_refused(tmp_path: Path) -> None:
     ]
     with pytest.raises(VirtualDatasetMismatch, match="timestamps"):
         write_virtual_nwb(build_nwbfile(series, virtual=True), tmp_path / "refused")
+
+
+def test_placeholder_inside_data_io(tmp_path: Path) -> None:
+    """A placeholder wrapped in a ZarrDataIO (chunking and compression hdmf-zarr would apply) is
+    found, and its VirtualArray's storage replaces those settings."""
+    from hdmf_zarr import ZarrDataIO
+    from pynwb import NWBFile, TimeSeries
+    from zarr.codecs import BloscCodec
+
+    from .nwb_files import SESSION_START
+
+    values = np.arange(4000, dtype="<i4").reshape(1000, 4)
+    raw = tmp_path / "raw.bin"
+    values.tofile(raw)
+    array = VirtualArray.contiguous(str(raw), values.shape, "<i4", chunk_rows=250)
+    wrapped = ZarrDataIO(data=array.placeholder(), chunks=(100, 2), compressors=BloscCodec())
+    nwbfile = NWBFile("wrapped", "wrapped", SESSION_START, file_create_date=SESSION_START)
+    nwbfile.add_acquisition(TimeSeries(name="wrapped", data=wrapped, unit="a.u.", rate=1.0))
+    path = write_virtual_nwb(nwbfile, tmp_path / "wrapped.json")
+    rfs = load_rfs(path)
+    document = json.loads(rfs.refs["acquisition/wrapped/data/zarr.json"].data)
+    assert document["chunk_grid"]["configuration"]["chunk_shape"] == [250, 4]
+    assert [codec["name"] for codec in document["codecs"]] == ["bytes"]
+    with NWBZarrIO(RfsStore(rfs), mode="r") as io:
+        np.testing.assert_array_equal(io.read().acquisition["wrapped"].data[:], values)
+
+
+def test_file_without_placeholders(tmp_path: Path) -> None:
+    """Without placeholders the file is hdmf-zarr's store as inline references (version 1)."""
+    from pynwb import NWBFile, TimeSeries
+
+    from .nwb_files import SESSION_START
+
+    nwbfile = NWBFile("plain", "plain", SESSION_START, file_create_date=SESSION_START)
+    values = np.linspace(0.0, 1.0, 50)
+    nwbfile.add_acquisition(TimeSeries(name="plain", data=values, unit="a.u.", rate=2.0))
+    path = write_virtual_nwb(nwbfile, tmp_path / "plain.json")
+    assert json.loads(path.read_text())["version"] == 1
+    with NWBZarrIO(RfsStore(load_rfs(path)), mode="r") as io:
+        np.testing.assert_array_equal(io.read().acquisition["plain"].data[:], values)

@@ -1,7 +1,8 @@
 """virtualize: swap the data iterators NeuroConv put in an NWB file for VirtualArray placeholders.
 
-NeuroConv writes a recording through a SpikeInterface data chunk iterator (``.recording``) and
-imaging data through a roiextractors one (``.imaging_extractor``). Each is turned into a
+NeuroConv writes a recording through a SpikeInterface data chunk iterator (``.recording``),
+imaging data through a roiextractors one (``.imaging_extractor``) and WAV audio through an
+iterator over a memory map (``.data``). Each is turned into a
 VirtualArray (:mod:`.recordings`, :mod:`.imaging`) with the iterator's shape and dtype, whose
 placeholder becomes the dataset's data; everything else NeuroConv built stays as it is.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from shadowzarr_spec import VirtualArray
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_nwb.neuroconv_bridge.imaging import imaging_array
@@ -17,7 +20,6 @@ from shadowzarr_nwb.neuroconv_bridge.recordings import recording_array
 
 if TYPE_CHECKING:
     from pynwb import NWBFile
-    from shadowzarr_spec import VirtualArray
 
 __all__ = ["virtualize"]
 
@@ -63,10 +65,26 @@ def virtualize(nwbfile: NWBFile, strict: bool = True) -> dict[str, VirtualArray]
 
 
 def _is_neuroconv_iterator(data: Any) -> bool:
-    return hasattr(data, "recording") or hasattr(data, "imaging_extractor")
+    return (
+        hasattr(data, "recording")
+        or hasattr(data, "imaging_extractor")
+        or _memmap_of(data) is not None
+    )
+
+
+def _memmap_of(data: Any) -> np.memmap | None:
+    """The memory map behind a dataset: the data itself, or what a sliceable data chunk
+    iterator (NeuroConv's WAV audio, read with ``scipy.io.wavfile.read(mmap=True)``) wraps."""
+    for candidate in (data, getattr(data, "data", None)):
+        if isinstance(candidate, np.memmap):
+            return candidate
+    return None
 
 
 def _array_for(iterator: Any) -> VirtualArray:
+    memmap = _memmap_of(iterator)
+    if memmap is not None:
+        return VirtualArray.from_memmap(memmap)
     if hasattr(iterator, "recording"):
         if getattr(iterator, "return_in_uV", False) or getattr(iterator, "return_scaled", False):
             raise NotVirtualizable("the iterator writes scaled values, not the stored ones")
@@ -79,7 +97,7 @@ def _array_for(iterator: Any) -> VirtualArray:
 
 
 def _check_matches(array: VirtualArray, iterator: Any) -> None:
-    shape = tuple(int(s) for s in iterator.maxshape)
+    shape = tuple(int(s) for s in getattr(iterator, "maxshape", iterator.shape))
     if array.shape != shape or array.dtype != iterator.dtype:
         raise NotVirtualizable(
             f"the referenced data is {array.shape} {array.dtype}, NeuroConv writes {shape} "
