@@ -201,3 +201,23 @@ def test_reductions_through_dask(served: tuple[str, np.ndarray], tmp_path: Path)
     assert lazy.min().compute() == expected.min()
     assert lazy.max().compute() == expected.max()
     np.testing.assert_allclose(lazy.std(axis=0).compute(), expected.std(axis=0))
+
+
+def test_export_of_an_array_with_a_chunk_index(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    data = np.arange(3000 * 4, dtype="<i4").reshape(3000, 4)
+    with h5py.File(nginx_root / "many.h5", "w") as file:
+        file.create_dataset("g/x", data=data, chunks=(2, 4))  # 1500 chunks: an index array
+    remote = shadowzarr.open_array(
+        nginx.url("many.h5") + "::/g/x", cache="disk", cache_dir=tmp_path / "c"
+    )
+    assert "g/x" in remote.rfs.indexes
+    remote.fetch(slice(0, 100))
+    exported = remote.export(tmp_path / "portable")
+    assert len(list((exported / "data" / "g" / "x" / "c").iterdir())) == 50
+    (nginx_root / "many.h5").unlink()
+    elsewhere = open_rfs(exported)["g/x"]
+    np.testing.assert_array_equal(elsewhere[0:100], data[:100])
+    with pytest.raises(FileNotFoundError, match="404"):
+        elsewhere[500:502]

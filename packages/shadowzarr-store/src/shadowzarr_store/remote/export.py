@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from shadowzarr_spec import FileRef, write_rfs
+from shadowzarr_spec import FileRef, IndexRef, write_rfs
+from shadowzarr_spec.io import load_index_table
 from shadowzarr_spec.keys import array_of_chunk_key
 
 from shadowzarr_store.resolve import SourceValue, plan_read
 
 if TYPE_CHECKING:
+    from shadowzarr_spec import ReferenceFileSystem
+
     from shadowzarr_store.remote.policy import Caches
     from shadowzarr_store.rfs_store import RfsStore
 
@@ -61,10 +64,7 @@ async def export_references(
     exported = dataclasses.replace(
         rfs,
         refs=refs,
-        indexes={
-            path: dataclasses.replace(index, url=scrub_url(index.url))
-            for path, index in rfs.indexes.items()
-        },
+        indexes={path: _portable_index(rfs, path) for path in rfs.indexes},
         sources={scrub_url(url): info for url, info in rfs.sources.items()},
         base=None,
     )
@@ -74,6 +74,21 @@ async def export_references(
         chunk_file.parent.mkdir(parents=True, exist_ok=True)
         chunk_file.write_bytes(data)
     return folder
+
+
+def _portable_index(rfs: ReferenceFileSystem, path: str) -> IndexRef:
+    """A chunk index that no longer depends on where the references were read from: a table
+    in memory (written anew into the export), or an absolute URL for references on a server."""
+    index = rfs.indexes[path]
+    url = scrub_url(index.url)
+    if index.table is not None or index.path is None:
+        return dataclasses.replace(index, url=url)
+    base = rfs.base
+    if base is not None and "://" in base and "://" not in index.path:
+        return IndexRef(url=url, path=scrub_url(f"{base.rstrip('/')}/{index.path}"))
+    if "://" in index.path:
+        return IndexRef(url=url, path=scrub_url(index.path))
+    return IndexRef(url=url, table=load_index_table(rfs, path))
 
 
 def _scrubbed_ref(value: object) -> object:
