@@ -214,3 +214,29 @@ def test_info_traffic_and_dask_reductions(
     text = str(remote.info)
     for needed in ("(1000, 4)", "int32", "(100, 4)", "refs.json::/x", "memory", "requests"):
         assert needed in text
+
+
+async def test_afetch_from_async_code(nginx: NginxServer, nginx_root: Path, tmp_path: Path) -> None:
+    values = _serve(nginx_root, nginx.url(""))
+    remote = open_remote_array(nginx.url("refs.json::x"), cache="memory", cache_dir=tmp_path)
+    assert await remote.afetch((slice(300, 700), 2), max_concurrency=3) is remote
+    nginx.reset()
+    hit, got = remote.read_cached((slice(300, 700), 2))
+    assert hit
+    np.testing.assert_array_equal(got, values[300:700, 2])
+    assert nginx.count() == 0
+    assert remote.traffic.requests >= 1
+
+
+def test_arrays_pickle_for_dask_workers(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    import pickle
+
+    values = _serve(nginx_root, nginx.url(""))
+    remote = open_remote_array(nginx.url("refs.json::x"), cache="disk", cache_dir=tmp_path)
+    remote.fetch(slice(0, 100))
+    copy = pickle.loads(pickle.dumps(remote.array))
+    nginx.reset()
+    np.testing.assert_array_equal(copy[:100], values[:100])
+    assert nginx.count() == 0  # the disk cache travels by its path
