@@ -7,6 +7,7 @@ array-at-once setter without a Python object per chunk.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import urllib.error
 import urllib.request
@@ -222,15 +223,7 @@ def with_remote_indexes_loaded(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
         store = FsspecStore.from_url(root.rstrip("/"), read_only=True)
         table = np.asarray(zarr.open_array(store, mode="r")[...], dtype=np.uint64)
         indexes[path] = IndexRef(url=index.url, table=table)
-    return ReferenceFileSystem(
-        refs=rfs.refs,
-        gen=rfs.gen,
-        indexes=indexes,
-        selections=rfs.selections,
-        sources=rfs.sources,
-        version=rfs.version,
-        base=rfs.base,
-    )
+    return dataclasses.replace(rfs, indexes=indexes)
 
 
 def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:

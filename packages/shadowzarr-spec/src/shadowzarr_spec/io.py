@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -178,15 +179,7 @@ def _indexed(rfs: ReferenceFileSystem, threshold: int | None) -> ReferenceFileSy
             table[coords] = (ref.offset, ref.size)
             del refs[join(path, "c", *map(str, coords))]
         indexes[path] = IndexRef(url=urls.pop(), table=table)
-    return ReferenceFileSystem(
-        refs=refs,
-        gen=rfs.gen,
-        indexes=indexes,
-        selections=rfs.selections,
-        sources=rfs.sources,
-        version=rfs.version,
-        base=rfs.base,
-    )
+    return dataclasses.replace(rfs, refs=refs, indexes=indexes)
 
 
 def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
@@ -196,15 +189,7 @@ def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
         path: IndexRef(url=index.url, table=load_index_table(rfs, path))
         for path, index in rfs.indexes.items()
     }
-    return ReferenceFileSystem(
-        refs=rfs.refs,
-        gen=rfs.gen,
-        indexes=indexes,
-        selections=rfs.selections,
-        sources=rfs.sources,
-        version=rfs.version,
-        base=rfs.base,
-    )
+    return dataclasses.replace(rfs, indexes=indexes)
 
 
 def _atomic_write_text(target: Path, text: str) -> None:
