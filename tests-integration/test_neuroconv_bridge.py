@@ -5,8 +5,8 @@ roiextractors installed with their zarr requirement overridden (``uv pip install
 shadowzarr installed from this checkout. The environment is cached under the temporary directory,
 keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
 Inside it, ``tools/neuroconv-env/bridge_checks.py`` compares the virtual files with NeuroConv's
-own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary, Intan, Blackrock, WhiteMatter,
-WAV audio, a TIFF stack) and runs
+own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary and legacy, Intan, Blackrock,
+SpikeGadgets, MCS raw, WhiteMatter, WAV audio, a TIFF stack, an HDF5 movie) and runs
 nwbinspector, which installs there (not in the workspace lock), on virtual files.
 
 The one-line workaround NeuroConv 0.10 needs with zarr 3 (it reads ``zarr.codec_registry`` at
@@ -114,6 +114,10 @@ def test_bridge_equals_neuroconv_conversion() -> None:
         "test_blackrock",
         "test_whitematter",
         "test_wav_audio",
+        "test_openephys_legacy",
+        "test_spikegadgets",
+        "test_mcs_raw",
+        "test_hdf5_movie",
         "test_write_virtual_nwb_inspection[spikeglx]",
         "test_write_virtual_nwb_inspection[tiff-stack]",
     }

@@ -256,3 +256,45 @@ def test_wav_audio(tmp_path: Path) -> None:
     replaced = _check(interface, tmp_path, 1)
     (array,) = replaced.values()
     assert array.shape == samples.shape
+
+
+def test_openephys_legacy(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import OpenEphysLegacyRecordingInterface
+
+    write = _writer("openephys_legacy", "write_openephys_legacy")
+    folder = write(tmp_path / "legacy", segments=1).reader_kwargs["dirname"]
+    names = OpenEphysLegacyRecordingInterface.get_stream_names(folder_path=folder)
+    for k, name in enumerate(names):
+        interface = OpenEphysLegacyRecordingInterface(folder_path=folder, stream_name=name)
+        _check(interface, tmp_path / f"stream{k}", 1)
+
+
+def test_spikegadgets(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import SpikeGadgetsRecordingInterface
+
+    recording = _writer("spikegadgets", "write_spikegadgets")(tmp_path / "sg")
+    interface = SpikeGadgetsRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    _check(interface, tmp_path / "out", 1)
+
+
+def test_mcs_raw(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import MCSRawRecordingInterface
+
+    recording = _writer("rawmcs", "write_rawmcs")(tmp_path / "mcs")
+    interface = MCSRawRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    _check(interface, tmp_path / "out", 1)
+
+
+def test_hdf5_movie(tmp_path: Path) -> None:
+    import h5py
+    from neuroconv.datainterfaces import Hdf5ImagingInterface
+
+    rng = np.random.default_rng(4)
+    movie = rng.integers(0, 2**16, size=(1, 10, 12, 9), dtype=np.uint16)
+    path = tmp_path / "movie.h5"
+    with h5py.File(path, "w") as file:
+        file.create_dataset("mov", data=movie)
+    interface = Hdf5ImagingInterface(file_path=path, mov_field="mov", sampling_frequency=20.0)
+    replaced = _check(interface, tmp_path, 1)
+    (array,) = replaced.values()
+    assert array.shape == (10, 9, 12)

@@ -3,7 +3,8 @@
 roiextractors' TIFF extractors keep a table of the file and page (IFD) holding each frame. Each
 file's pages are referenced by :func:`generate_rfs_tiff`; each frame is one page, the frames are
 stacked in the table's order and transposed to the (frame, width, height) order NeuroConv
-writes. Compressed pages, cropped frames and volumes are refused.
+writes. Compressed pages, cropped frames and volumes are refused. Its HDF5 extractor's movie is
+referenced as :func:`generate_rfs` references the dataset.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ __all__ = ["imaging_array"]
 
 
 def imaging_array(extractor: Any) -> VirtualArray:
-    """The frames of a TIFF imaging extractor, (frame, width, height)."""
+    """The frames of a TIFF or HDF5 imaging extractor, (frame, width, height)."""
+    if hasattr(extractor, "_mov_field") and hasattr(extractor, "_file"):
+        return _hdf5_frames(extractor)
     table = getattr(extractor, "_frames_to_ifd_table", None)
     paths = getattr(extractor, "_file_paths", None)
     if table is None or paths is None:
@@ -37,6 +40,24 @@ def imaging_array(extractor: Any) -> VirtualArray:
     )
     if tuple(frames.shape[1:]) != (int(rows), int(columns)):
         raise NotVirtualizable(f"frames of {tuple(frames.shape[1:])} cropped to {rows}×{columns}")
+    return frames.transpose(0, 2, 1)
+
+
+def _hdf5_frames(extractor: Any) -> VirtualArray:
+    """roiextractors' HDF5 movies are (channel, frame, row, column); NeuroConv writes the first
+    channel's frames as (frame, column, row)."""
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_spec.virtual import NeedsDataError
+
+    path = Path(extractor._file.filename)
+    field = str(extractor._mov_field).strip("/")
+    movie = VirtualArray.from_rfs(generate_rfs(path), field)
+    if movie.ndim != 4:
+        raise NotVirtualizable(f"{path.name}:{field} is not (channel, frame, row, column)")
+    try:
+        frames = movie[0]
+    except NeedsDataError as exc:
+        raise NotVirtualizable(f"{path.name}:{field}: the first channel of {exc}") from exc
     return frames.transpose(0, 2, 1)
 
 

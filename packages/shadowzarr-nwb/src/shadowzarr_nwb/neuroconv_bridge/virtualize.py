@@ -98,7 +98,10 @@ def _array_for(iterator: Any) -> VirtualArray:
 
 def _check_matches(array: VirtualArray, iterator: Any) -> None:
     shape = tuple(int(s) for s in getattr(iterator, "maxshape", iterator.shape))
-    if array.shape != shape or array.dtype != iterator.dtype:
+    # Byte order aside: Zarr's bytes codec reads a big-endian file (Open Ephys legacy) as the
+    # same values NeuroConv writes natively.
+    same_type = array.dtype.newbyteorder("=") == np.dtype(iterator.dtype).newbyteorder("=")
+    if array.shape != shape or not same_type:
         raise NotVirtualizable(
             f"the referenced data is {array.shape} {array.dtype}, NeuroConv writes {shape} "
             f"{iterator.dtype}"
