@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from shadowzarr_spec import FileRef, IndexRef, write_rfs
+from shadowzarr_spec import FileRef, IndexRef, InlineRef, write_rfs
 from shadowzarr_spec.io import load_index_table
 from shadowzarr_spec.keys import array_of_chunk_key
 
@@ -91,7 +91,7 @@ def _portable_index(rfs: ReferenceFileSystem, path: str) -> IndexRef:
     return IndexRef(url=url, table=load_index_table(rfs, path))
 
 
-def _scrubbed_ref(value: object) -> object:
+def _scrubbed_ref(value: InlineRef | FileRef) -> InlineRef | FileRef:
     if isinstance(value, FileRef):
         return dataclasses.replace(value, url=scrub_url(value.url))
     return value

@@ -152,6 +152,7 @@ def open_remote_array(
 
     latest = references.latest(request) if references is not None else None
     header_requests = 0
+    identity: SourceIdentity | None
     if latest is not None and (assume_immutable or offline):
         identity, rfs, path = latest
         how = "cached on disk (no header reads)"

@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import zarr
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    import numpy as np
     from shadowzarr_spec import ReferenceFileSystem
 
     from shadowzarr_store.remote.identity import SourceIdentity
@@ -148,11 +148,13 @@ class RemoteArray:
         return getattr(self._array, name)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        values = self[...]
+        values: np.ndarray = np.asarray(self[...])
         return values if dtype is None else values.astype(dtype)
 
     def __len__(self) -> int:
-        return len(self._array)
+        if not self._array.shape:
+            raise TypeError("len() of a 0-d array")
+        return int(self._array.shape[0])
 
     def __repr__(self) -> str:
         return f"<RemoteArray {self._source} shape={self._array.shape} dtype={self._array.dtype}>"

@@ -41,7 +41,9 @@ async def zarr_references(container: str, dataset: str) -> ReferenceFileSystem:
     if metadata.get("zarr_format") != 3 or metadata.get("node_type") != "array":
         raise UnsupportedFeatureError(f"{base}: not a Zarr v3 array (zarr.json)")
     parsed = ArrayV3Metadata.from_dict(dict(metadata))
-    grid = parsed.chunk_grid.chunk_shape  # type: ignore[attr-defined]
+    grid = getattr(parsed.chunk_grid, "chunk_shape", None)
+    if grid is None:
+        raise UnsupportedFeatureError(f"{base}: only regular chunk grids are supported")
     counts = [math.ceil(size / chunk) for size, chunk in zip(parsed.shape, grid, strict=True)]
     if math.prod(counts) > MAX_ZARR_CHUNKS:
         raise UnsupportedFeatureError(f"{base}: more than {MAX_ZARR_CHUNKS} chunks")
