@@ -220,6 +220,7 @@ async def test_afetch_from_async_code(nginx: NginxServer, nginx_root: Path, tmp_
     values = _serve(nginx_root, nginx.url(""))
     remote = open_remote_array(nginx.url("refs.json::x"), cache="memory", cache_dir=tmp_path)
     assert await remote.afetch((slice(300, 700), 2), max_concurrency=3) is remote
+    await remote.aclose()
     nginx.reset()
     hit, got = remote.read_cached((slice(300, 700), 2))
     assert hit

@@ -334,6 +334,11 @@ class RemoteArray:
         self._store.close()
         self._offline_store.close()
 
+    async def aclose(self) -> None:
+        """Close the HTTP session of the running event loop (after `afetch` from your loop)."""
+        await self._store.aclose()
+        await self._offline_store.aclose()
+
 
 def _forget_on_disk(database: Path, url: str) -> None:
     """Delete a source's entries (every identity it had) from a LocalCache file."""
