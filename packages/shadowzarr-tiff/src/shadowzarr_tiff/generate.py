@@ -52,6 +52,7 @@ class _Target:
     inline_budget: int
     strided: list[GenEntry] = field(default_factory=list)
     """Gen entries of pages spread over several axes, which RfsBuilder does not write."""
+    file_size: int | None = None
 
 
 def generate_rfs_tiff(
@@ -111,6 +112,7 @@ def generate_rfs_tiff(
                 chunk_index_threshold,
                 source.read_ranges,
                 max_inline_bytes,
+                file_size=source.size,
             )
             _add_file(target, tif)
         builder.add_source(source.ref_url, size=source.size, etag=source.etag)
@@ -213,6 +215,7 @@ def _add_level(
         attributes=attributes,
         dimension_names=list(series.axes) if len(series.axes) == len(layout.shape) else None,
     )
+    _check_inside_file(table, target.file_size, where)
     entry = _add_chunks(builder, path, target.url, layout, table, target.threshold)
     if entry is not None:
         target.strided.append(entry)
@@ -250,6 +253,20 @@ def _strips_divide(keyframe: Any) -> bool:
     length = int(keyframe.imagelength)
     rows = int(keyframe.rowsperstrip) or length
     return keyframe.is_tiled or rows >= length or length % rows == 0
+
+
+def _check_inside_file(table: ChunkTable, file_size: int | None, where: str) -> None:
+    """A strip or tile running past the end of the file (a truncated or lying file) would
+    read as padding; refuse it here instead."""
+    if file_size is None or len(table.offsets) == 0:
+        return
+    ends = table.offsets.astype(np.uint64) + table.sizes.astype(np.uint64)
+    last = int(np.argmax(ends))
+    if int(ends[last]) > file_size:
+        raise UnsupportedFeatureError(
+            f"{where}: a strip or tile at bytes {int(table.offsets[last])}-{int(ends[last]) - 1} "
+            f"ends past the end of the file ({file_size} bytes): truncated or corrupt"
+        )
 
 
 def _add_chunks(
