@@ -6,7 +6,8 @@ shadowzarr installed from this checkout. The environment is cached under the tem
 keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
 Inside it, ``tools/neuroconv-env/bridge_checks.py`` compares the virtual files with NeuroConv's
 own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary and legacy, Intan, Blackrock,
-SpikeGadgets, MCS raw, WhiteMatter, WAV audio, a TIFF stack, an HDF5 movie) and runs
+SpikeGadgets, MCS raw, Neuralynx (inverted input refused), EDF, WhiteMatter, WAV audio, a TIFF
+stack, an HDF5 movie) and runs
 nwbinspector, which installs there (not in the workspace lock), on virtual files.
 
 The one-line workaround NeuroConv 0.10 needs with zarr 3 (it reads ``zarr.codec_registry`` at
@@ -118,6 +119,9 @@ def test_bridge_equals_neuroconv_conversion() -> None:
         "test_spikegadgets",
         "test_mcs_raw",
         "test_hdf5_movie",
+        "test_neuralynx[True]",
+        "test_neuralynx[False]",
+        "test_edf",
         "test_write_virtual_nwb_inspection[spikeglx]",
         "test_write_virtual_nwb_inspection[tiff-stack]",
     }

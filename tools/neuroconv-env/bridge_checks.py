@@ -298,3 +298,33 @@ def test_hdf5_movie(tmp_path: Path) -> None:
     replaced = _check(interface, tmp_path, 1)
     (array,) = replaced.values()
     assert array.shape == (10, 9, 12)
+
+
+@pytest.mark.parametrize("inverted", [True, False])
+def test_neuralynx(inverted: bool, tmp_path: Path) -> None:
+    """An inverted input has negative gains, and SpikeInterface negates the samples it reads: the
+    file NeuroConv writes holds other values than the recording, so it is refused."""
+    from neuroconv.datainterfaces import NeuralynxRecordingInterface
+
+    write = _writer("neuralynx", "write_neuralynx")
+    folder = tmp_path / "nlx"
+    write(folder, segments=1, inverted=inverted, last_valid=512)
+    interface = NeuralynxRecordingInterface(folder_path=folder)
+    if not inverted:
+        _check(interface, tmp_path / "out", 1)
+        return
+    metadata = interface.get_metadata()
+    metadata["NWBFile"]["session_start_time"] = START
+    with pytest.raises(NotVirtualizable, match="inverted"):
+        virtualize(interface.create_nwbfile(metadata=metadata))
+    assert virtualize(interface.create_nwbfile(metadata=metadata), strict=False) == {}
+
+
+def test_edf(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import EDFRecordingInterface
+
+    # One channel: NeuroConv refuses channels with different offsets in one ElectricalSeries.
+    write = _writer("edf", "write_edf")
+    recording = write(tmp_path / "edf", n_channels=1, fast=200, slow=200)
+    interface = EDFRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    _check(interface, tmp_path / "out", 1)
