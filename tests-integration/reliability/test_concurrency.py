@@ -89,7 +89,10 @@ async def test_64_asyncio_tasks_on_one_store(
             wrong += int(np.count_nonzero(values != expected[start:stop]))
         return wrong
 
-    results = await asyncio.wait_for(asyncio.gather(*(task(s) for s in range(64))), 120)
+    try:
+        results = await asyncio.wait_for(asyncio.gather(*(task(s) for s in range(64))), 120)
+    finally:
+        await store.aclose()
     assert results == [0] * 64
 
 
