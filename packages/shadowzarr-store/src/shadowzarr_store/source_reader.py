@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from shadowzarr_spec import SourceAccessError, SourceInfo
 
 from shadowzarr_store.access import AccessPolicy
-
 from shadowzarr_store.dandi import DandiResolver
 from shadowzarr_store.fetch.http import RetryPolicy, fetch_range, new_session
 from shadowzarr_store.fetch.local import is_local, read_local
