@@ -51,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verbose > 1:
         level = logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        # After one chunk fails, zarr lets the other reads of that selection finish in the
+        # background; asyncio would print their errors as tracebacks when the process exits.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
