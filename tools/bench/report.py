@@ -113,6 +113,9 @@ def targets(rows: list[Row], ctx: Context) -> list[dict[str, Any]]:
             )
     latency = ctx.server.latency
     bandwidth = ctx.server.bandwidth
+    limit = [r for r in rows if r.workload.startswith("5") and r.reader.startswith("limit")]
+    if not bandwidth and limit and limit[0].seconds:  # uncapped: the measured raw throughput
+        bandwidth = (limit[0].bytes or 0) / limit[0].seconds
     for row in _ours(rows, "3", "cold", "RfsStore"):
         transfer = (row.bytes or 0) / bandwidth if bandwidth else 0.0
         bound = 2 * latency + transfer
@@ -132,7 +135,6 @@ def targets(rows: list[Row], ctx: Context) -> list[dict[str, Any]]:
                 best.requests >= 3 * row.requests,
                 f"{row.requests} vs {best.requests} ({best.reader})",
             )
-    limit = [r for r in rows if r.workload.startswith("5") and r.reader.startswith("limit")]
     for row in _ours(rows, "5", "", "RfsStore"):
         if limit and limit[0].seconds:
             share = limit[0].seconds / row.seconds
