@@ -18,7 +18,14 @@ from shadowzarr_spec.metadata import array_metadata, default_codecs, zarr_data_t
 from zarr.core.buffer import cpu
 from zarr.storage import MemoryStore
 
-__all__ = ["ZSTD_CODEC", "ZSTD_THRESHOLD", "encode_chunks", "string_codecs"]
+__all__ = [
+    "ZSTD_CODEC",
+    "ZSTD_THRESHOLD",
+    "chunk_region",
+    "encode_chunks",
+    "memory_array_store",
+    "string_codecs",
+]
 
 ZSTD_THRESHOLD = 4096
 """An inline chunk of strings this large or larger is compressed with zstd."""
@@ -42,17 +49,13 @@ def encode_chunks(
     gives the array's shape. Chunks equal to the fill value are encoded too.
     """
     shape = tuple(values.shape if shape is None else shape)
-    json_type, json_fill = zarr_data_type(data_type, fill_value)
-    document = array_metadata(
+    store = memory_array_store(
+        data_type=data_type,
+        fill_value=fill_value,
         shape=shape,
-        data_type=json_type,
         chunk_shape=chunk_shape,
-        fill_value=json_fill,
         codecs=codecs,
-        attributes={},
-        dimension_names=None,
     )
-    store = MemoryStore({"zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zarr's "unstable data type" notes for raw bytes
         array = zarr.open_array(store, mode="r+", zarr_format=3)
@@ -64,7 +67,7 @@ def encode_chunks(
                     array[...] = values
             else:
                 for coords in regions:
-                    region = _region(coords, chunk_shape, shape)
+                    region = chunk_region(coords, chunk_shape, shape)
                     array[region] = np.asarray(values[region])
     out: dict[tuple[int, ...], bytes] = {}
     for key, buffer in store._store_dict.items():
@@ -92,9 +95,38 @@ def string_codecs(values: np.ndarray, chunk_shape: Sequence[int]) -> list[dict[s
     return plain
 
 
-def _region(
-    coords: tuple[int, ...], chunk_shape: Sequence[int], shape: tuple[int, ...]
+def memory_array_store(
+    *,
+    data_type: Any,
+    fill_value: Any,
+    shape: tuple[int, ...],
+    chunk_shape: Sequence[int],
+    codecs: list[dict[str, Any]],
+    chunks: dict[str, bytes] | None = None,
+) -> MemoryStore:
+    """An in-memory Zarr store holding one array with the metadata the references describe
+    (and optionally some encoded chunks), for zarr-python to encode or decode exactly as readers
+    of the references will."""
+    json_type, json_fill = zarr_data_type(data_type, fill_value)
+    document = array_metadata(
+        shape=shape,
+        data_type=json_type,
+        chunk_shape=chunk_shape,
+        fill_value=json_fill,
+        codecs=codecs,
+        attributes={},
+        dimension_names=None,
+    )
+    contents = {"zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())}
+    for key, data in (chunks or {}).items():
+        contents[key] = cpu.Buffer.from_bytes(data)
+    return MemoryStore(contents)
+
+
+def chunk_region(
+    coords: Sequence[int], chunk_shape: Sequence[int], shape: tuple[int, ...]
 ) -> tuple[slice, ...]:
+    """The part of an array of ``shape`` that the chunk at ``coords`` covers."""
     return tuple(
         slice(c * n, min((c + 1) * n, s))
         for c, n, s in zip(coords, chunk_shape, shape, strict=True)

@@ -15,10 +15,8 @@ import h5py
 import numpy as np
 import zarr
 from shadowzarr_spec import UnsupportedFeatureError
-from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.metadata import array_metadata, zarr_data_type
-from zarr.core.buffer import cpu
-from zarr.storage import MemoryStore
+
+from .inline import chunk_region, memory_array_store
 
 __all__ = ["needs_verification", "verify_chunk"]
 
@@ -41,27 +39,16 @@ def verify_chunk(
     codecs: list[dict[str, Any]],
 ) -> None:
     """Raise UnsupportedFeatureError when the chunk at ``coords`` decodes to other values."""
-    json_type, json_fill = zarr_data_type(data_type, None)
-    document = array_metadata(
-        shape=shape,
-        data_type=json_type,
-        chunk_shape=chunk_shape,
-        fill_value=json_fill,
-        codecs=codecs,
-        attributes={},
-        dimension_names=None,
-    )
     key = "c/" + "/".join(str(int(c)) for c in coords)
-    store = MemoryStore(
-        {
-            "zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode()),
-            key: cpu.Buffer.from_bytes(read_bytes(offset, size)),
-        }
+    store = memory_array_store(
+        data_type=data_type,
+        fill_value=None,
+        shape=shape,
+        chunk_shape=chunk_shape,
+        codecs=codecs,
+        chunks={key: read_bytes(offset, size)},
     )
-    region = tuple(
-        slice(c * n, min((c + 1) * n, s))
-        for c, n, s in zip(coords, chunk_shape, shape, strict=True)
-    )
+    region = chunk_region(coords, chunk_shape, shape)
     own = region[: dataset.ndim]
     expected = np.asarray(dataset[own] if own else dataset[()])
     try:
