@@ -15,6 +15,8 @@ import h5py
 import numpy as np
 from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 
+from .object_paths import ObjectPaths
+
 __all__ = ["SKIPPED_ATTRIBUTES", "read_attributes"]
 
 logger = logging.getLogger(__name__)
@@ -23,7 +25,7 @@ SKIPPED_ATTRIBUTES = frozenset({"DIMENSION_LIST", "REFERENCE_LIST"})
 """Dimension-scale bookkeeping (references between datasets), expressed by dimension_names."""
 
 
-def read_attributes(obj: h5py.HLObject, file: h5py.File) -> dict[str, Any]:
+def read_attributes(obj: h5py.HLObject, paths: ObjectPaths) -> dict[str, Any]:
     """Every attribute of a group or dataset as JSON-ready values."""
     out: dict[str, Any] = {}
     for name in obj.attrs:
@@ -36,33 +38,27 @@ def read_attributes(obj: h5py.HLObject, file: h5py.File) -> dict[str, Any]:
             logger.warning("attribute %r of %s is not readable by h5py: %s", name, obj.name, exc)
             continue
         if name == SPECLOC_ATTR and isinstance(value, h5py.Reference):
-            out[name] = _path(file, value).lstrip("/")
+            out[name] = paths(value).lstrip("/")
             continue
-        out[name] = to_json(value, file)
+        out[name] = to_json(value, paths)
     return out
 
 
-def _path(file: h5py.File, ref: Any) -> str:
-    if not ref:
-        return ""
-    return str(file[ref].name or "")
-
-
-def to_json(value: Any, file: h5py.File) -> Any:
+def to_json(value: Any, paths: ObjectPaths) -> Any:
     """One h5py attribute value as a JSON-ready Python value."""
     if isinstance(value, h5py.Empty):
         return None
     if isinstance(value, h5py.RegionReference | h5py.Reference):
-        return reference_value(_path(file, value))
+        return reference_value(paths(value))
     if isinstance(value, np.ndarray):
         if value.dtype.names is not None:
             return (
-                [_record(v, file) for v in value.ravel()]
+                [_record(v, paths) for v in value.ravel()]
                 if value.ndim
-                else _record(value[()], file)
+                else _record(value[()], paths)
             )
         if value.dtype.kind == "O":
-            return _nested([to_json(v, file) for v in value.ravel()], value.shape)
+            return _nested([to_json(v, paths) for v in value.ravel()], value.shape)
         if value.dtype.kind == "c":
             return _nested([[float(v.real), float(v.imag)] for v in value.ravel()], value.shape)
         if value.dtype.kind == "S":
@@ -72,7 +68,7 @@ def to_json(value: Any, file: h5py.File) -> Any:
         return value.tolist()
     if isinstance(value, np.void):
         if value.dtype.names is not None:
-            return _record(value, file)
+            return _record(value, paths)
         return bytes(value)
     if isinstance(value, bytes | np.bytes_):
         return _bytes_or_text(bytes(value))
@@ -83,8 +79,8 @@ def to_json(value: Any, file: h5py.File) -> Any:
     return value
 
 
-def _record(value: Any, file: h5py.File) -> dict[str, Any]:
-    return {name: to_json(value[name], file) for name in value.dtype.names}
+def _record(value: Any, paths: ObjectPaths) -> dict[str, Any]:
+    return {name: to_json(value[name], paths) for name in value.dtype.names}
 
 
 def _bytes_or_text(raw: bytes) -> str | bytes:

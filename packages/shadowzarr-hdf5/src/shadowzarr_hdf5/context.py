@@ -8,16 +8,9 @@ from typing import Any
 import h5py
 import numpy as np
 
+from .object_paths import ObjectPaths, object_address
+
 __all__ = ["ChunkLocations", "Options", "Source", "object_address"]
-
-
-def object_address(obj: h5py.HLObject) -> int:
-    """The object header address (its identity: hard links share it).
-
-    Not ``h5py.h5o.get_info``: it asks HDF5 for every field, and HDF5 then walks the
-    dataset's whole chunk index (one read per v1 B-tree node)."""
-    objno = h5py.h5g.get_objinfo(obj.id).objno
-    return int(objno[0]) | (int(objno[1]) << 32) if objno[1] else int(objno[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +39,11 @@ class Source:
     """Chunk tables parsed ahead of time, by dataset path."""
     netcdf: bool = False
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
+    paths: ObjectPaths = field(init=False)
+    """The paths references point at (one walk of the links, made when first needed)."""
+
+    def __post_init__(self) -> None:
+        self.paths = ObjectPaths(self.file)
 
 
 @dataclass(frozen=True, slots=True)

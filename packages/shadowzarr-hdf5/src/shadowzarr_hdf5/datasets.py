@@ -49,7 +49,7 @@ def add_dataset(
 ) -> None:
     """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
     cached specifications of old HDMF files)."""
-    attributes = read_attributes(dataset, source.file)
+    attributes = read_attributes(dataset, source.paths)
     plan = plan_type(dataset.dtype, path)
     if source.netcdf:
         attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
@@ -147,7 +147,7 @@ def _add_converted(
     if math.prod(shape) == 0:
         _add_empty(builder, path, plan, shape, attributes, names)
         return
-    values = convert_values(dataset[()], plan, source.file, dataset)
+    values = convert_values(dataset[()], plan, source.paths, dataset)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
     chunk_shape = _inline_chunks(shape)

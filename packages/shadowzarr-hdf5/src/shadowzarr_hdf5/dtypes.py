@@ -19,7 +19,9 @@ import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_spec.nwb_convention import OBJECT_REFERENCE_DTYPE, STRING_DTYPE
 
-__all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type", "reference_path"]
+from .object_paths import ObjectPaths
+
+__all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type"]
 
 
 class TypeKind(Enum):
@@ -136,15 +138,9 @@ def _is_packed(dtype: np.dtype) -> bool:
     return offset == dtype.itemsize
 
 
-def reference_path(file: h5py.File, ref: Any) -> str:
-    """The path of an object or region reference's target ("" for a null reference)."""
-    if not ref:
-        return ""
-    name = file[ref].name
-    return name if name is not None else ""
-
-
-def _reference_paths(array: np.ndarray, file: h5py.File, dataset: h5py.Dataset | None) -> list[str]:
+def _reference_paths(
+    array: np.ndarray, paths: ObjectPaths, dataset: h5py.Dataset | None
+) -> list[str]:
     """Target paths of object references, dereferencing each distinct target once.
 
     Tables of references (an NWB electrodes table's group column) point at a few objects many
@@ -160,9 +156,9 @@ def _reference_paths(array: np.ndarray, file: h5py.File, dataset: h5py.Dataset |
         except (OSError, TypeError, ValueError):
             addresses = None
     if addresses is None or len(addresses) != len(flat):
-        return [reference_path(file, v) for v in flat]
+        return [paths(v) for v in flat]
     unique, first, inverse = np.unique(addresses, return_index=True, return_inverse=True)
-    names = [reference_path(file, flat[i]) if a else "" for a, i in zip(unique, first, strict=True)]
+    names = [paths(flat[i]) if a else "" for a, i in zip(unique, first, strict=True)]
     return [names[i] for i in inverse.ravel()]
 
 
@@ -177,7 +173,7 @@ def _text(value: Any) -> str:
 
 
 def convert_values(
-    values: Any, plan: TypePlan, file: h5py.File, dataset: h5py.Dataset | None = None
+    values: Any, plan: TypePlan, paths: ObjectPaths, dataset: h5py.Dataset | None = None
 ) -> np.ndarray:
     """Values read by h5py as the array the Zarr array holds (strings, paths, structs).
 
@@ -187,14 +183,14 @@ def convert_values(
         flat = [_text(v) for v in array.ravel().tolist()]
         return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
     if plan.kind is TypeKind.REFERENCE:
-        flat = _reference_paths(array, file, dataset)
+        flat = _reference_paths(array, paths, dataset)
         return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
-        return _convert_compound(array, file)
+        return _convert_compound(array, paths)
     return array
 
 
-def _convert_compound(array: np.ndarray, file: h5py.File) -> np.ndarray:
+def _convert_compound(array: np.ndarray, paths: ObjectPaths) -> np.ndarray:
     """A struct array whose string and reference fields become fixed-width unicode."""
     fields: list[tuple[str, Any]] = []
     columns: dict[str, np.ndarray] = {}
@@ -202,7 +198,7 @@ def _convert_compound(array: np.ndarray, file: h5py.File) -> np.ndarray:
         field_dtype = array.dtype.fields[name][0]  # type: ignore[index]
         column = array[name]
         if h5py.check_ref_dtype(field_dtype) is not None:
-            texts = [reference_path(file, v) for v in column.ravel()]
+            texts = [paths(v) for v in column.ravel()]
             column = np.array(texts or [""], dtype=str)[: len(texts)].reshape(column.shape)
             column = column.astype(f"U{max(1, column.dtype.itemsize // 4)}")
         elif h5py.check_string_dtype(field_dtype) is not None:
@@ -210,7 +206,7 @@ def _convert_compound(array: np.ndarray, file: h5py.File) -> np.ndarray:
             width = max([1, *(len(t) for t in texts)])
             column = np.array(texts, dtype=f"U{width}").reshape(column.shape)
         elif field_dtype.names is not None:
-            column = _convert_compound(column, file)
+            column = _convert_compound(column, paths)
         else:
             column = column.astype(np.dtype(field_dtype.str).newbyteorder("<"))
         fields.append((name, column.dtype))

@@ -242,7 +242,7 @@ class _Walker:
 
     def run(self) -> None:
         file = self.source.file
-        attributes = read_attributes(file, file)
+        attributes = read_attributes(file, self.source.paths)
         specloc = attributes.get(SPECLOC_ATTR)
         if specloc is not None:
             self.specloc = str(specloc).strip("/") or SPECIFICATIONS_GROUP
@@ -276,7 +276,7 @@ class _Walker:
                 self._group(
                     obj,
                     child_path,
-                    read_attributes(obj, self.source.file),
+                    read_attributes(obj, self.source.paths),
                     {**ancestors, address: "/" + child_path},
                 )
             elif isinstance(obj, h5py.Dataset):

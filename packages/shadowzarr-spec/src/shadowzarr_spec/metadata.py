@@ -7,6 +7,7 @@ built-in table covers the numeric types when it is not.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -52,15 +53,25 @@ def zarr_data_type(dtype: np.dtype | str, fill_value: Any) -> tuple[Any, Any]:
         return "string", "" if fill_value is None else str(fill_value)
     native = np.dtype(dtype)
     try:
-        from zarr.core.dtype import get_data_type_from_native_dtype
+        zdtype = _zarr_dtype(native)
     except ImportError:
         return _builtin_data_type(native, fill_value)
+    except (TypeError, ValueError) as exc:
+        raise BuilderError(f"zarr-python cannot store the data type {native}: {exc}") from exc
     try:
-        zdtype = get_data_type_from_native_dtype(native)
         scalar = zdtype.default_scalar() if fill_value is None else zdtype.cast_scalar(fill_value)
         return zdtype.to_json(zarr_format=3), _plain(zdtype.to_json_scalar(scalar, zarr_format=3))
     except (TypeError, ValueError) as exc:
         raise BuilderError(f"zarr-python cannot store the data type {native}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=256)
+def _zarr_dtype(native: np.dtype) -> Any:
+    """zarr-python's data type for a numpy dtype (matched against every registered type: slow,
+    and asked once per array)."""
+    from zarr.core.dtype import get_data_type_from_native_dtype
+
+    return get_data_type_from_native_dtype(native)
 
 
 def array_metadata(

@@ -1,0 +1,80 @@
+"""The direct inline encoder gives exactly the bytes zarr-python writes for the same array."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from shadowzarr_hdf5.direct_encode import encode_directly
+from shadowzarr_hdf5.inline import ZSTD_CODEC, _all_chunks, encode_with_zarr
+from shadowzarr_spec.metadata import bytes_codec
+
+NUMERIC = st.sampled_from(
+    ["<i1", "|u1", "<i2", ">i2", "<u4", ">u4", "<i8", ">u8", "<f2", ">f4", "<f8", ">f8", "|b1"]
+)
+
+
+@st.composite
+def shapes_and_chunks(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=7))
+    chunks = tuple(draw(st.integers(1, s + 2)) for s in shape)
+    return shape, chunks
+
+
+def _both(values: np.ndarray, data_type, chunks, codecs, fill):  # type: ignore[no-untyped-def]
+    regions = _all_chunks(values.shape, chunks)
+    direct = encode_directly(
+        values, data_type=data_type, chunk_shape=chunks, codecs=codecs, fill_value=fill,
+        regions=regions,
+    )  # fmt: skip
+    reference = encode_with_zarr(
+        values, shape=values.shape, data_type=data_type, chunk_shape=chunks, codecs=codecs,
+        fill_value=fill,
+    )  # fmt: skip
+    return direct, reference
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=NUMERIC, layout=shapes_and_chunks(), data=st.data())
+def test_numbers_encode_as_zarr_does(dtype: str, layout, data) -> None:  # type: ignore[no-untyped-def]
+    shape, chunks = layout
+    values = data.draw(hnp.arrays(np.dtype(dtype), shape))
+    fill = data.draw(st.sampled_from([None, 0, 1]))
+    direct, reference = _both(values, np.dtype(dtype), chunks, [bytes_codec(np.dtype(dtype))], fill)
+    assert direct is not None
+    assert direct == reference
+
+
+@settings(max_examples=100, deadline=None)
+@given(layout=shapes_and_chunks(), compress=st.booleans(), data=st.data())
+def test_strings_encode_as_zarr_does(layout, compress: bool, data) -> None:  # type: ignore[no-untyped-def]
+    shape, chunks = layout
+    texts = data.draw(st.lists(st.text(max_size=12), min_size=1, max_size=1))[0]
+    count = int(np.prod(shape))
+    items = data.draw(st.lists(st.text(max_size=12), min_size=count, max_size=count))
+    values = np.array(items or [texts], dtype=np.dtypes.StringDType()).reshape(shape)
+    codecs = [{"name": "vlen-utf8", "configuration": {}}]
+    if compress:
+        codecs.append(ZSTD_CODEC)
+    direct, reference = _both(values, "string", chunks, codecs, "")
+    assert direct is not None
+    assert direct == reference
+
+
+@pytest.mark.parametrize(
+    ("data_type", "codecs"),
+    [
+        (np.dtype([("a", "<i4"), ("b", "<f8")]), [{"name": "bytes"}]),
+        (np.dtype("<c8"), [{"name": "bytes", "configuration": {"endian": "little"}}]),
+        (np.dtype("<i4"), [{"name": "bytes", "configuration": {"endian": "little"}}, ZSTD_CODEC]),
+    ],
+)
+def test_other_chains_are_left_to_zarr(data_type, codecs) -> None:  # type: ignore[no-untyped-def]
+    values = np.zeros((4,), dtype=data_type)
+    direct = encode_directly(
+        values, data_type=data_type, chunk_shape=(4,), codecs=codecs, fill_value=None,
+        regions=[(0,)],
+    )  # fmt: skip
+    assert direct is None
