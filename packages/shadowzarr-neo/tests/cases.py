@@ -19,6 +19,7 @@ from .recordings.elan import write_elan
 from .recordings.intan_per_channel import write_intan_per_channel
 from .recordings.intan_rhs import write_intan_rhs
 from .recordings.maxwell import write_maxwell
+from .recordings.mearec import write_mearec
 from .recordings.micromed import write_micromed
 from .recordings.neuralynx import write_neuralynx
 from .recordings.neuronexus import write_neuronexus
@@ -102,6 +103,10 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "biocam-4": partial(write_biocam, version="4", chunks=64 * 16),
     "edf": write_edf,
     "edf-plus": partial(write_edf, plus=True, n_channels=4, fast=128, slow=128),
+    "mearec": write_mearec,
+    "mearec-float32-one-sample-short": partial(write_mearec, dtype="float32", n_samples=1_001),
+    "mearec-chunked-gzip": partial(write_mearec, chunks=(64, 3), compression="gzip"),
+    "mearec-many-chunks": partial(write_mearec, chunks=(2, 7), n_samples=2_501, n_channels=7),
 }
 """Written recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""
 

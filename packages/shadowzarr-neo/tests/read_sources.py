@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked
+from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Hdf5Dataset, Rows, Stacked
 
 
 def _file_bytes(path: str, start: int, stop: int) -> np.ndarray:
@@ -57,6 +57,11 @@ def read_layout(layout: Rows | ChannelRuns | Blocks) -> np.ndarray:
                 region = stored[a : a + layout.chunk_shape[0], b : b + layout.chunk_shape[1]]
                 region[...] = chunk[: region.shape[0], : region.shape[1]]
             return stored.T if layout.channel_major else stored
+        case Hdf5Dataset():
+            import h5py
+
+            with h5py.File(layout.path, "r") as f:
+                return f[layout.name][: layout.n_samples]
         case Stacked():
             return np.concatenate([read_layout(part) for part in layout.parts], axis=1)
     raise TypeError(f"not a layout: {layout!r}")

@@ -11,6 +11,8 @@ These are the shapes the formats take, each of which a VirtualArray constructor 
   channel, channel ``c``'s at ``channel_offsets[c]`` within the record (Intan's traditional
   files, EDF, Open Ephys's legacy records).
 * :class:`Chunks`: an uncompressed chunked HDF5 dataset, chunk by chunk.
+* :class:`Hdf5Dataset`: a time-by-channel HDF5 dataset in any storage the HDF5 generator
+  references (contiguous, chunked, compressed), its first ``n_samples`` rows.
 * :class:`Stacked`: any of these side by side, as when each channel has a file of its own.
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Blocks", "ChannelRuns", "Chunks", "Rows", "Stacked", "StreamSource"]
+__all__ = ["Blocks", "ChannelRuns", "Chunks", "Hdf5Dataset", "Rows", "Stacked", "StreamSource"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,17 @@ class Chunks:
 
 
 @dataclass(frozen=True, slots=True)
+class Hdf5Dataset:
+    """Rows ``[0, n_samples)`` of the time-by-channel dataset ``name`` of the HDF5 file ``path``,
+    every column; where its chunks are, and how they are encoded, the HDF5 generator says."""
+
+    path: str
+    name: str
+    n_samples: int
+    n_channels: int
+
+
+@dataclass(frozen=True, slots=True)
 class Stacked:
     """Layouts of the same length side by side: one file per channel, each with its records."""
 
@@ -106,7 +119,7 @@ class Stacked:
         return self.parts[0].n_samples
 
 
-type Layout = Rows | ChannelRuns | Blocks | Chunks | Stacked
+type Layout = Rows | ChannelRuns | Blocks | Chunks | Hdf5Dataset | Stacked
 
 
 @dataclass(frozen=True, slots=True)

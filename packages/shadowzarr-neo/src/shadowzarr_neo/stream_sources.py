@@ -135,6 +135,7 @@ _READERS: dict[str, str] = {
     "BlackrockRawIO": "blackrock",
     "EDFRawIO": "edf",
     "IntanRawIO": "intan",
+    "MEArecRawIO": "mearec",
     "NeuralynxRawIO": "neuralynx",
     "OpenEphysRawIO": "openephys_legacy",
     "SpikeGadgetsRawIO": "spikegadgets",

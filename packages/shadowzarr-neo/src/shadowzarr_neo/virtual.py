@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.errors import ComputedStream
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Rows, Stacked
+from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Hdf5Dataset, Rows, Stacked
 from shadowzarr_neo.stream_sources import stream_sources
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def virtual_arrays_neo(
     ----------
     reader
         A NEO raw reader: any reader :func:`generate_rfs_neo` takes, or Blackrock,
-        SpikeGadgets, Intan, Neuralynx or Open Ephys (legacy format).
+        SpikeGadgets, Intan, Neuralynx, Open Ephys (legacy format), EDF, BioCam or MEArec
+        (whose HDF5 dataset the HDF5 generator references, compressed or not).
     url_for
         Maps each local path NEO reads to the URL the references should point at; by default
         the absolute local path.
@@ -134,11 +135,33 @@ def _from_layout(
                 [(c, to_url(layout.path), o, n) for c, (o, n) in sorted(layout.chunks.items())],
             )
             return stored.transpose(1, 0) if layout.channel_major else stored
+        case Hdf5Dataset():
+            return _hdf5_dataset(layout, to_url)
         case Stacked():
             return stack(
                 [_single_channel(part, to_url, chunk_samples) for part in layout.parts], axis=1
             )
     raise TypeError(f"not a stream layout: {layout!r}")
+
+
+def _hdf5_dataset(layout: Hdf5Dataset, to_url: Callable[[str], str]) -> VirtualArray:
+    """The dataset as the HDF5 generator references it (any chunking, any codecs it supports),
+    cut to the rows NEO reads; the dataset's own HDF5 attributes are not the stream's."""
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_spec.virtual import VirtualArray
+
+    rfs = generate_rfs(
+        to_url(layout.path),
+        local_hdf5_path=layout.path,
+        datasets=[layout.name],
+        record_source=False,
+        progress=False,
+    )
+    array = VirtualArray.from_rfs(rfs, layout.name)
+    array.attributes.clear()
+    if array.shape[0] != layout.n_samples:
+        array = array[: layout.n_samples]
+    return array
 
 
 def _channel_blocks(layout: Blocks, channel_offset: int, url: str) -> VirtualArray:

@@ -1,4 +1,10 @@
-"""Neuroscope: a ``.xml`` parameter file and a ``.dat`` of interleaved int16 samples."""
+"""Neuroscope: a ``.xml`` parameter file and a ``.dat`` of interleaved int16 samples.
+
+As a real session folder: ``<session>/<session>.dat`` and ``<session>.xml``, every channel in
+an anatomical group (the last, auxiliary one, in a group of its own: NEO names channels
+``ch<c>grp<g>`` and NeuroConv reads the group from that name), and the probe's channels, not the
+auxiliary one, listed under ``spikeDetection`` (which NeuroConv keeps as the neural channels).
+"""
 
 from __future__ import annotations
 
@@ -28,31 +34,42 @@ def write_neuroscope(
     rng = np.random.default_rng(seed)
     directory.mkdir(parents=True, exist_ok=True)
     data = random_samples(rng, n_samples, n_channels, "int16")
-    dat = directory / "recording.dat"
+    dat = directory / f"{directory.name}.dat"
     tail = random_samples(rng, 1, min(partial_tail, n_channels - 1), "int16")
     with dat.open("wb") as f:
         f.write(data.astype("<i2").tobytes())
         f.write(tail.astype("<i2").tobytes())
     half = n_channels // 2
-    groups = [range(half), range(half, n_channels - 1)]  # the last channel is in no group
+    shanks = [range(half), range(half, n_channels - 1)]
+    anatomical = [*shanks, range(n_channels - 1, n_channels)]  # the auxiliary channel last
     group_xml = "".join(
         "<group>" + "".join(f'<channel skip="0">{c}</channel>' for c in group) + "</group>"
-        for group in groups
+        for group in anatomical
+    )
+    spike_xml = "".join(
+        "<group><channels>"
+        + "".join(f"<channel>{c}</channel>" for c in shank)
+        + "</channels><nSamples>32</nSamples><peakSampleIndex>16</peakSampleIndex></group>"
+        for shank in shanks
     )
     xml = (
         '<?xml version="1.0"?>\n<parameters creator="neuroscope-2.0.0" version="1.0">'
+        "<generalInfo><date>2026-01-02</date><experimenters>tests</experimenters></generalInfo>"
         "<acquisitionSystem><nBits>16</nBits>"
         f"<nChannels>{n_channels}</nChannels><samplingRate>20000</samplingRate>"
         "<voltageRange>20</voltageRange><amplification>1000</amplification><offset>0</offset>"
         "</acquisitionSystem><fieldPotentials><lfpSamplingRate>1250</lfpSamplingRate>"
         "</fieldPotentials>"
         f"<anatomicalDescription><channelGroups>{group_xml}</channelGroups>"
-        "</anatomicalDescription></parameters>\n"
+        "</anatomicalDescription>"
+        f"<spikeDetection><channelGroups>{spike_xml}</channelGroups></spikeDetection>"
+        "</parameters>\n"
     )
-    (directory / "recording.xml").write_text(xml)
+    xml_path = dat.with_suffix(".xml")
+    xml_path.write_text(xml)
     return WrittenRecording(
         NeuroScopeRawIO,
-        {"filename": str(directory / "recording.xml")},
+        {"filename": str(xml_path)},
         {(0, 0, "0"): data},
         (dat,),
     )
