@@ -1,46 +1,178 @@
 """A roiextractors imaging extractor as a VirtualArray of the frames NeuroConv writes.
 
-roiextractors' TIFF extractors keep a table of the file and page (IFD) holding each frame. Each
-file's pages are referenced by :func:`generate_rfs_tiff`; each frame is one page, the frames are
-stacked in the table's order and transposed to the (frame, width, height) order NeuroConv
-writes. Compressed pages, cropped frames and volumes are refused. Its HDF5 extractor's movie is
-referenced as :func:`generate_rfs` references the dataset.
+roiextractors' TIFF extractors say which file and page (IFD) holds each frame: a table of
+(file, IFD) rows (plain TIFF stacks, ScanImage, Thor and OME-TIFF, Bruker), or one reader per
+file whose frames are its pages in order (Micro-Manager). Each such page becomes one chunk of
+the frames, located from its TIFF tags and checked with :mod:`shadowzarr_tiff`'s codec rules;
+the frames are transposed to the (frame, width, height) order NeuroConv writes, with the planes
+of a volume last. Compressed, tiled or multi-sample pages and cropped frames are refused. Its
+HDF5 extractor's movie is referenced as :func:`generate_rfs` references the dataset.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shadowzarr_spec import VirtualArray, stack
-from shadowzarr_spec.errors import NotVirtualizable
+import numpy as np
+from shadowzarr_spec import VirtualArray
+from shadowzarr_spec.errors import NotVirtualizable, UnsupportedFeatureError
 
 __all__ = ["imaging_array"]
 
+# roiextractors' per-file readers whose frame ``i`` is page ``i`` of their ``file_path``.
+_PAGE_READERS = frozenset(
+    {"_MicroManagerTiffImagingExtractor", "_BrukerTiffSinglePlaneImagingExtractor"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PageLocation:
+    """One page of one TIFF file: the frame roiextractors reads there."""
+
+    path: Path
+    ifd: int
+
+
+@dataclass(frozen=True, slots=True)
+class PageBytes:
+    """Where an uncompressed page's pixels are, and how they are stored."""
+
+    url: str
+    offset: int
+    nbytes: int
+    shape: tuple[int, int]
+    dtype: np.dtype
+
 
 def imaging_array(extractor: Any) -> VirtualArray:
-    """The frames of a TIFF or HDF5 imaging extractor, (frame, width, height)."""
+    """The frames of a TIFF or HDF5 imaging extractor: (frame, width, height), or
+    (frame, width, height, plane) for a volume."""
     if hasattr(extractor, "_mov_field") and hasattr(extractor, "_file"):
         return _hdf5_frames(extractor)
+    planes = _planes(extractor)
+    samples = int(extractor.get_num_samples())
+    locations = _page_locations(extractor)
+    if len(locations) < samples * planes:
+        raise NotVirtualizable(
+            f"{type(extractor).__name__} maps {len(locations)} pages, not {samples} × {planes}"
+        )
+    rows, columns = (int(n) for n in extractor.get_frame_shape())
+    pages = _page_bytes(locations[: samples * planes])
+    return _frames(pages, samples, planes, (rows, columns))
+
+
+def _planes(extractor: Any) -> int:
+    if not getattr(extractor, "is_volumetric", False):
+        return 1
+    return int(extractor.get_num_planes())
+
+
+def _page_locations(extractor: Any) -> list[PageLocation]:
+    """The page behind each frame, in the order roiextractors reads them (volumes: plane by
+    plane within each sample)."""
     table = getattr(extractor, "_frames_to_ifd_table", None)
-    paths = getattr(extractor, "_file_paths", None)
-    if table is None or paths is None:
-        raise NotVirtualizable(f"{type(extractor).__name__} does not say where its frames are")
-    if getattr(extractor, "is_volumetric", False):
-        raise NotVirtualizable("volumes (several planes per frame) are not referenced")
-    pages = [_pages(Path(path)) for path in paths]
-    files = [int(f) for f in table["file_index"]]
-    ifds = [int(i) for i in table[_ifd_field(table)]]
-    if len(set(files)) == 1 and ifds == list(range(ifds[0], ifds[0] + len(ifds))):
-        frames = pages[files[0]][ifds[0] : ifds[0] + len(ifds)]
-    else:
-        frames = stack([pages[f][i] for f, i in zip(files, ifds, strict=True)], axis=0)
-    rows, columns = (
-        extractor.get_frame_shape() if hasattr(extractor, "get_frame_shape") else (frames.shape[1:])
-    )
-    if tuple(frames.shape[1:]) != (int(rows), int(columns)):
-        raise NotVirtualizable(f"frames of {tuple(frames.shape[1:])} cropped to {rows}×{columns}")
-    return frames.transpose(0, 2, 1)
+    if table is not None:
+        paths = getattr(extractor, "_file_paths", None) or getattr(extractor, "file_paths", None)
+        if paths is None:
+            raise NotVirtualizable(f"{type(extractor).__name__} does not say which files it reads")
+        files = [Path(p) for p in paths]
+        ifd_field = _ifd_field(table)
+        return [
+            PageLocation(files[int(f)], int(i))
+            for f, i in zip(table["file_index"], table[ifd_field], strict=True)
+        ]
+    readers = getattr(extractor, "_imaging_extractors", None)
+    if readers is not None:
+        return [location for reader in readers for location in _reader_pages(reader)]
+    raise NotVirtualizable(f"{type(extractor).__name__} does not say where its frames are")
+
+
+def _reader_pages(reader: Any) -> Iterator[PageLocation]:
+    name = type(reader).__name__
+    if name not in _PAGE_READERS:
+        raise NotVirtualizable(f"{name} does not say where its frames are")
+    path = Path(reader.file_path)
+    for page in range(int(reader.get_num_samples())):
+        yield PageLocation(path, page)
+
+
+def _ifd_field(table: Any) -> str:
+    for name in table.dtype.names:
+        if name.lower() == "ifd_index":
+            return str(name)
+    raise NotVirtualizable("roiextractors' frame table has no IFD column")
+
+
+def _page_bytes(locations: Sequence[PageLocation]) -> list[PageBytes]:
+    """Each page's pixel bytes, each file opened once."""
+    import tifffile
+
+    found: list[PageBytes] = []
+    with ExitStack() as files:
+        opened: dict[Path, Any] = {}
+        for location in locations:
+            tif = opened.get(location.path)
+            if tif is None:
+                tif = files.enter_context(tifffile.TiffFile(location.path))
+                opened[location.path] = tif
+            if location.ifd >= len(tif.pages):
+                raise NotVirtualizable(f"{location.path.name} has no page {location.ifd}")
+            found.append(_one_page(tif.pages[location.ifd], location))
+    return found
+
+
+def _one_page(page: Any, location: PageLocation) -> PageBytes:
+    from shadowzarr_tiff.codecs import codec_chain, stored_dtype
+
+    where = f"{location.path.name} page {location.ifd}"
+    if page.is_tiled or int(page.samplesperpixel) != 1 or int(page.imagedepth) != 1:
+        raise NotVirtualizable(f"{where}: tiled, multi-sample or deep pages are not referenced")
+    shape = (int(page.imagelength), int(page.imagewidth))
+    try:
+        chain = codec_chain(page, shape, where)
+        dtype = stored_dtype(page)
+    except UnsupportedFeatureError as exc:
+        raise NotVirtualizable(str(exc)) from exc
+    if not chain.uncompressed:
+        raise NotVirtualizable(f"{where}: compressed TIFF pages")
+    offsets = [int(o) for o in page.dataoffsets]
+    counts = [int(c) for c in page.databytecounts]
+    nbytes = math.prod(shape) * dtype.itemsize
+    ends = [o + c for o, c in zip(offsets, counts, strict=True)]
+    if offsets[1:] != ends[:-1] or sum(counts) < nbytes:
+        raise NotVirtualizable(f"{where}: the strips of the page are not one run of bytes")
+    return PageBytes(str(location.path.resolve()), offsets[0], nbytes, shape, dtype)
+
+
+def _frames(
+    pages: Sequence[PageBytes], samples: int, planes: int, frame_shape: tuple[int, int]
+) -> VirtualArray:
+    """One chunk per page: (sample, row, column[, plane]), transposed to NeuroConv's order."""
+    shapes = {page.shape for page in pages}
+    if shapes != {frame_shape}:
+        found = ", ".join(f"{r}×{c}" for r, c in sorted(shapes))
+        raise NotVirtualizable(
+            f"pages of {found} read as (cropped to) {frame_shape[0]}×{frame_shape[1]}"
+        )
+    dtypes = {page.dtype for page in pages}
+    if len(dtypes) != 1:
+        raise NotVirtualizable(f"pages of several data types: {sorted(map(str, dtypes))}")
+    (dtype,) = dtypes
+    rows, columns = frame_shape
+    volume = planes > 1
+    shape = (samples, rows, columns, planes) if volume else (samples, rows, columns)
+    chunk_shape = (1, rows, columns, 1) if volume else (1, rows, columns)
+    chunks: list[tuple[tuple[int, ...], str, int, int]] = []
+    for k, page in enumerate(pages):
+        coords = (k // planes, 0, 0, k % planes) if volume else (k, 0, 0)
+        chunks.append((coords, page.url, page.offset, page.nbytes))
+    array = VirtualArray.from_chunks(shape, chunk_shape, dtype, chunks)
+    return array.transpose(0, 2, 1, 3) if volume else array.transpose(0, 2, 1)
 
 
 def _hdf5_frames(extractor: Any) -> VirtualArray:
@@ -59,23 +191,3 @@ def _hdf5_frames(extractor: Any) -> VirtualArray:
     except NeedsDataError as exc:
         raise NotVirtualizable(f"{path.name}:{field}: the first channel of {exc}") from exc
     return frames.transpose(0, 2, 1)
-
-
-def _pages(path: Path) -> VirtualArray:
-    """Every page of one TIFF file, (page, row, column), each page one chunk."""
-    from shadowzarr_tiff import generate_rfs_tiff
-
-    rfs = generate_rfs_tiff(path)
-    pages = VirtualArray.from_rfs(rfs, "0")
-    if any(codec.get("name") not in ("bytes", "transpose") for codec in pages.codecs):
-        raise NotVirtualizable(f"{path.name}: compressed TIFF pages")
-    if pages.ndim != 3:
-        raise NotVirtualizable(f"{path.name}: pages of shape {pages.shape[1:]} are not 2-D images")
-    return pages
-
-
-def _ifd_field(table: Any) -> str:
-    for name in table.dtype.names:
-        if name.lower() == "ifd_index":
-            return str(name)
-    raise NotVirtualizable("roiextractors' frame table has no IFD column")

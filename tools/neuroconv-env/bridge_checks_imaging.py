@@ -1,0 +1,182 @@
+"""The NeuroConv bridge for imaging formats against NeuroConv's own conversion: ScanImage (one
+and two channels, several files, planes, volumes), Thor, Bruker (planes and volumes) and
+Micro-Manager, run inside the NeuroConv environment.
+
+Each file is written here (``imaging_files.py``) with what roiextractors and NeuroConv read from
+it. Each check converts it twice (``bridge_checks._check``): NeuroConv's own NWB HDF5 file, and
+the virtual file read through NWBZarrIO and exported to HDF5; every dataset is equal except the
+creation time. Compressed pages are refused under ``strict=True`` and left to NeuroConv
+otherwise.
+
+Run as ``<env>/bin/python -m pytest -c tools/neuroconv-env/pytest.ini
+tools/neuroconv-env/bridge_checks_imaging.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str, path: Path) -> Any:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# bridge_checks calls allow_zarr3() before anything imports NeuroConv.
+checks = _load("_bridge_checks", HERE / "bridge_checks.py")
+files = _load("_bridge_imaging_files", HERE / "imaging_files.py")
+
+from shadowzarr_nwb.neuroconv_bridge import NotVirtualizable, virtualize  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _ifds(count: int, dtype: str = "int16") -> np.ndarray:
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, info.max, size=(count, 11, 8), dtype=dtype, endpoint=True)
+
+
+def _virtual(interface: Any, tmp_path: Path, expected: np.ndarray) -> Any:
+    """Check ``interface`` against NeuroConv, then the virtual file's frames against the pages
+    written (``expected``, in NWB's (frame, width, height[, plane]) order)."""
+    import h5py
+
+    replaced = checks._check(interface, tmp_path, 1)
+    (array,) = replaced.values()
+    with h5py.File(tmp_path / "virtual.nwb", "r") as file:
+        (series,) = file["acquisition"].values()
+        np.testing.assert_array_equal(series["data"][()], expected)
+    return array
+
+
+def _nwb_order(frames: np.ndarray) -> np.ndarray:
+    """(frame, row, column) pages as NeuroConv writes them: (frame, column, row)."""
+    return frames.transpose(0, 2, 1)
+
+
+def _volumes(pages: np.ndarray) -> np.ndarray:
+    """(volume, plane, row, column) as NeuroConv writes them: (volume, column, row, plane)."""
+    return pages.transpose(0, 3, 2, 1)
+
+
+def _refused_or_left(interface: Any) -> None:
+    metadata = interface.get_metadata()
+    metadata["NWBFile"]["session_start_time"] = checks.START
+    with pytest.raises(NotVirtualizable, match="compressed"):
+        virtualize(interface.create_nwbfile(metadata=metadata))
+    assert virtualize(interface.create_nwbfile(metadata=metadata), strict=False) == {}
+
+
+def test_scanimage_one_channel(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(9)
+    path = files.write_scanimage(tmp_path / "session_00001_00001.tif", ifds)
+    interface = ScanImageImagingInterface(file_path=path)
+    assert _virtual(interface, tmp_path / "out", _nwb_order(ifds)).shape == (9, 8, 11)
+
+
+@pytest.mark.parametrize("channel", ["Channel 1", "Channel 2"])
+def test_scanimage_two_channels(channel: str, tmp_path: Path) -> None:
+    """Channels alternate page by page: every other page is one channel's frame."""
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(14)
+    path = files.write_scanimage(tmp_path / "two_00001_00001.tif", ifds, channels=2)
+    interface = ScanImageImagingInterface(file_path=path, channel_name=channel)
+    frames = ifds[int(channel[-1]) - 1 :: 2]
+    assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (7, 8, 11)
+
+
+def test_scanimage_several_files(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(10)
+    paths = [
+        files.write_scanimage(tmp_path / "many_00001_00001.tif", ifds[:6]),
+        files.write_scanimage(tmp_path / "many_00001_00002.tif", ifds[6:]),
+    ]
+    interface = ScanImageImagingInterface(file_paths=paths)
+    assert _virtual(interface, tmp_path / "out", _nwb_order(ifds)).shape == (10, 8, 11)
+
+
+def test_scanimage_volume(tmp_path: Path) -> None:
+    """Three planes and one flyback frame per volume: (volume, width, height, plane)."""
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(16)
+    path = files.write_scanimage(tmp_path / "vol_00001_00001.tif", ifds, planes=3, flyback=1)
+    interface = ScanImageImagingInterface(file_path=path)
+    volumes = _volumes(ifds.reshape(4, 4, 11, 8)[:, :3])
+    assert _virtual(interface, tmp_path / "out", volumes).shape == (4, 8, 11, 3)
+
+
+@pytest.mark.parametrize("plane", [0, 2])
+def test_scanimage_plane(plane: int, tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(24)
+    path = files.write_scanimage(
+        tmp_path / "vol_00001_00001.tif", ifds, channels=2, planes=3, flyback=1
+    )
+    interface = ScanImageImagingInterface(
+        file_path=path, channel_name="Channel 2", plane_index=plane
+    )
+    # Each volume: (plane or flyback frame, channel) pages, channel fastest.
+    frames = ifds.reshape(3, 4, 2, 11, 8)[:, plane, 1]
+    assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (3, 8, 11)
+
+
+def test_thor(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import ThorImagingInterface
+
+    frames = _ifds(8, "uint16")
+    path = files.write_thor(tmp_path / "thor", frames)
+    interface = ThorImagingInterface(file_path=path)
+    assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (8, 8, 11)
+
+
+@pytest.mark.parametrize("planes", [1, 3])
+def test_bruker(planes: int, tmp_path: Path) -> None:
+    """One single-page OME-TIFF per frame; with planes, one Sequence per volume."""
+    from neuroconv.datainterfaces import BrukerTiffImagingInterface
+
+    frames = _ifds(12, "uint16")
+    folder = files.write_bruker(tmp_path / "TSeries-001", frames, planes=planes)
+    interface = BrukerTiffImagingInterface(folder_path=folder)
+    if planes == 1:
+        assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (12, 8, 11)
+    else:
+        volumes = _volumes(frames.reshape(4, 3, 11, 8))
+        assert _virtual(interface, tmp_path / "out", volumes).shape == (4, 8, 11, 3)
+
+
+def test_micromanager(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import MicroManagerTiffImagingInterface
+
+    frames = _ifds(7, "uint16")
+    folder = files.write_micromanager(tmp_path / "mm", frames)
+    interface = MicroManagerTiffImagingInterface(folder_path=folder)
+    assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (7, 8, 11)
+
+
+def test_compressed_bruker_is_refused_or_copied(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import BrukerTiffImagingInterface
+
+    folder = files.write_bruker(tmp_path / "TSeries-002", _ifds(4, "uint16"), compression="zlib")
+    _refused_or_left(BrukerTiffImagingInterface(folder_path=folder))
