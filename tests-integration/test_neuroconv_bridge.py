@@ -4,11 +4,14 @@
 roiextractors installed with their zarr requirement overridden (``uv pip install --override``) and
 shadowzarr installed from this checkout. The environment is cached under the temporary directory,
 keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
-Inside it, ``tools/neuroconv-env/bridge_checks.py`` compares the virtual files with NeuroConv's
-own conversions (SpikeGLX AP, LF and NIDQ, Open Ephys binary and legacy, Intan, Blackrock,
-SpikeGadgets, MCS raw, Neuralynx (inverted input refused), EDF, WhiteMatter, WAV audio, a TIFF
-stack, an HDF5 movie) and runs
-nwbinspector, which installs there (not in the workspace lock), on virtual files.
+Inside it, every ``tools/neuroconv-env/bridge_checks*.py`` file runs (one pytest run). They
+compare the virtual files with NeuroConv's own conversions: SpikeGLX AP, LF and NIDQ, Open Ephys
+binary and legacy, Intan, Blackrock, SpikeGadgets, MCS raw, Neuralynx (inverted input refused),
+EDF, WhiteMatter, WAV audio, MEArec (contiguous, and chunked with gzip through the HDF5
+generator), BioCam (inverted input refused), Neuroscope (the spike-detection channels of the
+file), CellExplorer, a TIFF stack, an HDF5 movie, and the imaging formats of
+``bridge_checks_imaging.py``; and they run nwbinspector, which installs there (not in the
+workspace lock), on virtual files.
 
 The one-line workaround NeuroConv 0.10 needs with zarr 3 (it reads ``zarr.codec_registry`` at
 import) is :func:`shadowzarr_nwb.neuroconv_bridge.allow_zarr3`, called before importing it.
@@ -29,6 +32,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ENV_TOOLS = ROOT / "tools" / "neuroconv-env"
 KEYED_FILES = ("requirements.txt", "overrides.txt", "build.sh")
+CHECK_FILES = sorted(ENV_TOOLS.glob("bridge_checks*.py"))
 
 
 def _uv() -> str:
@@ -80,6 +84,7 @@ def _environment() -> Path:
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_bridge_equals_neuroconv_conversion() -> None:
+    assert ENV_TOOLS / "bridge_checks.py" in CHECK_FILES
     env = _environment()
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     result = subprocess.run(
@@ -93,7 +98,7 @@ def test_bridge_equals_neuroconv_conversion() -> None:
             str(ENV_TOOLS),
             "-q",
             "-rA",
-            str(ENV_TOOLS / "bridge_checks.py"),
+            *(str(path) for path in CHECK_FILES),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -104,7 +109,11 @@ def test_bridge_equals_neuroconv_conversion() -> None:
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     lines = result.stdout.splitlines()
-    passed = {line.split("::")[-1] for line in lines if line.startswith("PASSED")}
+    passed_lines = [line for line in lines if line.startswith("PASSED")]
+    passed = {line.split("::")[-1] for line in passed_lines}
+    # every check file ran (a file that failed to import would not show up here)
+    ran = {Path(line.split()[1].split("::")[0]).name for line in passed_lines}
+    assert {path.name for path in CHECK_FILES} <= ran, (ran, result.stdout[-3000:])
     expected = {
         "test_spikeglx[imec0.ap]",
         "test_spikeglx[imec0.lf]",
@@ -122,6 +131,12 @@ def test_bridge_equals_neuroconv_conversion() -> None:
         "test_neuralynx[True]",
         "test_neuralynx[False]",
         "test_edf",
+        "test_mearec[contiguous]",
+        "test_mearec[chunked-gzip]",
+        "test_biocam",
+        "test_inverted_biocam_is_refused_or_copied",
+        "test_neuroscope",
+        "test_cellexplorer",
         "test_write_virtual_nwb_inspection[spikeglx]",
         "test_write_virtual_nwb_inspection[tiff-stack]",
     }

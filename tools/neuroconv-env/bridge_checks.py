@@ -328,3 +328,99 @@ def test_edf(tmp_path: Path) -> None:
     recording = write(tmp_path / "edf", n_channels=1, fast=200, slow=200)
     interface = EDFRecordingInterface(file_path=recording.reader_kwargs["filename"])
     _check(interface, tmp_path / "out", 1)
+
+
+@pytest.mark.parametrize("storage", ["contiguous", "chunked-gzip"])
+def test_mearec(storage: str, tmp_path: Path) -> None:
+    """MEArec's own writer; the chunked, compressed file is referenced with its codecs."""
+    from neuroconv.datainterfaces import MEArecRecordingInterface
+
+    options = {"chunks": (500, 3), "compression": "gzip"} if storage == "chunked-gzip" else {}
+    recording = _writer("mearec", "write_mearec")(tmp_path / "mearec", **options)
+    interface = MEArecRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    replaced = _check(interface, tmp_path / "out", 1)
+    (array,) = replaced.values()
+    codecs = [codec["name"] for codec in array.codecs]
+    assert ("numcodecs.zlib" in codecs) == (storage == "chunked-gzip"), codecs
+
+
+def test_biocam(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import BiocamRecordingInterface
+
+    recording = _writer("biocam", "write_biocam")(tmp_path / "biocam", n_channels=16)
+    interface = BiocamRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    _check(interface, tmp_path / "out", 1)
+
+
+def test_inverted_biocam_is_refused_or_copied(tmp_path: Path) -> None:
+    """NEO turns an inverted BioCam recording's values back: the file does not hold them."""
+    from neuroconv.datainterfaces import BiocamRecordingInterface
+
+    recording = _writer("biocam", "write_biocam")(tmp_path / "biocam", inverted=True)
+    interface = BiocamRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    metadata = interface.get_metadata()
+    metadata["NWBFile"]["session_start_time"] = START
+    with pytest.raises(NotVirtualizable, match="inverted"):
+        virtualize(interface.create_nwbfile(metadata=metadata))
+    nwbfile = interface.create_nwbfile(metadata=metadata)
+    assert virtualize(nwbfile, strict=False) == {}
+    series = nwbfile.acquisition["ElectricalSeries"]
+    assert hasattr(series.data, "recording")  # still NeuroConv's iterator, copied on write
+
+
+def test_neuroscope(tmp_path: Path) -> None:
+    """NeuroConv keeps the channels the XML lists for spike detection (not the auxiliary one):
+    a column selection of the interleaved file."""
+    from neuroconv.datainterfaces import NeuroScopeRecordingInterface
+
+    recording = _writer("neuroscope", "write_neuroscope")(tmp_path / "session", n_channels=11)
+    (dat,) = recording.files
+    interface = NeuroScopeRecordingInterface(file_path=dat)
+    assert interface.recording_extractor.get_num_channels() == 10
+    replaced = _check(interface, tmp_path / "out", 1)
+    (array,) = replaced.values()
+    assert array.shape[1] == 10
+
+
+def _cellexplorer_session(folder: Path, n_channels: int, dtype: str) -> None:
+    """``<session>.session.mat`` as CellExplorer writes it (MATLAB struct ``session``)."""
+    import scipy.io
+
+    groups = np.empty(2, dtype=object)
+    half = n_channels // 2
+    groups[0] = np.arange(1, half + 1, dtype=float)
+    groups[1] = np.arange(half + 1, n_channels + 1, dtype=float)
+    session = {
+        "general": {"name": folder.name},
+        "extracellular": {
+            "nChannels": float(n_channels),
+            "sr": 20_000.0,
+            "srLfp": 1_250.0,
+            "precision": dtype,
+            "leastSignificantBit": 0.195,
+            "chanCoords": {
+                "x": np.zeros(n_channels),
+                "y": 20.0 * np.arange(n_channels),
+            },
+            "electrodeGroups": {"channels": groups},
+        },
+    }
+    scipy.io.savemat(folder / f"{folder.name}.session.mat", {"session": session})
+
+
+def test_cellexplorer(tmp_path: Path) -> None:
+    """CellExplorer's ``<session>.dat``: interleaved samples read as a binary recording, with
+    the session metadata from ``<session>.session.mat``. (NeuroConv 0.10.2's own conversion of
+    the ``.lfp`` file fails, passing ``starting_time`` to ``add_to_nwbfile``.)"""
+    from neuroconv.datainterfaces import CellExplorerRecordingInterface
+
+    folder = tmp_path / "session1"
+    folder.mkdir()
+    rng = np.random.default_rng(11)
+    samples = rng.integers(-(2**15), 2**15, size=(3_001, 6), dtype="<i2")
+    (folder / f"{folder.name}.dat").write_bytes(samples.tobytes())
+    _cellexplorer_session(folder, 6, "int16")
+    interface = CellExplorerRecordingInterface(folder_path=folder)
+    replaced = _check(interface, tmp_path / "out", 1)
+    (array,) = replaced.values()
+    assert array.shape == samples.shape

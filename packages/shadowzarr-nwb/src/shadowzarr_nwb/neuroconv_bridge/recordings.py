@@ -1,9 +1,12 @@
 """A SpikeInterface recording as a VirtualArray of the raw values NeuroConv would write.
 
 Channel and frame slices are followed down to the recording that reads files: a NEO-based one
-(its NEO reader, stream and block go to :func:`virtual_arrays_neo`) or a plain binary one
+(its NEO reader, stream and block go to :func:`virtual_arrays_neo`: SpikeGLX, Open Ephys,
+Intan, Blackrock, Neuroscope, MEArec, BioCam and the others it reads) or a plain binary one
 (WhiteMatter, CellExplorer: a contiguous array of each segment's file). The channels NeuroConv
-writes become a column selection, the frames a row slice.
+writes become a column selection (Neuroscope's spike-detection channels), the frames a row
+slice. What NEO's reader computes rather than reads (an inverted BioCam or Neuralynx input) is
+refused with NotVirtualizable, which ``virtualize(..., strict=False)`` leaves to NeuroConv.
 """
 
 from __future__ import annotations
