@@ -133,7 +133,7 @@ def _open_raw(location: str, stack: ExitStack, *, remote: bool) -> Any:
         return location
     from .remote import RemoteFile
 
-    return stack.enter_context(RemoteFile(location))
+    return stack.enter_context(RemoteFile(location, multi_range=True))
 
 
 def _reader(raw: Any) -> Callable[[int, int], bytes] | None:

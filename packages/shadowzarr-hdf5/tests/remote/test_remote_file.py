@@ -57,7 +57,10 @@ def test_h5py_values_through_remote_file_equal_local(
     path = write_h5(tmp_path / "f.h5", writer, libver, filters)
     with h5py.File(path, "r") as f:
         expected = all_values(f)
-    with RemoteFile(range_server.url("f.h5")) as remote, h5py.File(remote, "r") as f:
+    with (
+        RemoteFile(range_server.url("f.h5"), whole_file_below=0) as remote,
+        h5py.File(remote, "r") as f,
+    ):
         got = all_values(f)
         for dset in f.values():
             count_chunks(dset)
@@ -92,7 +95,10 @@ def test_chunk_iter_of_20000_chunks_costs_few_rounds(
     write_fragmented(path, libver)
     with h5py.File(path, "r") as f:
         local_values = f["a"][...]
-    with RemoteFile(range_server.url("frag.h5")) as remote, h5py.File(remote, "r") as f:
+    with (
+        RemoteFile(range_server.url("frag.h5"), whole_file_below=0) as remote,
+        h5py.File(remote, "r") as f,
+    ):
         dset = f["a"]
         assert count_chunks(dset) == 20_000
         stats = remote.stats
@@ -115,7 +121,9 @@ def test_prefetch_off_reads_node_by_node(tmp_path: Path, range_server) -> None:
     write_fragmented(path, "earliest", pieces=40, piece=400)
     url = range_server.url("frag.h5")
     with (
-        RemoteFile(url, prefetch=False, block_size=2048, max_run_blocks=1) as remote,
+        RemoteFile(
+            url, prefetch=False, block_size=2048, max_run_blocks=1, whole_file_below=0
+        ) as remote,
         h5py.File(remote, "r") as f,
     ):
         assert count_chunks(f["a"]) == 1_600
@@ -124,7 +132,7 @@ def test_prefetch_off_reads_node_by_node(tmp_path: Path, range_server) -> None:
         # Small blocks, no read-ahead: about one round per B-tree node (>= 25 leaves).
         assert slow_rounds >= 1_600 // 64
     with (
-        RemoteFile(url, block_size=2048, max_run_blocks=1) as remote,
+        RemoteFile(url, block_size=2048, max_run_blocks=1, whole_file_below=0) as remote,
         h5py.File(remote, "r") as f,
     ):
         assert count_chunks(f["a"]) == 1_600
@@ -139,7 +147,10 @@ def test_prefetch_many_datasets_in_lockstep(
 ) -> None:
     write_h5(tmp_path / "f.h5", "fixed_array", "latest", "gzip")
     write_h5(tmp_path / "g.h5", "appended", "earliest", "none")
-    with RemoteFile(range_server.url("f.h5")) as remote, h5py.File(remote, "r") as f:
+    with (
+        RemoteFile(range_server.url("f.h5"), whole_file_below=0) as remote,
+        h5py.File(remote, "r") as f,
+    ):
         datasets = [f["small"], f["paged"]]
         rounds = remote.stats.rounds
         tables = remote.prefetch_dataset_indexes(datasets)
@@ -166,7 +177,10 @@ def test_raw_data_that_looks_like_an_index_header(tmp_path: Path, range_server) 
     with h5py.File(path, "w", libver="latest") as f:
         f.create_dataset("fake", data=np.tile(fake, 4), chunks=(32,))
         f.create_dataset("tree", data=tree, chunks=(2096,))
-    with RemoteFile(range_server.url("f.h5")) as remote, h5py.File(remote, "r") as f:
+    with (
+        RemoteFile(range_server.url("f.h5"), whole_file_below=0) as remote,
+        h5py.File(remote, "r") as f,
+    ):
         np.testing.assert_array_equal(f["fake"][...], np.tile(fake, 4))
         np.testing.assert_array_equal(f["tree"][...], tree)
         # Only the real fixed-array index of "fake" was prefetched.
@@ -214,3 +228,24 @@ def test_missing_url_and_closed_file(tmp_path: Path, range_server) -> None:
     remote.close()
     with pytest.raises(ValueError, match="closed"):
         remote.read(1)
+
+
+def test_a_small_file_is_read_whole_in_one_batch(tmp_path: Path, range_server) -> None:
+    """Below ``whole_file_below`` the first batch loads everything: h5py's reads cost nothing."""
+    path = tmp_path / "frag.h5"
+    write_fragmented(path, "earliest", pieces=40, piece=400)
+    with h5py.File(path, "r") as f:
+        expected = f["a"][...]
+    size = path.stat().st_size
+    with RemoteFile(range_server.url("frag.h5"), block_size=2048) as remote:
+        after_open = remote.stats.requests
+        with h5py.File(remote, "r") as f:
+            np.testing.assert_array_equal(f["a"][...], expected)
+        assert remote.stats.requests == after_open
+        assert remote.stats.rounds == 2  # the first block (and the size), then the rest
+        assert remote.stats.bytes == size
+    with RemoteFile(range_server.url("frag.h5"), block_size=2048, whole_file_below=size - 1) as r:
+        assert r.stats.bytes == 2048  # a larger file: only the first block at open
+        with h5py.File(r, "r") as f:
+            np.testing.assert_array_equal(f["a"][...], expected)
+        assert r.stats.rounds > 2

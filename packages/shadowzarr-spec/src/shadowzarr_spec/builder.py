@@ -8,8 +8,9 @@ returns a :class:`~shadowzarr_spec.model.ReferenceFileSystem`.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +189,9 @@ class RfsBuilder:
         the chunk grid when the builder builds."""
         self._array(path)
         if not entry.key.startswith(join(_node_path(path), "c/")):
-            raise BuilderError(f"array {path!r}: gen key {entry.key!r} is not one of its chunk keys")
+            raise BuilderError(
+                f"array {path!r}: gen key {entry.key!r} is not one of its chunk keys"
+            )
         self._gen.append((_node_path(path), entry))
 
     def add_contiguous_chunks(
@@ -245,8 +248,12 @@ class RfsBuilder:
         documents: dict[str, dict[str, Any]] = {}
         for path, attributes in self._groups.items():
             documents[path] = group_metadata(encode_attributes(attributes))
+        gen_by_path: dict[str, list[GenEntry]] = {}
+        for gen_path, entry in self._gen:
+            gen_by_path.setdefault(gen_path, []).append(entry)
+        accepted: set[str] = set()
         for path, array in self._arrays.items():
-            self._validate_array(path, array)
+            self._validate_array(path, array, gen_by_path.get(path, ()), accepted)
             documents[path] = array_metadata(
                 shape=array.shape,
                 data_type=array.data_type,
@@ -304,9 +311,11 @@ class RfsBuilder:
                     raise BuilderError(f"{path!r} lies inside the array {parent!r}")
                 self._groups.setdefault(parent, {})
 
-    def _validate_array(self, path: str, array: _Array) -> None:
+    def _validate_array(
+        self, path: str, array: _Array, gen: Iterable[GenEntry], accepted: set[str]
+    ) -> None:
         grid = array.grid
-        for entry in (e for p, e in self._gen if p == path):
+        for entry in gen:
             for axis, bound in enumerate(_gen_key_bounds(entry, path)):
                 if bound is not None and bound >= (grid[axis] if grid else 1):
                     raise BuilderError(
@@ -323,7 +332,7 @@ class RfsBuilder:
                     f"array {path!r}: a chunk of {chunk_bytes} bytes is not a whole number of "
                     f"selected records of {selection.kept_size} bytes"
                 )
-        _validate_with_zarr(path, array)
+        _validate_with_zarr(path, array, accepted)
 
 
 def columns_selection(
@@ -399,11 +408,24 @@ def _itemsize(data_type: Any) -> int:
         return 0
 
 
-def _validate_with_zarr(path: str, array: _Array) -> None:
-    """Ask zarr-python whether it accepts the metadata, when zarr-python is installed."""
+def _validate_with_zarr(path: str, array: _Array, accepted: set[str]) -> None:
+    """Ask zarr-python whether it accepts the metadata, when zarr-python is installed.
+
+    Arrays alike in everything but their sizes and names (an NWB file's thousands of small
+    columns) are asked about once: ``accepted`` holds what zarr-python took already."""
     try:
         from zarr.core.metadata.v3 import ArrayV3Metadata
     except ImportError:
+        return
+    rank = len(array.shape)
+    if any(int(n) < 0 for n in array.shape) or any(int(c) <= 0 for c in array.chunk_shape):
+        raise BuilderError(f"array {path!r}: shape and chunk shape must be positive")
+    kind = json.dumps(
+        [rank, len(array.chunk_shape), array.data_type, array.fill_value, array.codecs,
+         array.dimension_names is not None and len(array.dimension_names)],
+        sort_keys=True, default=repr,
+    )  # fmt: skip
+    if kind in accepted:
         return
     document = array_metadata(
         shape=array.shape,
@@ -418,3 +440,4 @@ def _validate_with_zarr(path: str, array: _Array) -> None:
         ArrayV3Metadata.from_dict(document)
     except (TypeError, ValueError, KeyError) as exc:
         raise BuilderError(f"array {path!r}: zarr-python refuses its metadata: {exc}") from exc
+    accepted.add(kind)

@@ -78,6 +78,20 @@ class BlockCache:
         assert result is not None
         return result
 
+    def load_rest(self) -> None:
+        """Load every block not held yet with one batch (for files small enough to read whole)."""
+        missing = [b for b in range(-(-self._size // self.block_size)) if b not in self._blocks]
+        if not missing:
+            return
+        ranges = [
+            (b * self.block_size, min(self.block_size, self._size - b * self.block_size))
+            for b in missing
+        ]
+        for block, data in zip(missing, self._fetcher.fetch_many(ranges), strict=True):
+            if data:
+                self._blocks[block] = data
+        self._last_loaded = missing[-1]
+
     def add_head(self, data: bytes) -> None:
         """Store the first bytes of the file (fetched before the size was known)."""
         for i in range(len(data) // self.block_size + 1):

@@ -54,6 +54,9 @@ class RemoteFile(io.RawIOBase):
         Metadata read-ahead: block size, and the cap on blocks loaded by one miss.
     headers, max_concurrency, timeout, multi_range
         Passed to the ``HttpRangeFetcher`` made for a URL.
+    whole_file_below
+        A file no larger than this is read whole with the first batch: its metadata is spread
+        through it, and at 200 Mbit/s 8 MiB cost about as much as 15 one-block round trips.
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class RemoteFile(io.RawIOBase):
         max_concurrency: int = 32,
         timeout: float = 60.0,
         multi_range: bool = False,
+        whole_file_below: int = 8 * 2**20,
     ) -> None:
         super().__init__()
         self._owns_fetcher = not isinstance(source, RangeFetcher)
@@ -91,6 +95,8 @@ class RemoteFile(io.RawIOBase):
         self._ranges = RangeCache()
         self._blocks = BlockCache(self.fetcher, self._size, block_size, max_run_blocks)
         self._blocks.add_head(head)
+        if self._size <= whole_file_below:
+            self._blocks.load_rest()
         self._roots: set[int] = set()
         self._superblock: Superblock | None = None
         self._lock = threading.RLock()
