@@ -74,10 +74,10 @@ def _volumes(pages: np.ndarray) -> np.ndarray:
     return pages.transpose(0, 3, 2, 1)
 
 
-def _refused_or_left(interface: Any) -> None:
+def _refused_or_left(interface: Any, reason: str = "compressed") -> None:
     metadata = interface.get_metadata()
     metadata["NWBFile"]["session_start_time"] = checks.START
-    with pytest.raises(NotVirtualizable, match="compressed"):
+    with pytest.raises(NotVirtualizable, match=reason):
         virtualize(interface.create_nwbfile(metadata=metadata))
     assert virtualize(interface.create_nwbfile(metadata=metadata), strict=False) == {}
 
@@ -162,6 +162,56 @@ def test_bruker(planes: int, tmp_path: Path) -> None:
     if planes == 1:
         assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (12, 8, 11)
     else:
+        volumes = _volumes(frames.reshape(4, 3, 11, 8))
+        assert _virtual(interface, tmp_path / "out", volumes).shape == (4, 8, 11, 3)
+
+
+def test_thor_big_endian(tmp_path: Path) -> None:
+    """Big-endian pages are referenced as they are; NeuroConv writes the same values."""
+    from neuroconv.datainterfaces import ThorImagingInterface
+
+    frames = _ifds(5, "uint16")
+    path = files.write_thor(tmp_path / "thor", frames, byteorder=">")
+    interface = ThorImagingInterface(file_path=path)
+    assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).dtype == np.dtype(">u2")
+
+
+def test_tiled_thor_is_refused_or_copied(tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import ThorImagingInterface
+
+    frames = RNG.integers(0, 2**16, size=(3, 32, 48), dtype=np.uint16)
+    path = files.write_thor(tmp_path / "thor", frames, tile=(16, 16))
+    _refused_or_left(ThorImagingInterface(file_path=path), reason="tiled")
+
+
+def test_cropped_scanimage_is_refused(tmp_path: Path) -> None:
+    """A field of view cut out of each page is not a page: refused."""
+    from roiextractors import ScanImageImagingExtractor
+    from shadowzarr_nwb.neuroconv_bridge.imaging import imaging_array
+
+    path = files.write_scanimage(tmp_path / "crop_00001_00001.tif", _ifds(4))
+    extractor = ScanImageImagingExtractor(file_path=path)
+    assert imaging_array(extractor).shape == (4, 8, 11)
+    with pytest.raises(NotVirtualizable, match="cropped"):
+        imaging_array(extractor.slice_field_of_view(row_start=2, row_end=9))
+
+
+@pytest.mark.parametrize("planes", [1, 3])
+def test_bruker_deprecated_interfaces(planes: int, tmp_path: Path) -> None:
+    """NeuroConv's older Bruker interfaces: one reader per file, joined in time (one plane) or
+    one per plane, joined along the planes."""
+    from neuroconv.datainterfaces import (
+        BrukerTiffMultiPlaneImagingInterface,
+        BrukerTiffSinglePlaneImagingInterface,
+    )
+
+    frames = _ifds(12, "uint16")
+    folder = files.write_bruker(tmp_path / "TSeries-003", frames, planes=planes)
+    if planes == 1:
+        interface = BrukerTiffSinglePlaneImagingInterface(folder_path=folder)
+        assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (12, 8, 11)
+    else:
+        interface = BrukerTiffMultiPlaneImagingInterface(folder_path=folder)
         volumes = _volumes(frames.reshape(4, 3, 11, 8))
         assert _virtual(interface, tmp_path / "out", volumes).shape == (4, 8, 11, 3)
 

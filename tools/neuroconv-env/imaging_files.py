@@ -209,14 +209,29 @@ def write_scanimage(
 # -- Thor ----------------------------------------------------------------------------------------
 
 
-def write_thor(folder: Path, frames: np.ndarray, *, frame_rate: float = 15.0) -> Path:
+def write_thor(
+    folder: Path,
+    frames: np.ndarray,
+    *,
+    frame_rate: float = 15.0,
+    byteorder: str = "<",
+    tile: tuple[int, int] | None = None,
+) -> Path:
     """A ThorImageLS export: one OME-TIFF of (time, row, column) and Experiment.xml."""
     import tifffile
 
     folder.mkdir(parents=True, exist_ok=True)
     rows, columns = frames.shape[1:]
     path = folder / "ChanA_001_001_001_001.tif"
-    tifffile.imwrite(path, frames, ome=True, photometric="minisblack", metadata={"axes": "TYX"})
+    tifffile.imwrite(
+        path,
+        frames,
+        ome=True,
+        photometric="minisblack",
+        metadata={"axes": "TYX"},
+        byteorder=byteorder,
+        tile=tile,
+    )
     (folder / "Experiment.xml").write_text(
         "<?xml version='1.0'?>\n<ThorImageExperiment>\n"
         '  <Software version="4.3.2023.1" />\n'
@@ -237,7 +252,7 @@ def write_bruker(
     frames: np.ndarray,
     *,
     planes: int = 1,
-    period: float = 0.05,
+    period: float = 0.0625,
     compression: str | None = None,
 ) -> Path:
     """A Prairie View 5.6 series: one single-page OME-TIFF per frame and the folder's XML.
@@ -261,11 +276,13 @@ def write_bruker(
                 folder / file_name, frames[index], photometric="minisblack", compression=compression
             )
             time = index * period
+            # A volume's frames each say where the focus (Z) was.
+            depth = "" if planes == 1 else _z_position(30.0 + 5.0 * position)
             elements.append(
                 f'    <Frame relativeTime="{time}" absoluteTime="{time + 1.0}"'
                 f' index="{position + 1}">\n'
                 f'      <File channel="2" channelName="Ch2" page="1" filename="{file_name}" />\n'
-                "    </Frame>"
+                f"{depth}    </Frame>"
             )
         sequences.append(
             f'  <Sequence type="{kind}" cycle="{cycle + 1}" time="03:04:05.0">\n'
@@ -277,6 +294,7 @@ def write_bruker(
         [
             "  <PVStateShard>",
             f'    <PVStateValue key="framePeriod" value="{period}" />',
+            f'    <PVStateValue key="scanLinePeriod" value="{period / rows}" />',
             f'    <PVStateValue key="linesPerFrame" value="{rows}" />',
             f'    <PVStateValue key="pixelsPerLine" value="{columns}" />',
             '    <PVStateValue key="opticalZoom" value="1" />',
@@ -310,6 +328,15 @@ def write_bruker(
         + "\n</PVScan>\n"
     )
     return folder
+
+
+def _z_position(z: float) -> str:
+    return (
+        '      <PVStateShard>\n        <PVStateValue key="positionCurrent">\n'
+        '          <SubindexedValues index="ZAxis">\n'
+        f'            <SubindexedValue subindex="0" value="{z}" />\n'
+        "          </SubindexedValues>\n        </PVStateValue>\n      </PVStateShard>\n"
+    )
 
 
 # -- Micro-Manager -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ HDF5 extractor's movie is referenced as :func:`generate_rfs` references the data
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,30 +75,33 @@ def _planes(extractor: Any) -> int:
 def _page_locations(extractor: Any) -> list[PageLocation]:
     """The page behind each frame, in the order roiextractors reads them (volumes: plane by
     plane within each sample)."""
+    name = type(extractor).__name__
     table = getattr(extractor, "_frames_to_ifd_table", None)
     if table is not None:
         paths = getattr(extractor, "_file_paths", None) or getattr(extractor, "file_paths", None)
         if paths is None:
-            raise NotVirtualizable(f"{type(extractor).__name__} does not say which files it reads")
+            raise NotVirtualizable(f"{name} does not say which files it reads")
         files = [Path(p) for p in paths]
         ifd_field = _ifd_field(table)
         return [
             PageLocation(files[int(f)], int(i))
             for f, i in zip(table["file_index"], table[ifd_field], strict=True)
         ]
+    if name in _PAGE_READERS:
+        path = Path(extractor.file_path)
+        return [PageLocation(path, page) for page in range(int(extractor.get_num_samples()))]
     readers = getattr(extractor, "_imaging_extractors", None)
-    if readers is not None:
-        return [location for reader in readers for location in _reader_pages(reader)]
-    raise NotVirtualizable(f"{type(extractor).__name__} does not say where its frames are")
-
-
-def _reader_pages(reader: Any) -> Iterator[PageLocation]:
-    name = type(reader).__name__
-    if name not in _PAGE_READERS:
+    if readers is None:
         raise NotVirtualizable(f"{name} does not say where its frames are")
-    path = Path(reader.file_path)
-    for page in range(int(reader.get_num_samples())):
-        yield PageLocation(path, page)
+    parts = [_page_locations(reader) for reader in readers]
+    if _planes(extractor) > 1 and list(getattr(extractor, "_start_frames", [])) == [0] * len(parts):
+        # One reader per plane, all from the first sample (Bruker's multi-plane extractor).
+        samples = int(extractor.get_num_samples())
+        if len(parts) != _planes(extractor) or any(len(part) < samples for part in parts):
+            raise NotVirtualizable(f"{name}: its planes do not hold {samples} frames each")
+        return [part[t] for t in range(samples) for part in parts]
+    # Readers one after another in time (Micro-Manager, Bruker's single-plane extractor).
+    return [location for part in parts for location in part]
 
 
 def _ifd_field(table: Any) -> str:
