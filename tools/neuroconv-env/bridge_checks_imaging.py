@@ -104,15 +104,38 @@ def test_scanimage_two_channels(channel: str, tmp_path: Path) -> None:
 
 
 def test_scanimage_several_files(tmp_path: Path) -> None:
+    """An acquisition split into files of six frames (``logFramesPerFile``); NeuroConv reads
+    the files it is given (``file_paths``)."""
     from neuroconv.datainterfaces import ScanImageImagingInterface
 
     ifds = _ifds(10)
     paths = [
-        files.write_scanimage(tmp_path / "many_00001_00001.tif", ifds[:6]),
-        files.write_scanimage(tmp_path / "many_00001_00002.tif", ifds[6:]),
+        files.write_scanimage(tmp_path / f"many_00001_0000{k + 1}.tif", part, frames_per_file=6)
+        for k, part in enumerate((ifds[:6], ifds[6:]))
     ]
     interface = ScanImageImagingInterface(file_paths=paths)
     assert _virtual(interface, tmp_path / "out", _nwb_order(ifds)).shape == (10, 8, 11)
+
+
+@pytest.mark.parametrize("slice_sample", [1, None])
+def test_scanimage_frames_per_slice(slice_sample: int | None, tmp_path: Path) -> None:
+    """Two frames per slice of a two-plane volume: one of them (``slice_sample``), or both as
+    separate volumes (``interleave_slice_samples``)."""
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(15)  # three volumes of (2 planes × 2 frames + 1 flyback frame)
+    path = files.write_scanimage(
+        tmp_path / "fps_00001_00001.tif", ifds, planes=2, frames_per_slice=2, flyback=1
+    )
+    # (volume, plane, frame of the slice) pages
+    pages = ifds.reshape(3, 5, 11, 8)[:, :4].reshape(3, 2, 2, 11, 8)
+    if slice_sample is None:
+        interface = ScanImageImagingInterface(file_path=path, interleave_slice_samples=True)
+        expected = _volumes(pages.transpose(0, 2, 1, 3, 4).reshape(6, 2, 11, 8))
+    else:
+        interface = ScanImageImagingInterface(file_path=path, slice_sample=slice_sample)
+        expected = _volumes(pages[:, :, slice_sample])
+    assert _virtual(interface, tmp_path / "out", expected).shape == expected.shape
 
 
 def test_scanimage_volume(tmp_path: Path) -> None:

@@ -145,11 +145,18 @@ def write_scanimage(
     channels: int = 1,
     planes: int = 1,
     flyback: int = 0,
+    frames_per_slice: int = 1,
+    frames_per_file: int | None = None,
     frame_rate: float = 30.0,
 ) -> Path:
-    """A ScanImage (2020+, header version 3) BigTIFF holding ``ifds`` in acquisition order
-    (channel fastest, then plane, flyback frames, then volume)."""
+    """A ScanImage (2020+, header version 3) BigTIFF holding ``ifds`` in acquisition order:
+    channel fastest, then the frames of one slice, then plane, flyback frames, then volume.
+
+    ``frames_per_file`` says the acquisition was split into files of that many frames (named
+    ``<base>_<acquisition>_<file>.tif``, which roiextractors then looks for).
+    """
     volumetric = planes > 1
+    per_volume = planes * frames_per_slice
     channel_save = "[" + " ".join(str(c + 1) for c in range(channels)) + "]"
     if channels == 1:
         channel_save = "1"
@@ -164,12 +171,12 @@ def write_scanimage(
             f"SI.hRoiManager.scanFrameRate = {frame_rate}",
             f"SI.hRoiManager.scanVolumeRate = {frame_rate / (planes + flyback)}",
             "SI.hRoiManager.linePeriod = 4.1e-05",
-            "SI.hScan2D.logFramesPerFile = Inf",
+            f"SI.hScan2D.logFramesPerFile = {frames_per_file or 'Inf'}",
             f"SI.hStackManager.enable = {'true' if volumetric else 'false'}",
-            "SI.hStackManager.framesPerSlice = 1",
+            f"SI.hStackManager.framesPerSlice = {frames_per_slice}",
             f"SI.hStackManager.numSlices = {planes}",
-            f"SI.hStackManager.numFramesPerVolume = {planes}",
-            f"SI.hStackManager.numFramesPerVolumeWithFlyback = {planes + flyback}",
+            f"SI.hStackManager.numFramesPerVolume = {per_volume}",
+            f"SI.hStackManager.numFramesPerVolumeWithFlyback = {per_volume + flyback}",
             "SI.hStackManager.stackMode = 'fast'",
         ]
     )
