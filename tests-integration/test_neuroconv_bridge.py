@@ -8,7 +8,8 @@ Inside it, every ``tools/neuroconv-env/bridge_checks*.py`` file runs (one pytest
 compare the virtual files with NeuroConv's own conversions: SpikeGLX AP, LF and NIDQ, Open Ephys
 binary and legacy, Intan, Blackrock, SpikeGadgets, MCS raw, Neuralynx (inverted input refused),
 EDF, WhiteMatter, WAV audio, MEArec (contiguous, and chunked with gzip through the HDF5
-generator), BioCam (inverted input refused), Neuroscope (the spike-detection channels of the
+generator; a filter without a codec refused or left to NeuroConv), BioCam (contiguous, and
+chunked with gzip; inverted input refused), Neuroscope (the spike-detection channels of the
 file), CellExplorer, a TIFF stack, an HDF5 movie, and the imaging formats of
 ``bridge_checks_imaging.py``; and they run nwbinspector, which installs there (not in the
 workspace lock), on virtual files.
@@ -133,7 +134,9 @@ def test_bridge_equals_neuroconv_conversion() -> None:
         "test_edf",
         "test_mearec[contiguous]",
         "test_mearec[chunked-gzip]",
-        "test_biocam",
+        "test_mearec_filter_without_codec_is_refused_or_copied",
+        "test_biocam[contiguous]",
+        "test_biocam[chunked-gzip]",
         "test_inverted_biocam_is_refused_or_copied",
         "test_neuroscope",
         "test_cellexplorer",

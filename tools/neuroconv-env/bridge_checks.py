@@ -344,12 +344,39 @@ def test_mearec(storage: str, tmp_path: Path) -> None:
     assert ("numcodecs.zlib" in codecs) == (storage == "chunked-gzip"), codecs
 
 
-def test_biocam(tmp_path: Path) -> None:
+def test_mearec_filter_without_codec_is_refused_or_copied(tmp_path: Path) -> None:
+    """HDF5's scale-offset filter has no Zarr codec: refused with strict, otherwise NeuroConv's
+    iterator stays and write_virtual_nwb copies its values into the virtual file."""
+    from neuroconv.datainterfaces import MEArecRecordingInterface
+
+    recording = _writer("mearec", "write_mearec")(
+        tmp_path / "mearec", chunks=(500, 7), scaleoffset=0
+    )
+    interface = MEArecRecordingInterface(file_path=recording.reader_kwargs["filename"])
+    metadata = interface.get_metadata()
+    metadata["NWBFile"]["session_start_time"] = START
+    with pytest.raises(NotVirtualizable, match="scale-offset"):
+        virtualize(interface.create_nwbfile(metadata=metadata))
+    nwbfile = interface.create_nwbfile(metadata=metadata)
+    assert virtualize(nwbfile, strict=False) == {}
+    refs = write_virtual_nwb(nwbfile, tmp_path / "virtual.nwb.shadowzarr")
+    with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
+        data = io.read().acquisition["ElectricalSeries"].data[:]
+    np.testing.assert_array_equal(data, recording.signals[0, 0, "0"])
+
+
+@pytest.mark.parametrize("storage", ["contiguous", "chunked-gzip"])
+def test_biocam(storage: str, tmp_path: Path) -> None:
+    """BRW 3.x, flat; chunked with gzip, each chunk of ten frames becomes a block of frames."""
     from neuroconv.datainterfaces import BiocamRecordingInterface
 
-    recording = _writer("biocam", "write_biocam")(tmp_path / "biocam", n_channels=16)
+    options = {"chunks": 160, "compression": "gzip"} if storage == "chunked-gzip" else {}
+    recording = _writer("biocam", "write_biocam")(tmp_path / "biocam", n_channels=16, **options)
     interface = BiocamRecordingInterface(file_path=recording.reader_kwargs["filename"])
-    _check(interface, tmp_path / "out", 1)
+    replaced = _check(interface, tmp_path / "out", 1)
+    (array,) = replaced.values()
+    codecs = [codec["name"] for codec in array.codecs]
+    assert ("numcodecs.zlib" in codecs) == (storage == "chunked-gzip"), codecs
 
 
 def test_inverted_biocam_is_refused_or_copied(tmp_path: Path) -> None:

@@ -101,6 +101,11 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "biocam-101": write_biocam,
     "biocam-100-chunked": partial(write_biocam, version="100", chunks=100, n_channels=9),
     "biocam-4": partial(write_biocam, version="4", chunks=64 * 16),
+    "biocam-4-gzip": partial(write_biocam, version="4", chunks=100 * 16, compression="gzip"),
+    "biocam-101-gzip-shuffle": partial(
+        write_biocam, chunks=160, compression="gzip", shuffle=True, n_samples=1_000
+    ),
+    "biocam-100-lzf": partial(write_biocam, version="100", chunks=33, compression="lzf"),
     "edf": write_edf,
     "edf-plus": partial(write_edf, plus=True, n_channels=4, fast=128, slow=128),
     "mearec": write_mearec,

@@ -61,6 +61,9 @@ def read_layout(layout: Rows | ChannelRuns | Blocks) -> np.ndarray:
             import h5py
 
             with h5py.File(layout.path, "r") as f:
+                if layout.flat:
+                    size = layout.n_samples * layout.n_channels
+                    return f[layout.name][:size].reshape(layout.n_samples, layout.n_channels)
                 return f[layout.name][: layout.n_samples]
         case Stacked():
             return np.concatenate([read_layout(part) for part in layout.parts], axis=1)

@@ -52,3 +52,14 @@ def test_channels_by_samples_is_refused(tmp_path: Path) -> None:
     reader = recording.open()
     with pytest.raises(NotVirtualizable, match="columns"):
         virtual_arrays_neo(reader)
+
+
+def test_filter_without_a_codec_is_refused(tmp_path: Path) -> None:
+    """HDF5's scale-offset filter has no Zarr codec: NotVirtualizable, naming the dataset."""
+    recording = write_mearec(tmp_path, chunks=(100, 7), scaleoffset=0, n_samples=500)
+    reader = recording.open()
+    np.testing.assert_array_equal(
+        reader.get_analogsignal_chunk(0, 0, None, None, 0), recording.signals[0, 0, "0"]
+    )
+    with pytest.raises(NotVirtualizable, match=r"recordings.*scale"):
+        virtual_arrays_neo(reader)

@@ -11,8 +11,9 @@ These are the shapes the formats take, each of which a VirtualArray constructor 
   channel, channel ``c``'s at ``channel_offsets[c]`` within the record (Intan's traditional
   files, EDF, Open Ephys's legacy records).
 * :class:`Chunks`: an uncompressed chunked HDF5 dataset, chunk by chunk.
-* :class:`Hdf5Dataset`: a time-by-channel HDF5 dataset in any storage the HDF5 generator
-  references (contiguous, chunked, compressed), its first ``n_samples`` rows.
+* :class:`Hdf5Dataset`: a time-by-channel (or flat, frame after frame) HDF5 dataset in any
+  storage the HDF5 generator references (contiguous, chunked, compressed), its first
+  ``n_samples`` frames.
 * :class:`Stacked`: any of these side by side, as when each channel has a file of its own.
 """
 
@@ -99,13 +100,16 @@ class Chunks:
 
 @dataclass(frozen=True, slots=True)
 class Hdf5Dataset:
-    """Rows ``[0, n_samples)`` of the time-by-channel dataset ``name`` of the HDF5 file ``path``,
-    every column; where its chunks are, and how they are encoded, the HDF5 generator says."""
+    """Frames ``[0, n_samples)`` of the dataset ``name`` of the HDF5 file ``path``, every
+    channel; where its chunks are, and how they are encoded, the HDF5 generator says."""
 
     path: str
     name: str
     n_samples: int
     n_channels: int
+    flat: bool = False
+    """The dataset is one-dimensional: the ``n_channels`` values of a frame, frame after frame
+    (otherwise it is frames by channels)."""
 
 
 @dataclass(frozen=True, slots=True)

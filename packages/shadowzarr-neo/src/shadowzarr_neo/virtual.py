@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.errors import ComputedStream
+from shadowzarr_neo.hdf5_datasets import hdf5_dataset_array
 from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Hdf5Dataset, Rows, Stacked
 from shadowzarr_neo.stream_sources import stream_sources
 
@@ -38,7 +39,7 @@ def virtual_arrays_neo(
     reader
         A NEO raw reader: any reader :func:`generate_rfs_neo` takes, or Blackrock,
         SpikeGadgets, Intan, Neuralynx, Open Ephys (legacy format), EDF, BioCam or MEArec
-        (whose HDF5 dataset the HDF5 generator references, compressed or not).
+        (whose HDF5 datasets the HDF5 generator references, compressed or not).
     url_for
         Maps each local path NEO reads to the URL the references should point at; by default
         the absolute local path.
@@ -63,8 +64,9 @@ def virtual_arrays_neo(
     NotVirtualizable
         For a reader that does not say where its data is, a recording whose stored values are
         not NEO's (an Open Ephys recording with gaps, BDF's 24-bit samples, a discontinuous
-        EDF+ file, an inverted, compressed or event-only BioCam file) or, with ``strict``, a
-        stream that would be left out (:class:`~shadowzarr_neo.errors.ComputedStream`).
+        EDF+ file, an inverted or event-only BioCam file, an HDF5 dataset with a filter the
+        HDF5 generator does not support) or, with ``strict``, a stream that would be left out
+        (:class:`~shadowzarr_neo.errors.ComputedStream`).
     """
     to_url = url_for if url_for is not None else _absolute_path
     arrays: dict[str, VirtualArray] = {}
@@ -136,32 +138,12 @@ def _from_layout(
             )
             return stored.transpose(1, 0) if layout.channel_major else stored
         case Hdf5Dataset():
-            return _hdf5_dataset(layout, to_url)
+            return hdf5_dataset_array(layout, to_url)
         case Stacked():
             return stack(
                 [_single_channel(part, to_url, chunk_samples) for part in layout.parts], axis=1
             )
     raise TypeError(f"not a stream layout: {layout!r}")
-
-
-def _hdf5_dataset(layout: Hdf5Dataset, to_url: Callable[[str], str]) -> VirtualArray:
-    """The dataset as the HDF5 generator references it (any chunking, any codecs it supports),
-    cut to the rows NEO reads; the dataset's own HDF5 attributes are not the stream's."""
-    from shadowzarr_hdf5 import generate_rfs
-    from shadowzarr_spec.virtual import VirtualArray
-
-    rfs = generate_rfs(
-        to_url(layout.path),
-        local_hdf5_path=layout.path,
-        datasets=[layout.name],
-        record_source=False,
-        progress=False,
-    )
-    array = VirtualArray.from_rfs(rfs, layout.name)
-    array.attributes.clear()
-    if array.shape[0] != layout.n_samples:
-        array = array[: layout.n_samples]
-    return array
 
 
 def _channel_blocks(layout: Blocks, channel_offset: int, url: str) -> VirtualArray:

@@ -5,7 +5,8 @@ BRW 3.x: ``3BRecInfo/3BRecVars`` holds ``BitDepth``, ``MaxVolt``, ``MinVolt``, `
 of each channel; ``3BData/Raw`` the uint16 samples, flat frame after frame (format 101) or
 frames by channels (format 100, attribute ``Version``). BRW 4.x: an ``ExperimentSettings`` JSON
 string, a ``TOC`` whose last entry is the frame count and ``Well_A1/Raw`` flat, with
-``Well_A1/StoredChIdxs``. Written uncompressed (``chunks`` to chunk ``Raw``).
+``Well_A1/StoredChIdxs``. Written contiguous, or with ``chunks`` (values for a flat ``Raw``,
+frames for a two-dimensional one) and optionally ``compression`` and ``shuffle``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def write_biocam(
     inverted: bool = False,
     chunks: int | None = None,
     compression: str | None = None,
+    shuffle: bool = False,
 ) -> WrittenRecording:
     """``version`` is ``"100"``, ``"101"`` (BRW 3.x) or ``"4"``; ``n_channels`` is a square."""
     if segments != 1:
@@ -61,7 +63,13 @@ def write_biocam(
             f.create_dataset("TOC", data=np.array([[0, n_samples]], dtype="<i8"))
             well = f.create_group("Well_A1")
             well.create_dataset("StoredChIdxs", data=np.arange(n_channels, dtype="<i4"))
-            well.create_dataset("Raw", data=data.reshape(-1), chunks=(chunks,) if chunks else None)
+            well.create_dataset(
+                "Raw",
+                data=data.reshape(-1),
+                chunks=(chunks,) if chunks else None,
+                compression=compression,
+                shuffle=shuffle,
+            )
         else:
             rec = f.create_group("3BRecInfo/3BRecVars")
             rec.create_dataset("BitDepth", data=np.array([12], dtype="u1"))
@@ -78,7 +86,13 @@ def write_biocam(
             stored_chunks = None
             if chunks:
                 stored_chunks = (chunks, n_channels) if version == "100" else (chunks,)
-            f.create_dataset("3BData/Raw", data=raw, chunks=stored_chunks, compression=compression)
+            f.create_dataset(
+                "3BData/Raw",
+                data=raw,
+                chunks=stored_chunks,
+                compression=compression,
+                shuffle=shuffle,
+            )
             f["3BData"].attrs["Version"] = int(version)
     values = 4096 - data if inverted else data
     return WrittenRecording(BiocamRawIO, {"filename": str(path)}, {(0, 0, "0"): values}, (path,))

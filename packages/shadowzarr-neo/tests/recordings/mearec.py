@@ -4,8 +4,8 @@
 ``channel_positions``, ``spiketrains/<unit>`` and ``recordings``: samples by channels (MEArec
 1.5 and later), contiguous, with a ``gain_to_uV`` attribute. NEO reads ``int(fs * duration)``
 samples, which floating point may make one fewer than the dataset holds. With ``chunks`` the
-``recordings`` dataset is written again chunked (and ``compression``), as MEArec's loader reads
-any dataset of that name.
+``recordings`` dataset is written again chunked (and ``compression``, ``scaleoffset``), as
+MEArec's loader reads any dataset of that name.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def write_mearec(
     sampling_rate: float = 32_000.0,
     chunks: tuple[int, int] | None = None,
     compression: str | None = None,
+    scaleoffset: int | None = None,
 ) -> WrittenRecording:
     import MEArec
     import neo
@@ -84,7 +85,11 @@ def write_mearec(
             attributes = dict(f["recordings"].attrs)
             del f["recordings"]
             stored = f.create_dataset(
-                "recordings", data=data, chunks=chunks, compression=compression
+                "recordings",
+                data=data,
+                chunks=chunks,
+                compression=compression,
+                scaleoffset=scaleoffset,
             )
             stored.attrs.update(attributes)
     n_read = int(sampling_rate * duration)  # what NEO reads

@@ -1,4 +1,8 @@
-"""3Brain BioCam (HDF5): frames of every channel, flat or two-dimensional."""
+"""3Brain BioCam (HDF5): frames of every channel, flat or two-dimensional.
+
+A contiguous dataset is rows of the file; a chunked one (compressed or not) is referenced as the
+HDF5 generator references it, its flat chunks read as blocks of whole frames.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec.errors import NotVirtualizable
 
-from shadowzarr_neo.sources import Chunks, Rows
+from shadowzarr_neo.sources import Hdf5Dataset, Rows
 
 if TYPE_CHECKING:
     from shadowzarr_neo.formats import Outcome
@@ -33,36 +37,21 @@ def stream_layout(reader: Any, block: int, segment: int, stream_index: int) -> O
 
 
 def _hdf5_frames(dataset: Any, n_frames: int, n_channels: int) -> Outcome:
-    """An HDF5 dataset of frames by channels, flat or two-dimensional, uncompressed."""
+    """An HDF5 dataset of frames by channels, flat or two-dimensional."""
     name = f"{dataset.file.filename}:{dataset.name}"
-    plist = dataset.id.get_create_plist()
-    if plist.get_nfilters():
-        return NotVirtualizable(f"{name} is compressed; only uncompressed datasets are referenced")
     path = os.fspath(dataset.file.filename)
+    flat = dataset.ndim == 1
+    if dataset.ndim == 2 and int(dataset.shape[1]) != n_channels:
+        return NotVirtualizable(f"{name} has {dataset.shape[1]} columns for {n_channels} channels")
+    stored_frames = int(dataset.shape[0]) // n_channels if flat else int(dataset.shape[0])
+    if stored_frames < n_frames:
+        return NotVirtualizable(f"{name} holds {stored_frames} frames, NEO reads {n_frames}")
+    if dataset.chunks is not None:
+        return Hdf5Dataset(path, dataset.name, n_frames, n_channels, flat=flat)
+    offset = dataset.id.get_offset()
+    if offset is None:
+        return NotVirtualizable(f"{name} has no stored data")
     dtype = dataset.dtype
-    if dataset.chunks is None:
-        offset = dataset.id.get_offset()
-        if offset is None:
-            return NotVirtualizable(f"{name} has no stored data")
-        return Rows(
-            path,
-            int(offset),
-            dtype,
-            n_frames,
-            n_channels * dtype.itemsize,
-            tuple(range(n_channels)),
-        )
-    stored = tuple(int(c) for c in dataset.chunks)
-    if len(stored) == 1:
-        if stored[0] % n_channels:
-            return NotVirtualizable(f"{name}: its chunks do not hold whole frames")
-        chunk_shape = (stored[0] // n_channels, n_channels)
-    else:
-        chunk_shape = (stored[0], stored[1])
-    chunks = {}
-    for i in range(dataset.id.get_num_chunks()):
-        info = dataset.id.get_chunk_info(i)
-        row = int(info.chunk_offset[0]) // stored[0]
-        column = int(info.chunk_offset[1]) // stored[1] if len(stored) == 2 else 0
-        chunks[(row, column)] = (int(info.byte_offset), int(info.size))
-    return Chunks(path, dtype, (n_frames, n_channels), chunk_shape, False, chunks)
+    return Rows(
+        path, int(offset), dtype, n_frames, n_channels * dtype.itemsize, tuple(range(n_channels))
+    )
