@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from shadowzarr_store.fetch.headers import HeaderRules
+
 if TYPE_CHECKING:
     from shadowzarr_store.local_cache import LocalCache
     from shadowzarr_store.memory_cache import MemoryCache
@@ -47,6 +49,8 @@ class StoreOptions:
     sharded_view: int = 0
     allowed_urls: tuple[str, ...] | None = None
     allow_local_files: bool | None = None
+    headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
+    """``{"https://host[:port][/path]": {"Name": "value"}}``, normalised to `HeaderRules`."""
 
     def __post_init__(self) -> None:
         for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
@@ -62,6 +66,13 @@ class StoreOptions:
             raise TypeError("allowed_urls must be a list of URL prefixes, not one string")
         if self.allowed_urls is not None:
             object.__setattr__(self, "allowed_urls", tuple(self.allowed_urls))
+        object.__setattr__(self, "headers", HeaderRules.parse(self.headers))
+
+    @property
+    def header_rules(self) -> HeaderRules:
+        """``headers`` after validation (a mapping given by the user becomes `HeaderRules`)."""
+        assert isinstance(self.headers, HeaderRules)
+        return self.headers
 
     @classmethod
     def from_kwargs(cls, options: Mapping[str, Any]) -> StoreOptions:

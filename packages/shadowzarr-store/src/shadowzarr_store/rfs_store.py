@@ -15,6 +15,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByt
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.codecs import verify_fletcher32
+from shadowzarr_store.decode_limits import DecodeLimits
 from shadowzarr_store.fetch.errors import RangeNotSatisfiable
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.resolve import (
@@ -78,6 +79,14 @@ class RfsStore(Store):
         URL must fall under (None: any); others raise `SourceAccessError` before any request.
     allow_local_files
         Whether references may read local files (None: yes, unless they were loaded from a URL).
+    headers
+        ``{"https://host[:port][/path]": {"Authorization": "Bearer …"}}``: headers sent only with
+        requests to that scheme, host and port under that path (the longest prefix wins), also
+        not after a redirect elsewhere. Values are never logged, shown in errors or reprs, or
+        written to references, caches or materialized copies.
+
+    Compressed chunks are checked before zarr decodes them: one that would decompress beyond
+    what a chunk of its array holds raises `ChunkDecodeError` (see `decode_limits`).
     """
 
     supports_writes: bool = False
@@ -105,6 +114,7 @@ class RfsStore(Store):
             self._rfs, self._reader.read_index, self._stats, self._options.index_cache_chunks
         )
         self._resolver = Resolver(self._rfs, self._indexes)
+        self._limits = DecodeLimits(self._rfs)
         self._view = (
             ShardedView(self._rfs, self._options.sharded_view)
             if self._options.sharded_view
@@ -154,6 +164,9 @@ class RfsStore(Store):
                 data = await self._read_plan(plan_read(value, byte_range))
                 if byte_range is None and self._resolver.checksummed(key):
                     verify_fletcher32(data, key, value.url)
+        if byte_range is None:
+            where = value.url if isinstance(value, SourceValue) else "inline reference"
+            await self._limits.check(key, data, where)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
 
     async def _get_in_view(

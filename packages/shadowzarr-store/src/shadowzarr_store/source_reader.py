@@ -144,6 +144,7 @@ class SourceReader:
                 policy=self.policy,
                 on_retry=self._count_retry,
                 check_url=self.access.check,
+                headers=self.options.header_rules,
             )
         self.stats.add(requests=1, bytes=len(data))
         return data
@@ -198,6 +199,7 @@ class SourceReader:
             name=url,
             on_retry=self._count_retry,
             check_url=self.access.check,
+            headers=self.options.header_rules,
         )
 
     async def _physical_url(self, session: aiohttp.ClientSession, url: str) -> tuple[str, bool]:

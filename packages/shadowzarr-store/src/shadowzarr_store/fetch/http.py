@@ -28,6 +28,8 @@ from shadowzarr_store.fetch.errors import RangeNotSatisfiable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from shadowzarr_store.fetch.headers import HeaderRules
+
 __all__ = ["RetryPolicy", "TransientHTTPError", "fetch_range", "new_session"]
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
@@ -84,13 +86,15 @@ async def fetch_range(
     name: str | None = None,
     on_retry: Callable[[], None] | None = None,
     check_url: Callable[[str], None] | None = None,
+    headers: HeaderRules | None = None,
 ) -> bytes:
     """Bytes ``[start, end)`` of ``url`` (``end`` None: to the end; ``0, None``: the whole file).
 
     The body is shorter than asked only when the server clipped the range at the end of the file.
     ``name`` is the URL shown in errors (the reference's URL when ``url`` is a presigned one).
     Redirects are followed here, not by aiohttp, so ``check_url`` (raising `SourceAccessError`)
-    vets every place a redirect points to before it is requested.
+    vets every place a redirect points to before it is requested, and each request carries only
+    the user ``headers`` bound to its own URL (none after a redirect to another host).
     """
     shown = _describe(name or url, start, end)
     last: TransientHTTPError | None = None
@@ -104,7 +108,7 @@ async def fetch_range(
             await asyncio.sleep(wait)
         try:
             return await _fetch_once(
-                session, url, start, end, etag, expected_size, shown, check_url
+                session, url, start, end, etag, expected_size, shown, check_url, headers
             )
         except TransientHTTPError as exc:
             last = exc
@@ -127,6 +131,7 @@ async def _fetch_once(
     expected_size: int | None,
     shown: str,
     check_url: Callable[[str], None] | None = None,
+    user_headers: HeaderRules | None = None,
 ) -> bytes:
     whole = start == 0 and end is None
     headers: dict[str, str] = {}
@@ -136,7 +141,8 @@ async def _fetch_once(
         headers["If-Match"] = etag
     target = url
     for _ in range(_MAX_REDIRECTS + 1):
-        async with session.get(target, headers=headers, allow_redirects=False) as response:
+        sent = {**user_headers.for_url(target), **headers} if user_headers else headers
+        async with session.get(target, headers=sent, allow_redirects=False) as response:
             location = response.headers.get("Location")
             if response.status not in _REDIRECTS or not location:
                 return await _read_answer(response, start, end, expected_size, shown)

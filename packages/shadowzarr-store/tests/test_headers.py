@@ -1,0 +1,83 @@
+"""User headers are bound to a scheme, host, port and path prefix, and never shown."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from shadowzarr_store import RfsStore, StoreOptions
+from shadowzarr_store.fetch.headers import HeaderRules
+
+SECRET = "sz-unit-secret-9c1f"
+RULES = HeaderRules.parse(
+    {
+        "https://Data.Example.org/api/": {"Authorization": f"Bearer {SECRET}"},
+        "https://data.example.org/api/v2": {"X-Key": "v2"},
+        "http://127.0.0.1:8080": {"X-Local": "local"},
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://data.example.org/api/file.nwb", {"Authorization": f"Bearer {SECRET}"}),
+        ("https://DATA.example.org:443/api", {"Authorization": f"Bearer {SECRET}"}),
+        ("https://data.example.org/api/v2/x", {"X-Key": "v2"}),  # the longest prefix wins
+        ("https://data.example.org/api/v20", {"Authorization": f"Bearer {SECRET}"}),
+        ("https://data.example.org/apix/file", {}),  # whole segments only
+        ("https://data.example.org/file", {}),
+        ("http://data.example.org/api/file", {}),  # another scheme
+        ("https://data.example.org:8443/api/file", {}),  # another port
+        ("https://evil.example.org/api/file", {}),
+        ("https://data.example.org.evil.net/api/file", {}),
+        ("https://data.example.org/api/../private", {}),  # dot segments resolved first
+        ("https://data.example.org/api/%2E%2E/private", {}),
+        ("http://127.0.0.1:8080/any/path", {"X-Local": "local"}),
+        ("http://127.0.0.1:8081/any/path", {}),
+        ("http://localhost:8080/any/path", {}),
+        ("/local/file.h5", {}),
+        ("http://[::1/broken", {}),
+    ],
+)
+def test_headers_go_only_where_they_are_bound(url: str, expected: dict[str, str]) -> None:
+    assert RULES.for_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("headers", "error"),
+    [
+        ("https://host/", TypeError),
+        ({"host.example.org": {"X": "v"}}, ValueError),  # no scheme: ambiguous
+        ({"ftp://host/": {"X": "v"}}, ValueError),
+        ({"https://user@host/": {"X": "v"}}, ValueError),
+        ({"https://host/?q=1": {"X": "v"}}, ValueError),
+        ({"https://host:99999/": {"X": "v"}}, ValueError),
+        ({"https://host/": {"Bad Name": "v"}}, ValueError),
+        ({"https://host/": {"Range": "bytes=0-1"}}, ValueError),
+        ({"https://host/": {"if-match": "x"}}, ValueError),
+        ({"https://host/": {"X": f"{SECRET}\r\nX-Injected: 1"}}, ValueError),
+        ({"https://host/": {"X": 1}}, TypeError),
+        ({"https://host/": "X: v"}, TypeError),
+        ({"https://host/a": {"X": "1"}, "https://HOST:443/a/": {"X": "2"}}, ValueError),
+    ],
+)
+def test_invalid_headers_are_refused_without_showing_values(headers, error) -> None:
+    with pytest.raises(error) as caught:
+        StoreOptions(headers=headers)
+    assert SECRET not in str(caught.value)
+
+
+def test_values_never_appear_in_reprs_but_survive_pickling() -> None:
+    options = StoreOptions(headers={"https://host/": {"Authorization": SECRET}})
+    for text in (repr(options), str(options), repr(options.header_rules), repr(RULES)):
+        assert SECRET not in text
+    assert "Authorization" in repr(options)
+    store = RfsStore({"version": 1, "refs": {}}, headers={"https://host/": {"X": SECRET}})
+    assert SECRET not in repr(store)
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.options == store.options
+    assert copy.options.header_rules.for_url("https://host/f") == {"X": SECRET}
+    assert StoreOptions(headers=RULES).header_rules is RULES
+    assert not StoreOptions().header_rules
