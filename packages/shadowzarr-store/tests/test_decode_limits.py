@@ -260,3 +260,20 @@ def test_small_deflate_streams_are_not_inflated_and_large_ones_are(tmp_path: Pat
     guard.check(short, "a/c/0", "test")  # accepted unread: zarr reports the damage
     with pytest.raises(ChunkDecodeError, match="not valid"):
         guard.check(short + b"\xff" * 64, "a/c/0", "test")
+
+
+def test_only_header_reads_and_small_inflates_run_on_the_event_loop() -> None:
+    def guard(*codecs: dict[str, Any]) -> Any:
+        found = chunk_guard(ArrayInfo("a", (1 << 20,), (1 << 20,), "float32", 0, codecs, {}))
+        assert found is not None
+        return found
+
+    values = _values(1 << 20).tobytes()  # 4 MiB chunks
+    zlib_entry, zstd_entry = CODECS["numcodecs.zlib"][1], CODECS["zstd"][1]
+    blosc_codec, blosc_entry = CODECS["numcodecs.blosc"]
+    assert guard(BYTES, blosc_entry).cheap(blosc_codec.encode(values))
+    assert not guard(BYTES, zlib_entry).cheap(numcodecs.Zlib(1).encode(values))
+    assert guard(BYTES, zlib_entry).cheap(b"x" * 4000)  # cannot reach 4 MiB: not inflated
+    assert not guard(BYTES, zstd_entry).cheap(numcodecs.Zstd(1).encode(values))
+    assert guard(BYTES, zstd_entry).cheap(numcodecs.Zstd(1).encode(bytes(1 << 22)))
+    assert not guard(BYTES, zlib_entry, blosc_entry).cheap(b"x" * 100)

@@ -50,7 +50,7 @@ DEFLATE_MAX_RATIO = 1032
 LZMA_MEMORY = 128 << 20
 """Memory an LZMA stream's decoder may use besides the output (its dictionary, up to 64 MiB)."""
 INLINE_CHECK_BYTES = 64 << 10
-"""Checks that inflate more than this run in a worker thread, off the event loop."""
+"""Checks that may inflate or walk more than this run in a worker thread, off the event loop."""
 _STEP = 1 << 20
 _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_BLOCK_MAX = 128 << 10
@@ -99,18 +99,23 @@ class ChunkGuard:
         return tuple(layer for layer in self.layers if layer.compresses)
 
     def cheap(self, data: bytes | memoryview) -> bool:
-        """Whether `check` only reads headers here (so it may run on the event loop)."""
-        if len(data) <= INLINE_CHECK_BYTES:
-            return True
+        """Whether `check` does little enough work here to run on the event loop."""
         compressors = self.compressors
         if len(compressors) != 1:
             return False
-        only = compressors[0]
-        if only.kind == "deflate":
-            return len(data) * DEFLATE_MAX_RATIO <= only.limit
-        # zstd's bound walks its block headers: a few dozen for a legitimate chunk, but a
-        # hostile one may hold millions, so large zstd chunks are checked off the loop too.
-        return only.kind in ("blosc", "lz4")
+        only, size = compressors[0], len(data)
+        match only.kind:
+            case "blosc" | "lz4":
+                return True
+            case "zstd":
+                # A bound walks the block headers: a few dozen in a legitimate chunk, but a
+                # hostile one may hold millions.
+                return size <= INLINE_CHECK_BYTES
+            case "deflate":
+                most = size * DEFLATE_MAX_RATIO
+                return most <= only.limit or min(most, only.limit) <= INLINE_CHECK_BYTES
+            case _:
+                return False
 
     def check(self, data: bytes | memoryview, key: str, where: str) -> None:
         """Raise `ChunkDecodeError` if ``data`` would decompress beyond a layer's limit."""
@@ -235,9 +240,7 @@ def _check_layer(
     return bytes(decoder(data))
 
 
-def _declared_size(
-    data: bytes | memoryview, layer: Layer, key: str, where: str
-) -> tuple[int, int]:
+def _declared_size(data: bytes | memoryview, layer: Layer, key: str, where: str) -> tuple[int, int]:
     """The decompressed size a blosc, zstd or LZ4 chunk announces (what its decoder allocates),
     and by how much that may exceed the real size."""
     view = memoryview(data).cast("B")
