@@ -189,6 +189,17 @@ def test_bruker(planes: int, tmp_path: Path) -> None:
         assert _virtual(interface, tmp_path / "out", volumes).shape == (4, 8, 11, 3)
 
 
+@pytest.mark.parametrize("channel", ["ChanA", "ChanB"])
+def test_thor_two_channels(channel: str, tmp_path: Path) -> None:
+    from neuroconv.datainterfaces import ThorImagingInterface
+
+    frames = _ifds(12, "uint16").reshape(6, 2, 11, 8)
+    path = files.write_thor(tmp_path / "thor", frames)
+    interface = ThorImagingInterface(file_path=path, channel_name=channel)
+    expected = _nwb_order(frames[:, "AB".index(channel[-1])])
+    assert _virtual(interface, tmp_path / "out", expected).shape == (6, 8, 11)
+
+
 def test_thor_big_endian(tmp_path: Path) -> None:
     """Big-endian pages are referenced as they are; NeuroConv writes the same values."""
     from neuroconv.datainterfaces import ThorImagingInterface
@@ -217,6 +228,19 @@ def test_cropped_scanimage_is_refused(tmp_path: Path) -> None:
     assert imaging_array(extractor).shape == (4, 8, 11)
     with pytest.raises(NotVirtualizable, match="cropped"):
         imaging_array(extractor.slice_field_of_view(row_start=2, row_end=9))
+
+
+@pytest.mark.parametrize(("multipage", "channel"), [(False, "Ch2"), (True, "Ch1")])
+def test_bruker_two_channels(multipage: bool, channel: str, tmp_path: Path) -> None:
+    """Two channels, a file per frame and channel (channels interleaved) or a file per channel
+    (its pages the frames)."""
+    from neuroconv.datainterfaces import BrukerTiffImagingInterface
+
+    frames = _ifds(10, "uint16").reshape(5, 2, 11, 8)
+    folder = files.write_bruker(tmp_path / "TSeries-004", frames, multipage=multipage)
+    interface = BrukerTiffImagingInterface(folder_path=folder, channel_name=channel)
+    expected = _nwb_order(frames[:, int(channel[-1]) - 1])
+    assert _virtual(interface, tmp_path / "out", expected).shape == (5, 8, 11)
 
 
 @pytest.mark.parametrize("planes", [1, 3])

@@ -224,20 +224,25 @@ def write_thor(
     byteorder: str = "<",
     tile: tuple[int, int] | None = None,
 ) -> Path:
-    """A ThorImageLS export: one OME-TIFF of (time, row, column) and Experiment.xml."""
+    """A ThorImageLS export: one OME-TIFF of (time, row, column), or (time, channel, row,
+    column) for channels ChanA, ChanB, ..., and Experiment.xml."""
     import tifffile
 
     folder.mkdir(parents=True, exist_ok=True)
-    rows, columns = frames.shape[1:]
+    rows, columns = frames.shape[-2:]
+    channels = 1 if frames.ndim == 3 else frames.shape[1]
     path = folder / "ChanA_001_001_001_001.tif"
     tifffile.imwrite(
         path,
         frames,
         ome=True,
         photometric="minisblack",
-        metadata={"axes": "TYX"},
+        metadata={"axes": "TYX" if channels == 1 else "TCYX"},
         byteorder=byteorder,
         tile=tile,
+    )
+    wavelengths = "".join(
+        f'    <Wavelength name="Chan{"ABCD"[c]}" exposureTimeMS="0" />\n' for c in range(channels)
     )
     (folder / "Experiment.xml").write_text(
         "<?xml version='1.0'?>\n<ThorImageExperiment>\n"
@@ -245,8 +250,7 @@ def write_thor(
         f'  <Date date="01/02/2026 03:04:05" uTime="{int(START.timestamp())}" />\n'
         f'  <LSM pixelX="{columns}" pixelY="{rows}" frameRate="{frame_rate}" pixelSizeUM="0.5"'
         f' widthUM="{columns * 0.5}" heightUM="{rows * 0.5}" />\n'
-        '  <Wavelengths>\n    <Wavelength name="ChanA" exposureTimeMS="0" />\n'
-        "  </Wavelengths>\n</ThorImageExperiment>\n"
+        f"  <Wavelengths>\n{wavelengths}  </Wavelengths>\n</ThorImageExperiment>\n"
     )
     return path
 
@@ -261,16 +265,31 @@ def write_bruker(
     planes: int = 1,
     period: float = 0.0625,
     compression: str | None = None,
+    multipage: bool = False,
 ) -> Path:
-    """A Prairie View 5.6 series: one single-page OME-TIFF per frame and the folder's XML.
+    """A Prairie View 5.6 series and the folder's XML; ``frames`` is (frame, row, column) of
+    channel 2, or (frame, channel, row, column) of channels 1, 2, ...
 
-    ``planes`` == 1: a T-series, one Sequence holding every frame; otherwise a Z-series, one
-    Sequence (cycle) per volume whose Frames are its planes.
+    One single-page OME-TIFF per frame and channel, or (``multipage``, one plane only) one
+    OME-TIFF per channel holding every frame. ``planes`` == 1: a T-series, one Sequence holding
+    every frame; otherwise a Z-series, one Sequence (cycle) per volume whose Frames are planes.
     """
     import tifffile
 
     folder.mkdir(parents=True, exist_ok=True)
     name = folder.name
+    if frames.ndim == 3:
+        frames, channel_numbers = frames[:, None], [2]
+    else:
+        channel_numbers = list(range(1, frames.shape[1] + 1))
+    if multipage and planes != 1:
+        raise ValueError("multi-page Bruker files of volumes are not written here")
+    options = {"photometric": "minisblack", "compression": compression}
+    if multipage:
+        for c, number in enumerate(channel_numbers):
+            tifffile.imwrite(
+                folder / f"{name}_Cycle00001_Ch{number}.ome.tif", frames[:, c], **options
+            )
     per_sequence = len(frames) if planes == 1 else planes
     kind = "TSeries Timed Element" if planes == 1 else "TSeries ZSeries Element"
     sequences = []
@@ -278,25 +297,31 @@ def write_bruker(
         elements = []
         for position in range(per_sequence):
             index = cycle * per_sequence + position
-            file_name = f"{name}_Cycle{cycle + 1:05d}_Ch2_{position + 1:06d}.ome.tif"
-            tifffile.imwrite(
-                folder / file_name, frames[index], photometric="minisblack", compression=compression
-            )
+            file_elements = []
+            for c, number in enumerate(channel_numbers):
+                if multipage:
+                    file_name, page = f"{name}_Cycle00001_Ch{number}.ome.tif", index + 1
+                else:
+                    file_name = f"{name}_Cycle{cycle + 1:05d}_Ch{number}_{position + 1:06d}.ome.tif"
+                    page = 1
+                    tifffile.imwrite(folder / file_name, frames[index, c], **options)
+                file_elements.append(
+                    f'      <File channel="{number}" channelName="Ch{number}" page="{page}"'
+                    f' filename="{file_name}" />\n'
+                )
             time = index * period
             # A volume's frames each say where the focus (Z) was.
             depth = "" if planes == 1 else _z_position(30.0 + 5.0 * position)
             elements.append(
                 f'    <Frame relativeTime="{time}" absoluteTime="{time + 1.0}"'
-                f' index="{position + 1}">\n'
-                f'      <File channel="2" channelName="Ch2" page="1" filename="{file_name}" />\n'
-                f"{depth}    </Frame>"
+                f' index="{position + 1}">\n' + "".join(file_elements) + f"{depth}    </Frame>"
             )
         sequences.append(
             f'  <Sequence type="{kind}" cycle="{cycle + 1}" time="03:04:05.0">\n'
             + "\n".join(elements)
             + "\n  </Sequence>"
         )
-    rows, columns = frames.shape[1:]
+    rows, columns = frames.shape[2:]
     state = "\n".join(
         [
             "  <PVStateShard>",
