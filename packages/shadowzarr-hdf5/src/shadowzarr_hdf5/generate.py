@@ -97,7 +97,7 @@ def generate_rfs(
     reference_url = url if is_url(url) else os.path.abspath(url)
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
     with ExitStack() as stack:
-        raw = _open_raw(read_from, stack, remote=is_url(read_from))
+        raw = _open_raw(read_from, stack, remote=is_url(read_from), whole=wanted is None)
         file = stack.enter_context(h5py.File(raw, "r"))
         source = Source(
             file=file,
@@ -127,13 +127,17 @@ def _base(url: str) -> str:
     return str(Path(url).parent)
 
 
-def _open_raw(location: str, stack: ExitStack, *, remote: bool) -> Any:
-    """A file object h5py reads: RemoteFile (HTTP, prefetching) or a plain local path."""
+def _open_raw(location: str, stack: ExitStack, *, remote: bool, whole: bool) -> Any:
+    """A file object h5py reads: RemoteFile (HTTP, prefetching) or a plain local path.
+
+    A small file is read whole when every object will be visited; when only some datasets are
+    wanted, only their headers are."""
     if not remote:
         return location
     from .remote import RemoteFile
 
-    return stack.enter_context(RemoteFile(location, multi_range=True))
+    limit = {} if whole else {"whole_file_below": 0}
+    return stack.enter_context(RemoteFile(location, multi_range=True, **limit))
 
 
 def _reader(raw: Any) -> Callable[[int, int], bytes] | None:
