@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import pickle
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pytest
 
-from shadowzarr_store import RfsStore, StoreOptions
+from shadowzarr_store import RfsStore, StoreOptions, open_rfs
 from shadowzarr_store.fetch.headers import HeaderRules
+
+from .handmade import write_reference_directory, write_sources
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadowzarr_testing import NginxServer
 
 SECRET = "sz-unit-secret-9c1f"
 RULES = HeaderRules.parse(
@@ -81,3 +90,21 @@ def test_values_never_appear_in_reprs_but_survive_pickling() -> None:
     assert copy.options.header_rules.for_url("https://host/f") == {"X": SECRET}
     assert StoreOptions(headers=RULES).header_rules is RULES
     assert not StoreOptions().header_rules
+
+
+@pytest.mark.network
+def test_every_request_for_chunks_and_index_arrays_carries_the_header(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """A reference directory behind the proxy: data chunks and index chunks both get it."""
+    proxy = make_proxy()
+    sources = write_sources(nginx_root / "data")
+    write_reference_directory(sources, nginx_root / "refs.shadowzarr", proxy.url("data"))
+    root = open_rfs(proxy.url("refs.shadowzarr"), headers={proxy.base_url: {"X-Key": SECRET}})
+    for name, values in sources.expected.items():
+        np.testing.assert_array_equal(root[name][...], values, err_msg=name)
+    proxy.wait_idle()
+    reads = [e for e in proxy.log if not e["path"].endswith("refs.json")]
+    assert any(e["path"].startswith("/data/") for e in reads)
+    assert any(e["path"].startswith("/refs.shadowzarr/index/") for e in reads)
+    assert all(e["headers"].get("x-key") == SECRET for e in reads)
