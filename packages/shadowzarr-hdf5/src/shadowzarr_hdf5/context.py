@@ -39,6 +39,8 @@ class Source:
     """Chunk tables parsed ahead of time, by dataset path."""
     netcdf: bool = False
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
+    opened: dict[int, Any] = field(default_factory=dict)
+    """Datasets already opened, by object address (the first walk opens each once)."""
     paths: ObjectPaths = field(init=False)
     """The paths references point at (one walk of the links, made when first needed)."""
 

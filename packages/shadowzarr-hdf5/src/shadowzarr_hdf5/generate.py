@@ -28,6 +28,7 @@ from .links import link_record
 from .matlab import userblock_offset_shift
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .nwb import bare_non_finite_attributes, is_nwb
+from .object_paths import objno_address
 from .sources import dandi_asset_url, is_url, source_state
 
 __all__ = ["ProgressCallback", "generate_rfs"]
@@ -110,6 +111,7 @@ def generate_rfs(
             source.offset_shift = userblock_offset_shift(file, source.read_bytes)
         builder = RfsBuilder()
         found = list(_walk_datasets(file) if wanted is None else _named_datasets(file, wanted))
+        source.opened = {object_address(d): d for d in found}
         if parse_indexes:
             source.tables = _chunk_tables(raw, found)
         report = _progress(progress, len(found))
@@ -159,24 +161,20 @@ def _walk_datasets(file: h5py.File) -> Iterator[h5py.Dataset]:
     """Each dataset once (by object address), following hard links only.
 
     Not ``visititems``: HDF5's object visit asks for each object's full info, which walks every
-    chunk index (one read per v1 B-tree node, before any prefetch could help)."""
+    chunk index (one read per v1 B-tree node, before any prefetch could help). A visit of the
+    links instead gives each object's address without opening it; only datasets are opened."""
+    names: list[bytes] = []
     seen: set[int] = set()
-    groups: list[h5py.Group] = [file]
-    visited_groups = {object_address(file)}
-    while groups:
-        group = groups.pop(0)
-        for name in group:
-            if not isinstance(group.get(name, getlink=True), h5py.HardLink):
-                continue
-            obj = group.get(name)
-            address = object_address(obj)
-            if isinstance(obj, h5py.Group):
-                if address not in visited_groups:
-                    visited_groups.add(address)
-                    groups.append(obj)
-            elif isinstance(obj, h5py.Dataset) and address not in seen:
-                seen.add(address)
-                yield obj
+
+    def visit(name: bytes, info: Any) -> None:
+        if info.type == h5py.h5l.TYPE_HARD and int(info.u) not in seen:
+            seen.add(int(info.u))
+            names.append(name)
+
+    file.id.links.visit(visit, idx_type=h5py.h5.INDEX_NAME, order=h5py.h5.ITER_NATIVE, info=True)
+    for name in names:
+        if h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
+            yield file[name.decode("utf-8", "surrogateescape")]
 
 
 def _wanted_paths(datasets: Iterable[str]) -> frozenset[str]:
@@ -261,7 +259,7 @@ class _Walker:
             attributes = netcdf_attributes(attributes, None)
         self.builder.add_group(path, attributes)
         for name in group:
-            link = group.get(name, getlink=True)
+            link = _link_kind(group, name)
             child_path = f"{path}/{name}" if path else name
             if self.wanted is not None and child_path not in self.wanted:
                 continue
@@ -269,7 +267,7 @@ class _Walker:
             if record is not None:
                 links.append(record)
                 continue
-            obj = group.get(name)
+            obj = self._open(group, name)
             if obj is None:
                 continue
             address = object_address(obj)
@@ -291,6 +289,15 @@ class _Walker:
             attributes = {**attributes, LINKS_ATTR: links}
             self.builder.set_attributes(path, attributes)
 
+    def _open(self, group: h5py.Group, name: str) -> Any:
+        """The object a hard link names; datasets opened by the first walk are not reopened."""
+        info = h5py.h5g.get_objinfo(group.id, name.encode("utf-8", "surrogateescape"))
+        if info.type == h5py.h5g.DATASET:
+            opened = self.source.opened.get(objno_address(info.objno))
+            if opened is not None:
+                return opened
+        return group.get(name)
+
     def _dataset(self, dataset: h5py.Dataset, path: str, address: int) -> None:
         tables = self.source.tables.get("__by_address__", {})
         table = tables.get(address)
@@ -301,6 +308,17 @@ class _Walker:
         )
         add_dataset(self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs)
         self.report(path)
+
+
+def _link_kind(group: h5py.Group, name: str) -> object:
+    """h5py's link object for soft and external links; a hard link is only named, not built."""
+    info = group.id.links.get_info(name.encode("utf-8", "surrogateescape"))
+    if info.type == h5py.h5l.TYPE_HARD:
+        return _HARD
+    return group.get(name, getlink=True)
+
+
+_HARD = object()
 
 
 def _progress(progress: ProgressCallback | bool | None, total: int) -> Callable[[str], None]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import h5py
 
-__all__ = ["ObjectPaths", "object_address"]
+__all__ = ["ObjectPaths", "object_address", "objno_address"]
 
 
 def object_address(obj: h5py.HLObject) -> int:
@@ -20,7 +20,11 @@ def object_address(obj: h5py.HLObject) -> int:
 
     Not ``h5py.h5o.get_info``: it asks HDF5 for every field, and HDF5 then walks the
     dataset's whole chunk index (one read per v1 B-tree node)."""
-    objno = h5py.h5g.get_objinfo(obj.id).objno
+    return objno_address(h5py.h5g.get_objinfo(obj.id).objno)
+
+
+def objno_address(objno: Any) -> int:
+    """The address in an ``h5g.get_objinfo`` answer's two-word object number."""
     return int(objno[0]) | (int(objno[1]) << 32) if objno[1] else int(objno[0])
 
 
