@@ -187,6 +187,13 @@ class LocalCache:
     def clear(self) -> None:
         self._run("_clear")
 
+    def forget_source(self, url: str) -> None:
+        """Delete everything read from ``url``, under every version (ETag, size) it had.
+
+        Entries are keyed by a source identity ``<url>\\0<etag>\\0<size>``, so a refresh that
+        learns of a new version can drop the old bytes without knowing the old ETag."""
+        self._run("_forget", url)
+
     @property
     def size_bytes(self) -> int:
         return self._run("_size")  # type: ignore[no-any-return]
@@ -249,6 +256,13 @@ class LocalCache:
             doomed.append((rowid,))
             total -= nbytes
         connection.executemany("DELETE FROM chunks WHERE rowid = ?", doomed)
+
+    @staticmethod
+    def _forget(connection: sqlite3.Connection, url: str) -> None:
+        escaped = url.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        connection.execute(
+            "DELETE FROM chunks WHERE source LIKE ? ESCAPE '\\'", (escaped + "\x00%",)
+        )
 
     @staticmethod
     def _clear(connection: sqlite3.Connection) -> None:

@@ -10,7 +10,6 @@ be replaced (``assume_immutable=False``).
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -328,7 +327,7 @@ class RemoteArray:
         if self._caches.memory is not None:
             self._caches.memory.clear()
         if self._caches.disk is not None:
-            _forget_on_disk(self._caches.disk.path, identity.url)
+            self._caches.disk.forget_source(identity.url)
 
     def close(self) -> None:
         self._store.close()
@@ -338,20 +337,6 @@ class RemoteArray:
         """Close the HTTP session of the running event loop (after `afetch` from your loop)."""
         await self._store.aclose()
         await self._offline_store.aclose()
-
-
-def _forget_on_disk(database: Path, url: str) -> None:
-    """Delete a source's entries (every identity it had) from a LocalCache file."""
-    if not database.exists():
-        return
-    with sqlite3.connect(database, timeout=30) as connection:
-        connection.execute("DELETE FROM chunks WHERE source LIKE ? ESCAPE '\\'", (_like(url),))
-    connection.close()
-
-
-def _like(url: str) -> str:
-    escaped = url.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "\x00%"
 
 
 def _plus(a: StatsSnapshot, b: StatsSnapshot) -> StatsSnapshot:
