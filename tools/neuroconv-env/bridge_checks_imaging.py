@@ -230,6 +230,17 @@ def test_cropped_scanimage_is_refused(tmp_path: Path) -> None:
         imaging_array(extractor.slice_field_of_view(row_start=2, row_end=9))
 
 
+def test_truncated_scanimage_is_refused(tmp_path: Path) -> None:
+    """A last page cut short would read as padding through a reference: refused."""
+    from roiextractors import ScanImageImagingExtractor
+    from shadowzarr_nwb.neuroconv_bridge.imaging import imaging_array
+
+    path = files.write_scanimage(tmp_path / "cut_00001_00001.tif", _ifds(4))
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(NotVirtualizable, match="past the end of the file"):
+        imaging_array(ScanImageImagingExtractor(file_path=path))
+
+
 @pytest.mark.parametrize(("multipage", "channel"), [(False, "Ch2"), (True, "Ch1")])
 def test_bruker_two_channels(multipage: bool, channel: str, tmp_path: Path) -> None:
     """Two channels, a file per frame and channel (channels interleaved) or a file per channel

@@ -116,22 +116,32 @@ def _page_bytes(locations: Sequence[PageLocation]) -> list[PageBytes]:
     import tifffile
 
     found: list[PageBytes] = []
-    with ExitStack() as files:
-        opened: dict[Path, Any] = {}
+    with ExitStack() as stack:
+        opened: dict[Path, _TiffSource] = {}
         for location in locations:
-            tif = opened.get(location.path)
-            if tif is None:
-                tif = files.enter_context(tifffile.TiffFile(location.path))
-                opened[location.path] = tif
-            if location.ifd >= len(tif.pages):
+            source = opened.get(location.path)
+            if source is None:
+                tif = stack.enter_context(tifffile.TiffFile(location.path))
+                resolved = location.path.resolve()
+                source = _TiffSource(tif, str(resolved), resolved.stat().st_size)
+                opened[location.path] = source
+            if location.ifd >= len(source.tif.pages):
                 raise NotVirtualizable(f"{location.path.name} has no page {location.ifd}")
-            found.append(_one_page(tif.pages[location.ifd], location))
+            found.append(_one_page(source, location))
     return found
 
 
-def _one_page(page: Any, location: PageLocation) -> PageBytes:
+@dataclass(frozen=True, slots=True)
+class _TiffSource:
+    tif: Any
+    url: str
+    size: int
+
+
+def _one_page(source: _TiffSource, location: PageLocation) -> PageBytes:
     from shadowzarr_tiff.codecs import codec_chain, stored_dtype
 
+    page = source.tif.pages[location.ifd]
     where = f"{location.path.name} page {location.ifd}"
     if page.is_tiled or int(page.samplesperpixel) != 1 or int(page.imagedepth) != 1:
         raise NotVirtualizable(f"{where}: tiled, multi-sample or deep pages are not referenced")
@@ -149,7 +159,10 @@ def _one_page(page: Any, location: PageLocation) -> PageBytes:
     ends = [o + c for o, c in zip(offsets, counts, strict=True)]
     if offsets[1:] != ends[:-1] or sum(counts) < nbytes:
         raise NotVirtualizable(f"{where}: the strips of the page are not one run of bytes")
-    return PageBytes(str(location.path.resolve()), offsets[0], nbytes, shape, dtype)
+    if offsets[0] + nbytes > source.size:
+        # Read through a reference, the missing end would be padded, not refused.
+        raise NotVirtualizable(f"{where}: the page runs past the end of the file (truncated)")
+    return PageBytes(source.url, offsets[0], nbytes, shape, dtype)
 
 
 def _frames(
