@@ -27,7 +27,7 @@ from shadowzarr_spec import (
     array_info,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
-from shadowzarr_spec.virtual.layout import AffinePiece, ChunkLayout, TablePiece
+from shadowzarr_spec.virtual.layout import AffinePiece, TablePiece
 
 from shadowzarr_icechunk.locations import UrlFor, local_path, location_of
 
@@ -92,8 +92,7 @@ def chunk_table(
         base=rfs.base,
     )
     virtual = VirtualArray.from_rfs(own, path)
-    # from_rfs always gives the chunked form, whose layout lists pieces in the stored grid.
-    layout: ChunkLayout = virtual._layout  # type: ignore[assignment]
+    layout = virtual.chunk_layout
     grid = layout.grid
     codes = np.full(grid, MISSING, dtype=np.int32)
     offsets = np.zeros(grid, dtype=np.int64)

@@ -287,6 +287,14 @@ class VirtualArray:
         return [*head, *(dict(c) for c in self._codecs)]
 
     @property
+    def chunk_layout(self) -> ChunkLayout:
+        """Where each chunk's bytes are, by chunk grid position (a strided array is cut into
+        its chunks first): for bridges that hand the chunks to another format."""
+        layout = self._chunked()._layout
+        assert layout is not None
+        return layout
+
+    @property
     def is_strided(self) -> bool:
         """True while every element's byte is known, so indexing inside chunks works."""
         return self._strided is not None
