@@ -103,6 +103,27 @@ def test_scanimage_two_channels(channel: str, tmp_path: Path) -> None:
     assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (7, 8, 11)
 
 
+def test_scanimage_both_channels_in_one_file(tmp_path: Path) -> None:
+    """Both channels converted together (NeuroConv's ConverterPipe): two series, both
+    referenced."""
+    import h5py
+    from neuroconv import ConverterPipe
+    from neuroconv.datainterfaces import ScanImageImagingInterface
+
+    ifds = _ifds(12)
+    path = files.write_scanimage(tmp_path / "both_00001_00001.tif", ifds, channels=2)
+    interfaces = [
+        ScanImageImagingInterface(file_path=path, channel_name=name)
+        for name in ("Channel 1", "Channel 2")
+    ]
+    replaced = checks._check(ConverterPipe(data_interfaces=interfaces), tmp_path / "out", 2)
+    assert sorted(replaced) == ["TwoPhotonSeriesChannel1/data", "TwoPhotonSeriesChannel2/data"]
+    with h5py.File(tmp_path / "out" / "virtual.nwb", "r") as file:
+        for channel in (0, 1):
+            data = file[f"acquisition/TwoPhotonSeriesChannel{channel + 1}/data"][()]
+            np.testing.assert_array_equal(data, _nwb_order(ifds[channel::2]))
+
+
 def test_scanimage_several_files(tmp_path: Path) -> None:
     """An acquisition split into files of six frames (``logFramesPerFile``); NeuroConv reads
     the files it is given (``file_paths``)."""
@@ -274,12 +295,14 @@ def test_bruker_deprecated_interfaces(planes: int, tmp_path: Path) -> None:
         assert _virtual(interface, tmp_path / "out", volumes).shape == (4, 8, 11, 3)
 
 
-def test_micromanager(tmp_path: Path) -> None:
+@pytest.mark.parametrize("file_count", [1, 2])
+def test_micromanager(file_count: int, tmp_path: Path) -> None:
     from neuroconv.datainterfaces import MicroManagerTiffImagingInterface
 
     frames = _ifds(7, "uint16")
-    folder = files.write_micromanager(tmp_path / "mm", frames)
+    folder = files.write_micromanager(tmp_path / "mm", frames, files=file_count)
     interface = MicroManagerTiffImagingInterface(folder_path=folder)
+    assert len(interface.imaging_extractor._imaging_extractors) == file_count
     assert _virtual(interface, tmp_path / "out", _nwb_order(frames)).shape == (7, 8, 11)
 
 

@@ -374,11 +374,16 @@ def _z_position(z: float) -> str:
 # -- Micro-Manager -------------------------------------------------------------------------------
 
 
-def write_micromanager(folder: Path, frames: np.ndarray, *, fps: float = 20.0) -> Path:
-    """A Micro-Manager 1.4 multipage OME-TIFF (one file), its DisplaySettings.json."""
+def write_micromanager(
+    folder: Path, frames: np.ndarray, *, fps: float = 20.0, files: int = 1
+) -> Path:
+    """A Micro-Manager 1.4 multipage OME-TIFF dataset (frames split over ``files`` files, each
+    holding the whole dataset's OME-XML, as roiextractors may open any of them first) and its
+    DisplaySettings.json."""
     folder.mkdir(parents=True, exist_ok=True)
     rows, columns = frames.shape[1:]
-    name = f"{folder.name}_MMStack_Pos0.ome.tif"
+    names = [f"{folder.name}_MMStack_Pos0{'' if k == 0 else f'_{k}'}.ome.tif" for k in range(files)]
+    parts = np.array_split(frames, files)
     summary = {
         "Width": columns,
         "Height": rows,
@@ -396,31 +401,35 @@ def write_micromanager(folder: Path, frames: np.ndarray, *, fps: float = 20.0) -
     # offsets (the first two filled in by _add_micromanager_maps), the summary's header, length.
     block = struct.pack("<8I", 0, 0, 0, 0, 0, 0, 2355492, len(summary_bytes)) + summary_bytes
     ome_type = {"u2": "uint16", "i2": "int16", "u1": "uint8"}[frames.dtype.str[1:]]
-    tiff_data = "".join(
-        f'<TiffData FirstT="{t}" FirstZ="0" FirstC="0" IFD="{t}" PlaneCount="1">'
-        f'<UUID FileName="{name}">urn:uuid:00000000-0000-0000-0000-00000000000{t % 10}</UUID>'
-        "</TiffData>"
-        for t in range(len(frames))
-    )
+    tiff_data = []
+    t = 0
+    for k, (name, part) in enumerate(zip(names, parts, strict=True)):
+        for ifd in range(len(part)):
+            tiff_data.append(
+                f'<TiffData FirstT="{t}" FirstZ="0" FirstC="0" IFD="{ifd}" PlaneCount="1">'
+                f'<UUID FileName="{name}">urn:uuid:00000000-0000-0000-0000-{k:012d}</UUID>'
+                "</TiffData>"
+            )
+            t += 1
     ome = (
         '<?xml version="1.0" encoding="UTF-8"?>'
         '<OME xmlns="http://www.openmicroscopy.org/Schemas/OME/2016-06">'
         '<Image ID="Image:0" Name="Pos0"><Pixels ID="Pixels:0" DimensionOrder="XYCZT"'
         f' Type="{ome_type}" SizeX="{columns}" SizeY="{rows}" SizeC="1" SizeZ="1"'
         f' SizeT="{len(frames)}"><Channel ID="Channel:0:0" SamplesPerPixel="1"/>'
-        f"{tiff_data}</Pixels></Image></OME>"
+        f"{''.join(tiff_data)}</Pixels></Image></OME>"
     )
-    descriptions = [ome] + [""] * (len(frames) - 1)
-    write_raw_tiff(
-        folder / name,
-        frames,
-        bigtiff=False,
-        after_header=block,
-        descriptions=descriptions,
-        software="Micro-Manager",
-        extra_ascii_tags={51123: json.dumps({"Frame": 0})},
-    )
-    _add_micromanager_maps(folder / name)
+    for name, part in zip(names, parts, strict=True):
+        write_raw_tiff(
+            folder / name,
+            part,
+            bigtiff=False,
+            after_header=block,
+            descriptions=[ome] + [""] * (len(part) - 1),
+            software="Micro-Manager",
+            extra_ascii_tags={51123: json.dumps({"Frame": 0})},
+        )
+        _add_micromanager_maps(folder / name)
     (folder / "DisplaySettings.json").write_text(
         json.dumps({"map": {"PlaybackFPS": {"type": "DOUBLE", "scalar": fps}}})
     )
