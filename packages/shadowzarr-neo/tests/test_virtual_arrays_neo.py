@@ -156,6 +156,14 @@ def test_compressed_biocam_keeps_its_codecs(tmp_path: Path) -> None:
     np.testing.assert_array_equal(stored[:], recording.signals[0, 0, "0"])
 
 
+def test_biocam_chunks_of_part_frames_are_refused(tmp_path: Path) -> None:
+    from .recordings.biocam import write_biocam
+
+    reader = write_biocam(tmp_path, chunks=100, n_channels=16).open()  # 6.25 frames a chunk
+    with pytest.raises(NotVirtualizable, match="whole frames"):
+        virtual_arrays_neo(reader)
+
+
 def test_intan_stimulation_current_is_left_out_or_refused(tmp_path: Path) -> None:
     from shadowzarr_neo.errors import ComputedStream
 
