@@ -99,3 +99,59 @@ def test_missing_shard_reads_as_fill(nginx: NginxServer, data: np.ndarray) -> No
     plain = zarr.open_array(store, path="plain", mode="r")
     np.testing.assert_array_equal(plain[25_000], np.full(CHANNELS, -9, dtype="<i2"))
     np.testing.assert_array_equal(plain[19_999], data[19_999])
+
+
+def test_auto_shows_chunks_of_4_mib_and_more_in_1_mib_blocks(nginx: NginxServer) -> None:
+    rows, channels = 20_000, 128  # one chunk of 5.12 MB; the small array's 1.28 MB stay plain
+    values = np.random.default_rng(2).integers(-999, 999, (rows, channels), dtype="<i2")
+    (nginx.root / "wide.bin").write_bytes(values.tobytes())
+    url = nginx.url("wide.bin")
+    refs = {
+        "zarr.json": json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}),
+        "wide/zarr.json": array_meta([rows, channels], [rows, channels], "int16"),
+        "narrow/zarr.json": array_meta([rows, 32], [rows, 32], "int16"),
+        "wide/c/0/0": [url, 0, values.nbytes],
+        "narrow/c/0/0": [url, 0, rows * 32 * 2],
+    }
+    root = open_rfs({"version": 1, "refs": refs}, sharded_view="auto")
+    wide = root["wide"]
+    assert wide.chunks == (4000, channels)  # the largest divisor of 20,000 within 1 MiB of rows
+    assert root["narrow"].shards is None
+    nginx.reset()
+    np.testing.assert_array_equal(wide[12_345], values[12_345])
+    assert (nginx.count(), nginx.bytes_sent()) == (1, 4000 * channels * 2)
+    np.testing.assert_array_equal(wide[:], values)
+    expected = values.reshape(-1)[: rows * 32].reshape(rows, 32)
+    np.testing.assert_array_equal(root["narrow"][:], expected)
+
+
+def test_transposed_chunks_are_split_along_the_stored_slowest_axis(nginx: NginxServer) -> None:
+    """A channel-major file read as (time, channel): each block is one channel's samples."""
+    rows, channels = 20_000, 16
+    values = np.random.default_rng(3).integers(-999, 999, (rows, channels), dtype="<i2")
+    (nginx.root / "channels.bin").write_bytes(np.ascontiguousarray(values.T).tobytes())
+    codecs = [
+        {"name": "transpose", "configuration": {"order": [1, 0]}},
+        {"name": "bytes", "configuration": {"endian": "little"}},
+    ]
+    refs = {
+        "zarr.json": json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}),
+        "t/zarr.json": array_meta([rows, channels], [rows, channels], "int16", 0, codecs),
+        "t/c/0/0": [nginx.url("channels.bin"), 0, values.nbytes],
+    }
+    for options in ({}, {"sharded_view": 8192}):
+        array = open_rfs({"version": 1, "refs": refs}, **options)["t"]
+        nginx.reset()
+        np.testing.assert_array_equal(array[:, 5], values[:, 5])
+        if options:
+            assert array.chunks == (rows, 1)
+            assert (nginx.count(), nginx.bytes_sent()) == (1, rows * 2)
+        np.testing.assert_array_equal(array[100:200, 3:9], values[100:200, 3:9])
+        np.testing.assert_array_equal(array[:], values)
+
+
+def test_sharded_view_setting_is_checked() -> None:
+    with pytest.raises(ValueError, match="sharded_view"):
+        RfsStore({"version": 1, "refs": {}}, sharded_view="always")
+    with pytest.raises(ValueError, match="sharded_view"):
+        RfsStore({"version": 1, "refs": {}}, sharded_view=-1)

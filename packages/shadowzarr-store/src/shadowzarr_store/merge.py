@@ -1,11 +1,18 @@
 """Merging reads of nearby byte ranges that zarr asks for at the same time, per event loop.
 
 zarr hands a store independent ``get`` calls, up to ``async.concurrency`` at once, all on one
-loop. Each small read is parked in this loop's queue; the queue is flushed on the next tick (or
-after ``merge_window`` seconds, or at once when it holds ``async.concurrency`` reads, since zarr
-sends no more until one completes). A flush groups reads by URL, sorts them and joins neighbours
-while the gap is at most ``merge_gap`` and the span at most ``max_merge_size``; each run costs one
-request and each member gets a zero-copy slice of it.
+loop. Each read (of any size up to ``max_merge_size``, or ``merge_below`` if set) is parked in
+this loop's queue; the queue is flushed on the next tick (or after ``merge_window`` seconds, or at
+once when it holds ``async.concurrency`` reads, since zarr sends no more until one completes). A
+flush groups reads by URL, sorts them and joins neighbours while the gap is at most ``merge_gap``
+and the span at most ``max_merge_size``; each run costs one request and each member gets a
+zero-copy slice of it. Runs are sent at once, so a large read still goes out as several requests
+in parallel (a wave of 64 chunks of 256 KiB is two 8 MiB requests).
+
+When zarr is throttled (``async.concurrency`` reads outstanding, more waiting behind them), all
+members of a run finish together and zarr then sends the rest a whole round trip later. So a
+throttled run of at least ``2 * HEAD_START_BYTES`` is split: a quarter of it goes first as its own
+request, finishes early, and frees zarr's slots while the rest still streams.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ if TYPE_CHECKING:
     from shadowzarr_store.options import StoreOptions
     from shadowzarr_store.stats import StoreStats
 
-__all__ = ["RangeMerger", "plan_runs"]
+__all__ = ["HEAD_START_BYTES", "RangeMerger", "head_start", "plan_runs"]
+
+HEAD_START_BYTES = 1024 * 1024
+"""Throttled runs of at least twice this many bytes are split into a head start and the rest."""
 
 type Fetch = Callable[[str, int, int], Awaitable[bytes]]
 
@@ -55,6 +65,20 @@ def plan_runs[T: _Pending](reads: list[T], merge_gap: int, max_merge_size: int) 
     return runs
 
 
+def head_start[T: _Pending](run: list[T], min_bytes: int = HEAD_START_BYTES) -> list[list[T]]:
+    """``run`` as [head, rest]: the shortest prefix spanning a quarter of it goes first.
+
+    Runs shorter than ``2 * min_bytes`` or of one member stay whole."""
+    start, end = run[0].start, max(read.end for read in run)
+    if len(run) < 2 or end - start < 2 * min_bytes:
+        return [run]
+    quarter = start + (end - start) // 4
+    cut = 1
+    while cut < len(run) - 1 and run[cut - 1].end < quarter:
+        cut += 1
+    return [run[:cut], run[cut:]]
+
+
 class RangeMerger:
     """The merge queue of one event loop (never shared between loops: futures are loop-bound)."""
 
@@ -65,10 +89,12 @@ class RangeMerger:
         self._pending: list[_Pending] = []
         self._handle: asyncio.Handle | asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._outstanding = 0
 
     def eligible(self, start: int, end: int) -> bool:
         options = self._options
-        return options.max_merge_size > 0 and 0 < end - start <= options.merge_below
+        below = options.max_merge_size if options.merge_below is None else options.merge_below
+        return options.max_merge_size > 0 and 0 < end - start <= below
 
     async def read(self, url: str, start: int, end: int) -> bytes | memoryview:
         """Bytes ``[start, end)`` of ``url``, possibly as a slice of a merged request."""
@@ -77,6 +103,8 @@ class RangeMerger:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bytes | memoryview] = loop.create_future()
         self._pending.append(_Pending(url, start, end, future))
+        self._outstanding += 1
+        future.add_done_callback(self._finished)
         if len(self._pending) >= int(zarr.config.get("async.concurrency")):
             self._flush()
         elif self._handle is None:
@@ -86,18 +114,23 @@ class RangeMerger:
             )
         return await future
 
+    def _finished(self, _: asyncio.Future[bytes | memoryview]) -> None:
+        self._outstanding -= 1
+
     def _flush(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
         pending, self._pending = self._pending, []
+        throttled = self._outstanding >= int(zarr.config.get("async.concurrency"))
         pending.sort(key=lambda read: (read.url, read.start))
         for _, group in groupby(pending, key=lambda read: read.url):
             reads = list(group)
             for run in plan_runs(reads, self._options.merge_gap, self._options.max_merge_size):
-                task = asyncio.get_running_loop().create_task(self._serve(run))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                for piece in head_start(run) if throttled else [run]:
+                    task = asyncio.get_running_loop().create_task(self._serve(piece))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, run: list[_Pending]) -> None:
         if len(run) == 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from shadowzarr_store.fetch.headers import HeaderRules
 
@@ -30,8 +30,8 @@ class StoreOptions:
 
     validate_sources: bool = True
     merge_gap: int = 32 * 1024
-    max_merge_size: int = 1024 * 1024
-    merge_below: int = 64 * 1024
+    max_merge_size: int = 8 * 1024 * 1024
+    merge_below: int | None = None
     merge_window: float = 0.0
     local_cache: LocalCache | None = None
     memory_cache: MemoryCache | None = None
@@ -46,7 +46,7 @@ class StoreOptions:
     )
     presigned_url_ttl: float = 600.0
     index_cache_chunks: int = 64
-    sharded_view: int = 0
+    sharded_view: int | Literal["auto"] = 0
     allowed_urls: tuple[str, ...] | None = None
     allow_local_files: bool | None = None
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
@@ -54,12 +54,16 @@ class StoreOptions:
 
     def __post_init__(self) -> None:
         for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
-            if getattr(self, name) < 0:
+            if (getattr(self, name) or 0) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
-        if self.sharded_view < 0:
-            raise ValueError("sharded_view must be 0 (off) or a target inner chunk size in bytes")
+        if self.sharded_view != "auto" and (
+            not isinstance(self.sharded_view, int) or self.sharded_view < 0
+        ):
+            raise ValueError(
+                "sharded_view must be 0 (off), 'auto' or a target inner chunk size in bytes"
+            )
         if self.index_cache_chunks < 1:
             raise ValueError("index_cache_chunks must be at least 1")
         if isinstance(self.allowed_urls, str):

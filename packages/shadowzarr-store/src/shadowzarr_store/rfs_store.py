@@ -55,8 +55,9 @@ class RfsStore(Store):
         size of local files with ``sources``; a mismatch raises `SourceChangedError`.
     merge_gap, max_merge_size, merge_below
         Request merging: reads of one file asked for at the same time are joined when the gap is
-        at most ``merge_gap`` bytes, up to ``max_merge_size`` bytes per request (0: no merging),
-        for reads of at most ``merge_below`` bytes. Raise ``async.concurrency`` to merge more.
+        at most ``merge_gap`` bytes (32 KiB), up to ``max_merge_size`` bytes per request (8 MiB;
+        0: no merging), for reads of at most ``merge_below`` bytes (None: any size up to
+        ``max_merge_size``). Raise ``async.concurrency`` to merge more.
     merge_window
         Seconds to wait for more reads before sending (0: the next event-loop tick).
     local_cache, memory_cache
@@ -74,6 +75,12 @@ class RfsStore(Store):
         Seconds a presigned DANDI URL is reused.
     index_cache_chunks
         Chunk-index chunks kept in memory.
+    sharded_view
+        0 (default): chunks as stored. ``"auto"``: uncompressed chunks (``bytes``, optionally
+        with ``transpose``) of 4 MiB or more are shown as shards of blocks of about 1 MiB, so
+        zarr reads only the blocks a selection touches; an integer: blocks of about that many
+        bytes, for chunks at least twice as large. Metadata and chunk values then differ from
+        the stored ones, so code copying chunk bytes must leave it off.
     allowed_urls
         URL prefixes (``["https://host/path/"]``) that every request, redirect and presigned
         URL must fall under (None: any); others raise `SourceAccessError` before any request.

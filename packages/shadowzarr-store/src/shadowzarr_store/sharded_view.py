@@ -1,11 +1,15 @@
 """An optional sharded view of large uncompressed chunks, so zarr itself reads only part of one.
 
 With the plain ``bytes`` codec zarr fetches whole chunks, even for one row. In this view each
-stored chunk becomes one shard whose inner chunks are blocks of rows along the first axis, and
-whose shard index (at the start) is computed here, never fetched: inner chunk ``j`` sits at
-``16 n + j * inner_bytes``. zarr then asks for the index and for the inner chunks it needs, and
-the store turns those byte ranges into reads of just the records that hold them. Metadata stays
-standard Zarr v3 (``sharding_indexed`` with ``bytes`` codecs), so any zarr reader decodes it.
+stored chunk becomes one shard whose inner chunks are blocks of rows along the slowest stored
+axis (the first, or ``order[0]`` of a ``transpose``), and whose shard index (at the start) is
+computed here, never fetched: inner chunk ``j`` sits at ``16 n + j * inner_bytes``. zarr then
+asks for the index and for the inner chunks it needs, and the store turns those byte ranges into
+reads of just the records that hold them. Metadata stays standard Zarr v3 (``sharding_indexed``
+with the array's own ``bytes`` / ``transpose`` codecs inside), so any zarr reader decodes it.
+
+``sharded_view="auto"`` shows chunks of at least ``AUTO_MIN_CHUNK_BYTES`` in blocks of about
+``AUTO_TARGET_BYTES``; an integer ``t`` shows chunks of at least ``2 t`` in blocks of about ``t``.
 """
 
 from __future__ import annotations
@@ -19,13 +23,19 @@ from typing import Any
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 
-__all__ = ["ShardLayout", "ShardedView"]
+__all__ = ["AUTO_MIN_CHUNK_BYTES", "AUTO_TARGET_BYTES", "ShardLayout", "ShardedView"]
+
+AUTO_TARGET_BYTES = 1024 * 1024
+AUTO_MIN_CHUNK_BYTES = 4 * AUTO_TARGET_BYTES
+_PLAIN_CODECS = (["bytes"], ["transpose", "bytes"])
 
 
 @dataclass(frozen=True, slots=True)
 class ShardLayout:
-    """One array's view: ``count`` inner chunks of ``rows`` rows, ``inner_bytes`` each."""
+    """One array's view: ``count`` inner chunks of ``rows`` rows of ``axis``, ``inner_bytes``
+    each."""
 
+    axis: int
     rows: int
     count: int
     inner_bytes: int
@@ -56,9 +66,14 @@ def _inner_rows(first: int, row_bytes: int, target: int) -> int:
 class ShardedView:
     """Which arrays are shown sharded, and their rewritten metadata documents."""
 
-    def __init__(self, rfs: ReferenceFileSystem, target_bytes: int) -> None:
+    def __init__(self, rfs: ReferenceFileSystem, setting: int | str) -> None:
         self._rfs = rfs
-        self._target = target_bytes
+        if setting == "auto":
+            self._target, self._min_chunk = AUTO_TARGET_BYTES, AUTO_MIN_CHUNK_BYTES
+        elif isinstance(setting, int) and setting > 0:
+            self._target, self._min_chunk = setting, 2 * setting
+        else:
+            raise ValueError(f"sharded_view must be 'auto' or a positive size, got {setting!r}")
         self._lock = threading.Lock()
         self._layouts: dict[str, ShardLayout | None] = {}
 
@@ -73,13 +88,13 @@ class ShardedView:
 
     def _compute(self, path: str) -> ShardLayout | None:
         info = array_info(self._rfs, path)
-        if (
-            info is None
-            or not info.chunk_shape
-            or [c.get("name") for c in info.codecs] != ["bytes"]
-        ):
+        if info is None or not info.chunk_shape or not isinstance(info.data_type, str):
             return None
-        if not isinstance(info.data_type, str):
+        names = [c.get("name") for c in info.codecs]
+        if names not in _PLAIN_CODECS:
+            return None
+        axis = _slowest_stored_axis(info.codecs[0], len(info.chunk_shape))
+        if axis is None:
             return None
         try:
             itemsize = np.dtype(info.data_type).itemsize
@@ -87,19 +102,20 @@ class ShardedView:
             return None
         if itemsize == 0:
             return None
-        row_bytes = math.prod(info.chunk_shape[1:]) * itemsize
-        chunk_nbytes = info.chunk_shape[0] * row_bytes
-        if chunk_nbytes < 2 * self._target or row_bytes == 0:
+        shape = info.chunk_shape
+        row_bytes = math.prod(shape[:axis] + shape[axis + 1 :]) * itemsize
+        chunk_nbytes = shape[axis] * row_bytes
+        if chunk_nbytes < self._min_chunk or row_bytes == 0:
             return None
-        rows = _inner_rows(info.chunk_shape[0], row_bytes, self._target)
-        count = info.chunk_shape[0] // rows
+        rows = _inner_rows(shape[axis], row_bytes, self._target)
+        count = shape[axis] // rows
         if count < 2:
             return None
         inner = rows * row_bytes
         table = np.empty((count, 2), dtype="<u8")
         table[:, 0] = 16 * count + np.arange(count, dtype=np.uint64) * inner
         table[:, 1] = inner
-        return ShardLayout(rows, count, inner, chunk_nbytes, table.tobytes())
+        return ShardLayout(axis, rows, count, inner, chunk_nbytes, table.tobytes())
 
     def rewrite(self, key: str, data: bytes) -> bytes:
         """A ``zarr.json`` as the view shows it (arrays, and consolidated entries, sharded)."""
@@ -115,12 +131,13 @@ class ShardedView:
         if document.get("node_type") == "array":
             layout = self.layout(path)
             if layout is not None:
-                chunk_shape = document["chunk_grid"]["configuration"]["chunk_shape"]
+                inner_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
+                inner_shape[layout.axis] = layout.rows
                 document["codecs"] = [
                     {
                         "name": "sharding_indexed",
                         "configuration": {
-                            "chunk_shape": [layout.rows, *chunk_shape[1:]],
+                            "chunk_shape": inner_shape,
                             "codecs": document["codecs"],
                             "index_codecs": [
                                 {"name": "bytes", "configuration": {"endian": "little"}}
@@ -137,3 +154,13 @@ class ShardedView:
                     child_path = f"{path}/{child}" if path else child
                     changed |= self._rewrite_node(child_path, child_document)
         return changed
+
+
+def _slowest_stored_axis(first_codec: dict[str, Any], ndim: int) -> int | None:
+    """The axis whose blocks are contiguous in storage: ``order[0]`` of a ``transpose``."""
+    if first_codec.get("name") != "transpose":
+        return 0
+    order = first_codec.get("configuration", {}).get("order")
+    if not isinstance(order, list) or sorted(order) != list(range(ndim)):
+        return None
+    return int(order[0])
