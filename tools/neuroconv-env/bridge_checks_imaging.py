@@ -64,6 +64,23 @@ def _virtual(interface: Any, tmp_path: Path, expected: np.ndarray) -> Any:
     return array
 
 
+class _Stub:
+    """An interface whose conversions are NeuroConv's stub conversions (the first frames)."""
+
+    def __init__(self, interface: Any, samples: int) -> None:
+        self._interface = interface
+        self._options = {"stub_test": True, "stub_samples": samples}
+
+    def get_metadata(self) -> Any:
+        return self._interface.get_metadata()
+
+    def run_conversion(self, **kwargs: Any) -> Any:
+        return self._interface.run_conversion(**kwargs, **self._options)
+
+    def create_nwbfile(self, **kwargs: Any) -> Any:
+        return self._interface.create_nwbfile(**kwargs, **self._options)
+
+
 def _nwb_order(frames: np.ndarray) -> np.ndarray:
     """(frame, row, column) pages as NeuroConv writes them: (frame, column, row)."""
     return frames.transpose(0, 2, 1)
@@ -122,6 +139,19 @@ def test_scanimage_both_channels_in_one_file(tmp_path: Path) -> None:
         for channel in (0, 1):
             data = file[f"acquisition/TwoPhotonSeriesChannel{channel + 1}/data"][()]
             np.testing.assert_array_equal(data, _nwb_order(ifds[channel::2]))
+
+
+@pytest.mark.parametrize("planes", [1, 3])
+def test_stub_conversion(planes: int, tmp_path: Path) -> None:
+    """NeuroConv's stub conversion writes the first frames (a sample-sliced extractor)."""
+    from neuroconv.datainterfaces import BrukerTiffImagingInterface
+
+    frames = _ifds(4 * planes, "uint16")
+    folder = files.write_bruker(tmp_path / "TSeries-005", frames, planes=planes)
+    interface = _Stub(BrukerTiffImagingInterface(folder_path=folder), samples=3)
+    volumes = frames.reshape(4, planes, 11, 8)[:3]
+    expected = _nwb_order(volumes[:, 0]) if planes == 1 else _volumes(volumes)
+    assert _virtual(interface, tmp_path / "out", expected).shape == expected.shape
 
 
 def test_scanimage_several_files(tmp_path: Path) -> None:
@@ -249,6 +279,12 @@ def test_cropped_scanimage_is_refused(tmp_path: Path) -> None:
     assert imaging_array(extractor).shape == (4, 8, 11)
     with pytest.raises(NotVirtualizable, match="cropped"):
         imaging_array(extractor.slice_field_of_view(row_start=2, row_end=9))
+    # roiextractors' generic crop of another extractor's frames
+    thor = files.write_thor(tmp_path / "thor", _ifds(3, "uint16"))
+    from roiextractors import ThorTiffImagingExtractor
+
+    with pytest.raises(NotVirtualizable, match="cropped"):
+        imaging_array(ThorTiffImagingExtractor(file_path=thor).slice_field_of_view(0, 5, 0, 5))
 
 
 def test_truncated_scanimage_is_refused(tmp_path: Path) -> None:

@@ -1,13 +1,14 @@
 """A roiextractors imaging extractor as a VirtualArray of the frames NeuroConv writes.
 
 roiextractors' TIFF extractors say which file and page (IFD) holds each frame: a table of
-(file, IFD) rows (plain TIFF stacks, ScanImage, Thor and OME-TIFF, Bruker), or one reader per
-file whose frames are its pages in order (Micro-Manager). Each such page becomes one chunk of
-the frames, located from its TIFF tags and checked with :mod:`shadowzarr_tiff`'s codec rules;
-the frames are transposed to the (frame, width, height) order NeuroConv writes, with the planes
-of a volume last. Compressed, tiled or multi-sample pages and cropped frames are refused. Its
-HDF5 extractor's movie is referenced as :func:`generate_rfs` references the dataset.
-"""
+(file, IFD) rows (plain TIFF stacks, ScanImage, Thor and OME-TIFF, Bruker), or readers of one
+file each whose frames are its pages in order (Micro-Manager, Bruker's older extractors: one
+after another in time, or one per plane), or the first samples of any of these (NeuroConv's
+stub conversions). Each such page becomes one chunk of the frames, located from its TIFF tags
+and checked with :mod:`shadowzarr_tiff`'s codec rules; the frames are transposed to the (frame,
+width, height) order NeuroConv writes, with the planes of a volume last. Compressed, tiled or
+multi-sample pages, pages cut short and cropped frames are refused. Its HDF5 extractor's movie
+is referenced as :func:`generate_rfs` references the dataset."""
 
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ def _page_locations(extractor: Any) -> list[PageLocation]:
             PageLocation(files[int(f)], int(i))
             for f, i in zip(table["file_index"], table[ifd_field], strict=True)
         ]
+    if name == "SampleSlicedImagingExtractor":  # NeuroConv's stub conversions, slice_samples
+        parent = extractor._parent_imaging
+        planes = _planes(parent)
+        start, stop = int(extractor._start_sample), int(extractor._end_sample)
+        return _page_locations(parent)[start * planes : stop * planes]
+    if name == "_FieldOfViewSlicedImagingExtractor":
+        raise NotVirtualizable("frames cropped out of their pages (slice_field_of_view)")
     if name in _PAGE_READERS:
         path = Path(extractor.file_path)
         return [PageLocation(path, page) for page in range(int(extractor.get_num_samples()))]
