@@ -277,3 +277,15 @@ def test_only_header_reads_and_small_inflates_run_on_the_event_loop() -> None:
     assert not guard(BYTES, zstd_entry).cheap(numcodecs.Zstd(1).encode(values))
     assert guard(BYTES, zstd_entry).cheap(numcodecs.Zstd(1).encode(bytes(1 << 22)))
     assert not guard(BYTES, zlib_entry, blosc_entry).cheap(b"x" * 100)
+
+
+def test_a_damaged_outer_layer_of_nested_compressors_is_a_chunk_decode_error(
+    tmp_path: Path,
+) -> None:
+    zlib_entry, blosc_codec = CODECS["numcodecs.zlib"][1], CODECS["numcodecs.blosc"][0]
+    blosc_entry = CODECS["numcodecs.blosc"][1]
+    # zlib level 0 stores, so blosc has something to compress (and check) in its blocks.
+    chunk = blosc_codec.encode(numcodecs.Zlib(0).encode(bytes(CHUNK_BYTES)))
+    truncated = chunk[: len(chunk) // 2]  # an honest header over half the blocks
+    with pytest.raises(ChunkDecodeError, match=r"not valid numcodecs\.blosc data"):
+        _open(tmp_path, [BYTES, zlib_entry, blosc_entry], truncated, inline=True)[:]

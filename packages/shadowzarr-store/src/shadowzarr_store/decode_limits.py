@@ -237,7 +237,10 @@ def _check_layer(
         "zstd": numcodecs.Zstd().decode,
         "lz4": numcodecs.LZ4().decode,
     }[layer.kind]
-    return bytes(decoder(data))
+    try:
+        return bytes(decoder(data))
+    except (RuntimeError, ValueError) as exc:  # what numcodecs raises for damaged input
+        raise _malformed(key, where, layer, str(exc)) from exc
 
 
 def _declared_size(data: bytes | memoryview, layer: Layer, key: str, where: str) -> tuple[int, int]:
