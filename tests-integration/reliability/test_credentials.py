@@ -1,8 +1,11 @@
-"""DANDI tokens go only to the DANDI API host, and never into references, caches, logs, errors
-or exported (materialized) copies: every one of them is grepped for the token.
+"""DANDI tokens go only to the DANDI API host, and user headers (the ``headers`` option) only to
+the origin and path they are bound to; neither goes into references, caches, logs, errors or
+exported (materialized) copies: every one of them is grepped for the secrets.
 
 Budget: one embargoed asset read through the proxy's DANDI-like API (2 API requests at most,
-a few presigned range requests), one refused asset, one materialize.
+a few presigned range requests), one refused asset, one materialize; for user headers, two
+proxies (two hosts), one cross-origin redirect, three reads, one missing asset, three refused
+header settings, one materialize.
 """
 
 from __future__ import annotations
