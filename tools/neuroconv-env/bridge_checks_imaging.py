@@ -287,6 +287,28 @@ def test_cropped_scanimage_is_refused(tmp_path: Path) -> None:
         imaging_array(ThorTiffImagingExtractor(file_path=thor).slice_field_of_view(0, 5, 0, 5))
 
 
+def test_memory_mapped_tiff_stack(tmp_path: Path) -> None:
+    """roiextractors' TiffImagingExtractor (not NeuroConv's TIFF interface) reads a stack through
+    tifffile's memory map: the map is referenced."""
+    import tifffile
+    import zarr
+    from roiextractors import TiffImagingExtractor
+    from shadowzarr_nwb.neuroconv_bridge.imaging import imaging_array
+    from shadowzarr_spec import RfsBuilder
+    from shadowzarr_store import RfsStore
+
+    frames = _ifds(6, "uint16")
+    tifffile.imwrite(tmp_path / "stack.tif", frames, photometric="minisblack")
+    extractor = TiffImagingExtractor(tmp_path / "stack.tif", sampling_frequency=10.0)
+    array = imaging_array(extractor)
+    builder = RfsBuilder()
+    builder.add_group("")
+    array.add_to(builder, "frames")
+    read = zarr.open_array(RfsStore(builder.build()), path="frames", mode="r")[...]
+    np.testing.assert_array_equal(read, _nwb_order(extractor.get_series()))
+    np.testing.assert_array_equal(read, _nwb_order(frames))
+
+
 def test_truncated_scanimage_is_refused(tmp_path: Path) -> None:
     """A last page cut short would read as padding through a reference: refused."""
     from roiextractors import ScanImageImagingExtractor

@@ -7,8 +7,9 @@ after another in time, or one per plane), or the first samples of any of these (
 stub conversions). Each such page becomes one chunk of the frames, located from its TIFF tags
 and checked with :mod:`shadowzarr_tiff`'s codec rules; the frames are transposed to the (frame,
 width, height) order NeuroConv writes, with the planes of a volume last. Compressed, tiled or
-multi-sample pages, pages cut short and cropped frames are refused. Its HDF5 extractor's movie
-is referenced as :func:`generate_rfs` references the dataset."""
+multi-sample pages, pages cut short and cropped frames are refused. A stack tifffile memory-maps
+(TiffImagingExtractor) is referenced as the map shows it, and the HDF5 extractor's movie as
+:func:`generate_rfs` references the dataset."""
 
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ def imaging_array(extractor: Any) -> VirtualArray:
     (frame, width, height, plane) for a volume."""
     if hasattr(extractor, "_mov_field") and hasattr(extractor, "_file"):
         return _hdf5_frames(extractor)
+    video = getattr(extractor, "_video", None)
+    if isinstance(video, np.memmap) and video.ndim == 3:
+        # roiextractors' TiffImagingExtractor: tifffile's memory map of a contiguous stack.
+        return VirtualArray.from_memmap(video).transpose(0, 2, 1)
     planes = _planes(extractor)
     samples = int(extractor.get_num_samples())
     locations = _page_locations(extractor)
