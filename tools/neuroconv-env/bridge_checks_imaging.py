@@ -154,6 +154,20 @@ def test_stub_conversion(planes: int, tmp_path: Path) -> None:
     assert _virtual(interface, tmp_path / "out", expected).shape == expected.shape
 
 
+def test_stub_conversion_of_hdf5_movie(tmp_path: Path) -> None:
+    import h5py
+    from neuroconv.datainterfaces import Hdf5ImagingInterface
+
+    movie = RNG.integers(0, 2**16, size=(1, 10, 11, 8), dtype=np.uint16)
+    with h5py.File(tmp_path / "movie.h5", "w") as file:
+        file.create_dataset("mov", data=movie, chunks=(1, 4, 11, 8))
+    interface = Hdf5ImagingInterface(
+        file_path=tmp_path / "movie.h5", mov_field="mov", sampling_frequency=20.0
+    )
+    expected = _nwb_order(movie[0, :6])
+    assert _virtual(_Stub(interface, samples=6), tmp_path / "out", expected).shape == (6, 8, 11)
+
+
 def test_scanimage_several_files(tmp_path: Path) -> None:
     """An acquisition split into files of six frames (``logFramesPerFile``); NeuroConv reads
     the files it is given (``file_paths``)."""

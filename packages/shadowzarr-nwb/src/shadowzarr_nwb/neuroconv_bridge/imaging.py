@@ -54,12 +54,17 @@ class PageBytes:
 def imaging_array(extractor: Any) -> VirtualArray:
     """The frames of a TIFF or HDF5 imaging extractor: (frame, width, height), or
     (frame, width, height, plane) for a volume."""
-    if hasattr(extractor, "_mov_field") and hasattr(extractor, "_file"):
+    if _is_hdf5(extractor):
         return _hdf5_frames(extractor)
-    video = getattr(extractor, "_video", None)
-    if isinstance(video, np.memmap) and video.ndim == 3:
+    video = _memmap(extractor)
+    if video is not None:
         # roiextractors' TiffImagingExtractor: tifffile's memory map of a contiguous stack.
         return VirtualArray.from_memmap(video).transpose(0, 2, 1)
+    if type(extractor).__name__ == "SampleSlicedImagingExtractor":
+        parent = extractor._parent_imaging
+        if _is_hdf5(parent) or _memmap(parent) is not None:
+            start, stop = int(extractor._start_sample), int(extractor._end_sample)
+            return imaging_array(parent)[start:stop]
     planes = _planes(extractor)
     samples = int(extractor.get_num_samples())
     locations = _page_locations(extractor)
@@ -70,6 +75,15 @@ def imaging_array(extractor: Any) -> VirtualArray:
     rows, columns = (int(n) for n in extractor.get_frame_shape())
     pages = _page_bytes(locations[: samples * planes])
     return _frames(pages, samples, planes, (rows, columns))
+
+
+def _is_hdf5(extractor: Any) -> bool:
+    return hasattr(extractor, "_mov_field") and hasattr(extractor, "_file")
+
+
+def _memmap(extractor: Any) -> np.memmap | None:
+    video = getattr(extractor, "_video", None)
+    return video if isinstance(video, np.memmap) and video.ndim == 3 else None
 
 
 def _planes(extractor: Any) -> int:
