@@ -301,26 +301,49 @@ def test_cropped_scanimage_is_refused(tmp_path: Path) -> None:
         imaging_array(ThorTiffImagingExtractor(file_path=thor).slice_field_of_view(0, 5, 0, 5))
 
 
+def _read(array: Any) -> np.ndarray:
+    """A VirtualArray's values, read through RfsStore."""
+    import zarr
+    from shadowzarr_spec import RfsBuilder
+    from shadowzarr_store import RfsStore
+
+    builder = RfsBuilder()
+    builder.add_group("")
+    array.add_to(builder, "frames")
+    return np.asarray(zarr.open_array(RfsStore(builder.build()), path="frames", mode="r")[...])
+
+
 def test_memory_mapped_tiff_stack(tmp_path: Path) -> None:
     """roiextractors' TiffImagingExtractor (not NeuroConv's TIFF interface) reads a stack through
     tifffile's memory map: the map is referenced."""
     import tifffile
-    import zarr
     from roiextractors import TiffImagingExtractor
     from shadowzarr_nwb.neuroconv_bridge.imaging import imaging_array
-    from shadowzarr_spec import RfsBuilder
-    from shadowzarr_store import RfsStore
 
     frames = _ifds(6, "uint16")
     tifffile.imwrite(tmp_path / "stack.tif", frames, photometric="minisblack")
     extractor = TiffImagingExtractor(tmp_path / "stack.tif", sampling_frequency=10.0)
-    array = imaging_array(extractor)
-    builder = RfsBuilder()
-    builder.add_group("")
-    array.add_to(builder, "frames")
-    read = zarr.open_array(RfsStore(builder.build()), path="frames", mode="r")[...]
+    read = _read(imaging_array(extractor))
     np.testing.assert_array_equal(read, _nwb_order(extractor.get_series()))
     np.testing.assert_array_equal(read, _nwb_order(frames))
+
+
+def test_extractors_joined_in_time(tmp_path: Path) -> None:
+    """roiextractors' MultiImagingExtractor of two recordings: the frames of one, then the
+    other's."""
+    from roiextractors import MultiImagingExtractor, ThorTiffImagingExtractor
+    from shadowzarr_nwb.neuroconv_bridge.imaging import imaging_array
+
+    first, second = _ifds(4, "uint16"), _ifds(3, "uint16")
+    joined = MultiImagingExtractor(
+        [
+            ThorTiffImagingExtractor(files.write_thor(tmp_path / "a", first)),
+            ThorTiffImagingExtractor(files.write_thor(tmp_path / "b", second)),
+        ]
+    )
+    read = _read(imaging_array(joined))
+    np.testing.assert_array_equal(read, _nwb_order(joined.get_series()))
+    np.testing.assert_array_equal(read, _nwb_order(np.concatenate([first, second])))
 
 
 def test_truncated_scanimage_is_refused(tmp_path: Path) -> None:

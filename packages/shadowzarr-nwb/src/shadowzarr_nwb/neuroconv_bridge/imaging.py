@@ -121,14 +121,19 @@ def _page_locations(extractor: Any) -> list[PageLocation]:
     if readers is None:
         raise NotVirtualizable(f"{name} does not say where its frames are")
     parts = [_page_locations(reader) for reader in readers]
-    if _planes(extractor) > 1 and list(getattr(extractor, "_start_frames", [])) == [0] * len(parts):
-        # One reader per plane, all from the first sample (Bruker's multi-plane extractor).
-        samples = int(extractor.get_num_samples())
+    samples = int(extractor.get_num_samples())
+    if len(parts) > 1 and list(getattr(extractor, "_start_frames", [])) == [0] * len(parts):
+        # Readers side by side, one per plane (Bruker's multi-plane extractor).
         if len(parts) != _planes(extractor) or any(len(part) < samples for part in parts):
             raise NotVirtualizable(f"{name}: its planes do not hold {samples} frames each")
         return [part[t] for t in range(samples) for part in parts]
-    # Readers one after another in time (Micro-Manager, Bruker's single-plane extractor).
-    return [location for part in parts for location in part]
+    # Readers one after another in time (Micro-Manager, Bruker's single-plane extractor), each
+    # giving its own samples.
+    return [
+        location
+        for reader, part in zip(readers, parts, strict=True)
+        for location in part[: int(reader.get_num_samples()) * _planes(reader)]
+    ]
 
 
 def _ifd_field(table: Any) -> str:
