@@ -101,7 +101,7 @@ def test_missing_shard_reads_as_fill(nginx: NginxServer, data: np.ndarray) -> No
     np.testing.assert_array_equal(plain[19_999], data[19_999])
 
 
-def test_auto_shows_chunks_of_4_mib_and_more_in_1_mib_blocks(nginx: NginxServer) -> None:
+def test_auto_shows_chunks_of_2_mib_and_more_in_1_mib_blocks(nginx: NginxServer) -> None:
     rows, channels = 20_000, 128  # one chunk of 5.12 MB; the small array's 1.28 MB stay plain
     values = np.random.default_rng(2).integers(-999, 999, (rows, channels), dtype="<i2")
     (nginx.root / "wide.bin").write_bytes(values.tobytes())

@@ -77,7 +77,7 @@ class RfsStore(Store):
         Chunk-index chunks kept in memory.
     sharded_view
         0 (default): chunks as stored. ``"auto"``: uncompressed chunks (``bytes``, optionally
-        with ``transpose``) of 4 MiB or more are shown as shards of blocks of about 1 MiB, so
+        with ``transpose``) of 2 MiB or more are shown as shards of blocks of about 1 MiB, so
         zarr reads only the blocks a selection touches; an integer: blocks of about that many
         bytes, for chunks at least twice as large. Metadata and chunk values then differ from
         the stored ones, so code copying chunk bytes must leave it off.

@@ -26,7 +26,7 @@ from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 __all__ = ["AUTO_MIN_CHUNK_BYTES", "AUTO_TARGET_BYTES", "ShardLayout", "ShardedView"]
 
 AUTO_TARGET_BYTES = 1024 * 1024
-AUTO_MIN_CHUNK_BYTES = 4 * AUTO_TARGET_BYTES
+AUTO_MIN_CHUNK_BYTES = 2 * AUTO_TARGET_BYTES
 _PLAIN_CODECS = (["bytes"], ["transpose", "bytes"])
 
 
