@@ -139,6 +139,8 @@ def _prepare(chosen: list[str], www: Path, work: Path, sizes: Sizes) -> dict[str
         inputs["2"] = opening.prepare_files(www, sizes)
     if {"3", "5"} & set(chosen):
         inputs["3"] = reading.prepare_recording(www, sizes)
+    if "3" in chosen:
+        inputs["3c"] = reading.prepare_contiguous(www, sizes)
     if "4" in chosen:
         inputs["4"] = reading.prepare_small(www, sizes)
     return inputs
@@ -149,7 +151,10 @@ def _run(chosen: list[str], ctx: Context, inputs: dict[str, object]) -> list[Row
     steps = {
         "1": lambda: generation.run(ctx, inputs["1"]),
         "2": lambda: opening.run(ctx, inputs["2"]),
-        "3": lambda: reading.run_one_second(ctx, inputs["3"]),
+        "3": lambda: [
+            *reading.run_one_second(ctx, inputs["3"]),
+            *reading.run_partial(ctx, inputs["3c"]),
+        ],
         "4": lambda: reading.run_small(ctx, inputs["4"]),
         "5": lambda: reading.run_sequential(ctx, inputs["3"]),
     }

@@ -29,6 +29,7 @@ class Sizes:
     recording_channels: int = 64
     recording_bytes: int = 1_000_000_000
     recording_chunk: tuple[int, int] = (8192, 16)
+    contiguous_bytes: int = 200_000_000
     records: int = 300
     lfp_chunks: int = 82
     lfp_chunk_rows: int = 1600
@@ -45,6 +46,7 @@ class Sizes:
             recording_channels=16,
             recording_bytes=4 * SAMPLE_RATE * 16 * 2,
             recording_chunk=(4096, 8),
+            contiguous_bytes=4 * SAMPLE_RATE * 16 * 2,
             records=300,
             lfp_chunks=82,
             lfp_chunk_rows=400,
@@ -128,6 +130,19 @@ def write_recording(path: Path, sizes: Sizes) -> None:
             dtype="<i2",
             chunks=sizes.recording_chunk,
         )
+        for start in range(0, samples, rows):
+            stop = min(start + rows, samples)
+            data[start:stop] = recording_values(start, stop, channels)
+
+
+def write_contiguous(path: Path, sizes: Sizes) -> None:
+    """The same kind of recording stored contiguously (no chunks): references cut it into slabs
+    of about 4 MiB, so a short read touches a fraction of one."""
+    channels = sizes.recording_channels
+    samples = sizes.contiguous_bytes // (2 * channels)
+    rows = sizes.recording_chunk[0] * 16
+    with h5py.File(path, "w") as f:
+        data = f.create_dataset("data", (samples, channels), dtype="<i2")
         for start in range(0, samples, rows):
             stop = min(start + rows, samples)
             data[start:stop] = recording_values(start, stop, channels)

@@ -29,6 +29,7 @@ from files import (
     SAMPLE_RATE,
     Sizes,
     recording_values,
+    write_contiguous,
     write_lfp,
     write_recording,
     write_records,
@@ -48,6 +49,12 @@ def prepare_recording(www: Path, sizes: Sizes) -> Path:
     start = time.perf_counter()
     write_recording(path, sizes)
     print(f"  recording {path.stat().st_size / 1e9:.2f} GB in {time.perf_counter() - start:.0f} s")
+    return path
+
+
+def prepare_contiguous(www: Path, sizes: Sizes) -> Path:
+    path = www / "contiguous.h5"
+    write_contiguous(path, sizes)
     return path
 
 
@@ -234,6 +241,46 @@ def run_one_second(ctx: Context, local: Path) -> list[Row]:
         for peer in stack:
             peer.close()
     return rows
+
+
+def run_partial(ctx: Context, local: Path) -> list[Row]:
+    """100 ms of every channel of a contiguous recording (slabs of about 4 MiB), cold: plain
+    chunks move whole slabs, ``sharded_view="auto"`` only the blocks of about 1 MiB it needs."""
+    from shadowzarr_store import open_array
+
+    channels = ctx.sizes.recording_channels
+    samples = ctx.sizes.contiguous_bytes // (2 * channels)
+    length = SAMPLE_RATE // 10
+    rng = np.random.default_rng(29)
+    starts = rng.integers(0, samples - length, size=2 * max(ctx.runs, 1) + 2)
+    selections = [(slice(int(s), int(s) + length), None) for s in starts]
+    rfs = _ours_rfs(ctx, local)
+    refs = kerchunk_refs(local, ctx.server.url(local.name))
+    readers: list[tuple[str, bool, Opener | str]] = [
+        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_array(rfs, "data"))),
+        (
+            'shadowzarr RfsStore, sharded_view="auto"',
+            True,
+            _zarr_reader(lambda: open_array(rfs, "data", sharded_view="auto")),
+        ),
+        (
+            "kerchunk + fsspec ReferenceFileSystem",
+            False,
+            _zarr_reader(lambda: kerchunk_group(refs)["data"]),
+        ),
+        ("h5py + fsspec HTTPFile", False, _h5py_fsspec(ctx.server.url(local.name), "data")),
+    ]
+
+    def expected(rows: slice, col: int | None) -> np.ndarray:
+        return recording_values(rows.start, rows.stop, channels)
+
+    results: list[Row] = []
+    for name, ours, opener in readers:
+        if not ours and ctx.skipped(name):
+            opener = "skipped by --skip"
+        row = Row("3 one second", "100 ms, all channels, contiguous, cold", name, ours=ours)
+        results.append(_measure_reader(row, ctx, opener, selections, expected, warm=False))
+    return results
 
 
 # -- workload 4 ------------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def targets(rows: list[Row], ctx: Context) -> list[dict[str, Any]]:
         transfer = (row.bytes or 0) / bandwidth if bandwidth else 0.0
         bound = 2 * latency + transfer
         add(
-            f"cold one-second read ≤ 2 round trips + transfer ({row.case})",
+            f"cold read ≤ 2 round trips + transfer ({row.case})",
             row.seconds <= bound,
             f"{row.seconds * 1000:.0f} ms vs bound {bound * 1000:.0f} ms "
             f"({row.requests} requests, {(row.bytes or 0) / 1e6:.1f} MB)",
