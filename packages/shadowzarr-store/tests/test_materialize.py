@@ -195,3 +195,15 @@ def test_same_result_on_a_local_dask_cluster(tmp_path: Path) -> None:
             if p.is_file()
         )
         assert files(single) == files(clustered)
+
+
+def test_chunks_copied_as_stored_ignore_a_sharded_view(tmp_path: Path) -> None:
+    """A sharded view serves an index before each chunk's data: a copy of the stored bytes must
+    never take those, whatever store options the caller passes."""
+    refs, expected = make_refs(tmp_path)
+    dest = tmp_path / "as-stored.zarr"
+    report = materialize(refs, dest, layout=lambda path, array: None, sharded_view=2048)
+    assert {report[path].action for path in expected} == {"copied"}
+    root = zarr.open_group(dest, mode="r")
+    for path, values in expected.items():
+        np.testing.assert_array_equal(root[path][:], values)

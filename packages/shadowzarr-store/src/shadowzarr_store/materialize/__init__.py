@@ -140,7 +140,8 @@ async def _materialize(
 
     started = time.perf_counter()
     rfs = refs if isinstance(refs, ReferenceFileSystem) else load_rfs(refs)
-    source_store = RfsStore(rfs, **store_options)
+    # Chunks copied as stored must be the stored bytes, never a sharded view's index + data.
+    source_store = RfsStore(rfs, **{**store_options, "sharded_view": 0})
     dest_store = _destination_store(destination)
     log = ProgressLog(_progress_store(destination))
     report = MaterializeReport()
