@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+import zarr
 
 from shadowzarr_store import RfsStore, StoreOptions, open_rfs
 from shadowzarr_store.fetch.headers import HeaderRules
@@ -108,3 +109,23 @@ def test_every_request_for_chunks_and_index_arrays_carries_the_header(
     assert any(e["path"].startswith("/data/") for e in reads)
     assert any(e["path"].startswith("/refs.shadowzarr/index/") for e in reads)
     assert all(e["headers"].get("x-key") == SECRET for e in reads)
+
+
+@pytest.mark.network
+def test_the_reference_file_and_materialize_carry_the_header(
+    make_proxy, nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    """refs.json itself is fetched with the header bound to it, by open_rfs and materialize."""
+    from shadowzarr_store import materialize
+
+    proxy = make_proxy()
+    sources = write_sources(nginx_root / "data")
+    write_reference_directory(sources, nginx_root / "refs.shadowzarr", proxy.url("data"))
+    headers = {proxy.base_url: {"X-Key": SECRET}}
+    materialize(proxy.url("refs.shadowzarr"), tmp_path / "copy.zarr", headers=headers)
+    proxy.wait_idle()
+    assert [e for e in proxy.log if e["path"].endswith("refs.json")]
+    assert all(e["headers"].get("x-key") == SECRET for e in proxy.log)
+    copy = zarr.open_group(tmp_path / "copy.zarr", mode="r")
+    for name, values in sources.expected.items():
+        np.testing.assert_array_equal(copy[name][...], values, err_msg=name)

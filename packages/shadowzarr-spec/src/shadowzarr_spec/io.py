@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,9 @@ from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
 from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
+from shadowzarr_spec.url_read import read_url
 
-__all__ = ["REFS_FILE", "load_index_table", "load_rfs", "write_rfs"]
+__all__ = ["REFS_FILE", "load_index_table", "load_rfs", "refs_url_of", "write_rfs"]
 
 REFS_FILE = "refs.json"
 INDEX_DIR = "index"
@@ -56,16 +58,20 @@ def write_rfs(
     return _write_directory(rfs, target, chunk_index_threshold)
 
 
-def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
+def load_rfs(
+    source: str | os.PathLike[str] | dict[str, Any], *, headers: Mapping[str, str] | None = None
+) -> ReferenceFileSystem:
     """Read a reference file system from a JSON file, a directory, a URL to either, or a dict.
 
     Index arrays are not read here: they stay on disk or remote until a reader needs them.
+    ``headers`` go with the request for a reference file at a URL (and with redirects to the
+    same origin, never elsewhere).
     """
     if isinstance(source, dict):
         return rfs_from_json(source)
     text = os.fspath(source)
     if text.startswith(("http://", "https://")):
-        return _load_url(text)
+        return _load_url(text, headers or {})
     if text.startswith("file://"):
         text = urllib.request.url2pathname(urllib.parse.urlparse(text).path)
     local = Path(text)
@@ -204,15 +210,18 @@ def _atomic_write_text(target: Path, text: str) -> None:
         raise
 
 
-def _load_url(url: str) -> ReferenceFileSystem:
+def refs_url_of(url: str) -> tuple[str, str]:
+    """(URL of the reference JSON, base URL of the set) for a ``.json`` URL or a directory URL."""
     if url.endswith(".json"):
-        refs_url, base = url, url.rsplit("/", 1)[0]
-    else:
-        base = url.rstrip("/")
-        refs_url = base + "/" + REFS_FILE
+        return url, url.rsplit("/", 1)[0]
+    base = url.rstrip("/")
+    return base + "/" + REFS_FILE, base
+
+
+def _load_url(url: str, headers: Mapping[str, str]) -> ReferenceFileSystem:
+    refs_url, base = refs_url_of(url)
     try:
-        with urllib.request.urlopen(refs_url, timeout=60) as response:
-            raw = response.read()
+        raw = read_url(refs_url, headers)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             raise SourceNotFoundError(f"no reference file at {refs_url}") from exc

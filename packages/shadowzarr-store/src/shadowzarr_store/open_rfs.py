@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import zarr
 from shadowzarr_spec import ReferenceFileSystem, load_rfs
+from shadowzarr_spec.io import refs_url_of
 
 from shadowzarr_store.codecs import check_codecs
+from shadowzarr_store.fetch.headers import HeaderRules
 from shadowzarr_store.rfs_store import RfsStore
 
 if TYPE_CHECKING:
     from zarr import Array, Group
 
-__all__ = ["open_array", "open_rfs"]
+__all__ = ["load_references", "open_array", "open_rfs"]
 
 
 def open_rfs(
@@ -30,7 +32,7 @@ def open_rfs(
     **options
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
-    rfs = source if isinstance(source, ReferenceFileSystem) else load_rfs(source)
+    rfs = load_references(source, options.get("headers"))
     check_codecs(rfs)
     store = RfsStore(rfs, **options)
     return zarr.open_group(store, mode="r", zarr_format=3)
@@ -42,7 +44,20 @@ def open_array(
     **options: Any,
 ) -> Array[Any]:
     """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs)."""
-    rfs = source if isinstance(source, ReferenceFileSystem) else load_rfs(source)
+    rfs = load_references(source, options.get("headers"))
     check_codecs(rfs)
     store = RfsStore(rfs, **options)
     return zarr.open_array(store, path=path, mode="r", zarr_format=3)
+
+
+def load_references(
+    source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    headers: HeaderRules | Any = None,
+) -> ReferenceFileSystem:
+    """``load_rfs``, sending the store's user headers that are bound to a remote reference file."""
+    if isinstance(source, ReferenceFileSystem):
+        return source
+    if isinstance(source, str) and source.startswith(("http://", "https://")) and headers:
+        refs_url, _ = refs_url_of(source)
+        return load_rfs(source, headers=HeaderRules.parse(headers).for_url(refs_url))
+    return load_rfs(source)

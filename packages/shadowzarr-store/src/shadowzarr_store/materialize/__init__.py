@@ -29,7 +29,7 @@ from zarr.core.buffer.cpu import Buffer
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore
 
-from shadowzarr_spec import ReferenceFileSystem, load_rfs
+from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec.errors import ShadowzarrError
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.keys import chunk_grid_shape, chunk_key, metadata_key
@@ -42,6 +42,7 @@ from shadowzarr_store.materialize.plan import (
     regions,
 )
 from shadowzarr_store.materialize.progress_log import ProgressLog
+from shadowzarr_store.open_rfs import load_references
 
 __all__ = ["ArrayReport", "MaterializeError", "MaterializeReport", "materialize"]
 
@@ -139,7 +140,7 @@ async def _materialize(
     from shadowzarr_store import RfsStore
 
     started = time.perf_counter()
-    rfs = refs if isinstance(refs, ReferenceFileSystem) else load_rfs(refs)
+    rfs = load_references(refs, store_options.get("headers"))
     # Chunks copied as stored must be the stored bytes, never a sharded view's index + data.
     source_store = RfsStore(rfs, **{**store_options, "sharded_view": 0})
     dest_store = _destination_store(destination)
@@ -169,7 +170,16 @@ async def _materialize(
         source = sources[plan.path]
         if plan.rewrite:
             done_before = await _rewrite(
-                plan, source, dest_store, log, client, refs, destination, concurrency, bar
+                plan,
+                source,
+                dest_store,
+                log,
+                client,
+                refs,
+                destination,
+                concurrency,
+                bar,
+                _worker_options(store_options),
             )
             report.resumed_regions += done_before
             dest = await zarr_async.open_array(
@@ -214,6 +224,7 @@ async def _rewrite(
     destination: Any,
     concurrency: int,
     bar: Progress | None,
+    worker_options: dict[str, Any],
 ) -> int:
     all_regions = regions(plan.shape, plan.chunk_shape)
     fingerprint = _fingerprint(plan)
@@ -254,7 +265,9 @@ async def _rewrite(
             last_save = time.monotonic()
 
     if client is not None:
-        await _rewrite_on_cluster(client, refs, destination, plan, all_regions, todo, record)
+        await _rewrite_on_cluster(
+            client, refs, destination, plan, all_regions, todo, record, worker_options
+        )
     else:
         await copy_regions(source, dest, all_regions, todo, concurrency=concurrency, on_done=record)
     state.complete = True
@@ -270,6 +283,7 @@ async def _rewrite_on_cluster(
     all_regions: list[Any],
     todo: list[int],
     record: Any,
+    worker_options: dict[str, Any],
 ) -> None:
     """Spread region copies over a Dask cluster; each task opens the source and destination."""
     if not isinstance(destination, str | Path):
@@ -289,6 +303,7 @@ async def _rewrite_on_cluster(
         destination=str(destination),
         path=plan.path,
         chunk_shape=plan.chunk_shape,
+        store_options=worker_options,
         pure=False,
     )
     from distributed import as_completed
@@ -298,13 +313,25 @@ async def _rewrite_on_cluster(
             await record(index)
 
 
+def _worker_options(store_options: dict[str, Any]) -> dict[str, Any]:
+    """The store options a Dask worker's own store takes: all but the caller's cache objects."""
+    return {k: v for k, v in store_options.items() if k not in ("local_cache", "memory_cache")}
+
+
 def _copy_batch_on_worker(
-    indices: list[int], *, refs: Any, destination: str, path: str, chunk_shape: tuple[int, ...]
+    indices: list[int],
+    *,
+    refs: Any,
+    destination: str,
+    path: str,
+    chunk_shape: tuple[int, ...],
+    store_options: dict[str, Any],
 ) -> list[int]:
     from shadowzarr_store import RfsStore
 
-    rfs = refs if isinstance(refs, ReferenceFileSystem) else load_rfs(refs)
-    source = zarr.open_array(RfsStore(rfs), path=path, mode="r", zarr_format=3)
+    rfs = load_references(refs, store_options.get("headers"))
+    store = RfsStore(rfs, **{**store_options, "sharded_view": 0})
+    source = zarr.open_array(store, path=path, mode="r", zarr_format=3)
     dest = zarr.open_array(LocalStore(destination), path=path, mode="r+", zarr_format=3)
     all_regions = regions(source.shape, chunk_shape)
     for index in indices:
