@@ -16,7 +16,7 @@ import numpy as np
 from numcodecs.vlen import VLenUTF8
 from numcodecs.zstd import Zstd
 
-__all__ = ["encode_directly"]
+__all__ = ["chunk_region", "encode_directly"]
 
 _VLEN_UTF8 = VLenUTF8()
 
@@ -92,13 +92,19 @@ def _padded_chunk(
     """The chunk's values, padded with the fill value to the full chunk shape as zarr does."""
     if values.ndim == 0:
         return values.reshape(())
-    region = tuple(
-        slice(c * n, min((c + 1) * n, s))
-        for c, n, s in zip(coords, chunk_shape, values.shape, strict=True)
-    )
-    part = values[region]
+    part = values[chunk_region(coords, chunk_shape, values.shape)]
     if part.shape == tuple(chunk_shape):
         return part
     padded = np.full(tuple(chunk_shape), fill, dtype=part.dtype)
     padded[tuple(slice(0, s) for s in part.shape)] = part
     return padded
+
+
+def chunk_region(
+    coords: Sequence[int], chunk_shape: Sequence[int], shape: tuple[int, ...]
+) -> tuple[slice, ...]:
+    """The part of an array of ``shape`` that the chunk at ``coords`` covers."""
+    return tuple(
+        slice(c * n, min((c + 1) * n, s))
+        for c, n, s in zip(coords, chunk_shape, shape, strict=True)
+    )

@@ -20,7 +20,7 @@ from shadowzarr_spec.metadata import array_metadata, default_codecs, zarr_data_t
 from zarr.core.buffer import cpu
 from zarr.storage import MemoryStore
 
-from .direct_encode import encode_directly
+from .direct_encode import chunk_region, encode_directly
 
 __all__ = [
     "ZSTD_CODEC",
@@ -166,13 +166,3 @@ def memory_array_store(
     for key, data in (chunks or {}).items():
         contents[key] = cpu.Buffer.from_bytes(data)
     return MemoryStore(contents)
-
-
-def chunk_region(
-    coords: Sequence[int], chunk_shape: Sequence[int], shape: tuple[int, ...]
-) -> tuple[slice, ...]:
-    """The part of an array of ``shape`` that the chunk at ``coords`` covers."""
-    return tuple(
-        slice(c * n, min((c + 1) * n, s))
-        for c, n, s in zip(coords, chunk_shape, shape, strict=True)
-    )
