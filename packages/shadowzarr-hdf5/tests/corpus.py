@@ -444,6 +444,25 @@ def _links(f: h5py.File, _root: Path) -> None:
     g["loop"] = f["a"]
 
 
+@corpus("creation_order_and_dangling")
+def _creation_order_and_dangling(f: h5py.File, _root: Path) -> None:
+    """Links and attributes kept in creation order (not name order), and references to an
+    anonymous dataset, which HDF5 deletes when the file closes: they read as null."""
+    ordered = f.create_group("ordered", track_order=True)
+    for name in ["zeta", "alpha", "mid"]:
+        ordered.create_dataset(name, data=np.arange(3))
+        ordered[f"{name}_link"] = h5py.SoftLink(f"/ordered/{name}")
+    node = f.create_dataset("node", data=np.arange(4), track_order=True)
+    for name in ["z", "a", "m"]:
+        node.attrs[name] = len(name)
+    hidden = f.create_dataset(None, data=np.arange(5))  # anonymous: deleted at close
+    target = ordered["alpha"]
+    node.attrs["to_hidden"] = hidden.ref
+    node.attrs["mixed"] = np.array([target.ref, hidden.ref], dtype=h5py.ref_dtype)
+    refs = f.create_dataset("refs", shape=(4,), dtype=h5py.ref_dtype)  # element 3 stays null
+    refs[0], refs[1], refs[2] = target.ref, hidden.ref, target.ref
+
+
 @corpus("groups")
 def _groups(f: h5py.File, _root: Path) -> None:
     for i in range(4):

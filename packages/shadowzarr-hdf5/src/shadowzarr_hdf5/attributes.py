@@ -17,7 +17,7 @@ from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 
 from .object_paths import ObjectPaths
 
-__all__ = ["SKIPPED_ATTRIBUTES", "read_attributes"]
+__all__ = ["SKIPPED_ATTRIBUTES", "attribute_names", "read_attributes"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,14 +25,43 @@ SKIPPED_ATTRIBUTES = frozenset({"DIMENSION_LIST", "REFERENCE_LIST"})
 """Dimension-scale bookkeeping (references between datasets), expressed by dimension_names."""
 
 
-def read_attributes(obj: h5py.HLObject, paths: ObjectPaths) -> dict[str, Any]:
-    """Every attribute of a group or dataset as JSON-ready values."""
+def attribute_names(obj: h5py.HLObject) -> list[bytes]:
+    """Attribute names as stored, in h5py's order (creation order when the object tracks it,
+    else by name). One count and one iteration, not h5py's per-name generator."""
+    oid = obj["/"].id if isinstance(obj, h5py.File) else obj.id
+    count = h5py.h5a.get_num_attrs(oid)
+    if not count:
+        return []
+    index = h5py.h5.INDEX_NAME
+    if count > 1 and oid.get_create_plist().get_attr_creation_order() & _TRACKED:
+        index = h5py.h5.INDEX_CRT_ORDER
+    names: list[bytes] = []
+    h5py.h5a.iterate(oid, lambda name, *_: names.append(name), index_type=index)
+    return names
+
+
+_TRACKED = h5py.h5p.CRT_ORDER_TRACKED
+
+
+def read_attributes(
+    obj: h5py.HLObject, paths: ObjectPaths, names: list[bytes] | None = None
+) -> dict[str, Any]:
+    """Every attribute of a group or dataset as JSON-ready values (``names``: from
+    :func:`attribute_names`, when the caller already has them)."""
+    oid = obj["/"].id if isinstance(obj, h5py.File) else obj.id
     out: dict[str, Any] = {}
-    for name in obj.attrs:
+    for raw_name in attribute_names(obj) if names is None else names:
+        name = _decoded(raw_name)
         if name in SKIPPED_ATTRIBUTES:
             continue
         try:
-            value = obj.attrs[name]
+            attr = h5py.h5a.open(oid, raw_name)
+            shape, dtype = attr.shape, attr.dtype
+            value = _object_reference_value(attr, shape, dtype, paths, name == SPECLOC_ATTR)
+            if value is not _NOT_OBJECT_REFERENCES:
+                out[name] = value
+                continue
+            value = _read_value(attr, shape, dtype)
         except (OSError, TypeError, ValueError) as exc:
             # h5py cannot read some types (e.g. vlen of compounds); keep the rest of the node.
             logger.warning("attribute %r of %s is not readable by h5py: %s", name, obj.name, exc)
@@ -42,6 +71,56 @@ def read_attributes(obj: h5py.HLObject, paths: ObjectPaths) -> dict[str, Any]:
             continue
         out[name] = to_json(value, paths)
     return out
+
+
+def _decoded(name: bytes) -> Any:
+    """The name as h5py gives it: UTF-8 text, or the bytes when they are not UTF-8."""
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        return name
+
+
+def _read_value(attr: Any, shape: tuple[int, ...] | None, dtype: np.dtype) -> Any:
+    """What ``obj.attrs[name]`` returns, read through the low-level attribute."""
+    if shape is None:  # a null dataspace
+        return h5py.Empty(dtype)
+    memory_type = h5py.h5t.py_create(dtype)
+    if dtype.subdtype is not None:  # a top-level array type: numpy wants it as extra axes
+        dtype, extra = dtype.subdtype
+        shape = shape + extra
+    array = np.zeros(shape, dtype=dtype)
+    attr.read(array, mtype=memory_type)
+    string = h5py.check_string_dtype(dtype)
+    if string is not None and string.length is None:
+        array = np.array(
+            [b.decode("utf-8", "surrogateescape") for b in array.flat], dtype=dtype
+        ).reshape(array.shape)
+    return array[()] if array.ndim == 0 else array
+
+
+_NOT_OBJECT_REFERENCES = object()
+
+
+def _object_reference_value(
+    attr: Any, shape: tuple[int, ...] | None, dtype: np.dtype, paths: ObjectPaths, specloc: bool
+) -> Any:
+    """An attribute of object references converted from the stored addresses (no object
+    opened per reference); ``_NOT_OBJECT_REFERENCES`` for any other attribute, or when a
+    target is not reachable by a hard link (h5py then resolves it)."""
+    if dtype.kind != "O" or shape is None or h5py.check_ref_dtype(dtype) is not h5py.Reference:
+        return _NOT_OBJECT_REFERENCES
+    addresses = np.zeros(shape, dtype="<u8")
+    try:
+        attr.read(addresses, mtype=h5py.h5t.STD_REF_OBJ)
+    except (OSError, TypeError, ValueError):  # e.g. a reference type HDF5 will not convert
+        return _NOT_OBJECT_REFERENCES
+    found = [paths.at_address(int(a)) for a in addresses.ravel()]
+    if any(path is None for path in found):
+        return _NOT_OBJECT_REFERENCES
+    if specloc and not shape:
+        return str(found[0]).lstrip("/")
+    return _nested([reference_value(str(path)) for path in found], shape)
 
 
 def to_json(value: Any, paths: ObjectPaths) -> Any:

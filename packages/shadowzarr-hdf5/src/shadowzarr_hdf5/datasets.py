@@ -12,7 +12,7 @@ from shadowzarr_spec import BuilderError, RfsBuilder, UnsupportedFeatureError
 from shadowzarr_spec.metadata import bytes_codec
 from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
-from .attributes import read_attributes
+from .attributes import attribute_names, read_attributes
 from .context import Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
@@ -49,7 +49,8 @@ def add_dataset(
 ) -> None:
     """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
     cached specifications of old HDMF files)."""
-    attributes = read_attributes(dataset, source.paths)
+    stored_names = attribute_names(dataset)
+    attributes = read_attributes(dataset, source.paths, stored_names)
     plan = plan_type(dataset.dtype, path)
     if source.netcdf:
         attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
@@ -59,7 +60,7 @@ def add_dataset(
         attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
     if plan.enum is not None:
         attributes[ENUM_ATTR] = plan.enum
-    names = dimension_names(dataset)
+    names = dimension_names(dataset, stored_names)
     if dataset.shape is None:  # null dataspace: no elements at all
         _add_empty(builder, path, plan, (0,), attributes, None)
         return
@@ -75,10 +76,13 @@ def add_dataset(
     _add_stored(builder, path, dataset, source, options, plan, shape, attributes, names)
 
 
-def dimension_names(dataset: h5py.Dataset) -> list[str | None] | None:
-    """Names from attached dimension scales (netCDF-4 dimensions) or dimension labels."""
-    keys = set(dataset.attrs.keys())
-    if not keys & {"DIMENSION_LIST", "DIMENSION_LABELS", "CLASS"} or dataset.shape is None:
+def dimension_names(
+    dataset: h5py.Dataset, stored_names: list[bytes] | None = None
+) -> list[str | None] | None:
+    """Names from attached dimension scales (netCDF-4 dimensions) or dimension labels
+    (``stored_names``: the dataset's attribute names, when the caller has them)."""
+    keys = set(attribute_names(dataset) if stored_names is None else stored_names)
+    if not keys & _DIMENSION_ATTRIBUTES or dataset.shape is None:
         return None
     if dataset.ndim == 0:
         return None
@@ -92,6 +96,21 @@ def dimension_names(dataset: h5py.Dataset) -> list[str | None] | None:
         else:
             names.append(dim.label or None)
     return names if any(n is not None for n in names) else None
+
+
+_DIMENSION_ATTRIBUTES = frozenset({b"DIMENSION_LIST", b"DIMENSION_LABELS", b"CLASS"})
+
+
+def read_whole(dataset: h5py.Dataset) -> Any:
+    """``dataset[()]`` through the low-level read (h5py's selection machinery costs more than
+    the read itself for the small datasets that are inlined)."""
+    dtype = dataset.dtype
+    shape = dataset.shape
+    if shape is None or dtype.subdtype is not None:
+        return dataset[()]
+    values = np.zeros(shape, dtype=dtype)
+    dataset.id.read(h5py.h5s.ALL, h5py.h5s.ALL, values, mtype=h5py.h5t.py_create(dtype))
+    return values
 
 
 def _fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
@@ -147,7 +166,7 @@ def _add_converted(
     if math.prod(shape) == 0:
         _add_empty(builder, path, plan, shape, attributes, names)
         return
-    values = convert_values(dataset[()], plan, source.paths, dataset)
+    values = convert_values(read_whole(dataset), plan, source.paths, dataset)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
     chunk_shape = _inline_chunks(shape)
@@ -222,7 +241,7 @@ def _add_stored(
 
     def inline(chunk_shape: tuple[int, ...]) -> None:
         add(chunk_shape, plain_codecs)
-        values = np.asarray(dataset[()]).astype(dtype, copy=False)
+        values = np.asarray(read_whole(dataset)).astype(dtype, copy=False)
         add_inline(
             builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
             codecs=plain_codecs, fill_value=fill,

@@ -158,7 +158,7 @@ def _reference_paths(
     if addresses is None or len(addresses) != len(flat):
         return [paths(v) for v in flat]
     unique, first, inverse = np.unique(addresses, return_index=True, return_inverse=True)
-    names = [paths(flat[i]) if a else "" for a, i in zip(unique, first, strict=True)]
+    names = [paths.resolve(int(a), flat[i]) for a, i in zip(unique, first, strict=True)]
     return [names[i] for i in inverse.ravel()]
 
 

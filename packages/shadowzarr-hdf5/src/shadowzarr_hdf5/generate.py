@@ -28,7 +28,6 @@ from .links import link_record
 from .matlab import userblock_offset_shift
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .nwb import bare_non_finite_attributes, is_nwb
-from .object_paths import objno_address
 from .sources import dandi_asset_url, is_url, source_state
 
 __all__ = ["ProgressCallback", "generate_rfs"]
@@ -174,7 +173,7 @@ def _walk_datasets(file: h5py.File) -> Iterator[h5py.Dataset]:
     file.id.links.visit(visit, idx_type=h5py.h5.INDEX_NAME, order=h5py.h5.ITER_NATIVE, info=True)
     for name in names:
         if h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
-            yield file[name.decode("utf-8", "surrogateescape")]
+            yield h5py.Dataset(h5py.h5o.open(file.id, name), readonly=True)
 
 
 def _wanted_paths(datasets: Iterable[str]) -> frozenset[str]:
@@ -258,19 +257,22 @@ class _Walker:
         if self.source.netcdf:
             attributes = netcdf_attributes(attributes, None)
         self.builder.add_group(path, attributes)
-        for name in group:
-            link = _link_kind(group, name)
+        for raw_name, hard_address in _links(group):
+            name = raw_name.decode("utf-8", "surrogateescape")
             child_path = f"{path}/{name}" if path else name
             if self.wanted is not None and child_path not in self.wanted:
                 continue
-            record = link_record(group, name, link)
-            if record is not None:
-                links.append(record)
-                continue
-            obj = self._open(group, name)
+            if hard_address is None:
+                record = link_record(group, name, group.get(name, getlink=True))
+                if record is not None:
+                    links.append(record)
+                    continue
+            address = hard_address
+            obj = self._open(group, name, address)
             if obj is None:
                 continue
-            address = object_address(obj)
+            if address is None:
+                address = object_address(obj)
             if isinstance(obj, h5py.Group):
                 if address in ancestors:  # a hard link back up the tree: record, do not recurse
                     links.append({"name": name, "source": ".", "path": ancestors[address]})
@@ -289,14 +291,10 @@ class _Walker:
             attributes = {**attributes, LINKS_ATTR: links}
             self.builder.set_attributes(path, attributes)
 
-    def _open(self, group: h5py.Group, name: str) -> Any:
-        """The object a hard link names; datasets opened by the first walk are not reopened."""
-        info = h5py.h5g.get_objinfo(group.id, name.encode("utf-8", "surrogateescape"))
-        if info.type == h5py.h5g.DATASET:
-            opened = self.source.opened.get(objno_address(info.objno))
-            if opened is not None:
-                return opened
-        return group.get(name)
+    def _open(self, group: h5py.Group, name: str, address: int | None) -> Any:
+        """The object a link names; datasets opened by the first walk are not reopened."""
+        opened = None if address is None else self.source.opened.get(address)
+        return opened if opened is not None else group.get(name)
 
     def _dataset(self, dataset: h5py.Dataset, path: str, address: int) -> None:
         tables = self.source.tables.get("__by_address__", {})
@@ -310,15 +308,20 @@ class _Walker:
         self.report(path)
 
 
-def _link_kind(group: h5py.Group, name: str) -> object:
-    """h5py's link object for soft and external links; a hard link is only named, not built."""
-    info = group.id.links.get_info(name.encode("utf-8", "surrogateescape"))
-    if info.type == h5py.h5l.TYPE_HARD:
-        return _HARD
-    return group.get(name, getlink=True)
+def _links(group: h5py.Group) -> list[tuple[bytes, int | None]]:
+    """Each link's name and, for a hard link, its object's address, in h5py's iteration
+    order: creation order when the group tracks it, else by name."""
+    index = h5py.h5.INDEX_NAME
+    if group.id.get_create_plist().get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED:
+        index = h5py.h5.INDEX_CRT_ORDER
+    found: list[tuple[bytes, int | None]] = []
 
+    def visit(name: bytes, info: Any) -> None:
+        # h5py hands every call the same info object: copy what is needed now.
+        found.append((name, int(info.u) if info.type == h5py.h5l.TYPE_HARD else None))
 
-_HARD = object()
+    group.id.links.iterate(visit, idx_type=index, info=True)
+    return found
 
 
 def _progress(progress: ProgressCallback | bool | None, total: int) -> Callable[[str], None]:

@@ -8,11 +8,14 @@ done the first time a reference needs a path, gives every object's path at once.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import h5py
 
 __all__ = ["ObjectPaths", "object_address", "objno_address"]
+
+logger = logging.getLogger(__name__)
 
 
 def object_address(obj: h5py.HLObject) -> int:
@@ -29,7 +32,8 @@ def objno_address(objno: Any) -> int:
 
 
 class ObjectPaths:
-    """``paths(ref)`` → the absolute path of a reference's target ("" for a null reference).
+    """``paths(ref)`` → the absolute path of a reference's target ("" for a null reference, and
+    for a dangling one whose target was deleted).
 
     The walk visits links in the order HDF5's own name lookup does (by name, native order,
     depth first, each group once), so an object reachable by several hard links gets the path
@@ -43,12 +47,28 @@ class ObjectPaths:
     def __call__(self, ref: Any) -> str:
         if not ref:
             return ""
-        target = self._file[ref]
+        try:
+            target = self._file[ref]
+        except (KeyError, ValueError) as exc:  # the target was deleted: nothing to point at
+            logger.warning("a reference points at no object (%s); it reads as null", exc)
+            return ""
         path = self._table().get(object_address(target))
         if path is not None:
             return path
         # Not reachable by a hard link from the root (e.g. an anonymous object): ask HDF5.
         return str(target.name or "")
+
+    def at_address(self, address: int) -> str | None:
+        """The path of the object whose header is at ``address`` (a reference's stored value;
+        "" for the null address), None when no hard link from the root reaches it."""
+        if not address:
+            return ""
+        return self._table().get(address)
+
+    def resolve(self, address: int, ref: Any) -> str:
+        """``ref``'s path, from its stored ``address`` when a hard link reaches it."""
+        path = self.at_address(address)
+        return self(ref) if path is None else path
 
     def _table(self) -> dict[int, str]:
         if self._by_address is None:
