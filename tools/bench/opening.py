@@ -10,8 +10,6 @@ by the proxy. The chunks are shuffled in the file, so no gen entry can describe 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -69,7 +67,7 @@ def run(ctx: Context, offsets: np.ndarray) -> list[Row]:
             (
                 "kerchunk Parquet (fsspec, lazy; own venv)",
                 False,
-                lambda: _ParquetArray(parquet_peer, ctx.server.url(parquet.name), n),
+                lambda: _ParquetArray(parquet_peer, ctx.server.url(parquet.name), n, ctx.work),
             )
         )
     if isinstance(icechunk_path, Path):
@@ -170,10 +168,10 @@ def _parquet_peer(ctx: Context, kerchunk_json: Path, parquet: Path) -> VenvPeer 
 class _ParquetArray:
     """The Parquet peer's array, opened in its environment; slicing reads there."""
 
-    def __init__(self, peer: VenvPeer, url: str, n: int) -> None:
+    def __init__(self, peer: VenvPeer, url: str, n: int, work: Path) -> None:
         self.peer, self.shape = peer, (n,)
         self.peak_mb = peer.call(op="open", how="parquet", url=url, dataset="data")["peak_mb"]
-        self._out = Path(tempfile.gettempdir()) / f"bench-parquet-{os.getpid()}.npy"
+        self._out = work / "parquet-read.npy"  # in the run's work folder, removed with it
 
     def __getitem__(self, rows: slice) -> np.ndarray:
         self.peer.call(op="read", dataset="data", rows=[rows.start, rows.stop], out=str(self._out))
