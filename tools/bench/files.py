@@ -122,7 +122,6 @@ def write_recording(path: Path, sizes: Sizes) -> None:
     """A long int16 recording (samples × channels), chunked like NWB's ElectricalSeries; the
     values are a seeded function of position so reads can be checked without keeping them."""
     samples, channels = sizes.recording_samples, sizes.recording_channels
-    rows = sizes.recording_chunk[0] * 16
     with h5py.File(path, "w") as f:
         data = f.create_dataset(
             "acquisition/ElectricalSeries/data",
@@ -130,9 +129,7 @@ def write_recording(path: Path, sizes: Sizes) -> None:
             dtype="<i2",
             chunks=sizes.recording_chunk,
         )
-        for start in range(0, samples, rows):
-            stop = min(start + rows, samples)
-            data[start:stop] = recording_values(start, stop, channels)
+        _fill_recording(data, sizes)
 
 
 def write_contiguous(path: Path, sizes: Sizes) -> None:
@@ -140,12 +137,17 @@ def write_contiguous(path: Path, sizes: Sizes) -> None:
     of about 4 MiB, so a short read touches a fraction of one."""
     channels = sizes.recording_channels
     samples = sizes.contiguous_bytes // (2 * channels)
-    rows = sizes.recording_chunk[0] * 16
     with h5py.File(path, "w") as f:
-        data = f.create_dataset("data", (samples, channels), dtype="<i2")
-        for start in range(0, samples, rows):
-            stop = min(start + rows, samples)
-            data[start:stop] = recording_values(start, stop, channels)
+        _fill_recording(f.create_dataset("data", (samples, channels), dtype="<i2"), sizes)
+
+
+def _fill_recording(data: h5py.Dataset, sizes: Sizes) -> None:
+    """Write ``recording_values`` into ``data`` a block of rows at a time (bounded memory)."""
+    samples, channels = data.shape
+    rows = sizes.recording_chunk[0] * 16
+    for start in range(0, samples, rows):
+        stop = min(start + rows, samples)
+        data[start:stop] = recording_values(start, stop, channels)
 
 
 def recording_values(start: int, stop: int, channels: int) -> np.ndarray:

@@ -28,7 +28,7 @@ SKIPPED_ATTRIBUTES = frozenset({"DIMENSION_LIST", "REFERENCE_LIST"})
 def attribute_names(obj: h5py.HLObject) -> list[bytes]:
     """Attribute names as stored, in h5py's order (creation order when the object tracks it,
     else by name). One count and one iteration, not h5py's per-name generator."""
-    oid = obj["/"].id if isinstance(obj, h5py.File) else obj.id
+    oid = _holder(obj)
     count = h5py.h5a.get_num_attrs(oid)
     if not count:
         return []
@@ -43,12 +43,17 @@ def attribute_names(obj: h5py.HLObject) -> list[bytes]:
 _TRACKED = h5py.h5p.CRT_ORDER_TRACKED
 
 
+def _holder(obj: h5py.HLObject) -> Any:
+    """The low-level id the attributes hang on (a file's are its root group's)."""
+    return obj["/"].id if isinstance(obj, h5py.File) else obj.id
+
+
 def read_attributes(
     obj: h5py.HLObject, paths: ObjectPaths, names: list[bytes] | None = None
 ) -> dict[str, Any]:
     """Every attribute of a group or dataset as JSON-ready values (``names``: from
     :func:`attribute_names`, when the caller already has them)."""
-    oid = obj["/"].id if isinstance(obj, h5py.File) else obj.id
+    oid = _holder(obj)
     out: dict[str, Any] = {}
     for raw_name in attribute_names(obj) if names is None else names:
         name = _decoded(raw_name)

@@ -28,6 +28,7 @@ from .links import link_record
 from .matlab import userblock_offset_shift
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .nwb import bare_non_finite_attributes, is_nwb
+from .object_paths import ObjectPaths
 from .sources import dandi_asset_url, is_url, source_state
 
 __all__ = ["ProgressCallback", "generate_rfs"]
@@ -109,7 +110,9 @@ def generate_rfs(
         if source.read_bytes is not None:
             source.offset_shift = userblock_offset_shift(file, source.read_bytes)
         builder = RfsBuilder()
-        found = list(_walk_datasets(file) if wanted is None else _named_datasets(file, wanted))
+        found = list(
+            _walk_datasets(file, source.paths) if wanted is None else _named_datasets(file, wanted)
+        )
         source.opened = {object_address(d): d for d in found}
         if parse_indexes:
             source.tables = _chunk_tables(raw, found)
@@ -156,23 +159,16 @@ def _reader(raw: Any) -> Callable[[int, int], bytes] | None:
     return lambda offset, size: fetch([(offset, size)])[0]
 
 
-def _walk_datasets(file: h5py.File) -> Iterator[h5py.Dataset]:
+def _walk_datasets(file: h5py.File, paths: ObjectPaths) -> Iterator[h5py.Dataset]:
     """Each dataset once (by object address), following hard links only.
 
     Not ``visititems``: HDF5's object visit asks for each object's full info, which walks every
-    chunk index (one read per v1 B-tree node, before any prefetch could help). A visit of the
-    links instead gives each object's address without opening it; only datasets are opened."""
-    names: list[bytes] = []
-    seen: set[int] = set()
-
-    def visit(name: bytes, info: Any) -> None:
-        if info.type == h5py.h5l.TYPE_HARD and int(info.u) not in seen:
-            seen.add(int(info.u))
-            names.append(name)
-
-    file.id.links.visit(visit, idx_type=h5py.h5.INDEX_NAME, order=h5py.h5.ITER_NATIVE, info=True)
-    for name in names:
-        if h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
+    chunk index (one read per v1 B-tree node, before any prefetch could help). The one visit of
+    the links that gives reference paths also gives each object's address without opening it;
+    only datasets are opened."""
+    for path in paths.by_address().values():
+        name = path[1:].encode("utf-8", "surrogateescape")
+        if name and h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
             yield h5py.Dataset(h5py.h5o.open(file.id, name), readonly=True)
 
 
@@ -267,12 +263,10 @@ class _Walker:
                 if record is not None:
                     links.append(record)
                     continue
-            address = hard_address
-            obj = self._open(group, name, address)
+            obj = self._open(group, name, hard_address)
             if obj is None:
                 continue
-            if address is None:
-                address = object_address(obj)
+            address = object_address(obj) if hard_address is None else hard_address
             if isinstance(obj, h5py.Group):
                 if address in ancestors:  # a hard link back up the tree: record, do not recurse
                     links.append({"name": name, "source": ".", "path": ancestors[address]})

@@ -52,7 +52,7 @@ class ObjectPaths:
         except (KeyError, ValueError) as exc:  # the target was deleted: nothing to point at
             logger.warning("a reference points at no object (%s); it reads as null", exc)
             return ""
-        path = self._table().get(object_address(target))
+        path = self.by_address().get(object_address(target))
         if path is not None:
             return path
         # Not reachable by a hard link from the root (e.g. an anonymous object): ask HDF5.
@@ -63,14 +63,15 @@ class ObjectPaths:
         "" for the null address), None when no hard link from the root reaches it."""
         if not address:
             return ""
-        return self._table().get(address)
+        return self.by_address().get(address)
 
     def resolve(self, address: int, ref: Any) -> str:
         """``ref``'s path, from its stored ``address`` when a hard link reaches it."""
         path = self.at_address(address)
         return self(ref) if path is None else path
 
-    def _table(self) -> dict[int, str]:
+    def by_address(self) -> dict[int, str]:
+        """Every object a hard link reaches: header address → path, in the walk's order."""
         if self._by_address is None:
             self._by_address = self._walk()
         return self._by_address

@@ -32,10 +32,7 @@ def open_rfs(
     **options
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
-    rfs = load_references(source, options.get("headers"))
-    check_codecs(rfs)
-    store = RfsStore(rfs, **options)
-    return zarr.open_group(store, mode="r", zarr_format=3)
+    return zarr.open_group(_store(source, options), mode="r", zarr_format=3)
 
 
 def open_array(
@@ -44,10 +41,14 @@ def open_array(
     **options: Any,
 ) -> Array[Any]:
     """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs)."""
+    return zarr.open_array(_store(source, options), path=path, mode="r", zarr_format=3)
+
+
+def _store(source: Any, options: dict[str, Any]) -> RfsStore:
+    """The store over ``source``'s references, refused early if a codec is not available."""
     rfs = load_references(source, options.get("headers"))
     check_codecs(rfs)
-    store = RfsStore(rfs, **options)
-    return zarr.open_array(store, path=path, mode="r", zarr_format=3)
+    return RfsStore(rfs, **options)
 
 
 def load_references(

@@ -137,12 +137,9 @@ async def _materialize(
     concurrency: int,
     store_options: dict[str, Any],
 ) -> MaterializeReport:
-    from shadowzarr_store import RfsStore
-
     started = time.perf_counter()
     rfs = load_references(refs, store_options.get("headers"))
-    # Chunks copied as stored must be the stored bytes, never a sharded view's index + data.
-    source_store = RfsStore(rfs, **{**store_options, "sharded_view": 0})
+    source_store = _source_store(rfs, store_options)
     dest_store = _destination_store(destination)
     log = ProgressLog(_progress_store(destination))
     report = MaterializeReport()
@@ -313,6 +310,14 @@ async def _rewrite_on_cluster(
             await record(index)
 
 
+def _source_store(rfs: ReferenceFileSystem, store_options: dict[str, Any]) -> Any:
+    """The store materialize reads from, here or on a worker. Chunks copied as stored must be
+    the stored bytes, never a sharded view's index + data."""
+    from shadowzarr_store import RfsStore
+
+    return RfsStore(rfs, **{**store_options, "sharded_view": 0})
+
+
 def _worker_options(store_options: dict[str, Any]) -> dict[str, Any]:
     """The store options a Dask worker's own store takes: all but the caller's cache objects."""
     return {k: v for k, v in store_options.items() if k not in ("local_cache", "memory_cache")}
@@ -327,11 +332,12 @@ def _copy_batch_on_worker(
     chunk_shape: tuple[int, ...],
     store_options: dict[str, Any],
 ) -> list[int]:
-    from shadowzarr_store import RfsStore
-
-    rfs = load_references(refs, store_options.get("headers"))
-    store = RfsStore(rfs, **{**store_options, "sharded_view": 0})
-    source = zarr.open_array(store, path=path, mode="r", zarr_format=3)
+    source = zarr.open_array(
+        _source_store(load_references(refs, store_options.get("headers")), store_options),
+        path=path,
+        mode="r",
+        zarr_format=3,
+    )
     dest = zarr.open_array(LocalStore(destination), path=path, mode="r+", zarr_format=3)
     all_regions = regions(source.shape, chunk_shape)
     for index in indices:
