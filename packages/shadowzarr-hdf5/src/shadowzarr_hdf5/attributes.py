@@ -17,7 +17,14 @@ from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 
 from .object_paths import ObjectPaths
 
-__all__ = ["SKIPPED_ATTRIBUTES", "attribute_names", "read_attributes"]
+__all__ = [
+    "SKIPPED_ATTRIBUTES",
+    "attribute_names",
+    "bytes_or_text",
+    "decoded_name",
+    "nested",
+    "read_attributes",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +63,7 @@ def read_attributes(
     oid = _holder(obj)
     out: dict[str, Any] = {}
     for raw_name in attribute_names(obj) if names is None else names:
-        name = _decoded(raw_name)
+        name = decoded_name(raw_name)
         if name in SKIPPED_ATTRIBUTES:
             continue
         try:
@@ -78,7 +85,7 @@ def read_attributes(
     return out
 
 
-def _decoded(name: bytes) -> Any:
+def decoded_name(name: bytes) -> Any:
     """The name as h5py gives it: UTF-8 text, or the bytes when they are not UTF-8."""
     try:
         return name.decode("utf-8")
@@ -125,7 +132,7 @@ def _object_reference_value(
         return _NOT_OBJECT_REFERENCES
     if specloc and not shape:
         return str(found[0]).lstrip("/")
-    return _nested([reference_value(str(path)) for path in found], shape)
+    return nested([reference_value(str(path)) for path in found], shape)
 
 
 def to_json(value: Any, paths: ObjectPaths) -> Any:
@@ -142,20 +149,20 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
                 else _record(value[()], paths)
             )
         if value.dtype.kind == "O":
-            return _nested([to_json(v, paths) for v in value.ravel()], value.shape)
+            return nested([to_json(v, paths) for v in value.ravel()], value.shape)
         if value.dtype.kind == "c":
-            return _nested([[float(v.real), float(v.imag)] for v in value.ravel()], value.shape)
+            return nested([[float(v.real), float(v.imag)] for v in value.ravel()], value.shape)
         if value.dtype.kind == "S":
-            return _nested([_bytes_or_text(bytes(v)) for v in value.ravel()], value.shape)
+            return nested([bytes_or_text(bytes(v)) for v in value.ravel()], value.shape)
         if value.dtype.kind == "V":
-            return _nested([bytes(v) for v in value.ravel()], value.shape)
+            return nested([bytes(v) for v in value.ravel()], value.shape)
         return value.tolist()
     if isinstance(value, np.void):
         if value.dtype.names is not None:
             return _record(value, paths)
         return bytes(value)
     if isinstance(value, bytes | np.bytes_):
-        return _bytes_or_text(bytes(value))
+        return bytes_or_text(bytes(value))
     if isinstance(value, complex | np.complexfloating):
         return [float(value.real), float(value.imag)]
     if isinstance(value, np.generic):
@@ -167,17 +174,17 @@ def _record(value: Any, paths: ObjectPaths) -> dict[str, Any]:
     return {name: to_json(value[name], paths) for name in value.dtype.names}
 
 
-def _bytes_or_text(raw: bytes) -> str | bytes:
+def bytes_or_text(raw: bytes) -> str | bytes:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
 
 
-def _nested(flat: list[Any], shape: tuple[int, ...]) -> Any:
+def nested(flat: list[Any], shape: tuple[int, ...]) -> Any:
     if not shape:
         return flat[0]
     if len(shape) == 1:
         return flat
     step = len(flat) // shape[0] if shape[0] else 0
-    return [_nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return [nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]

@@ -41,6 +41,8 @@ class Source:
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
     opened: dict[int, Any] = field(default_factory=dict)
     """Datasets already opened, by object address (the first walk opens each once)."""
+    headers: Any = None
+    """The header reader (a HeaderFile), when it can read this file."""
     paths: ObjectPaths = field(init=False)
     """The paths references point at (one walk of the links, made when first needed)."""
 

@@ -29,6 +29,7 @@ from .layouts import (
     storage_layout,
 )
 from .lzf import LZF_MAX_RATIO, overcompressed
+from .native.dataset import HeaderDataset
 from .netcdf import netcdf_attributes
 from .verify import needs_verification, verify_chunk
 
@@ -49,8 +50,11 @@ def add_dataset(
 ) -> None:
     """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
     cached specifications of old HDMF files)."""
-    stored_names = attribute_names(dataset)
-    attributes = read_attributes(dataset, source.paths, stored_names)
+    if isinstance(dataset, HeaderDataset):
+        stored_names, attributes = dataset.attribute_names, dict(dataset.attributes)
+    else:
+        stored_names = attribute_names(dataset)
+        attributes = read_attributes(dataset, source.paths, stored_names)
     plan = plan_type(dataset.dtype, path)
     if source.netcdf:
         attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
@@ -113,6 +117,16 @@ def read_whole(dataset: h5py.Dataset) -> Any:
     return values
 
 
+def _values(dataset: h5py.Dataset | HeaderDataset, source: Source) -> Any:
+    """Every value of a small dataset: from the header reader when it can, else h5py."""
+    if isinstance(dataset, HeaderDataset):
+        values = dataset.read_whole(lambda address: source.paths.at_address(address) is not None)
+        if values is not None:
+            return values
+        dataset = dataset.h5py()
+    return read_whole(dataset)
+
+
 def _fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
     fill = dataset.fillvalue
     array = np.asarray(fill)
@@ -166,7 +180,7 @@ def _add_converted(
     if math.prod(shape) == 0:
         _add_empty(builder, path, plan, shape, attributes, names)
         return
-    values = convert_values(read_whole(dataset), plan, source.paths, dataset)
+    values = convert_values(_values(dataset, source), plan, source.paths, dataset)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
     chunk_shape = _inline_chunks(shape)
@@ -241,7 +255,7 @@ def _add_stored(
 
     def inline(chunk_shape: tuple[int, ...]) -> None:
         add(chunk_shape, plain_codecs)
-        values = np.asarray(read_whole(dataset)).astype(dtype, copy=False)
+        values = np.asarray(_values(dataset, source)).astype(dtype, copy=False)
         add_inline(
             builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
             codecs=plain_codecs, fill_value=fill,
@@ -264,7 +278,7 @@ def _add_stored(
                      options=options)  # fmt: skip
         return
     if layout == "contiguous":
-        offset = dataset.id.get_offset()
+        offset = _contiguous_offset(dataset)
         if offset is not None and nbytes <= options.inline_threshold:
             inline(tuple(max(1, s) for s in shape))
             return
@@ -278,7 +292,7 @@ def _add_stored(
         return
     # chunked
     chunk_shape = tuple(dataset.chunks) + extra
-    filters = read_filters(dataset)
+    filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
     if nbytes <= options.inline_threshold:
         inline(chunk_shape)
         return
@@ -303,6 +317,14 @@ def _add_stored(
         has_filters=bool(filters),
         rewrite=rewrite,
     )  # fmt: skip
+
+
+def _contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
+    """Where contiguous data starts (relative address; None when never written)."""
+    if isinstance(dataset, HeaderDataset):
+        return dataset.layout.address
+    offset = dataset.id.get_offset()
+    return None if offset is None else int(offset)
 
 
 def _verify_first_chunk(

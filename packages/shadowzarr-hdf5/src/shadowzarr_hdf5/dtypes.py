@@ -148,7 +148,9 @@ def _reference_paths(
     """
     flat = array.ravel()
     addresses = None
-    if dataset is not None and h5py.check_ref_dtype(dataset.dtype) is h5py.Reference:
+    if array.dtype.kind == "u":  # the header reader's stored addresses, each one reachable
+        addresses = flat
+    elif dataset is not None and h5py.check_ref_dtype(dataset.dtype) is h5py.Reference:
         raw = np.empty(dataset.shape, dtype="<u8")
         try:
             dataset.id.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=h5py.h5t.STD_REF_OBJ)

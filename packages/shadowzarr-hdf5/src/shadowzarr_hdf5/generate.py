@@ -26,6 +26,8 @@ from .datasets import add_dataset
 from .layouts import storage_layout
 from .links import link_record
 from .matlab import userblock_offset_shift
+from .native import HeaderFile, NotNative
+from .native.dataset import HeaderDataset
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
@@ -110,10 +112,15 @@ def generate_rfs(
         if source.read_bytes is not None:
             source.offset_shift = userblock_offset_shift(file, source.read_bytes)
         builder = RfsBuilder()
+        if wanted is None and not source.netcdf and not source.offset_shift:
+            source.headers = HeaderFile.open(raw, source.paths)
+            source.paths.use_headers(source.headers)
         found = list(
-            _walk_datasets(file, source.paths) if wanted is None else _named_datasets(file, wanted)
+            _walk_datasets(file, source.paths, source.headers)
+            if wanted is None
+            else _named_datasets(file, wanted)
         )
-        source.opened = {object_address(d): d for d in found}
+        source.opened = {_address(d): d for d in found}
         if parse_indexes:
             source.tables = _chunk_tables(raw, found)
         report = _progress(progress, len(found))
@@ -159,17 +166,41 @@ def _reader(raw: Any) -> Callable[[int, int], bytes] | None:
     return lambda offset, size: fetch([(offset, size)])[0]
 
 
-def _walk_datasets(file: h5py.File, paths: ObjectPaths) -> Iterator[h5py.Dataset]:
+def _walk_datasets(
+    file: h5py.File, paths: ObjectPaths, headers: HeaderFile | None
+) -> Iterator[h5py.Dataset | HeaderDataset]:
     """Each dataset once (by object address), following hard links only.
 
     Not ``visititems``: HDF5's object visit asks for each object's full info, which walks every
     chunk index (one read per v1 B-tree node, before any prefetch could help). The one visit of
     the links that gives reference paths also gives each object's address without opening it;
-    only datasets are opened."""
-    for path in paths.by_address().values():
+    a dataset whose header the header reader reads whole is not opened in h5py at all."""
+    for address, path in paths.by_address().items():
         name = path[1:].encode("utf-8", "surrogateescape")
-        if name and h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
-            yield h5py.Dataset(h5py.h5o.open(file.id, name), readonly=True)
+        if not name:
+            continue
+
+        def open_dataset(name: bytes = name) -> h5py.Dataset:
+            return h5py.Dataset(h5py.h5o.open(file.id, name), readonly=True)
+
+        if headers is not None:
+            try:
+                is_dataset = headers.kind(address) == "dataset"
+                found = headers.dataset(address, path, open_dataset) if is_dataset else None
+            except NotNative as exc:
+                logger.debug("%s: read through h5py (%s)", path, exc)
+            else:
+                if found is not None:
+                    yield found
+                continue
+        if h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
+            yield open_dataset()
+
+
+def _address(dataset: h5py.Dataset | HeaderDataset) -> int:
+    if isinstance(dataset, HeaderDataset):
+        return dataset.address
+    return object_address(dataset)
 
 
 def _wanted_paths(datasets: Iterable[str]) -> frozenset[str]:
@@ -194,10 +225,10 @@ def _named_datasets(file: h5py.File, wanted: frozenset[str]) -> Iterator[h5py.Da
         yield obj
 
 
-def _chunk_tables(raw: Any, datasets: list[h5py.Dataset]) -> dict[str, Any]:
+def _chunk_tables(raw: Any, datasets: list[h5py.Dataset | HeaderDataset]) -> dict[str, Any]:
     """Chunk tables of every chunked dataset, parsed from the index bytes in one pass."""
     chunked = [d for d in datasets if storage_layout(d) == "chunked" and d.shape is not None]
-    addresses = [object_address(d) for d in chunked]
+    addresses = [_address(d) for d in chunked]
     if not chunked:
         return {}
     from .remote import LocalRangeFetcher, read_chunk_tables
@@ -239,58 +270,124 @@ class _Walker:
 
     def run(self) -> None:
         file = self.source.file
-        attributes = read_attributes(file, self.source.paths)
+        root = object_address(file)
+        attributes = self._attributes(file, root)
         specloc = attributes.get(SPECLOC_ATTR)
         if specloc is not None:
             self.specloc = str(specloc).strip("/") or SPECIFICATIONS_GROUP
             attributes[SPECLOC_ATTR] = self.specloc
-        self._group(file, "", attributes, ancestors={object_address(file): "/"})
+        self._group(file, "", root, attributes, ancestors={root: "/"})
 
     def _group(
-        self, group: h5py.Group, path: str, attributes: dict[str, Any], ancestors: dict[int, str]
+        self,
+        group: h5py.Group | None,
+        path: str,
+        address: int,
+        attributes: dict[str, Any],
+        ancestors: dict[int, str],
     ) -> None:
+        """Add the group at ``path`` and everything below it; ``group`` is None when the header
+        reader answers for it (h5py opens it only if a link needs h5py)."""
         links: list[dict[str, str]] = []
         if self.source.netcdf:
             attributes = netcdf_attributes(attributes, None)
         self.builder.add_group(path, attributes)
-        for raw_name, hard_address in _links(group):
+
+        def opened() -> h5py.Group:
+            nonlocal group
+            if group is None:
+                group = self.source.file[("/" + path).encode("utf-8", "surrogateescape")]
+            return group
+
+        for raw_name, hard_address in self._links(group, address, opened):
             name = raw_name.decode("utf-8", "surrogateescape")
             child_path = f"{path}/{name}" if path else name
             if self.wanted is not None and child_path not in self.wanted:
                 continue
             if hard_address is None:
-                record = link_record(group, name, group.get(name, getlink=True))
+                record = link_record(opened(), name, opened().get(name, getlink=True))
                 if record is not None:
                     links.append(record)
                     continue
-            obj = self._open(group, name, hard_address)
-            if obj is None:
+            child = self._child(name, hard_address, opened)
+            if child is None:
                 continue
-            address = object_address(obj) if hard_address is None else hard_address
-            if isinstance(obj, h5py.Group):
-                if address in ancestors:  # a hard link back up the tree: record, do not recurse
-                    links.append({"name": name, "source": ".", "path": ancestors[address]})
+            kind, obj, child_address = child
+            if kind == "group":
+                if child_address in ancestors:  # a hard link back up the tree: record only
+                    links.append({"name": name, "source": ".", "path": ancestors[child_address]})
                     continue
                 self._group(
                     obj,
                     child_path,
-                    read_attributes(obj, self.source.paths),
-                    {**ancestors, address: "/" + child_path},
+                    child_address,
+                    self._attributes(obj, child_address),
+                    {**ancestors, child_address: "/" + child_path},
                 )
-            elif isinstance(obj, h5py.Dataset):
+            else:
                 if self.source.netcdf and is_placeholder_dimension(obj):
                     continue
-                self._dataset(obj, child_path, address)
+                self._dataset(obj, child_path, child_address)
         if links:
             attributes = {**attributes, LINKS_ATTR: links}
             self.builder.set_attributes(path, attributes)
+
+    def _links(
+        self, group: h5py.Group | None, address: int, opened: Callable[[], h5py.Group]
+    ) -> list[tuple[bytes, int | None]]:
+        headers = self.source.headers
+        if headers is not None:
+            try:
+                return [(link.name, link.address) for link in headers.links(address)]
+            except NotNative as exc:
+                logger.debug("links of the group at %d read through h5py (%s)", address, exc)
+        return _links(opened() if group is None else group)
+
+    def _attributes(self, obj: h5py.HLObject | None, address: int) -> dict[str, Any]:
+        """A group's attributes; ``obj`` (None: not opened in h5py) is opened by address."""
+        headers = self.source.headers
+        if headers is not None:
+            try:
+                return headers.attributes(address)[0]
+            except NotNative as exc:
+                logger.debug("attributes of the object at %d read through h5py (%s)", address, exc)
+        if obj is None:
+            obj = self.source.file[self.source.paths.at_address(address) or "/"]
+        return read_attributes(obj, self.source.paths)
+
+    def _child(
+        self, name: str, hard_address: int | None, opened: Callable[[], h5py.Group]
+    ) -> tuple[str, Any, int] | None:
+        """``(kind, object, address)`` of what a link names: kind 'group' or 'dataset'; the
+        object is None for a group the header reader answers for. None: anything else."""
+        headers = self.source.headers
+        if headers is not None and hard_address is not None:
+            try:
+                kind = headers.kind(hard_address)
+            except NotNative:
+                kind = None
+            if kind == "group":
+                return "group", None, hard_address
+            if kind == "dataset" and hard_address in self.source.opened:
+                return "dataset", self.source.opened[hard_address], hard_address
+            if kind == "other":
+                return None
+        obj = self._open(opened(), name, hard_address)
+        if obj is None:
+            return None
+        address = object_address(obj) if hard_address is None else hard_address
+        if isinstance(obj, h5py.Group):
+            return "group", obj, address
+        if isinstance(obj, h5py.Dataset | HeaderDataset):
+            return "dataset", obj, address
+        return None
 
     def _open(self, group: h5py.Group, name: str, address: int | None) -> Any:
         """The object a link names; datasets opened by the first walk are not reopened."""
         opened = None if address is None else self.source.opened.get(address)
         return opened if opened is not None else group.get(name)
 
-    def _dataset(self, dataset: h5py.Dataset, path: str, address: int) -> None:
+    def _dataset(self, dataset: h5py.Dataset | HeaderDataset, path: str, address: int) -> None:
         tables = self.source.tables.get("__by_address__", {})
         table = tables.get(address)
         if table is not None:

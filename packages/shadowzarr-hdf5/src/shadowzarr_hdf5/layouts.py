@@ -22,6 +22,7 @@ from shadowzarr_spec import MISSING_CHUNK, RfsBuilder, UnsupportedFeatureError
 from .context import ChunkLocations, Options, Source
 from .inline import encode_chunks
 from .lzf import literal_lzf
+from .native.dataset import HeaderDataset
 
 __all__ = [
     "add_chunked",
@@ -39,6 +40,8 @@ _SLAB_DIVISOR_TOLERANCE = 0.25
 
 def storage_layout(dataset: h5py.Dataset) -> str:
     """'chunked', 'contiguous', 'compact', 'external' or 'virtual'."""
+    if isinstance(dataset, HeaderDataset):
+        return dataset.layout.kind
     plist = dataset.id.get_create_plist()
     if plist.get_external_count() > 0:
         return "external"

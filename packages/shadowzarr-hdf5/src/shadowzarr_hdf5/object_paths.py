@@ -43,6 +43,7 @@ class ObjectPaths:
     def __init__(self, file: h5py.File) -> None:
         self._file = file
         self._by_address: dict[int, str] | None = None
+        self._headers: Any = None
 
     def __call__(self, ref: Any) -> str:
         if not ref:
@@ -76,7 +77,18 @@ class ObjectPaths:
             self._by_address = self._walk()
         return self._by_address
 
+    def use_headers(self, headers: Any) -> None:
+        """Walk the links with the header reader (a HeaderFile) instead of h5py."""
+        self._headers = headers
+
     def _walk(self) -> dict[int, str]:
+        if self._headers is not None:
+            from .native import NotNative
+
+            try:
+                return self._walk_headers()
+            except (NotNative, RecursionError) as exc:
+                logger.debug("paths found through h5py (%s)", exc)
         table: dict[int, str] = {object_address(self._file): "/"}
 
         def visit(name: bytes, info: Any) -> None:
@@ -86,4 +98,27 @@ class ObjectPaths:
         self._file.id.links.visit(
             visit, idx_type=h5py.h5.INDEX_NAME, order=h5py.h5.ITER_NATIVE, info=True
         )
+        return table
+
+    def _walk_headers(self) -> dict[int, str]:
+        """The same table from the header reader's links. HDF5's native order for compact
+        groups is their message order, which only matters for an object reached by several
+        hard links: such a file is left to h5py's walk."""
+        from .native import NotNative
+
+        headers = self._headers
+        table: dict[int, str] = {object_address(self._file): "/"}
+
+        def visit(address: int, prefix: str) -> None:
+            for link in headers.links(address):
+                if link.address is None:
+                    continue
+                if link.address in table:
+                    raise NotNative("an object reached by several hard links")
+                path = prefix + link.name.decode("utf-8", "surrogateescape")
+                table[link.address] = path
+                if headers.kind(link.address) == "group":
+                    visit(link.address, path + "/")
+
+        visit(next(iter(table)), "/")
         return table

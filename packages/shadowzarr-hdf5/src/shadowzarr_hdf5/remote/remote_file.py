@@ -160,6 +160,14 @@ class RemoteFile(io.RawIOBase):
         self._pos += len(data)
         return len(data)
 
+    def read_at(self, offset: int, size: int) -> bytes:
+        """Bytes at ``offset`` (fewer at the end of the file), through the same caches as
+        h5py's reads, without moving the position h5py reads from."""
+        if self.closed:
+            raise ValueError("read from a closed RemoteFile")
+        size = max(0, min(size, self._size - offset))
+        return self._read(offset, size) if size else b""
+
     def close(self) -> None:
         if not self.closed:
             self._close_fetcher()

@@ -1,0 +1,172 @@
+"""HeaderFile: object headers of one file, parsed once each, and what they say."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable
+from typing import Any
+
+import h5py
+
+from ..object_paths import ObjectPaths
+from ..remote.errors import Hdf5FormatError
+from ..remote.object_header import header_walk
+from ..remote.ranges import LocalRangeFetcher
+from ..remote.superblock import Superblock, read_superblock
+from ..remote.walk import drive
+from .attributes import decode_attributes, stored_attributes
+from .dataset import HeaderDataset
+from .errors import NotNative
+from .groups import group_links
+from .heaps import GlobalHeap
+from .messages import (
+    DATASPACE,
+    DATATYPE,
+    EXTERNAL_FILES,
+    FILL_VALUE,
+    FILL_VALUE_OLD,
+    FILTERS,
+    LAYOUT,
+    LINK,
+    LINK_INFO,
+    SHARED,
+    SYMBOL_TABLE,
+    Link,
+    parse_fill_value,
+    parse_filters,
+    parse_layout,
+)
+from .types import parse_dataspace, parse_datatype
+
+__all__ = ["HeaderFile"]
+
+Messages = list[tuple[int, int, bytes]]
+ReadAt = Callable[[int, int], bytes]
+
+_DIMENSION_ATTRIBUTES = frozenset({b"DIMENSION_LIST", b"DIMENSION_LABELS", b"CLASS"})
+"""Dimension scales need h5py's h5ds to name axes: such datasets are left to h5py."""
+
+
+class HeaderFile:
+    """Links, attributes and simple datasets of an HDF5 file, from its headers.
+
+    Every question raises :class:`NotNative` when the answer needs a structure this reader
+    does not parse; the caller then asks h5py for that object.
+    """
+
+    def __init__(self, read: ReadAt, superblock: Superblock, paths: ObjectPaths) -> None:
+        self._read = read
+        self._sb = superblock
+        self._paths = paths
+        self._headers: dict[int, Messages] = {}
+        self.heap = GlobalHeap(self.read_at, superblock.offset_size, superblock.length_size)
+
+    @classmethod
+    def open(cls, raw: Any, paths: ObjectPaths) -> HeaderFile | None:
+        """A reader for ``raw`` (a local path or a RemoteFile); None when the file's layout
+        is not one this reader handles (a user block shifts addresses)."""
+        try:
+            if isinstance(raw, str):
+                read = _mapped_reader(raw)
+                with LocalRangeFetcher(raw) as fetcher:
+                    superblock = read_superblock(fetcher)
+            else:
+                read = raw.read_at
+                superblock = raw.superblock
+        except (Hdf5FormatError, OSError, ValueError):
+            return None
+        if superblock.base != 0:
+            return None
+        return cls(read, superblock, paths)
+
+    def read_at(self, address: int, size: int) -> bytes:
+        return self._read(self._sb.absolute(address), size)
+
+    def messages(self, address: int) -> Messages:
+        found = self._headers.get(address)
+        if found is None:
+            fetch = self._fetch_many
+            try:
+                (header,) = drive([header_walk(self._sb, address)], fetch)
+            except (Hdf5FormatError, IndexError, ValueError) as exc:
+                raise NotNative(f"object header at {address}: {exc}") from exc
+            found = [(m.type, m.flags, m.data) for m in header.messages]
+            self._headers[address] = found
+        return found
+
+    def kind(self, address: int) -> str:
+        """'dataset', 'group' or 'other' (a committed datatype)."""
+        types = {mtype for mtype, _, _ in self.messages(address)}
+        if LAYOUT in types:
+            return "dataset"
+        if types & {SYMBOL_TABLE, LINK_INFO, LINK}:
+            return "group"
+        if DATATYPE in types:
+            return "other"
+        raise NotNative(f"object header at {address} is neither group nor dataset")
+
+    def links(self, address: int) -> list[Link]:
+        sb = self._sb
+        return group_links(self.messages(address), self.read_at, sb.offset_size, sb.length_size)
+
+    def attributes(self, address: int) -> tuple[dict[str, Any], list[bytes]]:
+        """JSON values of every attribute, and the stored names."""
+        sb = self._sb
+        stored = stored_attributes(self.messages(address), sb.offset_size)
+        values = decode_attributes(stored, self.heap, self._paths, sb.offset_size, sb.length_size)
+        return values, [name for name, _ in stored]
+
+    def dataset(
+        self, address: int, name: str, open_h5py: Callable[[], h5py.Dataset]
+    ) -> HeaderDataset:
+        """The dataset (with its attributes) when every part of its header is readable."""
+        sb = self._sb
+        found: dict[int, bytes] = {}
+        for mtype, flags, data in self.messages(address):
+            if mtype in (DATATYPE, DATASPACE, LAYOUT, FILTERS, FILL_VALUE) and flags & SHARED:
+                raise NotNative("shared dataset message")
+            if mtype == EXTERNAL_FILES:
+                raise NotNative("external storage")
+            found.setdefault(mtype, data)
+        if FILL_VALUE_OLD in found and FILL_VALUE not in found:
+            raise NotNative("only an old-style fill value message")
+        if DATATYPE not in found or DATASPACE not in found or LAYOUT not in found:
+            raise NotNative("dataset header without type, space or layout")
+        attributes, names = self.attributes(address)
+        if _DIMENSION_ATTRIBUTES.intersection(names):
+            raise NotNative("dimension scales")
+        shape, maxshape = parse_dataspace(found[DATASPACE], sb.length_size)
+        return HeaderDataset(
+            name=name,
+            address=address,
+            datatype=parse_datatype(found[DATATYPE], sb.offset_size),
+            shape=shape,
+            maxshape=maxshape,
+            layout=parse_layout(found[LAYOUT], sb.offset_size, sb.length_size),
+            filters=parse_filters(found[FILTERS]) if FILTERS in found else (),
+            fill=parse_fill_value(found[FILL_VALUE]) if FILL_VALUE in found else None,
+            attributes=attributes,
+            attribute_names=names,
+            read_at=self.read_at,
+            heap=self.heap,
+            offset_size=sb.offset_size,
+            open_h5py=open_h5py,
+        )
+
+    def _fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self._read(offset, size) for offset, size in ranges]
+
+
+def _mapped_reader(path: str) -> ReadAt:
+    """Reads of a local file through a read-only memory map (no system call per read)."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            raise ValueError("empty file")
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def read(offset: int, size: int) -> bytes:
+        return mapped[offset : offset + size]
+
+    return read

@@ -1,0 +1,66 @@
+"""Stored element bytes → the values h5py reads: numbers, fixed and variable strings, addresses."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..remote.binary import uint
+from .errors import NotNative
+from .heaps import GlobalHeap
+from .types import Datatype, Kind
+
+__all__ = ["decode_elements"]
+
+
+def decode_elements(
+    data: bytes, datatype: Datatype, shape: tuple[int, ...], heap: GlobalHeap, offset_size: int
+) -> np.ndarray:
+    """The elements as h5py's low-level read gives them: numbers and fixed strings in their
+    numpy type, variable strings as an object array of bytes, references as uint64 addresses."""
+    count = int(np.prod(shape, dtype=np.int64))
+    if len(data) < count * datatype.size:
+        raise NotNative(f"{count} elements need {count * datatype.size} bytes, found {len(data)}")
+    if datatype.kind is Kind.NUMBER:
+        return np.frombuffer(data, datatype.dtype, count).reshape(shape)
+    if datatype.kind is Kind.FIXED_STRING:
+        values = np.frombuffer(data, datatype.dtype, count).reshape(shape)
+        if datatype.null_terminated:
+            return _cut_at_null(values)
+        return values
+    if datatype.kind is Kind.REFERENCE:
+        raw = np.frombuffer(data, np.uint8, count * offset_size).reshape(count, offset_size)
+        weights = np.uint64(1) << (np.uint64(8) * np.arange(offset_size, dtype=np.uint64))
+        return (raw.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64).reshape(shape)
+    return _vlen_strings(data, count, shape, heap, offset_size)
+
+
+def _cut_at_null(values: np.ndarray) -> np.ndarray:
+    """HDF5 stops a null-terminated string at its first null; a string that fills its width
+    without one is read differently by HDF5 versions, so h5py decides."""
+    cut = []
+    for raw in values.ravel().tolist():
+        end = raw.find(b"\x00")
+        if end < 0 and len(raw) == values.dtype.itemsize:
+            raise NotNative("null-terminated string without a null")
+        cut.append(raw if end < 0 else raw[:end])
+    return np.array(cut, dtype=values.dtype).reshape(values.shape)
+
+
+def _vlen_strings(
+    data: bytes, count: int, shape: tuple[int, ...], heap: GlobalHeap, offset_size: int
+) -> np.ndarray:
+    step = 8 + offset_size
+    out = np.empty(count, dtype=object)
+    for i in range(count):
+        pos = i * step
+        length = uint(data, pos, 4)
+        collection, index = uint(data, pos + 4, offset_size), uint(data, pos + 4 + offset_size, 4)
+        if length == 0:
+            out[i] = b""
+            continue
+        stored = heap.get(collection, index)
+        if len(stored) < length:
+            raise NotNative(f"string of {length} bytes stored in {len(stored)}")
+        # h5py turns HDF5's C string into bytes: an embedded null ends it.
+        out[i] = stored[:length].split(b"\x00", 1)[0]
+    return out.reshape(shape)
