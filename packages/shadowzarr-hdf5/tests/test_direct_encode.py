@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from shadowzarr_spec.metadata import bytes_codec
+
 from shadowzarr_hdf5.direct_encode import encode_directly
 from shadowzarr_hdf5.inline import ZSTD_CODEC, _all_chunks, encode_with_zarr
-from shadowzarr_spec.metadata import bytes_codec
 
 NUMERIC = st.sampled_from(
     ["<i1", "|u1", "<i2", ">i2", "<u4", ">u4", "<i8", ">u8", "<f2", ">f4", "<f8", ">f8", "|b1"]

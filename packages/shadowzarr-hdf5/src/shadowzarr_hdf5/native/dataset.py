@@ -103,9 +103,10 @@ class HeaderDataset:
             values = decode_elements(data, self.datatype, shape, self._heap, self._offset_size)
         except NotNative:
             return None
-        if self.datatype.kind is Kind.REFERENCE:
-            if not all(resolvable(int(a)) for a in values.ravel()):
-                return None
+        if self.datatype.kind is Kind.REFERENCE and not all(
+            resolvable(int(a)) for a in values.ravel()
+        ):
+            return None
         return values
 
     def h5py(self) -> h5py.Dataset:

@@ -80,6 +80,10 @@ class HeaderFile:
             return None
         return cls(read, superblock, paths)
 
+    @property
+    def superblock(self) -> Superblock:
+        return self._sb
+
     def read_at(self, address: int, size: int) -> bytes:
         return self._read(self._sb.absolute(address), size)
 
