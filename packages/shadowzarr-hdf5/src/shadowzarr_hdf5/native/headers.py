@@ -11,10 +11,9 @@ import h5py
 
 from ..object_paths import ObjectPaths
 from ..remote.errors import Hdf5FormatError
-from ..remote.object_header import header_walk
+from ..remote.object_header import ObjectHeader, header_walk
 from ..remote.ranges import LocalRangeFetcher
 from ..remote.superblock import Superblock, read_superblock
-from ..remote.walk import drive
 from .attributes import decode_attributes, stored_attributes
 from .dataset import HeaderDataset
 from .errors import NotNative
@@ -72,7 +71,8 @@ class HeaderFile:
                 with LocalRangeFetcher(raw) as fetcher:
                     superblock = read_superblock(fetcher)
             else:
-                read = raw.read_at
+                whole = raw.whole()
+                read = raw.read_at if whole is None else _slicer(whole)
                 superblock = raw.superblock
         except (Hdf5FormatError, OSError, ValueError):
             return None
@@ -90,9 +90,8 @@ class HeaderFile:
     def messages(self, address: int) -> Messages:
         found = self._headers.get(address)
         if found is None:
-            fetch = self._fetch_many
             try:
-                (header,) = drive([header_walk(self._sb, address)], fetch)
+                header = self._read_header(address)
             except (Hdf5FormatError, IndexError, ValueError) as exc:
                 raise NotNative(f"object header at {address}: {exc}") from exc
             found = [(m.type, m.flags, m.data) for m in header.messages]
@@ -158,8 +157,24 @@ class HeaderFile:
             open_h5py=open_h5py,
         )
 
-    def _fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        return [self._read(offset, size) for offset, size in ranges]
+    def _read_header(self, address: int) -> ObjectHeader:
+        """One header with its continuation blocks, each read as the walk asks for it."""
+        walk = header_walk(self._sb, address)
+        ranges = next(walk)
+        while True:
+            try:
+                ranges = walk.send([self._read(offset, size) for offset, size in ranges])
+            except StopIteration as done:
+                return done.value
+
+
+def _slicer(data: bytes) -> ReadAt:
+    """Reads of a file held whole in memory."""
+
+    def read(offset: int, size: int) -> bytes:
+        return data[offset : offset + size]
+
+    return read
 
 
 def _mapped_reader(path: str) -> ReadAt:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..remote.binary import uint
@@ -17,7 +19,7 @@ def decode_elements(
 ) -> np.ndarray:
     """The elements as h5py's low-level read gives them: numbers and fixed strings in their
     numpy type, variable strings as an object array of bytes, references as uint64 addresses."""
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     if len(data) < count * datatype.size:
         raise NotNative(f"{count} elements need {count * datatype.size} bytes, found {len(data)}")
     if datatype.kind is Kind.NUMBER:

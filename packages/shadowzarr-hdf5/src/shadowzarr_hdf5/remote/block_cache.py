@@ -92,6 +92,13 @@ class BlockCache:
                 self._blocks[block] = data
         self._last_loaded = missing[-1]
 
+    def whole(self) -> bytes | None:
+        """The whole file when every block is held (a file read whole), else None."""
+        count = -(-self._size // self.block_size)
+        if len(self._blocks) < count or any(b not in self._blocks for b in range(count)):
+            return None
+        return b"".join(self._blocks[b] for b in range(count))
+
     def add_head(self, data: bytes) -> None:
         """Store the first bytes of the file (fetched before the size was known)."""
         for i in range(len(data) // self.block_size + 1):

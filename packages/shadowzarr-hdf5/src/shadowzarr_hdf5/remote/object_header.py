@@ -6,6 +6,7 @@ continuation block of a round in one concurrent batch.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,6 +125,12 @@ def _v2_first_block(head: bytes) -> tuple[int, int]:
     return pos + width, pos + width + size
 
 
+_V1_PREFIX = struct.Struct("<HHB")
+"""Version 1 message header: type, size, flags (then 3 reserved bytes)."""
+_V2_PREFIX = struct.Struct("<BHB")
+"""Version 2 message header: type, size, flags (then, maybe, a creation order)."""
+
+
 def _parse_messages(
     block: bytes, lo: int, hi: int, head_len: int, sb: Superblock, out: list[Message]
 ) -> list[tuple[int, int]]:
@@ -132,11 +139,9 @@ def _parse_messages(
         raise Hdf5FormatError(f"object header block of {hi} bytes truncated to {len(block)}")
     continuations: list[tuple[int, int]] = []
     pos = lo
+    prefix = _V1_PREFIX if head_len == 8 else _V2_PREFIX
     while pos + head_len <= hi:
-        if head_len == 8:  # version 1
-            mtype, size, flags = uint(block, pos, 2), uint(block, pos + 2, 2), block[pos + 4]
-        else:
-            mtype, size, flags = block[pos], uint(block, pos + 1, 2), block[pos + 3]
+        mtype, size, flags = prefix.unpack_from(block, pos)
         data = bytes(block[pos + head_len : pos + head_len + size])
         pos += head_len + size
         if mtype == CONTINUATION:

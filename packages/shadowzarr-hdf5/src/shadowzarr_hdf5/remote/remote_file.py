@@ -168,6 +168,11 @@ class RemoteFile(io.RawIOBase):
         size = max(0, min(size, self._size - offset))
         return self._read(offset, size) if size else b""
 
+    def whole(self) -> bytes | None:
+        """Every byte of the file, when it was small enough to be read whole; else None."""
+        with self._lock:
+            return self._blocks.whole()
+
     def close(self) -> None:
         if not self.closed:
             self._close_fetcher()
