@@ -26,8 +26,11 @@ def is_nwb(file: h5py.File) -> bool:
 
 def bare_non_finite_attributes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
     """``rfs`` with non-finite attribute values written as bare NaN/Infinity tokens."""
+    marker = NON_FINITE_CONVENTION["uuid"].encode("utf-8")
     for key, ref in list(rfs.refs.items()):
         if not (key == "zarr.json" or key.endswith("/zarr.json")) or not isinstance(ref, InlineRef):
+            continue
+        if marker not in ref.data:  # no node of this document uses the convention
             continue
         document = json.loads(ref.data)
         if _rewrite(document):

@@ -59,6 +59,8 @@ class HeaderFile:
         self._sb = superblock
         self._paths = paths
         self._headers: dict[int, Messages] = {}
+        self._kinds: dict[int, str] = {}
+        self._links: dict[int, list[Link]] = {}
         self.heap = GlobalHeap(self.read_at, superblock.offset_size, superblock.length_size)
 
     @classmethod
@@ -100,18 +102,19 @@ class HeaderFile:
 
     def kind(self, address: int) -> str:
         """'dataset', 'group' or 'other' (a committed datatype)."""
-        types = {mtype for mtype, _, _ in self.messages(address)}
-        if LAYOUT in types:
-            return "dataset"
-        if types & {SYMBOL_TABLE, LINK_INFO, LINK}:
-            return "group"
-        if DATATYPE in types:
-            return "other"
-        raise NotNative(f"object header at {address} is neither group nor dataset")
+        kind = self._kinds.get(address)
+        if kind is None:
+            kind = self._kinds[address] = _kind(address, self.messages(address))
+        return kind
 
     def links(self, address: int) -> list[Link]:
-        sb = self._sb
-        return group_links(self.messages(address), self.read_at, sb.offset_size, sb.length_size)
+        found = self._links.get(address)
+        if found is None:
+            sb = self._sb
+            messages = self.messages(address)
+            found = group_links(messages, self.read_at, sb.offset_size, sb.length_size)
+            self._links[address] = found
+        return found
 
     def attributes(self, address: int) -> tuple[dict[str, Any], list[bytes]]:
         """JSON values of every attribute, and the stored names."""
@@ -166,6 +169,17 @@ class HeaderFile:
                 ranges = walk.send([self._read(offset, size) for offset, size in ranges])
             except StopIteration as done:
                 return done.value
+
+
+def _kind(address: int, messages: Messages) -> str:
+    types = {mtype for mtype, _, _ in messages}
+    if LAYOUT in types:
+        return "dataset"
+    if types & {SYMBOL_TABLE, LINK_INFO, LINK}:
+        return "group"
+    if DATATYPE in types:
+        return "other"
+    raise NotNative(f"object header at {address} is neither group nor dataset")
 
 
 def _slicer(data: bytes) -> ReadAt:

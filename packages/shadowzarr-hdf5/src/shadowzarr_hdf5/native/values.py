@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -48,15 +49,23 @@ def _cut_at_null(values: np.ndarray) -> np.ndarray:
     return np.array(cut, dtype=values.dtype).reshape(values.shape)
 
 
+_VLEN_ELEMENT = struct.Struct("<IQI")
+"""A variable-length element with 8-byte addresses: length, heap collection, object index."""
+
+
 def _vlen_strings(
     data: bytes, count: int, shape: tuple[int, ...], heap: GlobalHeap, offset_size: int
 ) -> np.ndarray:
     step = 8 + offset_size
     out = np.empty(count, dtype=object)
-    for i in range(count):
-        pos = i * step
-        length = uint(data, pos, 4)
-        collection, index = uint(data, pos + 4, offset_size), uint(data, pos + 4 + offset_size, 4)
+    if offset_size == 8:
+        elements = _VLEN_ELEMENT.iter_unpack(data[: count * step])
+    else:
+        elements = (
+            (uint(data, p, 4), uint(data, p + 4, offset_size), uint(data, p + 4 + offset_size, 4))
+            for p in range(0, count * step, step)
+        )
+    for i, (length, collection, index) in enumerate(elements):
         if length == 0:
             out[i] = b""
             continue
