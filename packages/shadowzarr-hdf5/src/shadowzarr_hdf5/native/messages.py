@@ -129,8 +129,9 @@ def parse_attribute(data: bytes) -> AttributeMessage:
 
 
 def parse_layout(data: bytes, offset_size: int, length_size: int) -> Layout:
-    """Data layout message versions 3 and 4 (compact, contiguous, chunked)."""
-    if len(data) < 2 or data[0] not in (3, 4):
+    """Data layout message versions 3 to 5 (compact, contiguous, chunked); version 5 (HDF5 2.0,
+    filtered chunks) differs from 4 only inside the chunk index."""
+    if len(data) < 2 or data[0] not in (3, 4, 5):
         raise NotNative(f"layout message version {data[0] if data else None}")
     version, cls = data[0], data[1]
     if cls == 0:
