@@ -113,7 +113,7 @@ def generate_rfs(
             source.offset_shift = userblock_offset_shift(file, source.read_bytes)
         builder = RfsBuilder()
         if wanted is None and not source.netcdf and not source.offset_shift:
-            source.headers = HeaderFile.open(raw, source.paths)
+            source.headers = HeaderFile.open(raw)
             source.paths.use_headers(source.headers)
         found = list(
             _walk_datasets(file, source.paths, source.headers)
@@ -186,7 +186,7 @@ def _walk_datasets(
         if headers is not None:
             try:
                 is_dataset = headers.kind(address) == "dataset"
-                found = headers.dataset(address, path, open_dataset) if is_dataset else None
+                found = headers.dataset(address, path, open_dataset, paths) if is_dataset else None
             except NotNative as exc:
                 logger.debug("%s: read through h5py (%s)", path, exc)
             else:
@@ -271,7 +271,7 @@ class _Walker:
     def run(self) -> None:
         file = self.source.file
         root = object_address(file)
-        attributes = self._attributes(file, root)
+        attributes = self._attributes(file, root, "")
         specloc = attributes.get(SPECLOC_ATTR)
         if specloc is not None:
             self.specloc = str(specloc).strip("/") or SPECIFICATIONS_GROUP
@@ -321,7 +321,7 @@ class _Walker:
                     obj,
                     child_path,
                     child_address,
-                    self._attributes(obj, child_address),
+                    self._attributes(obj, child_address, child_path),
                     {**ancestors, child_address: "/" + child_path},
                 )
             else:
@@ -343,16 +343,16 @@ class _Walker:
                 logger.debug("links of the group at %d read through h5py (%s)", address, exc)
         return _links(opened() if group is None else group)
 
-    def _attributes(self, obj: h5py.HLObject | None, address: int) -> dict[str, Any]:
-        """A group's attributes; ``obj`` (None: not opened in h5py) is opened by address."""
+    def _attributes(self, obj: h5py.HLObject | None, address: int, path: str) -> dict[str, Any]:
+        """A group's attributes; ``obj`` (None: not opened in h5py) is opened by path."""
         headers = self.source.headers
         if headers is not None:
             try:
-                return headers.attributes(address)[0]
+                return headers.attributes(address, self.source.paths)[0]
             except NotNative as exc:
                 logger.debug("attributes of the object at %d read through h5py (%s)", address, exc)
         if obj is None:
-            obj = self.source.file[self.source.paths.at_address(address) or "/"]
+            obj = self.source.file[("/" + path).encode("utf-8", "surrogateescape")]
         return read_attributes(obj, self.source.paths)
 
     def _child(

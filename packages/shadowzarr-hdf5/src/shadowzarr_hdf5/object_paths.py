@@ -87,7 +87,7 @@ class ObjectPaths:
 
             try:
                 return self._walk_headers()
-            except (NotNative, RecursionError) as exc:
+            except NotNative as exc:
                 logger.debug("paths found through h5py (%s)", exc)
         table: dict[int, str] = {object_address(self._file): "/"}
 
@@ -107,18 +107,23 @@ class ObjectPaths:
         from .native import NotNative
 
         headers = self._headers
-        table: dict[int, str] = {object_address(self._file): "/"}
-
-        def visit(address: int, prefix: str) -> None:
-            for link in headers.links(address):
-                if link.address is None:
-                    continue
-                if link.address in table:
-                    raise NotNative("an object reached by several hard links")
-                path = prefix + link.name.decode("utf-8", "surrogateescape")
-                table[link.address] = path
-                if headers.kind(link.address) == "group":
-                    visit(link.address, path + "/")
-
-        visit(next(iter(table)), "/")
+        root = object_address(self._file)
+        table: dict[int, str] = {root: "/"}
+        # Depth first, each link before the group it leads into (an explicit stack: a nested
+        # recursive function would be a reference cycle holding the header reader).
+        stack = [(iter(headers.links(root)), "/")]
+        while stack:
+            links, prefix = stack[-1]
+            link = next(links, None)
+            if link is None:
+                stack.pop()
+                continue
+            if link.address is None:
+                continue
+            if link.address in table:
+                raise NotNative("an object reached by several hard links")
+            path = prefix + link.name.decode("utf-8", "surrogateescape")
+            table[link.address] = path
+            if headers.kind(link.address) == "group":
+                stack.append((iter(headers.links(link.address)), path + "/"))
         return table

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 
 from ..filters import FilterSpec
-from .errors import NotNative
+from .errors import MALFORMED, NotNative
 from .heaps import GlobalHeap
 from .messages import Layout
 from .types import Datatype, Kind
@@ -82,7 +82,7 @@ class HeaderDataset:
             return np.zeros((), self.dtype)[()]
         try:
             array = decode_elements(self._fill, self.datatype, (), self._heap, self._offset_size)
-        except NotNative:
+        except (NotNative, *MALFORMED):
             return self.h5py().fillvalue
         return array[()]
 
@@ -101,7 +101,7 @@ class HeaderDataset:
             return None
         try:
             values = decode_elements(data, self.datatype, shape, self._heap, self._offset_size)
-        except NotNative:
+        except (NotNative, *MALFORMED):
             return None
         if self.datatype.kind is Kind.REFERENCE and not all(
             resolvable(int(a)) for a in values.ravel()

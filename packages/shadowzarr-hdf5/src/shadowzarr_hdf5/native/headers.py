@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from ..remote.ranges import LocalRangeFetcher
 from ..remote.superblock import Superblock, read_superblock
 from .attributes import decode_attributes, stored_attributes
 from .dataset import HeaderDataset
-from .errors import NotNative
+from .errors import MALFORMED, NotNative
 from .groups import group_links
 from .heaps import GlobalHeap
 from .messages import (
@@ -47,6 +48,19 @@ _DIMENSION_ATTRIBUTES = frozenset({b"DIMENSION_LIST", b"DIMENSION_LABELS", b"CLA
 """Dimension scales need h5py's h5ds to name axes: such datasets are left to h5py."""
 
 
+def _or_not_native[**P, T](method: Callable[P, T]) -> Callable[P, T]:
+    """Turn a parse failure into NotNative: h5py then reads the object and reports errors."""
+
+    @functools.wraps(method)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except MALFORMED as exc:
+            raise NotNative(f"{type(exc).__name__}: {exc}") from exc
+
+    return guarded
+
+
 class HeaderFile:
     """Links, attributes and simple datasets of an HDF5 file, from its headers.
 
@@ -54,17 +68,21 @@ class HeaderFile:
     does not parse; the caller then asks h5py for that object.
     """
 
-    def __init__(self, read: ReadAt, superblock: Superblock, paths: ObjectPaths) -> None:
+    def __init__(self, read: ReadAt, superblock: Superblock) -> None:
+        # No reference to the h5py file or its ObjectPaths: a cycle through them would leave
+        # h5py objects to the cyclic garbage collector, which may free them in another thread
+        # while HDF5 is busy in this one (a deadlock under h5py's lock).
         self._read = read
         self._sb = superblock
-        self._paths = paths
+        self.read_at = _relative(read, superblock.base)
+        """Bytes at a (relative) file address."""
         self._headers: dict[int, Messages] = {}
         self._kinds: dict[int, str] = {}
         self._links: dict[int, list[Link]] = {}
         self.heap = GlobalHeap(self.read_at, superblock.offset_size, superblock.length_size)
 
     @classmethod
-    def open(cls, raw: Any, paths: ObjectPaths) -> HeaderFile | None:
+    def open(cls, raw: Any) -> HeaderFile | None:
         """A reader for ``raw`` (a local path or a RemoteFile); None when the file's layout
         is not one this reader handles (a user block shifts addresses)."""
         try:
@@ -80,26 +98,24 @@ class HeaderFile:
             return None
         if superblock.base != 0:
             return None
-        return cls(read, superblock, paths)
+        return cls(read, superblock)
 
     @property
     def superblock(self) -> Superblock:
         return self._sb
-
-    def read_at(self, address: int, size: int) -> bytes:
-        return self._read(self._sb.absolute(address), size)
 
     def messages(self, address: int) -> Messages:
         found = self._headers.get(address)
         if found is None:
             try:
                 header = self._read_header(address)
-            except (Hdf5FormatError, IndexError, ValueError) as exc:
+            except MALFORMED as exc:
                 raise NotNative(f"object header at {address}: {exc}") from exc
             found = [(m.type, m.flags, m.data) for m in header.messages]
             self._headers[address] = found
         return found
 
+    @_or_not_native
     def kind(self, address: int) -> str:
         """'dataset', 'group' or 'other' (a committed datatype)."""
         kind = self._kinds.get(address)
@@ -107,6 +123,7 @@ class HeaderFile:
             kind = self._kinds[address] = _kind(address, self.messages(address))
         return kind
 
+    @_or_not_native
     def links(self, address: int) -> list[Link]:
         found = self._links.get(address)
         if found is None:
@@ -116,15 +133,22 @@ class HeaderFile:
             self._links[address] = found
         return found
 
-    def attributes(self, address: int) -> tuple[dict[str, Any], list[bytes]]:
-        """JSON values of every attribute, and the stored names."""
+    @_or_not_native
+    def attributes(self, address: int, paths: ObjectPaths) -> tuple[dict[str, Any], list[bytes]]:
+        """JSON values of every attribute (references as ``paths`` names their targets), and
+        the stored names."""
         sb = self._sb
         stored = stored_attributes(self.messages(address), sb.offset_size)
-        values = decode_attributes(stored, self.heap, self._paths, sb.offset_size, sb.length_size)
+        values = decode_attributes(stored, self.heap, paths, sb.offset_size, sb.length_size)
         return values, [name for name, _ in stored]
 
+    @_or_not_native
     def dataset(
-        self, address: int, name: str, open_h5py: Callable[[], h5py.Dataset]
+        self,
+        address: int,
+        name: str,
+        open_h5py: Callable[[], h5py.Dataset],
+        paths: ObjectPaths,
     ) -> HeaderDataset:
         """The dataset (with its attributes) when every part of its header is readable."""
         sb = self._sb
@@ -139,7 +163,7 @@ class HeaderFile:
             raise NotNative("only an old-style fill value message")
         if DATATYPE not in found or DATASPACE not in found or LAYOUT not in found:
             raise NotNative("dataset header without type, space or layout")
-        attributes, names = self.attributes(address)
+        attributes, names = self.attributes(address, paths)
         if _DIMENSION_ATTRIBUTES.intersection(names):
             raise NotNative("dimension scales")
         shape, maxshape = parse_dataspace(found[DATASPACE], sb.length_size)
@@ -180,6 +204,16 @@ def _kind(address: int, messages: Messages) -> str:
     if DATATYPE in types:
         return "other"
     raise NotNative(f"object header at {address} is neither group nor dataset")
+
+
+def _relative(read: ReadAt, base: int) -> ReadAt:
+    """Reads at addresses relative to the superblock (a closure, not a bound method: the
+    global heap keeps it, and must not keep the HeaderFile)."""
+
+    def read_at(address: int, size: int) -> bytes:
+        return read(base + address, size)
+
+    return read_at
 
 
 def _slicer(data: bytes) -> ReadAt:

@@ -157,7 +157,7 @@ def parse_fill_value(data: bytes) -> bytes | None:
     """The stored fill value bytes (None: the default, zeros)."""
     version = data[0] if data else 0
     if version in (1, 2):
-        if version == 2 and not data[3]:
+        if not data[3]:  # "fill value defined": without it there is no size or value
             return None
         size = uint(data, 4, 4)
         return bytes(data[8 : 8 + size]) or None
