@@ -1,9 +1,11 @@
-"""generate_rfs: walk an HDF5 file through h5py and describe it as a reference file system.
+"""generate_rfs: walk an HDF5 file's links and describe it as a reference file system.
 
 Only headers and chunk indexes are read (plus the values of strings and references, which live
-in heaps a byte range cannot address, and small datasets that are inlined). Remote files are
-read through :class:`shadowzarr_hdf5.remote.RemoteFile`, which reads chunk indexes ahead a level
-at a time; all chunk indexes are parsed in one lockstep pass before the walk.
+in heaps a byte range cannot address, and small datasets that are inlined). The header reader
+(:mod:`shadowzarr_hdf5.native`) answers for the groups, attributes and datasets it fully parses;
+h5py answers for the rest. Remote files are read through
+:class:`shadowzarr_hdf5.remote.RemoteFile`, which reads chunk indexes ahead a level at a time;
+all chunk indexes are parsed in one lockstep pass before the walk.
 """
 
 from __future__ import annotations
