@@ -38,7 +38,7 @@ _SLAB_DIVISOR_TOLERANCE = 0.25
 """A divisor of the first axis within this fraction below the target slab height is used."""
 
 
-def storage_layout(dataset: h5py.Dataset) -> str:
+def storage_layout(dataset: h5py.Dataset | HeaderDataset) -> str:
     """'chunked', 'contiguous', 'compact', 'external' or 'virtual'."""
     if isinstance(dataset, HeaderDataset):
         return dataset.layout.kind
