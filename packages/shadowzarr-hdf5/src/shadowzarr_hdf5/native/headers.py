@@ -173,7 +173,7 @@ class HeaderFile:
             datatype=parse_datatype(found[DATATYPE], sb.offset_size),
             shape=shape,
             maxshape=maxshape,
-            layout=parse_layout(found[LAYOUT], sb.offset_size, sb.length_size),
+            layout=parse_layout(found[LAYOUT], sb),
             filters=parse_filters(found[FILTERS]) if FILTERS in found else (),
             fill=parse_fill_value(found[FILL_VALUE]) if FILL_VALUE in found else None,
             attributes=attributes,

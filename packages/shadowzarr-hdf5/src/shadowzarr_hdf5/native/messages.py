@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from ..filters import FilterSpec
 from ..remote.binary import uint
+from ..remote.layout import parse_layout as parse_chunked_layout
+from ..remote.object_header import Message
+from ..remote.superblock import Superblock
 from .errors import NotNative
 
 __all__ = [
@@ -128,12 +131,14 @@ def parse_attribute(data: bytes) -> AttributeMessage:
     return AttributeMessage(name[:-1], datatype, dataspace, bytes(data[pos:]))
 
 
-def parse_layout(data: bytes, offset_size: int, length_size: int) -> Layout:
-    """Data layout message versions 3 to 5 (compact, contiguous, chunked); version 5 (HDF5 2.0,
-    filtered chunks) differs from 4 only inside the chunk index."""
+def parse_layout(data: bytes, superblock: Superblock) -> Layout:
+    """Data layout message versions 3 to 5: compact, contiguous, or chunked (whose message the
+    chunk-index reader parses; version 5, HDF5 2.0's filtered chunks, differs from 4 only
+    inside the index)."""
     if len(data) < 2 or data[0] not in (3, 4, 5):
         raise NotNative(f"layout message version {data[0] if data else None}")
-    version, cls = data[0], data[1]
+    offset_size, length_size = superblock.offset_size, superblock.length_size
+    cls = data[1]
     if cls == 0:
         size = uint(data, 2, 2)
         return Layout("compact", size=size, compact_data=bytes(data[4 : 4 + size]))
@@ -143,13 +148,8 @@ def parse_layout(data: bytes, offset_size: int, length_size: int) -> Layout:
         undefined = address == (1 << (8 * offset_size)) - 1
         return Layout("contiguous", address=None if undefined else address, size=size)
     if cls == 2:
-        if version == 3:
-            rank = data[2]
-            dims = [uint(data, 3 + offset_size + 4 * i, 4) for i in range(rank)]
-        else:
-            rank, width = data[3], data[4]
-            dims = [uint(data, 5 + width * i, width) for i in range(rank)]
-        return Layout("chunked", chunks=tuple(dims[:-1]))
+        chunked = parse_chunked_layout(Message(LAYOUT, 0, data), superblock)
+        return Layout("chunked", chunks=chunked.chunk_shape)
     raise NotNative(f"layout class {cls}")
 
 
