@@ -266,9 +266,12 @@ def test_http_round_trip_and_changed_source_refused(tmp_path: Path, nginx: Nginx
     original = nginx.path("values.zlib").read_bytes()
     nginx.write_file("values.zlib", original[::-1])
     root = zarr.open_group(repo.readonly_session("main").store, mode="r")
+    # The unchanged file first: icechunk abandons the refused response mid-body, and under load
+    # its next request on the same pooled connection can fail as "connection closed before
+    # message completed" (seen once in CI), which is icechunk's transport, not the references.
+    assert_same(root["acq/samples"][:], sample.expected["acq/samples"], "unchanged file")
     with pytest.raises(icechunk.IcechunkError, match=r"checksum .* has changed"):
         root["values"][:]
-    assert_same(root["acq/samples"][:], sample.expected["acq/samples"], "unchanged file")
 
 
 def test_write_icechunk_repository(tmp_path: Path, sample_folder: Path) -> None:
