@@ -298,10 +298,10 @@ class _Walker:
         def opened() -> h5py.Group:
             nonlocal group
             if group is None:
-                group = self.source.file[("/" + path).encode("utf-8", "surrogateescape")]
+                group = self._h5py_object(path)
             return group
 
-        for raw_name, hard_address in self._links(group, address, opened):
+        for raw_name, hard_address in self._links(address, opened):
             name = raw_name.decode("utf-8", "surrogateescape")
             child_path = f"{path}/{name}" if path else name
             if self.wanted is not None and child_path not in self.wanted:
@@ -335,7 +335,7 @@ class _Walker:
             self.builder.set_attributes(path, attributes)
 
     def _links(
-        self, group: h5py.Group | None, address: int, opened: Callable[[], h5py.Group]
+        self, address: int, opened: Callable[[], h5py.Group]
     ) -> list[tuple[bytes, int | None]]:
         headers = self.source.headers
         if headers is not None:
@@ -343,7 +343,7 @@ class _Walker:
                 return [(link.name, link.address) for link in headers.links(address)]
             except NotNative as exc:
                 logger.debug("links of the group at %d read through h5py (%s)", address, exc)
-        return _links(opened() if group is None else group)
+        return _links(opened())
 
     def _attributes(self, obj: h5py.HLObject | None, address: int, path: str) -> dict[str, Any]:
         """A group's attributes; ``obj`` (None: not opened in h5py) is opened by path."""
@@ -353,9 +353,11 @@ class _Walker:
                 return headers.attributes(address, self.source.paths)[0]
             except NotNative as exc:
                 logger.debug("attributes of the object at %d read through h5py (%s)", address, exc)
-        if obj is None:
-            obj = self.source.file[("/" + path).encode("utf-8", "surrogateescape")]
-        return read_attributes(obj, self.source.paths)
+        return read_attributes(self._h5py_object(path) if obj is None else obj, self.source.paths)
+
+    def _h5py_object(self, path: str) -> Any:
+        """The h5py object at a walk path (names may hold any bytes)."""
+        return self.source.file[("/" + path).encode("utf-8", "surrogateescape")]
 
     def _child(
         self, name: str, hard_address: int | None, opened: Callable[[], h5py.Group]

@@ -105,8 +105,10 @@ def _floating(data: bytes, bits: int, size: int) -> Datatype:
 def parse_dataspace(
     data: bytes, length_size: int
 ) -> tuple[tuple[int, ...] | None, tuple[int | None, ...] | None]:
-    """``(shape, maxshape)``; ``(None, None)`` for a null dataspace; ``None`` in ``maxshape``
-    marks an unlimited axis."""
+    """``(shape, maxshape)`` as h5py reports them; ``(None, None)`` for a null dataspace;
+    ``None`` in ``maxshape`` marks an unlimited axis. (``remote.object_header.parse_dataspace``
+    answers a different question, the geometry a chunk index was built for, and reads any
+    all-ones width as unlimited.)"""
     if len(data) < 4:
         raise NotNative("dataspace message too short")
     version, rank, flags = data[0], data[1], data[2]
