@@ -119,9 +119,9 @@ def run(ctx: Context, offsets: np.ndarray) -> list[Row]:
 
 
 def _ours(url: str) -> zarr.Array:
-    from shadowzarr_store import open_array
+    from shadowzarr_store import open_rfs_array
 
-    return open_array(url, "data")
+    return open_rfs_array(url, "data")
 
 
 def _kerchunk(url: str) -> zarr.Array:

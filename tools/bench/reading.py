@@ -74,9 +74,9 @@ def _ours_rfs(ctx: Context, local: Path) -> Any:
     return generate_rfs(ctx.server.url(local.name), local_hdf5_path=local, progress=False)
 
 
-def _zarr_reader(open_array: Callable[[], Any]) -> Opener:
+def _zarr_reader(open_zarr_array: Callable[[], Any]) -> Opener:
     def opener() -> Callable[[slice, int | None], np.ndarray]:
-        array = open_array()
+        array = open_zarr_array()
         return lambda rows, column: array[rows] if column is None else array[rows, column]
 
     return opener
@@ -122,18 +122,18 @@ def _readers(
     ctx: Context, local: Path, path: str, stack: list[VenvPeer], *, hdf5: bool = True
 ) -> list[tuple[str, bool, Opener | str]]:
     """(reader, ours, opener or the reason it does not run) for an HDF5 dataset."""
-    from shadowzarr_store import open_array
+    from shadowzarr_store import open_rfs_array
 
     url = ctx.server.url(local.name)
     tag = ctx.server.base_url.rsplit(":", 1)[1].strip("/")
     rfs = _ours_rfs(ctx, local)
     refs = kerchunk_refs(local, url)
     readers: list[tuple[str, bool, Opener | str]] = [
-        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_array(rfs, path))),
+        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_rfs_array(rfs, path))),
         (
             "shadowzarr RfsStore, merging off",
             True,
-            _zarr_reader(lambda: open_array(rfs, path, max_merge_size=0)),
+            _zarr_reader(lambda: open_rfs_array(rfs, path, max_merge_size=0)),
         ),
         (
             "kerchunk + fsspec ReferenceFileSystem",
@@ -246,7 +246,7 @@ def run_one_second(ctx: Context, local: Path) -> list[Row]:
 def run_partial(ctx: Context, local: Path) -> list[Row]:
     """100 ms of every channel of a contiguous recording (slabs of about 4 MiB), cold: plain
     chunks move whole slabs, ``sharded_view="auto"`` only the blocks of about 1 MiB it needs."""
-    from shadowzarr_store import open_array
+    from shadowzarr_store import open_rfs_array
 
     channels = ctx.sizes.recording_channels
     samples = ctx.sizes.contiguous_bytes // (2 * channels)
@@ -257,11 +257,11 @@ def run_partial(ctx: Context, local: Path) -> list[Row]:
     rfs = _ours_rfs(ctx, local)
     refs = kerchunk_refs(local, ctx.server.url(local.name))
     readers: list[tuple[str, bool, Opener | str]] = [
-        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_array(rfs, "data"))),
+        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_rfs_array(rfs, "data"))),
         (
             'shadowzarr RfsStore, sharded_view="auto"',
             True,
-            _zarr_reader(lambda: open_array(rfs, "data", sharded_view="auto")),
+            _zarr_reader(lambda: open_rfs_array(rfs, "data", sharded_view="auto")),
         ),
         (
             "kerchunk + fsspec ReferenceFileSystem",
@@ -329,7 +329,7 @@ def _mean_chunk_kb(local: Path) -> float:
 def _record_readers(ctx: Context) -> list[tuple[str, bool, Opener | str]]:
     """Open Ephys records: one reference per record's 2048 data bytes."""
     from shadowzarr_spec import RfsBuilder
-    from shadowzarr_store import open_array
+    from shadowzarr_store import open_rfs_array
 
     url = ctx.server.url("records.continuous")
     n = ctx.sizes.records
@@ -359,11 +359,11 @@ def _record_readers(ctx: Context) -> list[tuple[str, bool, Opener | str]]:
     rfs = builder.build()
     tag = ctx.server.base_url.rsplit(":", 1)[1].strip("/")
     readers: list[tuple[str, bool, Opener | str]] = [
-        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_array(rfs, "records"))),
+        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_rfs_array(rfs, "records"))),
         (
             "shadowzarr RfsStore, merging off",
             True,
-            _zarr_reader(lambda: open_array(rfs, "records", max_merge_size=0)),
+            _zarr_reader(lambda: open_rfs_array(rfs, "records", max_merge_size=0)),
         ),
         (
             "kerchunk + fsspec ReferenceFileSystem",

@@ -13,7 +13,7 @@ from shadowzarr_spec import ChunkDecodeError, SourceChangedError, load_rfs
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
-from shadowzarr_store import RfsStore, open_array, open_rfs
+from shadowzarr_store import RfsStore, open_rfs, open_rfs_array
 
 from .handmade import handmade_document, write_reference_directory, write_sources
 
@@ -190,7 +190,7 @@ def test_too_long_uncompressed_reference_is_an_error(sources) -> None:
         open_rfs(document)["listed"][:5]
 
 
-def test_open_array_opens_one_array(sources, directory: Path) -> None:
-    array = open_array(directory, "slabs")
+def test_open_rfs_array_opens_one_array(sources, directory: Path) -> None:
+    array = open_rfs_array(directory, "slabs")
     assert array.read_only
     np.testing.assert_array_equal(array[...], sources.expected["slabs"])

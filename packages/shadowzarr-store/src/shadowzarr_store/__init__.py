@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from shadowzarr_spec.errors import (
     ChunkDecodeError,
     SourceChangedError,
@@ -10,9 +13,14 @@ from shadowzarr_spec.errors import (
 )
 
 from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWarning, LocalCache
-from shadowzarr_store.materialize import ArrayReport, MaterializeError, MaterializeReport, materialize
+from shadowzarr_store.materialize import (
+    ArrayReport,
+    MaterializeError,
+    MaterializeReport,
+    materialize,
+)
 from shadowzarr_store.memory_cache import MemoryCache
-from shadowzarr_store.open_rfs import open_array, open_rfs
+from shadowzarr_store.open_rfs import open_rfs, open_rfs_array, open_rfs_store
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.stats import StatsSnapshot, StoreStats
@@ -36,6 +44,21 @@ __all__ = [
     "StoreOptions",
     "StoreStats",
     "materialize",
-    "open_array",
     "open_rfs",
+    "open_rfs_array",
+    "open_rfs_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Deprecated in 0.1: ``open_array`` named two functions with different results across the
+    # workspace; ``shadowzarr.open_array`` (a RemoteArray of a source file) keeps the name.
+    if name == "open_array":
+        warnings.warn(
+            "shadowzarr_store.open_array is renamed open_rfs_array (it returns a zarr.Array of "
+            "references); shadowzarr.open_array opens a source file's dataset as a RemoteArray",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return open_rfs_array
+    raise AttributeError(f"module 'shadowzarr_store' has no attribute {name!r}")

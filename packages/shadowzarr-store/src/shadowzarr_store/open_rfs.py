@@ -16,7 +16,7 @@ from shadowzarr_store.rfs_store import RfsStore
 if TYPE_CHECKING:
     from zarr import Array, Group
 
-__all__ = ["load_references", "open_array", "open_rfs"]
+__all__ = ["load_references", "open_rfs", "open_rfs_array", "open_rfs_store"]
 
 
 def open_rfs(
@@ -32,20 +32,27 @@ def open_rfs(
     **options
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
-    return zarr.open_group(_store(source, options), mode="r", zarr_format=3)
+    return zarr.open_group(open_rfs_store(source, **options), mode="r", zarr_format=3)
 
 
-def open_array(
+def open_rfs_array(
     source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
     path: str = "",
     **options: Any,
 ) -> Array[Any]:
-    """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs)."""
-    return zarr.open_array(_store(source, options), path=path, mode="r", zarr_format=3)
+    """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs).
+
+    Not to be confused with ``shadowzarr.open_array`` (and `shadowzarr_store.remote.
+    open_remote_array`), which open one dataset of a *source file* as a `RemoteArray`.
+    """
+    return zarr.open_array(open_rfs_store(source, **options), path=path, mode="r", zarr_format=3)
 
 
-def _store(source: Any, options: dict[str, Any]) -> RfsStore:
-    """The store over ``source``'s references, refused early if a codec is not available."""
+def open_rfs_store(
+    source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any], **options: Any
+) -> RfsStore:
+    """The `RfsStore` over ``source``'s references, refused early if a codec is not available
+    (remote references are loaded with the store's own ``headers`` for their URL)."""
     rfs = load_references(source, options.get("headers"))
     check_codecs(rfs)
     return RfsStore(rfs, **options)
