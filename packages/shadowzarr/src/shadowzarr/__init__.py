@@ -16,6 +16,7 @@ __all__ = sorted(EXPORTS)
 if TYPE_CHECKING:
     from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_neo import generate_rfs_neo, virtual_arrays_neo
+    from shadowzarr_nwb import open_nwb, read_nwb
     from shadowzarr_spec import (
         BuilderError,
         GenExpressionError,

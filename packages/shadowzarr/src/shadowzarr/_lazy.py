@@ -48,6 +48,8 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
     "generate_rfs_tiff": ("shadowzarr_tiff", "tiff"),
     "generate_rfs_neo": ("shadowzarr_neo", "neo"),
     "virtual_arrays_neo": ("shadowzarr_neo", "neo"),
+    "read_nwb": ("shadowzarr_nwb", "nwb"),
+    "open_nwb": ("shadowzarr_nwb", "nwb"),
 }
 
 # import name of a package -> the extra that installs it

@@ -1,0 +1,120 @@
+"""read_nwb: an NWBFile from references (or a remote NWB HDF5 file) in one call.
+
+pynwb's ``read_nwb`` takes neither a Zarr store nor a reference directory; reading references
+takes ``NWBZarrIO(RfsStore(load_rfs(...)), mode="r")`` and keeping that IO open while the file
+is used. Here the IO is kept by the NWBFile itself (hdmf's ``nwbfile.read_io``), so it stays open
+exactly as long as the NWBFile is in use and is released with it; `open_nwb` closes it at the end
+of a ``with`` block, and ``nwbfile.read_io.close()`` closes it at any time (the store's HTTP
+sessions included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from hdmf_zarr import NWBZarrIO
+from shadowzarr_spec import ReferenceFileSystem
+from shadowzarr_spec.errors import ShadowzarrError
+from shadowzarr_store import RfsStore, open_rfs_store
+from shadowzarr_store.recognise import is_v3_reference_path
+from shadowzarr_store.remote.sniff import read_head, sniff_format
+
+if TYPE_CHECKING:
+    from pynwb import NWBFile
+
+__all__ = ["NotAnNWBSource", "ReferencesNWBZarrIO", "open_nwb", "read_nwb"]
+
+type NWBSource = str | os.PathLike[str] | ReferenceFileSystem | dict[str, Any] | RfsStore
+
+
+class NotAnNWBSource(ShadowzarrError, ValueError):
+    """The address is neither references nor an HDF5 file."""
+
+
+class ReferencesNWBZarrIO(NWBZarrIO):  # type: ignore[misc]
+    """`NWBZarrIO` over an `RfsStore` it owns: ``close()`` also closes the store's sessions."""
+
+    _shadowzarr_store: RfsStore | None = None
+
+    def close(self) -> None:
+        store = getattr(self, "_shadowzarr_store", None)
+        super().close()
+        if store is not None:
+            self._shadowzarr_store = None
+            store.close()
+
+
+def read_nwb(source: NWBSource, **store_options: Any) -> NWBFile:
+    """Read an NWB file through references, keeping its IO open while the NWBFile is used.
+
+    Parameters
+    ----------
+    source
+        A reference directory or ``.json`` file, a URL to either, references in memory, an open
+        `RfsStore`, or a local or remote NWB HDF5 file (a DANDI ``…/download/`` URL as it is),
+        for which references are generated first (needs ``shadowzarr-hdf5``).
+    **store_options
+        `RfsStore` options (``headers``, ``local_cache``, ``merge_gap``…).
+
+    Returns
+    -------
+    NWBFile
+        ``nwbfile.read_io`` is the IO; ``nwbfile.read_io.close()`` closes it (`open_nwb` does it
+        at the end of a ``with`` block); otherwise it is released with the NWBFile.
+    """
+    store, owned = _store(source, store_options)
+    io = ReferencesNWBZarrIO(store, mode="r")
+    if owned:
+        io._shadowzarr_store = store
+    try:
+        nwbfile: NWBFile = io.read()
+    except BaseException:
+        io.close()
+        raise
+    return nwbfile
+
+
+@contextlib.contextmanager
+def open_nwb(source: NWBSource, **store_options: Any) -> Iterator[NWBFile]:
+    """``with open_nwb(source) as nwbfile:`` — `read_nwb`, closed at the end of the block."""
+    nwbfile = read_nwb(source, **store_options)
+    try:
+        yield nwbfile
+    finally:
+        nwbfile.read_io.close()
+
+
+def _store(source: NWBSource, options: dict[str, Any]) -> tuple[RfsStore, bool]:
+    if isinstance(source, RfsStore):
+        if options:
+            raise ValueError("store options go with an address or references, not an RfsStore")
+        return source, False
+    if isinstance(source, ReferenceFileSystem | dict):
+        return open_rfs_store(source, **options), True
+    text = os.fspath(source)
+    if is_v3_reference_path(text) or _named_like_references(text):
+        return open_rfs_store(text, **options), True
+    kind = sniff_format(read_head(text))
+    if kind == "references":
+        return open_rfs_store(text, **options), True
+    if kind != "hdf5":
+        raise NotAnNWBSource(
+            f"{text}: neither references (a .shadowzarr directory or JSON) nor an HDF5 file"
+        )
+    try:
+        hdf5 = importlib.import_module("shadowzarr_hdf5")
+    except ModuleNotFoundError as exc:
+        raise ImportError(
+            f"{text} is an HDF5 file: reading it needs shadowzarr-hdf5 to generate references "
+            "(pip install 'shadowzarr[nwb]')"
+        ) from exc
+    return RfsStore(hdf5.generate_rfs(text, progress=False), **options), True
+
+
+def _named_like_references(text: str) -> bool:
+    bare = text.split("?", 1)[0].rstrip("/").lower()
+    return bare.endswith((".json", ".shadowzarr"))

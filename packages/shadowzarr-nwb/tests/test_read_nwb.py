@@ -1,0 +1,111 @@
+"""read_nwb / open_nwb: an NWBFile through references in one call, compared with pynwb reading
+the NWB HDF5 file itself; the IO lives exactly as long as the NWBFile."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import shadowzarr
+from pynwb import NWBHDF5IO, NWBFile, TimeSeries
+from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_spec import write_rfs
+from shadowzarr_store import RfsStore
+
+from shadowzarr_nwb import NotAnNWBSource, ReferencesNWBZarrIO, open_nwb, read_nwb
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadowzarr_testing import NginxServer
+
+pytestmark = pytest.mark.network
+
+
+def _write_nwb(path: Path) -> np.ndarray:
+    start = datetime.datetime(2026, 3, 1, 9, tzinfo=datetime.UTC)
+    nwbfile = NWBFile(session_description="read_nwb", identifier="rn-1", session_start_time=start)
+    data = np.random.default_rng(2).integers(-500, 500, (3000, 4)).astype("int16")
+    nwbfile.add_acquisition(TimeSeries(name="ts", data=data, unit="uV", rate=1000.0))
+    nwbfile.add_trial_column("label", "what happened")
+    for begin in (0.0, 1.0):
+        nwbfile.add_trial(start_time=begin, stop_time=begin + 0.5, label=f"t{begin}")
+    with NWBHDF5IO(path, "w") as io:
+        io.write(nwbfile)
+    return data
+
+
+def _assert_same_file(ours: NWBFile, path: Path) -> None:
+    with NWBHDF5IO(path, "r") as io:
+        theirs = io.read()
+        assert ours.identifier == theirs.identifier
+        assert ours.session_start_time == theirs.session_start_time
+        np.testing.assert_array_equal(
+            ours.acquisition["ts"].data[:], theirs.acquisition["ts"].data[:]
+        )
+        assert list(ours.trials["label"][:]) == list(theirs.trials["label"][:])
+
+
+def test_read_nwb_from_references_and_from_the_file(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    source = nginx_root / "session.nwb"
+    data = _write_nwb(source)
+    (nginx_root / "download").write_bytes(source.read_bytes())  # a name with no suffix
+    refs = write_rfs(generate_rfs(nginx.url("session.nwb")), nginx_root / "session.shadowzarr")
+    for address in (refs, str(refs), nginx.url("session.shadowzarr"), nginx.url("download")):
+        nwbfile = read_nwb(address)
+        assert isinstance(nwbfile.read_io, ReferencesNWBZarrIO)
+        _assert_same_file(nwbfile, source)
+        nwbfile.read_io.close()
+    assert shadowzarr.read_nwb is read_nwb
+    nwbfile = shadowzarr.read_nwb(refs, max_merge_size=0)  # store options reach the store
+    nginx.reset()
+    np.testing.assert_array_equal(nwbfile.acquisition["ts"].data[:], data)
+    assert nwbfile.read_io._shadowzarr_store.options.max_merge_size == 0
+    assert nginx.count(path_prefix="session.nwb") > 0
+    nwbfile.read_io.close()
+
+
+def test_the_io_lives_as_long_as_the_nwbfile(nginx: NginxServer, nginx_root: Path) -> None:
+    source = nginx_root / "session.nwb"
+    data = _write_nwb(source)
+    refs = write_rfs(generate_rfs(nginx.url("session.nwb")), nginx_root / "session.shadowzarr")
+    nwbfile = read_nwb(refs)
+    io = weakref.ref(nwbfile.read_io)
+    gc.collect()
+    assert io() is not None  # nothing but the NWBFile holds it, and it is still open
+    np.testing.assert_array_equal(nwbfile.acquisition["ts"].data[100:200], data[100:200])
+    series = nwbfile.acquisition["ts"]
+    del nwbfile
+    gc.collect()
+    np.testing.assert_array_equal(series.data[:50], data[:50])  # a child keeps the file too
+    del series
+    gc.collect()
+    assert io() is None  # released with the NWBFile
+
+
+def test_open_nwb_closes_at_the_end_of_the_block(nginx: NginxServer, nginx_root: Path) -> None:
+    source = nginx_root / "session.nwb"
+    _write_nwb(source)
+    refs = write_rfs(generate_rfs(nginx.url("session.nwb")), nginx_root / "session.shadowzarr")
+    with open_nwb(refs) as nwbfile:
+        store = nwbfile.read_io._shadowzarr_store
+        _assert_same_file(nwbfile, source)
+        assert isinstance(store, RfsStore)
+        sessions = [state.session for state in store._reader._loops.values()]
+        assert sessions
+        assert not any(session.closed for session in sessions)
+    assert nwbfile.read_io._shadowzarr_store is None
+    assert all(session.closed for session in sessions)  # the HTTP sessions were closed
+
+
+def test_not_an_nwb_source(tmp_path: Path) -> None:
+    text = tmp_path / "notes"
+    text.write_text("just some notes\n")
+    with pytest.raises(NotAnNWBSource, match="notes"):
+        read_nwb(text)
