@@ -68,9 +68,12 @@ def test_reference_files_and_rfs_inputs(
         remote = shadowzarr.open_array(source, "0", cache_dir=tmp_path / "c")
         np.testing.assert_array_equal(remote[:], stack)
     np.testing.assert_array_equal(shadowzarr.open_array(rfs, "0")[2], stack[2])
-    # The store's own open_array (one array of an rfs) still works.
-    from shadowzarr_store import open_array as store_open_array
+    # The store's zarr.Array of references is open_rfs_array; its old name warns.
+    import shadowzarr_store
 
+    np.testing.assert_array_equal(shadowzarr_store.open_rfs_array(rfs, "0")[:], stack)
+    with pytest.warns(DeprecationWarning, match="renamed open_rfs_array"):
+        store_open_array = shadowzarr_store.open_array
     np.testing.assert_array_equal(store_open_array(rfs, "0")[:], stack)
     with pytest.raises(ValueError, match="name different arrays"):
         shadowzarr.open_array(rfs, "0", dataset="1")

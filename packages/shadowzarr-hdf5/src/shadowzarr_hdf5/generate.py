@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import h5py
-from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError
+from shadowzarr_spec import DatasetNotFoundError, ReferenceFileSystem, RfsBuilder, SourceError
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
 
 from .attributes import read_attributes
@@ -120,7 +120,7 @@ def generate_rfs(
         found = list(
             _walk_datasets(file, source.paths, source.headers)
             if wanted is None
-            else _named_datasets(file, wanted)
+            else _named_datasets(file, wanted, reference_url)
         )
         source.opened = {_address(d): d for d in found}
         if parse_indexes:
@@ -216,14 +216,16 @@ def _wanted_paths(datasets: Iterable[str]) -> frozenset[str]:
     return frozenset(wanted)
 
 
-def _named_datasets(file: h5py.File, wanted: frozenset[str]) -> Iterator[h5py.Dataset]:
-    """The requested datasets (leaves of ``wanted``), each opened directly by path."""
+def _named_datasets(file: h5py.File, wanted: frozenset[str], url: str) -> Iterator[h5py.Dataset]:
+    """The requested datasets (leaves of ``wanted``), each opened directly by path (``url``
+    names the file in errors: ``file.filename`` of a remote file is a Python object's repr)."""
     for path in sorted(wanted):
         if any(other.startswith(path + "/") for other in wanted):
             continue
         obj = file.get(path)
         if not isinstance(obj, h5py.Dataset):
-            raise SourceError(f"{path!r} is not a dataset of {file.filename}")
+            what = "a group" if isinstance(obj, h5py.Group) else "not there"
+            raise DatasetNotFoundError(f"{path!r} is not a dataset of {url} ({what})")
         yield obj
 
 

@@ -14,6 +14,7 @@ from shadowzarr_spec.chunk_index import decode_index_chunk, index_array_metadata
 from shadowzarr_spec.errors import (
     BuilderError,
     ChunkDecodeError,
+    DatasetNotFoundError,
     GenExpressionError,
     NotVirtualizable,
     ReferenceFormatError,
@@ -52,6 +53,7 @@ __all__ = [
     "ArrayInfo",
     "BuilderError",
     "ChunkDecodeError",
+    "DatasetNotFoundError",
     "Dimension",
     "FileRef",
     "GenEntry",

@@ -13,6 +13,7 @@
         ├── SourceNotFoundError (FileNotFoundError)
         ├── SourceChangedError                  size or ETag differs from the one recorded
         ├── SourceAccessError (PermissionError) a URL or path the settings do not allow
+        ├── DatasetNotFoundError (LookupError)  the source holds no dataset/array of that name
         └── ChunkDecodeError                    a chunk failed its checksum or decoded too large
 
 Leaves also inherit a builtin so that ``except ValueError`` / ``except OSError`` keep working.
@@ -23,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "BuilderError",
     "ChunkDecodeError",
+    "DatasetNotFoundError",
     "GenExpressionError",
     "NotVirtualizable",
     "ReferenceFormatError",
@@ -74,6 +76,11 @@ class SourceNotFoundError(SourceError, FileNotFoundError):
 
 class SourceChangedError(SourceError):
     """The source no longer matches the size or ETag recorded when the references were made."""
+
+
+class DatasetNotFoundError(SourceError, LookupError):
+    """The source (named in the message) holds no dataset, array, series or level of the name
+    asked for (also named)."""
 
 
 class SourceAccessError(SourceError, PermissionError):

@@ -187,6 +187,15 @@ class LocalCache:
     def clear(self) -> None:
         self._run("_clear")
 
+    def trim(self, target_bytes: int, max_entries: int | None = None) -> int:
+        """Delete least recently used entries until at most ``target_bytes`` are kept (or
+        ``max_entries`` are deleted); return how many were deleted."""
+        return self._run("_trim", target_bytes, max_entries)  # type: ignore[no-any-return]
+
+    def contains(self, source: str, start: int, end: int) -> bool:
+        """Whether the range is cached (checksums are checked on reads, not here)."""
+        return bool(self._run("_contains", source, start, end))
+
     def forget_source(self, url: str) -> None:
         """Delete everything read from ``url``, under every version (ETag, size) it had.
 
@@ -263,6 +272,35 @@ class LocalCache:
         connection.execute(
             "DELETE FROM chunks WHERE source LIKE ? ESCAPE '\\'", (escaped + "\x00%",)
         )
+
+    @staticmethod
+    def _trim(connection: sqlite3.Connection, target: int, max_entries: int | None) -> int:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            (total,) = connection.execute("SELECT COALESCE(SUM(nbytes), 0) FROM chunks").fetchone()
+            doomed: list[tuple[int]] = []
+            for rowid, nbytes in connection.execute(
+                "SELECT rowid, nbytes FROM chunks ORDER BY last_used, rowid"
+            ):
+                if total <= target or (max_entries is not None and len(doomed) >= max_entries):
+                    break
+                doomed.append((rowid,))
+                total -= nbytes
+            connection.executemany("DELETE FROM chunks WHERE rowid = ?", doomed)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        return len(doomed)
+
+    @staticmethod
+    def _contains(connection: sqlite3.Connection, source: str, start: int, end: int) -> bool:
+        row = connection.execute(
+            "SELECT 1 FROM chunks WHERE source = ? AND start = ? AND stop = ?",
+            (source, start, end),
+        ).fetchone()
+        return row is not None
 
     @staticmethod
     def _clear(connection: sqlite3.Connection) -> None:

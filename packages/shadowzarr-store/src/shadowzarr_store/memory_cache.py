@@ -53,6 +53,24 @@ class MemoryCache:
                 _, dropped = self._entries.popitem(last=False)
                 self._size -= len(dropped)
 
+    def trim(self, target_bytes: int, max_entries: int | None = None) -> int:
+        """Drop least recently used ranges until at most ``target_bytes`` are held (or
+        ``max_entries`` are dropped); return how many were dropped."""
+        dropped = 0
+        with self._lock:
+            while self._entries and self._size > target_bytes:
+                if max_entries is not None and dropped >= max_entries:
+                    break
+                _, data = self._entries.popitem(last=False)
+                self._size -= len(data)
+                dropped += 1
+        return dropped
+
+    def contains(self, source: str, start: int, end: int) -> bool:
+        """Whether the range is held, without counting as a use."""
+        with self._lock:
+            return (source, start, end) in self._entries
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from shadowzarr_nwb import open_nwb, read_nwb
     from shadowzarr_spec import (
         BuilderError,
+        DatasetNotFoundError,
         GenExpressionError,
         NotVirtualizable,
         ReferenceFileSystem,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
         write_rfs,
     )
     from shadowzarr_store import LocalCache, RfsStore, materialize, open_rfs
-    from shadowzarr_store.remote import CachePolicy, OfflineError, RemoteArray
+    from shadowzarr_store.remote import AddressError, CachePolicy, OfflineError, RemoteArray
     from shadowzarr_tiff import generate_rfs_tiff
 
     from shadowzarr.remote_array import open_array

@@ -15,6 +15,7 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
         name: ("shadowzarr_spec", None)
         for name in (
             "BuilderError",
+            "DatasetNotFoundError",
             "GenExpressionError",
             "NotVirtualizable",
             "ReferenceFileSystem",
@@ -42,7 +43,7 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
     "open_array": ("shadowzarr.remote_array", None),
     **{
         name: ("shadowzarr_store.remote", None)
-        for name in ("CachePolicy", "OfflineError", "RemoteArray")
+        for name in ("AddressError", "CachePolicy", "OfflineError", "RemoteArray")
     },
     "generate_rfs": ("shadowzarr_hdf5", "hdf5"),
     "generate_rfs_tiff": ("shadowzarr_tiff", "tiff"),
@@ -70,13 +71,21 @@ def import_module_for(module: str, extra: str | None, wanted: str) -> ModuleType
     except ModuleNotFoundError as exc:
         if exc.name is None or not (exc.name == module or module.startswith(exc.name + ".")):
             raise
-        hint = f"pip install 'shadowzarr[{extra}]'" if extra else f"pip install {module.replace('_', '-')}"
-        raise ImportError(f"{wanted} needs {module.replace('_', '-')}, which is not installed: {hint}") from exc
+        hint = (
+            f"pip install 'shadowzarr[{extra}]'"
+            if extra
+            else f"pip install {module.replace('_', '-')}"
+        )
+        raise ImportError(
+            f"{wanted} needs {module.replace('_', '-')}, which is not installed: {hint}"
+        ) from exc
 
 
 def load_attribute(name: str) -> Any:
     module, extra = EXPORTS[name]
     value = getattr(import_module_for(module, extra, f"shadowzarr.{name}"), name, None)
     if value is None:
-        raise ImportError(f"shadowzarr.{name} is not available in the installed {module} (upgrade it)")
+        raise ImportError(
+            f"shadowzarr.{name} is not available in the installed {module} (upgrade it)"
+        )
     return value

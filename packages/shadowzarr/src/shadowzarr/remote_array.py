@@ -8,6 +8,7 @@ store or a reference file needs neither h5py nor tifffile.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +62,10 @@ def open_array(
         source,
         dataset=dataset if dataset is not None else path,
         source_format=source_format,
+        # functools.partial of module-level functions, not closures: the array pickles.
         generators={
-            "hdf5": lambda address: _hdf5(address, hdf5),
-            "tiff": lambda address: _tiff(address, tiff_path),
+            "hdf5": functools.partial(_hdf5, options=hdf5),
+            "tiff": functools.partial(_tiff, chosen=tiff_path),
         },
         generator_tag=repr(sorted(hdf5.items())) + f"|tiff:{tiff_path}",
         **options,
@@ -71,8 +73,10 @@ def open_array(
 
 
 def _hdf5(address: Address, options: dict[str, Any]) -> tuple[ReferenceFileSystem, str]:
+    from shadowzarr_store.remote import AddressError
+
     if not address.dataset:
-        raise ValueError(
+        raise AddressError(
             f"{address.container}: name the dataset (file.h5::/group/data or dataset=…)"
         )
     module = import_module_for("shadowzarr_hdf5", "hdf5", "shadowzarr.open_array of HDF5 files")
@@ -96,7 +100,36 @@ def _tiff(address: Address, chosen: str | None) -> tuple[ReferenceFileSystem, st
     path = address.dataset or chosen or "0"
     if _is_group(rfs, path):  # a pyramid: its full-resolution level unless one was named
         path = join(path, "0")
+    if not _is_array(rfs, path):
+        raise _no_tiff_array(rfs, address.container, path)
     return rfs, path
+
+
+def _no_tiff_array(rfs: ReferenceFileSystem, container: str, path: str) -> Exception:
+    """The error for a series or level the file does not have, naming the file and listing what
+    it has (``level=2`` of a file without a pyramid)."""
+    from shadowzarr_spec import DatasetNotFoundError, array_paths
+
+    series, _, level = path.partition("/")
+    arrays = sorted(array_paths(rfs))
+    if level and _is_array(rfs, series):
+        reason = f"series {series} of {container} is not a pyramid: it has no level {level}"
+    elif level:
+        levels = sorted(p.split("/", 1)[1] for p in arrays if p.startswith(f"{series}/"))
+        reason = (
+            f"series {series} of {container} has levels {', '.join(levels)}, not {level}"
+            if levels
+            else f"{container} has no series {series}"
+        )
+    else:
+        reason = f"{container} has no series {series}"
+    return DatasetNotFoundError(f"{reason} (its arrays: {', '.join(arrays) or 'none'})")
+
+
+def _is_array(rfs: ReferenceFileSystem, path: str) -> bool:
+    from shadowzarr_spec import array_info
+
+    return array_info(rfs, path) is not None
 
 
 def _is_group(rfs: ReferenceFileSystem, path: str) -> bool:

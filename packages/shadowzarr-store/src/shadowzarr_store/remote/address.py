@@ -1,20 +1,22 @@
 """Where an array lives: a container URL plus the dataset inside it.
 
 Three spellings name the same dataset, as blosc2 users expect: ``file.nwb::/acquisition/x``,
-the slash form ``file.nwb/acquisition/x`` (split after the container's suffix) and a
-``dataset=`` argument.
+the slash form ``file.nwb/acquisition/x`` (split after the container's suffix, or after a DANDI
+``…/assets/<id>/download/``) and a ``dataset=`` argument. A container whose name tells no
+format is asked for its first bytes (``sniff``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from shadowzarr_store.remote.errors import AddressError
 
-__all__ = ["FORMAT_SUFFIXES", "Address", "SourceFormat", "parse_address"]
+__all__ = ["FORMAT_SUFFIXES", "Address", "Sniff", "SourceFormat", "parse_address"]
 
 type SourceFormat = Literal["hdf5", "tiff", "zarr", "references"]
 
@@ -39,6 +41,12 @@ _SUFFIX = re.compile(
     r"(?=/|$)",
     re.IGNORECASE,
 )
+_DANDI_DOWNLOAD = re.compile(
+    r"^https?://[^/]+/api/(?:dandisets/[^/]+/versions/[^/]+/)?assets/[^/]+/download/"
+)
+
+type Sniff = Callable[[str], SourceFormat | None]
+"""The format of a container told from its first bytes (None: not one we read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +66,15 @@ def parse_address(
     *,
     dataset: str | None = None,
     source_format: SourceFormat | None = None,
+    sniff: Sniff | None = None,
 ) -> Address:
-    """Split ``source`` into container and dataset and tell the container's format.
+    """Split ``source`` into container and dataset and tell the container's format: from
+    ``source_format``, the container's suffix, or else ``sniff(container)``.
 
     Raises
     ------
     AddressError
-        Two different datasets are named, or the format cannot be told from the name.
+        Two different datasets are named, or the format cannot be told.
     """
     text = os.fspath(source)
     container, separator, inner = text.partition("::")
@@ -80,9 +90,12 @@ def parse_address(
     if not container:
         raise AddressError(f"no container in {text!r}")
     kind = source_format or _format_of(container)
+    if kind is None and sniff is not None:
+        kind = sniff(container)
     if kind is None:
+        told = "its name or its first bytes" if sniff is not None else "its name"
         raise AddressError(
-            f"cannot tell the format of {container!r} from its name; pass source_format="
+            f"cannot tell the format of {container!r} from {told}; pass source_format="
             "'hdf5', 'tiff', 'zarr' or 'references'"
         )
     return Address(container=container, format=kind, dataset=named or "")
@@ -93,7 +106,11 @@ def _clean(path: str) -> str:
 
 
 def _split_slash_form(text: str) -> tuple[str, str | None]:
-    """``…/file.h5/a/b`` → (``…/file.h5``, ``a/b``): the last container suffix ends the URL."""
+    """``…/file.h5/a/b`` → (``…/file.h5``, ``a/b``): the last container suffix ends the URL;
+    ``…/assets/<id>/download/a/b`` → (``…/assets/<id>/download/``, ``a/b``)."""
+    dandi = _DANDI_DOWNLOAD.match(text)
+    if dandi is not None and "?" not in text:
+        return text[: dandi.end()], _clean(text[dandi.end() :]) or None
     matches = list(_SUFFIX.finditer(text.split("?", 1)[0]))
     if not matches:
         return text, None

@@ -17,8 +17,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from shadowzarr_spec import FileRef, IndexRef, InlineRef, write_rfs
 from shadowzarr_spec.io import load_index_table
 from shadowzarr_spec.keys import array_of_chunk_key
+from zarr.core.buffer import default_buffer_prototype
 
-from shadowzarr_store.resolve import SourceValue, plan_read
+from shadowzarr_store.remote.cached_chunks import cached_chunk_bytes
+from shadowzarr_store.remote.carrier import mark_carrier
 
 if TYPE_CHECKING:
     from shadowzarr_spec import ReferenceFileSystem
@@ -47,20 +49,37 @@ def scrub_url(url: str) -> str:
 
 
 async def export_references(
-    store: RfsStore, caches: Caches, target: str | os.PathLike[str], include_cache: bool = True
+    store: RfsStore,
+    caches: Caches,
+    target: str | os.PathLike[str],
+    include_cache: bool = True,
+    *,
+    carried: str | None = None,
 ) -> Path:
-    """Write ``store``'s references to directory ``target``, with its cached chunks inside."""
+    """Write ``store``'s references to ``target``, with its cached chunks inside.
+
+    A directory keeps each warm chunk as a file under ``data/`` (its source bytes, so the
+    array's selections and padding apply as before); a ``.json`` target holds them inline (the
+    values zarr decodes). ``carried`` records the array the export is for (`mark_carrier`).
+    """
     rfs = store.rfs
+    single = Path(target).suffix == ".json"
     warm: dict[str, bytes] = {}
     if include_cache:
         keys = [key async for key in store.list_prefix("") if array_of_chunk_key(key) is not None]
         for key in keys:
-            data = await _cached_bytes(store, caches, key)
+            data = await (
+                _cached_value(store, caches, key)
+                if single
+                else cached_chunk_bytes(store, caches, key)
+            )
             if data is not None:
                 warm[key] = data
-    refs = {key: _scrubbed_ref(value) for key, value in rfs.refs.items()}
-    for key in warm:
-        refs[key] = FileRef(f"{_DATA_DIR}/{key}", 0, len(warm[key]))
+    refs: dict[str, InlineRef | FileRef] = {
+        key: _scrubbed_ref(value) for key, value in rfs.refs.items()
+    }
+    for key, data in warm.items():
+        refs[key] = InlineRef(data) if single else FileRef(f"{_DATA_DIR}/{key}", 0, len(data))
     exported = dataclasses.replace(
         rfs,
         refs=refs,
@@ -68,12 +87,23 @@ async def export_references(
         sources={scrub_url(url): info for url, info in rfs.sources.items()},
         base=None,
     )
-    folder = write_rfs(exported, target)
-    for key, data in warm.items():
-        chunk_file = folder / _DATA_DIR / key
-        chunk_file.parent.mkdir(parents=True, exist_ok=True)
-        chunk_file.write_bytes(data)
-    return folder
+    if carried is not None:
+        exported = mark_carrier(exported, carried)
+    written = write_rfs(exported, target)
+    if not single:
+        for key, data in warm.items():
+            chunk_file = written / _DATA_DIR / key
+            chunk_file.parent.mkdir(parents=True, exist_ok=True)
+            chunk_file.write_bytes(data)
+    return written
+
+
+async def _cached_value(store: RfsStore, caches: Caches, key: str) -> bytes | None:
+    """The value zarr decodes for ``key`` when reading it needs no request (else None)."""
+    if await cached_chunk_bytes(store, caches, key) is None:
+        return None
+    value = await store.get(key, default_buffer_prototype())
+    return None if value is None else value.to_bytes()
 
 
 def _portable_index(rfs: ReferenceFileSystem, path: str) -> IndexRef:
@@ -95,25 +125,3 @@ def _scrubbed_ref(value: InlineRef | FileRef) -> InlineRef | FileRef:
     if isinstance(value, FileRef):
         return dataclasses.replace(value, url=scrub_url(value.url))
     return value
-
-
-async def _cached_bytes(store: RfsStore, caches: Caches, key: str) -> bytes | None:
-    """The source bytes of chunk ``key`` if a cache holds them (exactly as they were read)."""
-    value = await store._resolver.resolve(key)  # same package: the store's own resolver
-    if not isinstance(value, SourceValue):
-        return None
-    if value.offset is None:
-        start, end = 0, -1
-    else:
-        plan = plan_read(value, None)
-        if plan.start != value.offset:
-            return None
-        start, end = plan.start, plan.end
-    identity = store._reader.identity(value.url)  # same package: the store's own resolver
-    if caches.memory is not None:
-        data = caches.memory.get(identity, start, end)
-        if data is not None:
-            return data
-    if caches.disk is not None:
-        return caches.disk.get(identity, start, end)
-    return None

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem, load_rfs
+from shadowzarr_spec import ReferenceFileSystem, load_rfs, parse_json
 from zarr.core.sync import sync
 
 from shadowzarr_store.remote.address import Address, SourceFormat, parse_address
+from shadowzarr_store.remote.carrier import carried_array
 from shadowzarr_store.remote.errors import OfflineError
 from shadowzarr_store.remote.identity import SourceIdentity, probe_identity
 from shadowzarr_store.remote.policy import DEFAULT_CACHE_BYTES, CachePolicy, make_caches
 from shadowzarr_store.remote.reference_cache import ReferenceCache
 from shadowzarr_store.remote.remote_array import RemoteArray
+from shadowzarr_store.remote.sniff import read_head, sniff_format
 from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
 from shadowzarr_store.rfs_store import RfsStore
 
-__all__ = ["Generate", "open_remote_array"]
+__all__ = ["Generate", "Reopener", "open_remote_array", "sniff_container"]
 
 type Generate = Callable[[Address], tuple[ReferenceFileSystem, str]]
 """Make references for ``address``: the references and the array's path inside them."""
@@ -39,14 +42,58 @@ def _zarr(address: Address) -> tuple[ReferenceFileSystem, str]:
 
 
 def _references(address: Address) -> tuple[ReferenceFileSystem, str]:
-    return load_rfs(address.container), address.dataset
+    rfs = load_rfs(address.container)
+    return rfs, address.dataset or carried_array(rfs, address.container)
 
 
 BUILT_IN: dict[str, Generate] = {"zarr": _zarr, "references": _references}
 
 
+def sniff_container(container: str) -> SourceFormat | None:
+    """The format of a container whose name has no known suffix, from its first bytes."""
+    return sniff_format(read_head(container))
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    identity: SourceIdentity | None
+    rfs: ReferenceFileSystem
+    path: str
+    how: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reopener:
+    """Identity and references of one address now: from the reference cache when the source is
+    unchanged, else generated. A plain value (module-level generator, no closures), so a
+    `RemoteArray` pickles with it."""
+
+    address: Address
+    generate: Generate
+    references: ReferenceCache | None
+    request: str
+
+    def open(self) -> _Opened:
+        identity = sync(probe_identity(_identity_url(self.address)))
+        found = self.references.get(self.request, identity) if self.references else None
+        if found is not None:
+            return _Opened(identity, *found, "cached")
+        rfs, path = self.generate(self.address)
+        if self.references is not None:
+            self.references.put(self.request, identity, rfs, path)
+            found = self.references.get(self.request, identity)
+            rfs, path = found if found is not None else (rfs, path)
+        return _Opened(identity, rfs, path, "generated")
+
+    def __call__(
+        self, _known: SourceIdentity | None
+    ) -> tuple[SourceIdentity | None, ReferenceFileSystem]:
+        opened = self.open()
+        return opened.identity, opened.rfs
+
+
 def open_remote_array(
-    source: str | os.PathLike[str] | ReferenceFileSystem | dict[str, Any],
+    source: str | os.PathLike[str] | ReferenceFileSystem | dict[str, Any] | bytes,
     *,
     dataset: str | None = None,
     source_format: SourceFormat | None = None,
@@ -66,15 +113,21 @@ def open_remote_array(
     Parameters
     ----------
     source
-        ``https://…/file.nwb::/acquisition/x/data``, the slash form ``…/file.h5/a/b``, a Zarr
+        ``https://…/file.nwb::/acquisition/x/data``, the slash form ``…/file.h5/a/b``, a DANDI
+        ``…/assets/<id>/download/`` URL (with ``::/a/b``, ``/a/b`` or ``dataset=``), a Zarr
         store URL or path (``…/store.zarr/array``), a reference file or directory (``.json``,
-        ``refs.json`` folder), or references in memory (`ReferenceFileSystem` or dict).
+        ``refs.json`` folder), references in memory (`ReferenceFileSystem` or dict) or the bytes
+        of `RemoteArray.to_cframe`. A name without a known suffix is told by its first bytes.
+        Exports of a `RemoteArray` reopen without naming the dataset, as do references holding
+        one array.
     dataset
         The array inside the container (instead of ``::`` or the slash form).
     source_format
-        ``"hdf5"``, ``"tiff"``, ``"zarr"`` or ``"references"`` when the name does not tell.
+        ``"hdf5"``, ``"tiff"``, ``"zarr"`` or ``"references"`` when neither the name nor the
+        first bytes tell (a Zarr store without a ``.zarr`` suffix).
     generators
-        Format → `Generate`; HDF5 and TIFF come from ``shadowzarr.open_array``.
+        Format → `Generate`; HDF5 and TIFF come from ``shadowzarr.open_array``. Module-level
+        functions (or `functools.partial` of them) keep the array picklable.
     generator_tag
         Part of the reference-cache key (e.g. generator options): change it to regenerate.
     cache
@@ -97,6 +150,13 @@ def open_remote_array(
         Chunk reads in flight during `RemoteArray.fetch`.
     **store_options
         `RfsStore` options (``merge_gap``, ``retries``, ``local_cache``, ``memory_cache``…).
+
+    Raises
+    ------
+    AddressError
+        The address names no array (no format, two datasets, several arrays and none named).
+    DatasetNotFoundError
+        The container has no array at the dataset named (the message names both).
     """
     if max_cache_bytes is _UNSET:
         max_cache_bytes = DEFAULT_CACHE_BYTES
@@ -113,42 +173,33 @@ def open_remote_array(
         "max_concurrency": max_concurrency,
         **store_options,
     }
+    if isinstance(source, bytes | bytearray | memoryview):
+        source = load_rfs(parse_json(bytes(source)))
     if isinstance(source, ReferenceFileSystem | dict):
         rfs = source if isinstance(source, ReferenceFileSystem) else load_rfs(source)
-        return RemoteArray(rfs, _clean(dataset), source="references in memory", **common)
+        where = "references in memory"
+        path = _clean(dataset) if dataset is not None else carried_array(rfs, where)
+        return RemoteArray(rfs, path, source=where, **common)
 
-    address = parse_address(source, dataset=dataset, source_format=source_format)
+    address = parse_address(
+        source, dataset=dataset, source_format=source_format, sniff=sniff_container
+    )
     generate = {**BUILT_IN, **(generators or {})}.get(address.format)
     if generate is None:
         raise ValueError(
             f"no generator for {address.format} sources: install shadowzarr[{address.format}] "
             "and open with shadowzarr.open_array"
         )
+    # A local reference file is its own cache: loading it is the cheap path, and a cached copy
+    # would outlive a rewrite of it (an export saved again to the same folder).
+    local_references = address.format == "references" and "://" not in address.container
     references = (
         ReferenceCache(None if cache_dir is None else os.path.join(cache_dir, "references"))
-        if reference_cache
+        if reference_cache and not local_references
         else None
     )
     request = f"{address.format}\x00{address.container}\x00{address.dataset}\x00{generator_tag}"
-    opened: dict[str, str] = {}
-
-    def reopen(
-        _known: SourceIdentity | None,
-    ) -> tuple[SourceIdentity | None, ReferenceFileSystem]:
-        identity = sync(probe_identity(_identity_url(address)))
-        found = references.get(request, identity) if references is not None else None
-        if found is None:
-            rfs, path = generate(address)
-            opened["how"] = "generated"
-            if references is not None:
-                references.put(request, identity, rfs, path)
-                found = references.get(request, identity)
-                rfs, path = found if found is not None else (rfs, path)
-        else:
-            rfs, path = found
-            opened["how"] = "cached"
-        opened["path"] = path
-        return identity, rfs
+    reopen = Reopener(address, generate, references, request)
 
     latest = references.latest(request) if references is not None else None
     header_requests = 0
@@ -159,10 +210,10 @@ def open_remote_array(
     elif offline:
         raise OfflineError(f"offline: no cached references for {address}")
     else:
-        identity, rfs = reopen(None)
+        opened = reopen.open()
+        identity, rfs, path = opened.identity, opened.rfs, opened.path
         header_requests = 1 if "://" in address.container else 0
-        path = opened["path"]
-        how = "cached on disk" if opened["how"] == "cached" else "generated"
+        how = "cached on disk" if opened.how == "cached" else "generated"
     return RemoteArray(
         rfs,
         path,

@@ -46,6 +46,23 @@ class Caches:
             return self.memory.size_bytes
         return 0
 
+    def trim(self, target_bytes: int, max_entries: int | None = None) -> int:
+        """Evict least recently used chunks toward ``target_bytes``; return how many went."""
+        if target_bytes < 0:
+            raise ValueError(f"target_bytes must not be negative, got {target_bytes}")
+        if self.disk is not None:
+            return self.disk.trim(target_bytes, max_entries)
+        if self.memory is not None:
+            return self.memory.trim(target_bytes, max_entries)
+        return 0
+
+    def contains(self, source: str, start: int, end: int) -> bool:
+        """Whether either cache holds bytes ``[start, end)`` of ``source`` (an identity key)."""
+        return bool(
+            (self.memory is not None and self.memory.contains(source, start, end))
+            or (self.disk is not None and self.disk.contains(source, start, end))
+        )
+
     @property
     def max_size_bytes(self) -> int | None:
         if self.disk is not None:

@@ -2,33 +2,41 @@
 
 It is a thin wrapper: indexing, ``shape``, ``dtype``, ``attrs``… are the `zarr.Array`'s own
 (``remote.array`` is that array, for dask's ``from_zarr``). What it adds is the cache policy,
-``fetch``/``afetch`` (prefetch), ``read_cached`` (no network), an offline switch, ``info``,
-``traffic``, ``export`` (references with warm chunks) and identity refresh for sources that may
-be replaced (``assume_immutable=False``).
+``fetch``/``afetch`` (prefetch), ``read_cached`` (no network), ``cache_contains``,
+``trim_cache``, ``get_chunk``, an offline switch, ``info``, ``traffic``, reductions read block by
+block (``sum``, ``mean``, ``min``, ``max``, ``var``, ``std``), ``save``/``to_cframe`` (references
+with warm chunks, reopened without naming the array), ``materialize`` and identity refresh for
+sources that may be replaced (``assume_immutable=False``). It pickles with plain `pickle`: the
+references, options and cache settings travel, the cached bytes of a memory cache do not.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zarr
+from shadowzarr_spec import DatasetNotFoundError, array_info, array_paths
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from shadowzarr_store.codecs import check_codecs
+from shadowzarr_store.remote import reductions
+from shadowzarr_store.remote.cached_chunks import chunk_is_cached
 from shadowzarr_store.remote.errors import OfflineError
+from shadowzarr_store.remote.export import scrub_url
 from shadowzarr_store.remote.offline import OfflineGuard, OfflineSwitch
 from shadowzarr_store.remote.progress import ProgressCallback, progress_reporter
-from shadowzarr_store.remote.selection import chunk_keys
+from shadowzarr_store.remote.selection import chunk_key_of, chunk_keys, chunk_selection
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.stats import StatsSnapshot
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     from shadowzarr_spec import ReferenceFileSystem
@@ -116,9 +124,27 @@ class RemoteArray:
         self._offline_store = self._store_class(
             rfs, **shared, resolve_url=OfflineGuard(OfflineSwitch(offline=True))
         )
+        self._check_path(rfs)
         self._array = zarr.open_array(self._store, path=self._path, mode="r", zarr_format=3)
         self._offline_array = zarr.open_array(
             self._offline_store, path=self._path, mode="r", zarr_format=3
+        )
+
+    def _check_path(self, rfs: ReferenceFileSystem) -> None:
+        """Refuse a path that is not an array of ``rfs``, naming it and the source (zarr's own
+        error would name a cache folder, or say only that a group is not an array)."""
+        try:
+            if array_info(rfs, self._path) is not None:
+                return
+        except (ValueError, KeyError):
+            pass
+        node = f"{self._path}/zarr.json" if self._path else "zarr.json"
+        what = "a group" if node in rfs.refs else "not there"
+        arrays = sorted(array_paths(rfs))
+        shown = ", ".join(repr(path) for path in arrays[:6]) + (", …" if len(arrays) > 6 else "")
+        raise DatasetNotFoundError(
+            f"{self._path or '/'!r} is not an array of {self._source} ({what})"
+            + (f"; its arrays: {shown}" if arrays else "")
         )
 
     # -- the zarr array -------------------------------------------------------------------------
@@ -157,6 +183,39 @@ class RemoteArray:
 
     def __repr__(self) -> str:
         return f"<RemoteArray {self._source} shape={self._array.shape} dtype={self._array.dtype}>"
+
+    # -- pickling -------------------------------------------------------------------------------
+
+    _DERIVED = ("_store", "_offline_store", "_array", "_offline_array", "_switch")
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: value for name, value in vars(self).items() if name not in self._DERIVED}
+        state["_offline"] = self._switch.offline
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        offline = state.pop("_offline")
+        vars(self).update(state)
+        self._switch = OfflineSwitch(offline)
+        self._build(self._rfs)
+
+    # -- where it comes from --------------------------------------------------------------------
+
+    @property
+    def urlpath(self) -> str:
+        """The source address (``container::/dataset``), without credentials."""
+        container, separator, inner = self._source.partition("::")
+        return scrub_url(container) + separator + inner
+
+    @property
+    def dataset(self) -> str:
+        """The array's path inside its container ("" for a root array)."""
+        return self._path
+
+    @property
+    def vlmeta(self) -> Mapping[str, Any]:
+        """The array's attributes, read-only (blosc2's variable-length metadata)."""
+        return MappingProxyType(dict(self._array.attrs))
 
     # -- cache, offline -------------------------------------------------------------------------
 
@@ -243,6 +302,105 @@ class RemoteArray:
         read = self._offline_store.stats.snapshot() - before
         return (read.requests == 0), (values if read.requests == 0 else None)
 
+    def cache_contains(self, selection: Any = (), *, nchunk: int | None = None) -> bool:
+        """Whether reading ``selection`` (or stored chunk number ``nchunk``) needs no request:
+        every chunk under it is cached, inline or never written. Sends nothing."""
+        keys = (
+            [chunk_key_of(self._array, nchunk)]
+            if nchunk is not None
+            else list(chunk_keys(self._array, selection))
+        )
+
+        async def every() -> bool:
+            for key in keys:
+                if not await chunk_is_cached(self._store, self._caches, key):
+                    return False
+            return True
+
+        return sync(every())
+
+    def trim_cache(self, target_bytes: int, *, max_chunks: int | None = None) -> int:
+        """Evict least recently used chunks until the cache holds at most ``target_bytes`` (or
+        ``max_chunks`` went); returns how many were evicted. A shared disk cache is trimmed as a
+        whole."""
+        return self._caches.trim(target_bytes, max_chunks)
+
+    def get_chunk(self, nchunk: int) -> bytes | None:
+        """The stored (encoded) bytes of chunk number ``nchunk`` in C order over the chunk grid
+        (shards, when sharded); None for a chunk never written (it reads as the fill value)."""
+        self._refresh()
+        key = chunk_key_of(self._array, nchunk)
+        value = sync(self._store.get(key, default_buffer_prototype()))
+        return None if value is None else value.to_bytes()
+
+    def chunk_region(self, nchunk: int) -> tuple[slice, ...]:
+        """The part of the array that chunk number ``nchunk`` covers."""
+        return chunk_selection(self._array, nchunk)
+
+    def materialize(self, selection: Any = ()) -> np.ndarray:
+        """An independent in-memory copy of ``selection`` (not bounded by the cache size)."""
+        return np.array(self[selection if selection != () else ...], copy=True)
+
+    # -- reductions, one block of whole chunks at a time ----------------------------------------
+
+    def _read_block(self, block: tuple[slice, ...]) -> np.ndarray:
+        return np.asarray(self._array[block])
+
+    def _geometry(self) -> tuple[tuple[int, ...], tuple[int, ...], np.dtype[Any]]:
+        self._refresh()
+        array = self._array
+        return array.shape, array.shards or array.chunks, np.dtype(array.dtype)
+
+    def sum(
+        self, axis: reductions.Axes = None, *, dtype: Any = None, keepdims: bool = False
+    ) -> Any:
+        """The sum along ``axis``; exact for integers, compensated for floats (see
+        `reductions`); what numpy gives on the whole array, read block by block."""
+        shape, chunks, kind = self._geometry()
+        return reductions.reduce_sum(self._read_block, shape, chunks, kind, axis, keepdims, dtype)
+
+    def mean(
+        self, axis: reductions.Axes = None, *, dtype: Any = None, keepdims: bool = False
+    ) -> Any:
+        """The arithmetic mean along ``axis`` (float64 for integers, as numpy)."""
+        shape, chunks, kind = self._geometry()
+        return reductions.reduce_mean(self._read_block, shape, chunks, kind, axis, keepdims, dtype)
+
+    def min(self, axis: reductions.Axes = None, *, keepdims: bool = False) -> Any:
+        """The minimum along ``axis`` (NaN propagates, as in numpy)."""
+        shape, chunks, _ = self._geometry()
+        return reductions.reduce_extreme(self._read_block, shape, chunks, "min", axis, keepdims)
+
+    def max(self, axis: reductions.Axes = None, *, keepdims: bool = False) -> Any:
+        """The maximum along ``axis`` (NaN propagates, as in numpy)."""
+        shape, chunks, _ = self._geometry()
+        return reductions.reduce_extreme(self._read_block, shape, chunks, "max", axis, keepdims)
+
+    def var(
+        self,
+        axis: reductions.Axes = None,
+        *,
+        dtype: Any = None,
+        ddof: int = 0,
+        keepdims: bool = False,
+    ) -> Any:
+        """The variance along ``axis`` from per-block statistics combined pairwise."""
+        shape, chunks, kind = self._geometry()
+        return reductions.reduce_var(
+            self._read_block, shape, chunks, kind, axis, keepdims, ddof, dtype
+        )
+
+    def std(
+        self,
+        axis: reductions.Axes = None,
+        *,
+        dtype: Any = None,
+        ddof: int = 0,
+        keepdims: bool = False,
+    ) -> Any:
+        """The standard deviation along ``axis`` (the square root of `var`)."""
+        return np.sqrt(self.var(axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
     # -- summaries ------------------------------------------------------------------------------
 
     @property
@@ -289,14 +447,32 @@ class RemoteArray:
     # -- export ---------------------------------------------------------------------------------
 
     def export(self, target: str | os.PathLike[str], *, include_cache: bool = True) -> Path:
-        """Write the references to directory ``target``, with the cached chunks stored in it.
+        """Write the references to ``target`` (a directory, or a ``.json`` file), with the
+        cached chunks stored in it; ``include_cache=False`` writes a cold carrier.
 
-        See `export_references`: the result opens with `RfsStore`/`open_rfs` anywhere; the
-        chunks it holds need no access to the source.
+        See `export_references`: the result opens with `RfsStore`/`open_rfs` anywhere, and
+        with ``shadowzarr.open_array(target)`` without naming the array; the chunks it holds
+        need no access to the source.
         """
         from shadowzarr_store.remote.export import export_references
 
-        return sync(export_references(self._store, self._caches, target, include_cache))
+        return sync(
+            export_references(self._store, self._caches, target, include_cache, carried=self._path)
+        )
+
+    def save(self, urlpath: str | os.PathLike[str], *, include_cache: bool = True) -> str:
+        """`export` under blosc2's name; returns the path written."""
+        return str(self.export(urlpath, include_cache=include_cache))
+
+    def to_cframe(self, *, include_cache: bool = True) -> bytes:
+        """The carrier as bytes: one JSON reference document (warm chunks inline unless
+        ``include_cache=False``) that ``shadowzarr.open_array(data)`` opens again."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="shadowzarr-cframe-") as folder:
+            written = self.export(Path(folder) / "carrier.json", include_cache=include_cache)
+            return written.read_bytes()
 
     # -- identity -------------------------------------------------------------------------------
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import zarr
 
-__all__ = ["chunk_keys", "normalize_selection"]
+__all__ = ["chunk_key_of", "chunk_keys", "chunk_selection", "normalize_selection"]
 
 
 def normalize_selection(selection: Any, shape: tuple[int, ...]) -> tuple[slice, ...]:
@@ -59,3 +62,31 @@ def chunk_keys(array: zarr.Array[Any], selection: Any = ()) -> Iterator[str]:
     prefix = f"{array.path}/" if array.path else ""
     for coords in itertools.product(*ranges):
         yield prefix + array.metadata.encode_chunk_key(coords)
+
+
+def chunk_key_of(array: zarr.Array[Any], nchunk: int) -> str:
+    """Store key of stored chunk number ``nchunk`` (C order over the chunk grid, or the shard
+    grid when sharded), as blosc2 numbers chunks."""
+    grid = array.shards or array.chunks
+    counts = tuple(
+        math.ceil(size / step) if size else 0 for size, step in zip(array.shape, grid, strict=True)
+    )
+    total = math.prod(counts)
+    index = operator.index(nchunk)
+    if not -total <= index < total:
+        raise IndexError(f"chunk {nchunk} out of range: the array has {total} chunks")
+    coords = tuple(int(c) for c in np.unravel_index(index % total, counts)) if counts else ()
+    prefix = f"{array.path}/" if array.path else ""
+    return prefix + array.metadata.encode_chunk_key(coords)
+
+
+def chunk_selection(array: zarr.Array[Any], nchunk: int) -> tuple[slice, ...]:
+    """The region of the array that stored chunk number ``nchunk`` covers."""
+    grid = array.shards or array.chunks
+    counts = tuple(math.ceil(size / step) for size, step in zip(array.shape, grid, strict=True))
+    chunk_key_of(array, nchunk)  # range check
+    coords = np.unravel_index(operator.index(nchunk) % math.prod(counts), counts) if counts else ()
+    return tuple(
+        slice(int(c) * step, min((int(c) + 1) * step, size))
+        for c, step, size in zip(coords, grid, array.shape, strict=True)
+    )
