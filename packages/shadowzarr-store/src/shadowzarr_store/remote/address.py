@@ -111,11 +111,13 @@ def _split_slash_form(text: str) -> tuple[str, str | None]:
     dandi = _DANDI_DOWNLOAD.match(text)
     if dandi is not None and "?" not in text:
         return text[: dandi.end()], _clean(text[dandi.end() :]) or None
-    matches = list(_SUFFIX.finditer(text.split("?", 1)[0]))
+    bare, mark, query = text.partition("?")
+    matches = list(_SUFFIX.finditer(bare))
     if not matches:
         return text, None
     end = matches[-1].end()
-    return text[:end], _clean(text[end:]) or None
+    # A query string (a presigned URL's signature) belongs to the container, not the dataset.
+    return bare[:end] + mark + query, _clean(bare[end:]) or None
 
 
 def _format_of(container: str) -> SourceFormat | None:

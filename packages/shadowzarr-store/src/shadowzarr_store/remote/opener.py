@@ -207,7 +207,7 @@ def open_remote_array(
     if latest is not None and (assume_immutable or offline):
         identity, rfs, path = latest
         how = "cached on disk (no header reads)"
-    elif offline:
+    elif offline and not local_references:  # (a local reference file is read, not fetched)
         raise OfflineError(f"offline: no cached references for {address}")
     else:
         opened = reopen.open()

@@ -11,8 +11,10 @@ array, or closer to the exact one:
 - integer (and bool) sums are exact: each block is summed in 64 bits (a 64-bit input split in
   32-bit halves first), and blocks are added as Python integers. A total that fits numpy's result
   type is returned in it; a larger one (where numpy would wrap around) as exact Python ints;
-- float sums and means add float64 block sums with Neumaier's compensation, then round once to
-  numpy's result type;
+- float sums and means add float64 block sums (numpy's pairwise summation inside a block, so
+  float32 values are summed in float64) with Neumaier's compensation across blocks, then round
+  once to numpy's result type: the error stays near ``eps * log(n)`` of the sum of magnitudes
+  however many blocks there are;
 - the variance combines per-block counts, means and squared deviations (Chan, Golub and
   LeVeque's pairwise update), never the cancellation-prone ``E[x²] - E[x]²``.
 """
@@ -110,7 +112,7 @@ class _Plan:
 def _blocks(
     read: ReadBlock, shape: tuple[int, ...], chunks: tuple[int, ...]
 ) -> Iterator[tuple[tuple[slice, ...], np.ndarray]]:
-    for block in block_slices(shape, chunks):
+    for block in block_slices(shape, chunks, BLOCK_ELEMENTS):
         yield block, np.asarray(read(block))
 
 
