@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from hdmf_zarr import NWBZarrIO
 from shadowzarr_spec import ReferenceFileSystem
-from shadowzarr_spec.errors import ShadowzarrError
 from shadowzarr_store import RfsStore, open_rfs_store
 from shadowzarr_store.recognise import is_v3_reference_path
+from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.remote.sniff import read_head, sniff_format
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ __all__ = ["NotAnNWBSource", "ReferencesNWBZarrIO", "open_nwb", "read_nwb"]
 type NWBSource = str | os.PathLike[str] | ReferenceFileSystem | dict[str, Any] | RfsStore
 
 
-class NotAnNWBSource(ShadowzarrError, ValueError):
+class NotAnNWBSource(SourceFormatError):
     """The address is neither references nor an HDF5 file."""
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from itertools import groupby
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import zarr
 from shadowzarr_spec import SourceError
@@ -31,12 +31,22 @@ if TYPE_CHECKING:
     from shadowzarr_store.options import StoreOptions
     from shadowzarr_store.stats import StoreStats
 
-__all__ = ["HEAD_START_BYTES", "RangeMerger", "head_start", "plan_runs"]
+__all__ = ["HEAD_START_BYTES", "RangeMerger", "Span", "head_start", "plan_runs"]
 
 HEAD_START_BYTES = 1024 * 1024
 """Throttled runs of at least twice this many bytes are split into a head start and the rest."""
 
 type Fetch = Callable[[str, int, int], Awaitable[bytes]]
+
+
+class Span(Protocol):
+    """A read the planner can group: bytes ``[start, end)`` (of one URL, grouped by the caller)."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +57,7 @@ class _Pending:
     future: asyncio.Future[bytes | memoryview]
 
 
-def plan_runs[T: _Pending](reads: list[T], merge_gap: int, max_merge_size: int) -> list[list[T]]:
+def plan_runs[T: Span](reads: list[T], merge_gap: int, max_merge_size: int) -> list[list[T]]:
     """Group reads of one URL (sorted by start) into runs that one request can serve."""
     runs: list[list[T]] = []
     run_start = run_end = 0
@@ -65,7 +75,7 @@ def plan_runs[T: _Pending](reads: list[T], merge_gap: int, max_merge_size: int) 
     return runs
 
 
-def head_start[T: _Pending](run: list[T], min_bytes: int = HEAD_START_BYTES) -> list[list[T]]:
+def head_start[T: Span](run: list[T], min_bytes: int = HEAD_START_BYTES) -> list[list[T]]:
     """``run`` as [head, rest]: the shortest prefix spanning a quarter of it goes first.
 
     Runs shorter than ``2 * min_bytes`` or of one member stay whole."""

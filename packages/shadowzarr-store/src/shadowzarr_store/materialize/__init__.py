@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import shutil
 import time
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,10 +41,17 @@ from shadowzarr_store.materialize.plan import (
     plan_nodes,
     regions,
 )
+from shadowzarr_store.materialize.progress import (
+    MaterializeStep,
+    Progress,
+    ProgressReporter,
+    region_bytes,
+    text_progress,
+)
 from shadowzarr_store.materialize.progress_log import ProgressLog
 from shadowzarr_store.open_rfs import load_references
 
-__all__ = ["ArrayReport", "MaterializeError", "MaterializeReport", "materialize"]
+__all__ = ["ArrayReport", "MaterializeError", "MaterializeReport", "MaterializeStep", "materialize"]
 
 
 class MaterializeError(ShadowzarrError, RuntimeError):
@@ -75,9 +82,6 @@ class MaterializeReport:
         raise KeyError(path)
 
 
-type Progress = Callable[[int, int], None]
-
-
 def materialize(
     refs: str | Path | dict[str, Any] | ReferenceFileSystem,
     destination: str | Path | Store,
@@ -96,7 +100,9 @@ def materialize(
     ``layout(path, array)`` returns ``zarr.create_array`` arguments for an array (``{}`` for the
     defaults) or None to copy its chunks as stored. ``client`` is a ``distributed.Client`` to spread
     the copy over its workers (the destination must then be a folder they can reach).
-    ``progress`` is a callback ``(done, total)``, or True for a bar on a terminal.
+    ``progress`` is called with a `MaterializeStep` after each region copied or verified (bytes
+    of array data over every array, verification as a phase of its own), or True for a line on
+    a terminal.
     """
     if isinstance(destination, str | Path) and str(destination).endswith(".zip"):
         return _materialize_zip(
@@ -162,7 +168,12 @@ async def _materialize(
             metadata_key(group.path), Buffer.from_bytes(dumps_strict(group.document).encode())
         )
     report.groups = len(groups)
-    bar = _progress_callback(progress)
+    data_bytes = sum(int(sources[plan.path].nbytes) for plan in arrays)
+    bar = ProgressReporter(
+        _progress_callback(progress),
+        {"copy": data_bytes, **({"verify": data_bytes} if verify else {})},
+        len(arrays),
+    )
     for plan in arrays:
         source = sources[plan.path]
         if plan.rewrite:
@@ -182,22 +193,24 @@ async def _materialize(
             dest = await zarr_async.open_array(
                 store=dest_store, path=plan.path, zarr_format=3, mode="r+"
             )
+            bar.array_done("copy", plan.path)
             if verify:
                 await _verify(
-                    plan.path, source, dest, regions(plan.shape, plan.chunk_shape), concurrency
+                    plan.path, source, dest, regions(plan.shape, plan.chunk_shape), concurrency, bar
                 )
             stored = await dest.nbytes_stored()
             report.arrays.append(
                 ArrayReport(plan.path, "rewritten", source.nbytes, stored, plan.chunk_shape)
             )
         else:
-            stored = await _copy_as_stored(plan, source_store, dest_store, concurrency)
+            stored = await _copy_as_stored(plan, source_store, dest_store, concurrency, source, bar)
+            bar.array_done("copy", plan.path)
             if verify:
                 dest = await zarr_async.open_array(
                     store=dest_store, path=plan.path, zarr_format=3, mode="r+"
                 )
                 await _verify(
-                    plan.path, source, dest, regions(source.shape, source.chunks), concurrency
+                    plan.path, source, dest, regions(source.shape, source.chunks), concurrency, bar
                 )
             chunks = tuple(plan.document["chunk_grid"]["configuration"]["chunk_shape"])
             report.arrays.append(ArrayReport(plan.path, "copied", source.nbytes, stored, chunks))
@@ -220,13 +233,15 @@ async def _rewrite(
     refs: Any,
     destination: Any,
     concurrency: int,
-    bar: Progress | None,
+    bar: ProgressReporter,
     worker_options: dict[str, Any],
 ) -> int:
     all_regions = regions(plan.shape, plan.chunk_shape)
+    itemsize = _itemsize(source)
     fingerprint = _fingerprint(plan)
     state = await log.load(plan.path, fingerprint)
     if state.complete:
+        bar.advance("copy", plan.path, int(source.nbytes))
         return len(all_regions)
     attributes = plan.document.get("attributes", {})
     if not state.done:
@@ -245,6 +260,9 @@ async def _rewrite(
         )
         await log.save(plan.path, state)
     resumed = len(state.done)
+    bar.advance(
+        "copy", plan.path, sum(region_bytes(all_regions[i], itemsize) for i in state.done)
+    )
     dest = await zarr_async.open_array(store=dest_store, path=plan.path, zarr_format=3, mode="r+")
     todo = [i for i in range(len(all_regions)) if i not in state.done]
 
@@ -255,8 +273,7 @@ async def _rewrite(
         # list of done regions grows long, then at most twice a second.
         nonlocal last_save
         state.done.add(index)
-        if bar is not None:
-            bar(len(state.done), len(all_regions))
+        bar.advance("copy", plan.path, region_bytes(all_regions[index], itemsize))
         if len(all_regions) <= 10_000 or time.monotonic() - last_save > 0.5:
             await log.save(plan.path, state)
             last_save = time.monotonic()
@@ -345,8 +362,18 @@ def _copy_batch_on_worker(
     return indices
 
 
+def _itemsize(source: Any) -> int:
+    """Bytes per value as zarr counts them in ``nbytes`` (also for strings and objects)."""
+    return int(source.nbytes) // max(1, int(math.prod(source.shape)))
+
+
 async def _copy_as_stored(
-    plan: ArrayPlan, source_store: Store, dest_store: Store, concurrency: int
+    plan: ArrayPlan,
+    source_store: Store,
+    dest_store: Store,
+    concurrency: int,
+    source: Any,
+    bar: ProgressReporter,
 ) -> int:
     """Copy the metadata and every stored chunk byte for byte."""
     await dest_store.set(
@@ -354,6 +381,9 @@ async def _copy_as_stored(
     )
     configuration = plan.document["chunk_grid"]["configuration"]
     grid = chunk_grid_shape(plan.document["shape"], configuration["chunk_shape"])
+    chunk_shape = tuple(configuration["chunk_shape"])
+    shape = tuple(plan.document["shape"])
+    itemsize = _itemsize(source)
     limit = asyncio.Semaphore(concurrency)
     written = 0
 
@@ -365,15 +395,33 @@ async def _copy_as_stored(
             if data is not None:
                 await dest_store.set(key, data)
                 written += len(data)
+        region = tuple(
+            slice(c * step, min((c + 1) * step, size))
+            for c, step, size in zip(coords, chunk_shape, shape, strict=True)
+        )
+        bar.advance("copy", plan.path, region_bytes(region, itemsize))
 
     await asyncio.gather(*(one(tuple(c)) for c in np.ndindex(*grid)))
     return written
 
 
 async def _verify(
-    path: str, source: Any, dest: Any, all_regions: list[Any], concurrency: int
+    path: str,
+    source: Any,
+    dest: Any,
+    all_regions: list[Any],
+    concurrency: int,
+    bar: ProgressReporter,
 ) -> None:
-    mismatches = await verify_regions(source, dest, all_regions, concurrency=concurrency)
+    itemsize = _itemsize(source)
+
+    def checked(region: tuple[slice, ...]) -> None:
+        bar.advance("verify", path, region_bytes(region, itemsize))
+
+    mismatches = await verify_regions(
+        source, dest, all_regions, concurrency=concurrency, on_done=checked
+    )
+    bar.array_done("verify", path)
     if mismatches:
         raise MaterializeError(
             f"array {path!r}: {len(mismatches)} regions differ after writing, first {mismatches[0]}"
@@ -425,12 +473,5 @@ def _progress_callback(progress: Progress | bool | None) -> Progress | None:
     if progress is None or progress is False:
         return None
     if progress is True:
-        import sys
-
-        def draw(done: int, total: int) -> None:
-            if sys.stderr.isatty():
-                sys.stderr.write(f"\rmaterialize {done}/{total}")
-                sys.stderr.flush()
-
-        return draw
+        return text_progress()
     return progress

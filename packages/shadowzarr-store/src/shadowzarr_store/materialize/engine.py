@@ -61,8 +61,10 @@ async def verify_regions(
     regions: Sequence[tuple[slice, ...]],
     *,
     concurrency: int = 8,
+    on_done: Callable[[tuple[slice, ...]], None] | None = None,
 ) -> list[tuple[slice, ...]]:
-    """The regions whose values differ between source and destination."""
+    """The regions whose values differ between source and destination; ``on_done(region)``
+    after each comparison."""
     limit = asyncio.Semaphore(concurrency)
     mismatches: list[tuple[slice, ...]] = []
 
@@ -73,6 +75,8 @@ async def verify_regions(
             )
         if not region_equal(np.asarray(expected), np.asarray(got)):
             mismatches.append(region)
+        if on_done is not None:
+            on_done(region)
 
     await asyncio.gather(*(one(r) for r in regions))
     return mismatches

@@ -4,7 +4,7 @@ prefetch, cached reads, an offline mode, summaries and portable export with warm
 from __future__ import annotations
 
 from shadowzarr_store.remote.address import Address, SourceFormat, parse_address
-from shadowzarr_store.remote.errors import AddressError, OfflineError
+from shadowzarr_store.remote.errors import AddressError, OfflineError, SourceFormatError
 from shadowzarr_store.remote.export import export_references, scrub_url
 from shadowzarr_store.remote.identity import SourceIdentity, probe_identity
 from shadowzarr_store.remote.opener import Generate, open_remote_array
@@ -24,6 +24,7 @@ __all__ = [
     "RemoteArray",
     "RemoteInfo",
     "SourceFormat",
+    "SourceFormatError",
     "SourceIdentity",
     "export_references",
     "make_caches",

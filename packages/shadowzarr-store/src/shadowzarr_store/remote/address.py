@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from shadowzarr_store.remote.errors import AddressError
+from shadowzarr_store.remote.errors import AddressError, SourceFormatError
 
 __all__ = ["FORMAT_SUFFIXES", "Address", "Sniff", "SourceFormat", "parse_address"]
 
@@ -94,7 +94,7 @@ def parse_address(
         kind = sniff(container)
     if kind is None:
         told = "its name or its first bytes" if sniff is not None else "its name"
-        raise AddressError(
+        raise (SourceFormatError if sniff is not None else AddressError)(
             f"cannot tell the format of {container!r} from {told}; pass source_format="
             "'hdf5', 'tiff', 'zarr' or 'references'"
         )

@@ -66,6 +66,11 @@ class RemoteInfo:
     def __getitem__(self, name: str) -> str:
         return dict(self.items)[name]
 
+    def _repr_html_(self) -> str:
+        from shadowzarr_store.remote.summary_html import info_html
+
+        return info_html(self.items)
+
 
 class RemoteArray:
     """One array of a reference file system, read through an `RfsStore` with a cache policy.
@@ -183,6 +188,12 @@ class RemoteArray:
 
     def __repr__(self) -> str:
         return f"<RemoteArray {self._source} shape={self._array.shape} dtype={self._array.dtype}>"
+
+    def _repr_html_(self) -> str:
+        """The notebook summary: fields, a map of the cached chunks, traffic (no request)."""
+        from shadowzarr_store.remote.summary_html import remote_array_html
+
+        return remote_array_html(self)
 
     # -- pickling -------------------------------------------------------------------------------
 
@@ -416,6 +427,8 @@ class RemoteArray:
         codecs = ", ".join(_codec_name(codec) for codec in getattr(metadata, "codecs", ()))
         size = self._identity.size if self._identity is not None else None
         etag = self._identity.etag if self._identity is not None else None
+        if self._identity is not None and _is_local_folder(self._identity.url):
+            size = None  # a reference directory: its own size says nothing
         traffic = self.traffic
         cap = self.max_cache_bytes
         return (
@@ -428,6 +441,7 @@ class RemoteArray:
             ("chunks", str(array.chunks) + (f" in shards {array.shards}" if array.shards else "")),
             ("codecs", codecs or "none"),
             ("nbytes", _bytes(array.nbytes)),
+            ("data files", _data_files(self._rfs)),
             ("references", self._references),
             ("cache", self.cache_policy),
             ("cache bytes", f"{_bytes(self.cache_bytes)} of {_cap(cap)}"),
@@ -519,7 +533,31 @@ def _plus(a: StatsSnapshot, b: StatsSnapshot) -> StatsSnapshot:
     return StatsSnapshot(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(a)})
 
 
+def _is_local_folder(url: str) -> bool:
+    import os
+
+    return "://" not in url and os.path.isdir(url)
+
+
+def _data_files(rfs: ReferenceFileSystem) -> str:
+    """The source files the references record (the first, with its size, and how many)."""
+    if not rfs.sources:
+        return "none recorded"
+    url, info = next(iter(rfs.sources.items()))
+    shown = scrub_url(url) + ("" if info.size is None else f" ({_bytes(info.size)})")
+    more = len(rfs.sources) - 1
+    return shown + (f" and {more} more" if more else "")
+
+
 def _codec_name(codec: Any) -> str:
+    to_dict = getattr(codec, "to_dict", None)
+    if callable(to_dict):
+        try:
+            described = to_dict()
+        except (TypeError, ValueError, NotImplementedError):
+            described = None
+        if isinstance(described, dict) and isinstance(described.get("name"), str):
+            return str(described["name"])
     name = type(codec).__name__
     codec_id = getattr(codec, "codec_id", None) or getattr(codec, "codec_name", None)
     return str(codec_id) if codec_id else name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import urllib.error
 import urllib.parse
@@ -10,6 +11,8 @@ import urllib.request
 from dataclasses import dataclass
 
 from shadowzarr_spec import SourceInfo, load_rfs
+
+from shadowzarr.cli.output import add_json_option, emit
 
 __all__ = ["SourceStatus", "check_source", "register"]
 
@@ -21,35 +24,39 @@ class SourceStatus:
     detail: str
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
     parser = subcommands.add_parser(
         "check",
         help="check that every source file is reachable and unchanged",
         description="Compare each source's size and ETag with the ones recorded in the references.",
         epilog="example: shadowzarr check session.shadowzarr; exit status 1 if any source changed",
+        parents=[common],
     )
-    parser.add_argument("refs")
+    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     rfs = load_rfs(args.refs)
-    if not rfs.sources:
-        print("no sources recorded: nothing to check")
-        return 0
-    failures = 0
-    for url, recorded in rfs.sources.items():
-        status = check_source(url, recorded, rfs.base)
-        failures += not status.ok
-        print(f"{'ok     ' if status.ok else 'CHANGED'} {url}  {status.detail}")
-    return 1 if failures else 0
+    statuses = [check_source(url, recorded, rfs.base) for url, recorded in rfs.sources.items()]
+    lines = [
+        f"{'ok     ' if status.ok else 'CHANGED'} {status.url}  {status.detail}"
+        for status in statuses
+    ] or ["no sources recorded: nothing to check"]
+    document = {"sources": [dataclasses.asdict(status) for status in statuses]}
+    emit(args, document, lines)
+    return 1 if any(not status.ok for status in statuses) else 0
 
 
 def check_source(url: str, recorded: SourceInfo, base: str | None) -> SourceStatus:
     if url.startswith(("http://", "https://")):
         request = urllib.request.Request(url, method="HEAD")
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=60) as response:
                 size = response.headers.get("Content-Length")
                 etag = response.headers.get("ETag")
         except urllib.error.HTTPError as exc:

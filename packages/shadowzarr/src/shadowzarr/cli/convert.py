@@ -6,10 +6,15 @@ import argparse
 
 from shadowzarr_spec import load_rfs, write_rfs
 
+from shadowzarr.cli.output import add_json_option, emit
+
 __all__ = ["register"]
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
     parser = subcommands.add_parser(
         "convert",
         help="rewrite references as one JSON file, a directory, or an Icechunk repository",
@@ -17,10 +22,18 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
         "OUT ending in .icechunk gets an Icechunk repository (shadowzarr[icechunk]); any other "
         "OUT gets a directory with chunk indexes for arrays above the threshold.",
         epilog="example: shadowzarr convert session.json session.shadowzarr",
+        parents=[common],
     )
-    parser.add_argument("refs")
-    parser.add_argument("out")
-    parser.add_argument("--chunk-index-threshold", type=int, default=1000)
+    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    parser.add_argument("out", help="a .json file, a .icechunk repository or a directory")
+    parser.add_argument(
+        "--chunk-index-threshold",
+        type=int,
+        default=1000,
+        help="arrays with more chunks than this get a chunk-index array (directories only; "
+        "default: %(default)s)",
+    )
+    add_json_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -29,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out.endswith(".icechunk"):
         from shadowzarr._lazy import import_module_for
 
-        bridge = import_module_for("shadowzarr_icechunk", "icechunk", "shadowzarr convert to Icechunk")
+        bridge = import_module_for(
+            "shadowzarr_icechunk", "icechunk", "shadowzarr convert to Icechunk"
+        )
         bridge.write_icechunk_repository(rfs, args.out)
     else:
         write_rfs(rfs, args.out, chunk_index_threshold=args.chunk_index_threshold)
-    print(f"wrote {args.out}")
+    emit(args, {"written": args.out}, [f"wrote {args.out}"])
     return 0

@@ -1,37 +1,61 @@
-"""``shadowzarr generate SOURCE -o OUT``: references for one source or many, in parallel."""
+"""``shadowzarr generate SOURCE -o OUT``: references for one source or many, in parallel.
+
+Many sources run in worker processes; the workers draw nothing and send their counts (datasets
+done, files done) to the parent through a queue, and the parent draws the one display: a bar of
+files and a bar of datasets over every worker.
+"""
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+import queue
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from shadowzarr.cli.progress import Progress
+from shadowzarr.cli.output import add_json_option, emit
+from shadowzarr.cli.progress import Bars
+from shadowzarr.cli.raw_binary import RawBinaryLayout, add_raw_binary_options, raw_binary_layout
 from shadowzarr.cli.sources import detect_format, expand_sources
 
 __all__ = ["generate_one", "register"]
 
 SUFFIXES = {"directory": ".shadowzarr", "json": ".shadowzarr.json"}
 
+type Event = tuple[str, str, int, int]
+"""(kind, source, done, total) sent by a worker: kind "datasets" as generation goes on."""
 
-def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+_events: Any = None  # the queue of a worker process (set by its initializer)
+
+
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
     parser = subcommands.add_parser(
         "generate",
         help="generate references for HDF5/NWB, TIFF or NEO-readable sources",
         description="SOURCE is a file, a URL, a folder (every HDF5/TIFF file in it, or a "
         "recording NEO reads), @list.txt (one source per line) or a DANDI dandiset version URL "
-        "(every asset). With one source OUT is the output; with several it is a folder.",
+        "(every asset). With one source OUT is the output; with several it is a folder. "
+        "stdout lists what was written; failures go to stderr (exit status 1 if any).",
         epilog="examples:\n  shadowzarr generate data.nwb -o data.shadowzarr\n"
         "  shadowzarr generate https://host/data.nwb --local-path data.nwb -o data.json\n"
-        "  shadowzarr generate Noise4Sam_g0/ --format neo:SpikeGLXRawIO -o ap.shadowzarr",
+        "  shadowzarr generate Noise4Sam_g0/ --format neo:SpikeGLXRawIO -o ap.shadowzarr\n"
+        "  shadowzarr generate rec.bin --format neo:RawBinarySignalRawIO --dtype int16 \\\n"
+        "      --channels 8 --sampling-rate 30000 --byte-offset 0 -o rec.shadowzarr",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
     )
-    parser.add_argument("source")
+    parser.add_argument("source", help="file, URL, folder, @list.txt or dandiset version URL")
     parser.add_argument("-o", "--output", required=True, help="output .json file or directory")
     parser.add_argument(
-        "--format", default="auto", help="auto, hdf5, tiff, neo or neo:<RawIO class name>"
+        "--format",
+        default="auto",
+        help="auto (from the first bytes), hdf5, tiff, neo or neo:<RawIO class name>",
     )
     parser.add_argument("--local-path", help="a local copy of SOURCE to read headers from")
     parser.add_argument(
@@ -41,81 +65,193 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
         metavar="PREFIX=URL",
         help="map local paths starting with PREFIX to URL (repeatable)",
     )
-    parser.add_argument("--json", action="store_true", help="with many sources: one JSON file each")
-    parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
-    parser.add_argument("--chunk-index-threshold", type=int, default=1000)
+    parser.add_argument(
+        "--json-files",
+        action="store_true",
+        help="with many sources: write one .shadowzarr.json file each instead of directories",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="processes generating at once when SOURCE holds many files (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk-index-threshold",
+        type=int,
+        default=1000,
+        help="arrays with more chunks than this get a chunk-index array instead of one "
+        "reference per chunk (directories only; default: %(default)s)",
+    )
+    add_raw_binary_options(parser)
+    add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    raw = raw_binary_layout(args)
     sources = expand_sources(args.source)
     mapping = [tuple(item.split("=", 1)) for item in args.url_for]
     if any(len(pair) != 2 for pair in mapping):
         raise ValueError("--url-for takes PREFIX=URL")
-    options = {"format": args.format, "url_for": mapping, "threshold": args.chunk_index_threshold}
+    options: dict[str, Any] = {
+        "format": args.format,
+        "url_for": mapping,
+        "threshold": args.chunk_index_threshold,
+        "raw": raw,
+    }
     if len(sources) == 1:
-        written = generate_one(sources[0], args.output, local_path=args.local_path, **options)
-        print(f"wrote {written}")
-        return 0
+        return _one(args, sources[0], options)
     if args.local_path:
         raise ValueError("--local-path goes with a single SOURCE")
+    return _many(args, sources, options)
+
+
+def _one(args: argparse.Namespace, source: str, options: dict[str, Any]) -> int:
+    with Bars() as bars:
+        bar = bars.add("datasets", unit="dataset", description="generate")
+
+        def datasets(done: int, total: int, _path: str = "") -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        written = generate_one(
+            source, args.output, local_path=args.local_path, progress=datasets, **options
+        )
+    emit(args, {"written": [written], "failed": []}, [f"wrote {written}"])
+    return 0
+
+
+def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any]) -> int:
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
-    suffix = SUFFIXES["json" if args.json else "directory"]
-    progress = Progress("generate")
-    failures = 0
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        futures = {
-            pool.submit(generate_one, source, str(out_dir / (_stem(source) + suffix)), **options): source
-            for source in sources
-        }
-        for done, future in enumerate(as_completed(futures), 1):
-            try:
-                print(f"wrote {future.result()}")
-            except (OSError, ValueError, ImportError) as exc:
-                failures += 1
-                print(f"failed {futures[future]}: {' '.join(str(exc).split())}")
-            progress.update(done, len(futures))
-    progress.close()
-    return 1 if failures else 0
+    suffix = SUFFIXES["json" if args.json_files else "directory"]
+    written: list[str] = []
+    failed: list[dict[str, str]] = []
+    events: Any = multiprocessing.get_context().Queue()
+    with Bars() as bars:
+        files = bars.add("files", total=len(sources), unit="file", description="files")
+        datasets = bars.add("datasets", total=0, unit="dataset", description="datasets")
+        streaming = not bars.enabled and not args.json  # a pipe: each line as it happens
+        with ProcessPoolExecutor(
+            max_workers=max(1, args.workers),
+            initializer=_worker_started,
+            initargs=(events,),
+        ) as pool:
+            futures = {
+                pool.submit(
+                    _generate_in_worker, source, _output(out_dir, source, suffix), options
+                ): source
+                for source in sources
+            }
+            # Started once the workers exist: no thread of ours is running when they fork.
+            drawer = threading.Thread(target=_draw, args=(events, datasets), daemon=True)
+            drawer.start()
+            for future in as_completed(futures):
+                source = futures[future]
+                try:
+                    written.append(future.result())
+                    if streaming:
+                        print(f"wrote {written[-1]}", flush=True)
+                except (OSError, ValueError, ImportError, LookupError) as exc:
+                    message = " ".join(str(exc).split()) or type(exc).__name__
+                    failed.append({"source": source, "error": message})
+                    bars.write(f"shadowzarr generate: failed {source}: {message}")
+                files.update(1)
+        events.put(None)
+        drawer.join(timeout=5)
+    if args.json:
+        emit(args, {"written": sorted(written), "failed": failed}, [])
+    elif not streaming:
+        for path in written:
+            print(f"wrote {path}")
+    return 1 if failed else 0
+
+
+def _output(out_dir: Path, source: str, suffix: str) -> str:
+    return str(out_dir / (_stem(source) + suffix))
+
+
+def _draw(events: Any, bar: Any) -> None:
+    """The parent's drawing thread: every worker's dataset counts into one bar."""
+    totals: dict[str, tuple[int, int]] = {}
+    while True:
+        try:
+            event = events.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        except (EOFError, OSError):
+            return
+        if event is None:
+            return
+        _, source, done, total = event
+        totals[source] = (done, total)
+        bar.total = sum(t for _, t in totals.values())
+        bar.n = sum(d for d, _ in totals.values())
+        bar.refresh()
+
+
+def _worker_started(events: Any) -> None:
+    global _events
+    _events = events
+
+
+def _generate_in_worker(source: str, output: str, options: dict[str, Any]) -> str:
+    def report(done: int, total: int, _path: str = "") -> None:
+        if _events is not None:
+            _events.put(("datasets", source, done, total))
+
+    return generate_one(source, output, progress=report, **options)
 
 
 def generate_one(
     source: str,
     output: str,
     *,
-    format: str = "auto",  # noqa: A002 - the command-line option's name
+    format: str = "auto",
     local_path: str | None = None,
     url_for: list[tuple[str, ...]] | None = None,
     threshold: int = 1000,
+    raw: RawBinaryLayout | None = None,
+    progress: Any = False,
 ) -> str:
     from shadowzarr_spec import write_rfs
 
     kind = detect_format(local_path or source) if format == "auto" else format
-    rfs = _generator(kind)(source, local_path, _url_mapper(url_for or []))
+    rfs = _generator(kind, raw)(source, local_path, _url_mapper(url_for or []), progress)
     write_rfs(rfs, output, chunk_index_threshold=threshold)
     return output
 
 
-def _generator(kind: str) -> Any:
+def _generator(kind: str, raw: RawBinaryLayout | None) -> Any:
     from shadowzarr._lazy import import_module_for
 
+    if raw is not None and not kind.startswith("neo"):
+        raise ValueError(
+            f"--dtype/--channels/--sampling-rate/--byte-offset describe a raw binary recording "
+            f"(--format neo:RawBinarySignalRawIO), not a {kind} source"
+        )
     if kind == "hdf5":
         module = import_module_for("shadowzarr_hdf5", "hdf5", "generating from HDF5")
-        return lambda source, local, _url_for: module.generate_rfs(source, local_hdf5_path=local)
+        return lambda source, local, _url_for, progress: module.generate_rfs(
+            source, local_hdf5_path=local, progress=progress
+        )
     if kind == "tiff":
         module = import_module_for("shadowzarr_tiff", "tiff", "generating from TIFF")
-        return lambda source, local, _url_for: module.generate_rfs_tiff(source, local_path=local)
+        return lambda source, local, _url_for, _progress: module.generate_rfs_tiff(
+            source, local_path=local
+        )
     if kind == "neo" or kind.startswith("neo:"):
         module = import_module_for("shadowzarr_neo", "neo", "generating from NEO recordings")
         reader_name = kind.partition(":")[2] or None
-        return lambda source, _local, url_for: module.generate_rfs_neo(
-            _neo_reader(source, reader_name), url_for=url_for
+        return lambda source, _local, url_for, _progress: module.generate_rfs_neo(
+            _neo_reader(source, reader_name, raw), url_for=url_for
         )
     raise ValueError(f"unknown format {kind!r} (auto, hdf5, tiff, neo, neo:<RawIO class>)")
 
 
-def _neo_reader(source: str, reader_name: str | None) -> Any:
+def _neo_reader(source: str, reader_name: str | None, raw: RawBinaryLayout | None) -> Any:
     import neo.rawio
 
     if reader_name:
@@ -126,8 +262,19 @@ def _neo_reader(source: str, reader_name: str | None) -> Any:
         cls = neo.rawio.get_rawio(source)
         if cls is None:
             raise ValueError(f"no NEO raw reader recognises {source}")
+    options: dict[str, Any] = {}
+    if cls is neo.rawio.RawBinarySignalRawIO:
+        if raw is None:
+            raise ValueError(
+                f"{source} is read as a raw binary recording, whose layout the file does not "
+                "record: give --dtype, --channels, --sampling-rate and --byte-offset (NEO's "
+                "defaults, 2 int16 channels at 10 kHz, would be a guess)"
+            )
+        options = raw.neo_arguments()
+    elif raw is not None:
+        raise ValueError(f"{cls.__name__} reads its layout from the files; drop --dtype & co.")
     key = "dirname" if Path(source).is_dir() else "filename"
-    reader = cls(**{key: source})
+    reader = cls(**{key: source}, **options)
     reader.parse_header()
     return reader
 

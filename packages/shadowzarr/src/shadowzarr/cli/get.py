@@ -5,23 +5,32 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import zarr
+from shadowzarr_spec import DatasetNotFoundError
 
-from shadowzarr.cli.selection import parse_selection
+from shadowzarr.cli.output import add_json_option, emit
+from shadowzarr.selection_text import parse_selection
 
 __all__ = ["register"]
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
     parser = subcommands.add_parser(
         "get",
         help="read (part of) an array",
         description="Read an array through the references; print it or write a .npy file.",
-        epilog='example: shadowzarr get session.shadowzarr acquisition/ts/data "0:1000, 3" -o ts.npy',
+        epilog="example: shadowzarr get session.shadowzarr acquisition/ts/data "
+        '"0:1000, 3" -o ts.npy',
+        parents=[common],
     )
-    parser.add_argument("refs")
+    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
     parser.add_argument("path", help="the array's path inside the references")
     parser.add_argument("selection", nargs="?", help='numpy-style selection, e.g. "0:100, ::2, 5"')
     parser.add_argument("-o", "--output", help="write a .npy file instead of printing")
+    add_json_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -30,15 +39,22 @@ def run(args: argparse.Namespace) -> int:
 
     root = open_rfs(args.refs)
     try:
-        array = root[args.path]
+        node = root[args.path]
     except KeyError:
-        raise KeyError(f"no array {args.path!r} in {args.refs}") from None
-    if not hasattr(array, "shape") or not hasattr(array, "dtype"):
-        raise ValueError(f"{args.path!r} is a group, not an array")
-    values = np.asarray(array[parse_selection(args.selection)])
+        raise DatasetNotFoundError(f"no array {args.path!r} in {args.refs}") from None
+    if not isinstance(node, zarr.Array):
+        raise DatasetNotFoundError(f"{args.path!r} is a group of {args.refs}, not an array")
+    values = np.asarray(node[parse_selection(args.selection)])
+    summary = {"path": args.path, "dtype": str(values.dtype), "shape": list(values.shape)}
     if args.output:
         np.save(args.output, values)
-        print(f"wrote {args.output}: {values.dtype} {values.shape}")
+        emit(
+            args,
+            {**summary, "written": args.output},
+            [f"wrote {args.output}: {values.dtype} {values.shape}"],
+        )
+    elif args.json:
+        emit(args, {**summary, "values": values.tolist()}, [])
     else:
         with np.printoptions(threshold=200, edgeitems=5):
             print(values)

@@ -11,42 +11,63 @@ from shadowzarr_spec import ReferenceFileSystem, array_info, load_rfs, parse_jso
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_spec.model import InlineRef
 
-__all__ = ["describe", "register"]
+from shadowzarr.cli.output import add_json_option, emit
+
+__all__ = ["describe", "register", "tree_lines"]
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
     parser = subcommands.add_parser(
         "info",
         help="show groups, arrays, codecs, chunk counts and sources",
-        description="Show the tree of a reference file system.",
+        description="Show the tree of a reference file system: the root is /, each group is "
+        "followed by what it holds.",
         epilog="example: shadowzarr info session.shadowzarr --json",
+        parents=[common],
     )
     parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a tree")
+    add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     description = describe(load_rfs(args.refs))
-    if args.json:
-        print(json.dumps(description, indent=2))
-        return 0
-    print(f"version {description['version']}")
+    emit(args, description, tree_lines(description))
+    return 0
+
+
+def tree_lines(description: dict[str, Any]) -> list[str]:
+    """The tree as text: ``/`` first, every group before what it holds, two spaces a level."""
+    lines = [f"version {description['version']}"]
     for node in description["nodes"]:
-        depth = node["path"].count("/") + (1 if node["path"] else 0)
-        name = node["path"].rsplit("/", 1)[-1] or "/"
+        path = node["path"]
+        depth = path.count("/") + 1 if path else 0
         indent = "  " * depth
-        if node["type"] == "group":
-            print(f"{indent}{name}/")
+        if not path:
+            lines.append("/")
+        elif node["type"] == "group":
+            lines.append(f"{indent}{path.rsplit('/', 1)[-1]}/")
         else:
             codecs = ",".join(node["codecs"])
-            print(
-                f"{indent}{name}  {node['dtype']} {tuple(node['shape'])} chunks {tuple(node['chunks'])} "
-                f"[{codecs}] {node['stored']}"
+            lines.append(
+                f"{indent}{path.rsplit('/', 1)[-1]}  {node['dtype']} {tuple(node['shape'])} "
+                f"chunks {tuple(node['chunks'])} [{codecs}] {node['stored']}"
             )
     for url, source in description["sources"].items():
-        print(f"source {url}  size={source.get('size')} etag={source.get('etag')}")
-    return 0
+        lines.append(f"source {url}  size={source.get('size')} etag={source.get('etag')}")
+    return lines
+
+
+def _tree_order(paths: set[str]) -> list[str]:
+    """Every path and every group above one, parents first (the root, "", before all)."""
+    everything = set(paths) | {""}
+    for path in paths:
+        parts = path.split("/")
+        everything.update("/".join(parts[:depth]) for depth in range(1, len(parts)))
+    return sorted(everything, key=lambda path: tuple(path.split("/")) if path else ())
 
 
 def describe(rfs: ReferenceFileSystem) -> dict[str, Any]:
@@ -60,10 +81,14 @@ def describe(rfs: ReferenceFileSystem) -> dict[str, Any]:
         split = array_of_chunk_key(entry.key.split("{{", 1)[0] + "0")
         if split is not None:
             generated[split[0]] = generated.get(split[0], 0) + entry.count
-    nodes = []
-    for key in sorted(k for k in rfs.refs if k == "zarr.json" or k.endswith("/zarr.json")):
-        path = key[: -len("zarr.json")].rstrip("/")
-        ref = rfs.refs[key]
+    nodes: list[dict[str, Any]] = []
+    described = {
+        key[: -len("zarr.json")].rstrip("/")
+        for key in rfs.refs
+        if key == "zarr.json" or key.endswith("/zarr.json")
+    }
+    for path in _tree_order(described):
+        ref = rfs.refs.get(f"{path}/zarr.json" if path else "zarr.json")
         document = parse_json(ref.data) if isinstance(ref, InlineRef) else {}
         if document.get("node_type") != "array":
             nodes.append({"path": path, "type": "group"})
@@ -74,14 +99,18 @@ def describe(rfs: ReferenceFileSystem) -> dict[str, Any]:
         if path in rfs.indexes:
             stored = f"chunk index of {math.prod(info.grid)} chunks"
         else:
-            stored = f"{listed.get(path, 0) + generated.get(path, 0)} of {math.prod(info.grid)} chunks"
+            stored = (
+                f"{listed.get(path, 0) + generated.get(path, 0)} of {math.prod(info.grid)} chunks"
+            )
         nodes.append(
             {
                 "path": path,
                 "type": "array",
                 "shape": list(info.shape),
                 "chunks": list(info.chunk_shape),
-                "dtype": info.data_type if isinstance(info.data_type, str) else json.dumps(info.data_type),
+                "dtype": info.data_type
+                if isinstance(info.data_type, str)
+                else json.dumps(info.data_type),
                 "codecs": [c.get("name", "?") for c in info.codecs],
                 "stored": stored,
                 "selection": path in rfs.selections,

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from shadowzarr.cli.progress import Progress
+from shadowzarr.cli.output import add_json_option, emit
+from shadowzarr.cli.progress import Bars
 
 __all__ = ["register"]
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
     parser = subcommands.add_parser(
         "materialize",
         help="copy the data into an ordinary Zarr v3 store that needs no sources",
@@ -17,39 +22,79 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
         "zarr's default compressor; everything else is copied as stored. An interrupted run "
         "resumes where it stopped when started again with the same arguments.",
         epilog="example: shadowzarr materialize session.shadowzarr session.zarr --verify",
+        parents=[common],
     )
-    parser.add_argument("refs")
+    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
     parser.add_argument("destination", help="a folder, or a path ending in .zip")
     parser.add_argument("--verify", action="store_true", help="read back and compare every array")
-    parser.add_argument("--chunk-bytes", type=int, default=4 * 2**20, help="target chunk size")
+    parser.add_argument(
+        "--chunk-bytes",
+        type=int,
+        default=4 * 2**20,
+        help="target size of a rewritten chunk in bytes (default: %(default)s)",
+    )
     parser.add_argument("--scheduler", help="address of a Dask scheduler to spread the copy over")
+    add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from shadowzarr_store.materialize import materialize
-
     client = None
     if args.scheduler:
         from distributed import Client
 
-        client = Client(args.scheduler)
-    bar = Progress("materialize")
+        client = Client(args.scheduler)  # type: ignore[no-untyped-call]
+    with Bars() as bars:
+        report = _run(args, client, bars)
+    lines = [
+        f"{array.action:9} {array.path}  {array.nbytes} bytes -> {array.stored_bytes} stored"
+        for array in report.arrays
+    ]
+    lines.append(
+        f"{len(report.arrays)} arrays, {report.groups} groups in {report.seconds:.1f} s"
+        + (", verified" if report.verified else "")
+    )
+    document = {
+        "arrays": [
+            {
+                "path": a.path,
+                "action": a.action,
+                "nbytes": a.nbytes,
+                "stored_bytes": a.stored_bytes,
+                "chunks": list(a.chunks),
+            }
+            for a in report.arrays
+        ],
+        "groups": report.groups,
+        "verified": report.verified,
+        "resumed_regions": report.resumed_regions,
+        "seconds": report.seconds,
+    }
+    emit(args, document, lines)
+    return 0
+
+
+def _run(args: argparse.Namespace, client: Any, bars: Bars) -> Any:
+    from shadowzarr_store.materialize import MaterializeStep, materialize
+
+    def step(progress: MaterializeStep) -> None:
+        if progress.phase not in bars:
+            description = "copy" if progress.phase == "copy" else "verify"
+            bars.add(progress.phase, total=progress.total, bytes_=True, description=description)
+        bar = bars[progress.phase]
+        bar.n = progress.done
+        bar.set_postfix_str(f"{progress.arrays_done}/{progress.arrays} arrays", refresh=False)
+        bar.refresh()
+
     try:
-        report = materialize(
+        return materialize(
             args.refs,
             args.destination,
             verify=args.verify,
             client=client,
-            progress=bar.update,
+            progress=step,
             target_chunk_bytes=args.chunk_bytes,
         )
     finally:
-        bar.close()
         if client is not None:
             client.close()
-    for array in report.arrays:
-        print(f"{array.action:9} {array.path}  {array.nbytes} bytes -> {array.stored_bytes} stored")
-    print(f"{len(report.arrays)} arrays, {report.groups} groups in {report.seconds:.1f} s"
-          + (", verified" if report.verified else ""))
-    return 0

@@ -29,9 +29,16 @@ class Cost:
         return f"  {self.what:<44} {self.requests:>6} requests {self.nbytes / 1e6:>9.2f} MB {self.seconds:>7.2f} s"
 
 
-def run_demo(*, seconds: int = 20, latency: float = 0.0, echo: Callable[[str], None] = print) -> int:
+def run_demo(
+    *,
+    seconds: int = 20,
+    latency: float = 0.0,
+    echo: Callable[[str], None] = print,
+    results: dict[str, Any] | None = None,
+) -> int:
     """Write an NWB file, serve it on loopback, generate references over HTTP, read them back
-    through NWBZarrIO and compare with h5py over the same server. Returns 0 when equal."""
+    through NWBZarrIO and compare with h5py over the same server. Returns 0 when equal;
+    ``results`` (if given) receives the costs and the comparison as plain values."""
     from shadowzarr._lazy import import_module_for
 
     import_module_for("hdmf_zarr", "nwb", "shadowzarr demo")
@@ -58,6 +65,15 @@ def run_demo(*, seconds: int = 20, latency: float = 0.0, echo: Callable[[str], N
         echo(f"\nread: ElectricalSeries data[{WINDOW.start}:{WINDOW.stop}, :] (1 s x 32 channels), "
              "spike times of unit 0, trial starts")
         echo(f"values equal to h5py's: {'yes' if equal else 'NO'}")
+        if results is not None:
+            results.update(
+                references_bytes=size,
+                costs=[
+                    {"what": c.what, "requests": c.requests, "bytes": c.nbytes, "seconds": c.seconds}
+                    for c in (generated, ours, theirs)
+                ],
+                equal=bool(equal),
+            )
         return 0 if equal else 1
 
 

@@ -1,4 +1,5 @@
-"""Parse a selection such as ``"0:30000, 17"`` or ``"::2, ..."`` without ``eval``."""
+"""A selection written as text (``"0:30000, 17"``, ``"::2, ..."``), parsed without ``eval``:
+the command line's and ``shadowzarr.plot.layout(select="…")``'s."""
 
 from __future__ import annotations
 
@@ -19,8 +20,12 @@ def parse_selection(text: str | None) -> tuple[int | slice | type(Ellipsis), ...
             parts.append(Ellipsis)
         elif ":" in item:
             pieces = item.split(":")
-            if len(pieces) > 3 or not all(p.strip() == "" or _INT.fullmatch(p.strip()) for p in pieces):
-                raise ValueError(f"cannot read {item!r} as a slice (use start:stop:step with integers)")
+            if len(pieces) > 3 or not all(
+                p.strip() == "" or _INT.fullmatch(p.strip()) for p in pieces
+            ):
+                raise ValueError(
+                    f"cannot read {item!r} as a slice (use start:stop:step with integers)"
+                )
             numbers = [int(p) if p.strip() else None for p in pieces]
             parts.append(slice(*numbers))
         elif _INT.fullmatch(item):

@@ -1,0 +1,85 @@
+"""What materialize reports while it runs: one step per region (or chunk) copied or verified.
+
+The counts are bytes of array data (decoded values), summed over every array, so one bar covers
+the whole run; verification is a phase of its own with its own total, so a bar shows it instead
+of sitting at "done" while every array is read back.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["MaterializeStep", "Progress", "ProgressReporter", "region_bytes"]
+
+type Phase = Literal["copy", "verify"]
+
+
+@dataclass(frozen=True, slots=True)
+class MaterializeStep:
+    """Where materialize is: ``done`` of ``total`` bytes of the ``phase``, last on ``path``."""
+
+    phase: Phase
+    path: str
+    done: int
+    total: int
+    arrays_done: int
+    arrays: int
+
+
+type Progress = Callable[[MaterializeStep], None]
+"""Called after each region copied or verified (from the event loop: keep it quick)."""
+
+
+def region_bytes(region: tuple[slice, ...], itemsize: int) -> int:
+    """Bytes of the values in ``region``."""
+    return int(math.prod(part.stop - part.start for part in region)) * itemsize
+
+
+class ProgressReporter:
+    """Accumulates steps into one running count per phase and passes them to the callback."""
+
+    def __init__(self, callback: Progress | None, totals: dict[Phase, int], arrays: int) -> None:
+        self._callback = callback
+        self._totals = totals
+        self._done: dict[Phase, int] = dict.fromkeys(totals, 0)
+        self._arrays = arrays
+        self._arrays_done: dict[Phase, int] = dict.fromkeys(totals, 0)
+
+    def advance(self, phase: Phase, path: str, nbytes: int) -> None:
+        self._done[phase] = self._done.get(phase, 0) + nbytes
+        self._report(phase, path)
+
+    def array_done(self, phase: Phase, path: str) -> None:
+        self._arrays_done[phase] = self._arrays_done.get(phase, 0) + 1
+        self._report(phase, path)
+
+    def _report(self, phase: Phase, path: str) -> None:
+        if self._callback is not None:
+            self._callback(
+                MaterializeStep(
+                    phase,
+                    path,
+                    self._done.get(phase, 0),
+                    self._totals.get(phase, 0),
+                    self._arrays_done.get(phase, 0),
+                    self._arrays,
+                )
+            )
+
+
+def text_progress() -> Progress:
+    """``progress=True``: one line on stderr, redrawn in place, when it is a terminal."""
+
+    def draw(step: MaterializeStep) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(
+                f"\rmaterialize {step.phase}: {step.done / 2**20:.1f} of "
+                f"{step.total / 2**20:.1f} MiB, {step.arrays_done}/{step.arrays} arrays"
+            )
+            sys.stderr.flush()
+
+    return draw

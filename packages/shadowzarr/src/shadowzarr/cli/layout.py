@@ -1,0 +1,91 @@
+"""``shadowzarr layout REFS [ARRAY] [--select …] --png FILE``: where the chunks lie, and what a
+read costs (the picture of `shadowzarr.plot.layout`, or its numbers with ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from shadowzarr.cli.output import add_json_option, emit
+from shadowzarr.plot.units import format_bytes
+
+__all__ = ["register"]
+
+
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
+    parser = subcommands.add_parser(
+        "layout",
+        help="draw where an array's chunks lie in its source file and what a selection costs",
+        description="Draws the source file as a strip of bytes: the array's chunks, other "
+        "arrays' chunks and the bytes no reference points to (headers, heaps, chunk indexes); "
+        "an enlargement of the part a selection reads, with the range requests the store "
+        "sends for it (as its request merger plans them, cold); and the numbered lookup of "
+        "one chunk. Needs matplotlib for --png (pip install 'shadowzarr[plot]').",
+        epilog="example: shadowzarr layout session.shadowzarr acquisition/ElectricalSeries/data "
+        '--select "72000000:72020000, 17" --png layout.png',
+        parents=[common],
+    )
+    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    parser.add_argument(
+        "array", nargs="?", help="the array to draw (default: the one with the most bytes)"
+    )
+    parser.add_argument(
+        "--select", help='numpy-style selection whose cost to draw, e.g. "0:30000, 17"'
+    )
+    parser.add_argument("--png", help="write the picture to this PNG file")
+    parser.add_argument(
+        "--no-context",
+        action="store_true",
+        help="do not look up where other arrays' chunks lie (faster with many arrays)",
+    )
+    parser.add_argument(
+        "--width", type=float, default=12.0, help="width of the picture in inches (default: 12)"
+    )
+    add_json_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from shadowzarr_store import open_rfs_store
+
+    from shadowzarr.plot.layout_figure import layout_data, layout_figure, save_figure
+    from shadowzarr.selection_text import parse_selection
+
+    if args.png:
+        from shadowzarr.plot import require_matplotlib
+
+        require_matplotlib("shadowzarr layout --png")
+    store = open_rfs_store(args.refs)
+    select = parse_selection(args.select) if args.select else None
+    data = layout_data(store, args.array, select, context=not args.no_context)
+    if args.png:
+        save_figure(layout_figure(data, width=args.width), args.png)
+    document = {
+        "array": data.path,
+        "url": data.url,
+        "file_size": data.file_size,
+        "chunks": len(data.chunks),
+        "chunk_bytes": sum(c.size for c in data.chunks),
+        "first_chunk_offset": min(c.start for c in data.chunks),
+        "indexed": data.indexed,
+        "selection": None if data.plan is None else data.plan.to_json(),
+        "png": args.png,
+    }
+    lines = [
+        f"{data.path}: {len(data.chunks):,} chunks, "
+        f"{format_bytes(document['chunk_bytes'])} of {data.url} ({format_bytes(data.file_size)}); "
+        f"first chunk at byte {document['first_chunk_offset']:,}"
+    ]
+    if data.plan is not None:
+        plan = data.plan
+        lines.append(
+            f"selection {plan.selection}: {len(plan.chunks)} chunks "
+            f"({format_bytes(plan.chunk_bytes)}), {len(plan.index_chunks)} index chunks, "
+            f"{len(plan.requests)} requests ({format_bytes(plan.request_bytes)}) after merging"
+        )
+    if args.png:
+        lines.append(f"wrote {args.png}")
+    emit(args, document, lines)
+    return 0

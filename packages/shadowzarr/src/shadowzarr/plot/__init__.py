@@ -1,0 +1,72 @@
+"""Pictures of references (``pip install 'shadowzarr[plot]'``, which installs matplotlib).
+
+``shadowzarr.plot.layout(refs, array, select=…)`` returns a matplotlib `Figure` of where an
+array's chunks lie in its source file and what reading ``select`` costs; ``shadowzarr layout``
+draws the same picture from the command line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["layout", "require_matplotlib"]
+
+
+def require_matplotlib(wanted: str = "shadowzarr.plot") -> None:
+    """Raise an ImportError that says what to install when matplotlib is missing."""
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError as exc:
+        raise ImportError(
+            f"{wanted} draws with matplotlib, which is not installed: "
+            "pip install 'shadowzarr[plot]'"
+        ) from exc
+
+
+def layout(
+    refs: Any,
+    array: str | None = None,
+    *,
+    select: Any = None,
+    context: bool = True,
+    width: float = 12.0,
+    **store_options: Any,
+) -> Figure:
+    """The layout picture of ``array`` (default: the array with the most bytes in files).
+
+    Parameters
+    ----------
+    refs
+        References (a path, URL, dict or `ReferenceFileSystem`), an `RfsStore`, or a
+        `RemoteArray` (whose array is drawn unless ``array`` names another).
+    select
+        A selection (``(slice(0, 30000), 17)`` or the text ``"0:30000, 17"``): the chunks it
+        reads and the requests the store sends for them are drawn.
+    context
+        Also find where every other array's chunks lie (slower for many arrays).
+    **store_options
+        `RfsStore` options; the request merging drawn is the one these give.
+    """
+    require_matplotlib()
+    from shadowzarr_store import RfsStore, open_rfs_store
+    from shadowzarr_store.remote import RemoteArray
+
+    from shadowzarr.plot.layout_figure import layout_data, layout_figure
+    from shadowzarr.selection_text import parse_selection
+
+    if isinstance(refs, RemoteArray):
+        store, array = refs.store, array or refs.dataset
+    elif isinstance(refs, RfsStore):
+        store = refs
+    else:
+        store = open_rfs_store(
+            os.fspath(refs) if isinstance(refs, os.PathLike) else refs, **store_options
+        )
+    if isinstance(select, str):
+        select = parse_selection(select)
+    return layout_figure(layout_data(store, array, select, context=context), width=width)
