@@ -124,7 +124,7 @@ def test_check_and_get_over_nginx(nginx, tmp_path: Path) -> None:  # type: ignor
         (("info", "no/such/refs.json"), "no reference file"),
         (("get", "no/such/refs.json", "x"), "no reference file"),
         (("convert", "no/such/refs.json", "out.json"), "no reference file"),
-        (("generate", "no/such/file.h5", "-o", "out.json"), "No such file"),
+        (("generate", "no/such/file.h5", "-o", "out.json"), "no such source: no/such/file.h5"),
     ],
 )
 def test_missing_files_are_one_line_errors(
@@ -147,7 +147,7 @@ def test_url_that_404s(nginx, tmp_path: Path) -> None:  # type: ignore[no-untype
     )
     assert_clean_error(
         shadowzarr("generate", nginx.url("missing.h5"), "-o", str(tmp_path / "o.json")),
-        contains="404",
+        contains=f"{nginx.url('missing.h5')}: not found (HTTP 404)",
     )
 
 
@@ -226,7 +226,9 @@ def test_generate_from_a_list_file(tmp_path: Path) -> None:
     listing = tmp_path / "sources.txt"
     listing.write_text("# two files\n" + "\n".join(str(p) for p in sources) + "\n")
     out = tmp_path / "listed"
-    result = shadowzarr("generate", f"@{listing}", "-o", str(out), "--json", "--workers", "1")
+    result = shadowzarr(
+        "generate", f"@{listing}", "-o", str(out), "--json-files", "--workers", "1"
+    )
     assert result.returncode == 0, result.stderr
     for path, values in zip(sources, expected, strict=True):
         npy = tmp_path / f"{path.stem}.npy"

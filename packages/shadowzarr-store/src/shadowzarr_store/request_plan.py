@@ -2,11 +2,13 @@
 
 `array_extents` lists the physical byte range of every stored chunk of an array (refs, gen
 entries and chunk indexes alike, through the store's own resolver). `plan_selection` says which
-chunks a selection reads, which chunk-index chunks that needs, and which requests the store will
-send for them: it groups the reads as zarr issues them (waves of ``async.concurrency`` reads, in
-C order) and merges each wave with the store's own planner (`merge.plan_runs`, `head_start`,
-``RangeMerger.eligible``), so a picture or a cost estimate drawn from it tells the truth about
-a cold read (nothing cached yet).
+chunks a selection reads, which chunk-index chunks that needs, and which requests the store
+sends for them: it issues the reads as zarr does (C order, ``async.concurrency`` in flight) and
+merges each flush with the store's own planner (`merge.plan_runs`, `head_start`,
+``RangeMerger.eligible``). For a selection of at most ``async.concurrency`` chunks that is
+exactly what a cold read sends; beyond, later reads are merged as earlier requests finish, which
+depends on timing, and the plan assumes they finish one by one (so it is the most requests a
+cold read sends). `measure_selection` reads the selection and counts what was sent.
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from shadowzarr_store.stats import StoreStats
 if TYPE_CHECKING:
     from shadowzarr_store.rfs_store import RfsStore
 
-__all__ = ["ChunkExtent", "PlannedRequest", "SelectionPlan", "array_extents", "plan_selection"]
+__all__ = [
+    "ChunkExtent",
+    "Measured",
+    "PlannedRequest",
+    "SelectionPlan",
+    "array_extents",
+    "measure_selection",
+    "plan_selection",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +161,39 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What a cold read of a selection sent, from the store's own counters."""
+
+    requests: int
+    bytes: int
+    index_chunk_reads: int
+    seconds: float
+
+
+def measure_selection(store: RfsStore, path: str, selection: Any = ()) -> Measured:
+    """Read ``selection`` through a fresh store (same options, no caches) and count what it
+    sent: the truth the plan approximates beyond one wave of reads."""
+    import time
+
+    from shadowzarr_store.rfs_store import RfsStore
+
+    options = {
+        name: getattr(store.options, name)
+        for name in store.options.__dataclass_fields__
+        if name not in ("local_cache", "memory_cache")
+    }
+    fresh = RfsStore(store.rfs, **options)
+    try:
+        started = time.perf_counter()
+        zarr.open_array(fresh, path=path, mode="r", zarr_format=3)[selection]
+        seconds = time.perf_counter() - started
+        stats = fresh.stats.snapshot()
+    finally:
+        fresh.close()
+    return Measured(stats.requests, stats.bytes, stats.index_chunk_reads, seconds)
+
+
 async def _extent(store: RfsStore, key: str) -> ChunkExtent | None:
     value = await store._resolver.resolve(key)  # same package: the store's own resolver
     return _extent_of(value, key) if isinstance(value, SourceValue) else None
@@ -177,33 +220,59 @@ class _Read:
 
 
 def _requests(chunks: list[ChunkExtent], store: RfsStore, concurrency: int) -> list[PlannedRequest]:
-    """The requests of reading ``chunks`` in order, ``concurrency`` at a time, as merged by the
-    store: a full wave is flushed while zarr is throttled, so long runs get a head start."""
+    """The requests of reading ``chunks`` in zarr's order with ``concurrency`` reads in flight.
+
+    zarr sends the first ``concurrency`` reads at once; the merge queue flushes them together
+    (zarr is then throttled, so long runs get a head start). Later reads follow as earlier ones
+    finish: the reads a finished request served free their slots together, and their
+    successors are merged with each other. Requests are taken to finish in the order they
+    were sent, which is what a server answering in turn does.
+    """
     options = store.options
     merger = RangeMerger(_never, options, StoreStats())
+    waiting = list(chunks)
     requests: list[PlannedRequest] = []
-    for first in range(0, len(chunks), max(1, concurrency)):
-        wave = chunks[first : first + concurrency]
-        throttled = len(wave) >= concurrency
-        mergeable = [c for c in wave if merger.eligible(c.start, c.end)]
-        requests.extend(
-            PlannedRequest(c.url, c.start, c.end, (c.key,))
-            for c in wave
-            if not merger.eligible(c.start, c.end)
-        )
-        reads = sorted((_Read(c.url, c.start, c.end, c.key) for c in mergeable), key=_by_place)
-        for _, group in groupby(reads, key=lambda read: read.url):
-            for run in plan_runs(list(group), options.merge_gap, options.max_merge_size):
-                for piece in head_start(run) if throttled else [run]:
-                    requests.append(
-                        PlannedRequest(
-                            piece[0].url,
-                            piece[0].start,
-                            max(read.end for read in piece),
-                            tuple(read.key for read in piece),
-                        )
-                    )
+    in_flight: list[PlannedRequest] = []
+    outstanding = 0
+    batch, waiting = waiting[:concurrency], waiting[concurrency:]
+    while batch:
+        outstanding += len(batch)
+        sent = _merge(batch, merger, throttled=outstanding >= concurrency)
+        requests.extend(sent)
+        in_flight.extend(sent)
+        finished = in_flight.pop(0)
+        outstanding -= len(finished.chunks)
+        batch, waiting = waiting[: len(finished.chunks)], waiting[len(finished.chunks) :]
+        while not batch and in_flight and waiting:
+            finished = in_flight.pop(0)
+            outstanding -= len(finished.chunks)
+            batch, waiting = waiting[: len(finished.chunks)], waiting[len(finished.chunks) :]
     return requests
+
+
+def _merge(
+    batch: list[ChunkExtent], merger: RangeMerger, *, throttled: bool
+) -> list[PlannedRequest]:
+    """One flush of the merge queue: reads grouped by URL and joined by the store's planner."""
+    options = merger._options  # same package: the merger's own options
+    alone = [c for c in batch if not merger.eligible(c.start, c.end)]
+    sent = [PlannedRequest(c.url, c.start, c.end, (c.key,)) for c in alone]
+    reads = sorted(
+        (_Read(c.url, c.start, c.end, c.key) for c in batch if merger.eligible(c.start, c.end)),
+        key=_by_place,
+    )
+    for _, group in groupby(reads, key=lambda read: read.url):
+        for run in plan_runs(list(group), options.merge_gap, options.max_merge_size):
+            for piece in head_start(run) if throttled else [run]:
+                sent.append(
+                    PlannedRequest(
+                        piece[0].url,
+                        piece[0].start,
+                        max(read.end for read in piece),
+                        tuple(read.key for read in piece),
+                    )
+                )
+    return sent
 
 
 def _by_place(read: _Read) -> tuple[str, int]:

@@ -36,6 +36,11 @@ def register(
     )
     parser.add_argument("--png", help="write the picture to this PNG file")
     parser.add_argument(
+        "--measure",
+        action="store_true",
+        help="also read the selection (cold) and report the requests and bytes really sent",
+    )
+    parser.add_argument(
         "--no-context",
         action="store_true",
         help="do not look up where other arrays' chunks lie (faster with many arrays)",
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         require_matplotlib("shadowzarr layout --png")
     store = open_rfs_store(args.refs)
     select = parse_selection(args.select) if args.select else None
-    data = layout_data(store, args.array, select, context=not args.no_context)
+    data = layout_data(store, args.array, select, context=not args.no_context, measure=args.measure)
     if args.png:
         save_figure(layout_figure(data, width=args.width), args.png)
     document = {
@@ -71,6 +76,14 @@ def run(args: argparse.Namespace) -> int:
         "first_chunk_offset": min(c.start for c in data.chunks),
         "indexed": data.indexed,
         "selection": None if data.plan is None else data.plan.to_json(),
+        "measured": None
+        if data.measured is None
+        else {
+            "requests": data.measured.requests,
+            "bytes": data.measured.bytes,
+            "index_chunk_reads": data.measured.index_chunk_reads,
+            "seconds": data.measured.seconds,
+        },
         "png": args.png,
     }
     lines = [
@@ -83,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
         lines.append(
             f"selection {plan.selection}: {len(plan.chunks)} chunks "
             f"({format_bytes(plan.chunk_bytes)}), {len(plan.index_chunks)} index chunks, "
-            f"{len(plan.requests)} requests ({format_bytes(plan.request_bytes)}) after merging"
+            f"{len(plan.requests)} planned requests ({format_bytes(plan.request_bytes)})"
+        )
+    if data.measured is not None:
+        lines.append(
+            f"measured cold read: {data.measured.requests} requests "
+            f"({format_bytes(data.measured.bytes)}) in {data.measured.seconds:.2f} s"
         )
     if args.png:
         lines.append(f"wrote {args.png}")

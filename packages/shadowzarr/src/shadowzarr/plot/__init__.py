@@ -34,6 +34,7 @@ def layout(
     *,
     select: Any = None,
     context: bool = True,
+    measure: bool = False,
     width: float = 12.0,
     **store_options: Any,
 ) -> Figure:
@@ -49,6 +50,9 @@ def layout(
         reads and the requests the store sends for them are drawn.
     context
         Also find where every other array's chunks lie (slower for many arrays).
+    measure
+        Also read ``select`` (cold, through a fresh store) and show what it really sent; the
+        planned requests are exact up to ``async.concurrency`` chunks, an upper bound beyond.
     **store_options
         `RfsStore` options; the request merging drawn is the one these give.
     """
@@ -69,4 +73,5 @@ def layout(
         )
     if isinstance(select, str):
         select = parse_selection(select)
-    return layout_figure(layout_data(store, array, select, context=context), width=width)
+    data = layout_data(store, array, select, context=context, measure=measure)
+    return layout_figure(data, width=width)

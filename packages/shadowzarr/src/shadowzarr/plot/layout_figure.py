@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from shadowzarr_store import RfsStore
-    from shadowzarr_store.request_plan import ChunkExtent, SelectionPlan
+    from shadowzarr_store.request_plan import ChunkExtent, Measured, SelectionPlan
 
 __all__ = ["LayoutData", "layout_data", "layout_figure"]
 
@@ -61,14 +61,21 @@ class LayoutData:
     plan: SelectionPlan | None
     indexed: bool
     listed_in_refs: bool
+    measured: Measured | None = None
 
 
 def layout_data(
-    store: RfsStore, path: str | None = None, select: Any = None, *, context: bool = True
+    store: RfsStore,
+    path: str | None = None,
+    select: Any = None,
+    *,
+    context: bool = True,
+    measure: bool = False,
 ) -> LayoutData:
     """Gather the extents of ``path``'s chunks (and, with ``context``, every other array's in
-    the same file) and the cost of reading ``select``."""
-    from shadowzarr_store.request_plan import array_extents, plan_selection
+    the same file) and the planned cost of reading ``select`` (with ``measure``, also what a
+    cold read of it really sends)."""
+    from shadowzarr_store.request_plan import array_extents, measure_selection, plan_selection
 
     rfs = store.rfs
     path = choose_array(store) if path is None else path.strip("/")
@@ -96,6 +103,7 @@ def layout_data(
     ends = [e.end for e in mine] + [end for _, end in others]
     size = recorded.size if recorded is not None and recorded.size else max(ends)
     plan = None if select is None else sync(plan_selection(store, path, select))
+    measured = measure_selection(store, path, select) if measure and select is not None else None
     return LayoutData(
         path=path,
         url=url,
@@ -109,6 +117,7 @@ def layout_data(
         plan=plan,
         indexed=path in rfs.indexes,
         listed_in_refs=any(e.key in rfs.refs for e in mine[:1]),
+        measured=measured,
     )
 
 
@@ -335,11 +344,18 @@ def _zoom(axes: Axes, data: LayoutData, window: tuple[int, int]) -> None:
                     fontsize=8.5,
                     clip_on=True,
                 )
+        measured = (
+            ""
+            if data.measured is None
+            else f" (measured: {data.measured.requests} requests, "
+            f"{format_bytes(data.measured.bytes)})"
+        )
         axes.set_title(
             f"enlarged: {data.plan.selection} reads {len(data.plan.chunks)} chunks "
-            f"({format_bytes(data.plan.chunk_bytes)}) in {len(requests)} requests "
-            f"({format_bytes(sum(r.size for r in requests))}); the store joins reads "
-            f"< {format_bytes(data.plan.merge_gap)} apart, {data.plan.concurrency} reads at a time",
+            f"({format_bytes(data.plan.chunk_bytes)}) in {len(requests)} planned request"
+            f"{'s' * (len(requests) != 1)} "
+            f"({format_bytes(sum(r.size for r in requests))}){measured}; the store joins reads "
+            f"< {format_bytes(data.plan.merge_gap)} apart, {data.plan.concurrency} at a time",
             fontsize=10,
             loc="left",
         )

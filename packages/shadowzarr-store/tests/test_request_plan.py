@@ -1,0 +1,99 @@
+"""The request plan tells the truth: for a cold read, the requests and bytes it predicts are the
+ones nginx serves, and the index chunks it names are the ones read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+import zarr
+from shadowzarr_spec import RfsBuilder, load_rfs, write_rfs
+from zarr.core.sync import sync
+
+from shadowzarr_store import RfsStore
+from shadowzarr_store.request_plan import array_extents, measure_selection, plan_selection
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadowzarr_testing import NginxServer
+
+pytestmark = pytest.mark.network
+
+ROWS, COLS, CHUNK_ROWS = 4000, 6, 100
+CHUNK = CHUNK_ROWS * 4  # one column of float32 per chunk
+
+
+def _serve(nginx: NginxServer, nginx_root: Path) -> tuple[Path, np.ndarray]:
+    """Chunks of one column each, channel-major, with gaps between some of them: small gaps
+    (merged), large ones (not), as a file written in pieces has."""
+    values = np.random.default_rng(9).standard_normal((ROWS, COLS)).astype("<f4")
+    blob = bytearray(b"\0" * 4096)  # "headers"
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array("signal", shape=[ROWS, COLS], data_type="<f4", chunk_shape=[CHUNK_ROWS, 1])
+    url = nginx.url("signal.bin")
+    for row in range(ROWS // CHUNK_ROWS):
+        for col in range(COLS):
+            gap = 40_000 if (row * COLS + col) % 7 == 3 else 512
+            blob += b"\xff" * gap
+            offset = len(blob)
+            blob += values[row * CHUNK_ROWS : (row + 1) * CHUNK_ROWS, col].tobytes()
+            builder.add_chunk("signal", (row, col), url, offset, CHUNK)
+    (nginx_root / "signal.bin").write_bytes(bytes(blob))
+    builder.add_source(url, size=len(blob))
+    refs = write_rfs(builder.build(), nginx_root / "signal.shadowzarr", chunk_index_threshold=50)
+    return refs, values
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        (slice(0, 300), 2),  # 3 chunks of one column: far apart
+        (slice(250, 420), slice(None)),  # whole rows: chunks close together, some gaps large
+        (slice(3000, 3800), slice(1, 3)),  # 16 chunks: more than zarr reads at once
+    ],
+)
+def test_the_plan_is_what_nginx_serves(
+    nginx: NginxServer, nginx_root: Path, selection: tuple[Any, ...]
+) -> None:
+    refs, values = _serve(nginx, nginx_root)
+    rfs = load_rfs(nginx.url(refs.name))
+    assert "signal" in rfs.indexes  # 240 chunks > 50: a chunk-index array
+    plan = sync(plan_selection(RfsStore(rfs), "signal", selection))
+    assert len(plan.index_chunks) >= 1
+    nginx.reset()
+    got = zarr.open_array(RfsStore(rfs), path="signal", mode="r", zarr_format=3)[selection]
+    np.testing.assert_array_equal(got, values[selection])
+    assert nginx.count(path_prefix="signal.bin") == len(plan.requests)
+    assert nginx.bytes_sent(path_prefix="signal.bin") == plan.request_bytes
+    assert nginx.count(path_prefix="signal.shadowzarr/index/") == len(plan.index_chunks)
+    assert plan.chunk_bytes == len(plan.chunks) * CHUNK
+
+
+def test_a_long_selection_sends_at_most_the_plan(nginx: NginxServer, nginx_root: Path) -> None:
+    """40 chunks, 4 times what zarr reads at once: how many merge depends on which requests
+    finish together, so the plan (reads finishing one by one) is an upper bound, and the
+    measurement is what nginx saw."""
+    refs, _ = _serve(nginx, nginx_root)
+    store = RfsStore(load_rfs(nginx.url(refs.name)))
+    selection = (slice(None), 5)
+    plan = sync(plan_selection(store, "signal", selection))
+    nginx.reset()
+    measured = measure_selection(store, "signal", selection)
+    sent = nginx.count(path_prefix="signal.bin")
+    assert measured.requests == sent + nginx.count(path_prefix="signal.shadowzarr/index/")
+    assert measured.index_chunk_reads == len(plan.index_chunks)
+    assert len(plan.chunks) == 40
+    assert sent <= len(plan.requests)
+    assert sent < len(plan.chunks)  # some were merged
+
+
+def test_extents_are_every_stored_chunk(nginx: NginxServer, nginx_root: Path) -> None:
+    refs, _ = _serve(nginx, nginx_root)
+    extents = sync(array_extents(RfsStore(load_rfs(refs)), "signal"))
+    assert len(extents) == (ROWS // CHUNK_ROWS) * COLS
+    assert all(extent.size == CHUNK for extent in extents)
+    assert [e.start for e in extents] == sorted(e.start for e in extents)
+    assert min(e.start for e in extents) == 4096 + 512
