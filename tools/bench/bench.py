@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
     parser.add_argument("--skip", default="", help="readers to leave out (comma substrings)")
     parser.add_argument(
+        "--plots",
+        action="store_true",
+        help="also draw one PNG per workload beside the JSON (plots.py; needs matplotlib)",
+    )
+    parser.add_argument(
         "--build-venvs",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -103,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             all_rows.extend(rows)
             _write_json(args, argv, runs, sizes, settings)
     print(f"\nresults written to {args.json}")
+    if args.plots:
+        from plots import plot_results
+
+        for picture in plot_results(args.json):
+            print(f"plot written to {picture}")
     wrong = [r for r in all_rows if r.equal is False]
     for row in wrong:
         print(f"WRONG VALUES: {row.workload} / {row.case} / {row.reader}", file=sys.stderr)
