@@ -159,3 +159,5 @@ def test_store_options_reach_the_store(nginx: NginxServer, nginx_root: Path) -> 
     assert counts[1 << 20] < counts[0]
     with pytest.raises(TypeError, match="unknown RfsStore options"):
         xr.open_dataset(refs, engine="shadowzarr", store_options={"no_such_option": 1})
+    with pytest.raises(TypeError, match="unknown RfsStore options"):  # through backend_kwargs
+        xr.open_dataset(refs, backend_kwargs={"store_options": {"no_such_option": 1}})

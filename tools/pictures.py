@@ -2,7 +2,8 @@
 in pieces (its chunks interleaved with headers and chunk-index nodes, as a long recording
 appended to over hours is), and the notebook summary of an open array.
 
-    uv run python tools/pictures.py    # docs/*.png (chromium for the HTML), docs/cli-progress.txt (tmux)
+    uv run python tools/pictures.py    # docs/*.png (chromium for the HTML),
+                                       # docs/cli-progress.txt (tmux)
 
 Everything is generated here; nothing is downloaded.
 """
