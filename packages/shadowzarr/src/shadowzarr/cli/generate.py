@@ -109,9 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(args: argparse.Namespace, source: str, options: dict[str, Any]) -> int:
     with Bars() as bars:
-        bar = bars.add("datasets", unit="dataset", description="generate")
 
         def datasets(done: int, total: int, _path: str = "") -> None:
+            # Drawn from the first count on: generators that count nothing show no empty bar.
+            if "datasets" not in bars:
+                bars.add("datasets", total=total, unit="dataset", description="generate")
+            bar = bars["datasets"]
             bar.total = total
             bar.n = done
             bar.refresh()
