@@ -13,7 +13,7 @@ references, options and cache settings travel, the cached bytes of a memory cach
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,14 @@ from shadowzarr_store.remote import reductions
 from shadowzarr_store.remote.cached_chunks import chunk_is_cached
 from shadowzarr_store.remote.errors import OfflineError
 from shadowzarr_store.remote.export import scrub_url
+from shadowzarr_store.remote.info import (
+    RemoteInfo,
+    codec_name,
+    data_files,
+    format_bytes,
+    format_cap,
+    is_local_folder,
+)
 from shadowzarr_store.remote.offline import OfflineGuard, OfflineSwitch
 from shadowzarr_store.remote.progress import ProgressCallback, progress_reporter
 from shadowzarr_store.remote.selection import chunk_key_of, chunk_keys, chunk_selection
@@ -48,28 +56,6 @@ __all__ = ["RemoteArray", "RemoteInfo"]
 
 type Reopen = Callable[[SourceIdentity | None], tuple[SourceIdentity | None, ReferenceFileSystem]]
 """Given the source's identity now (None: ask), the identity and the references that match it."""
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteInfo:
-    """What ``remote.info`` shows: one readable summary (``print(remote.info)``)."""
-
-    items: tuple[tuple[str, str], ...]
-
-    def __str__(self) -> str:
-        width = max(len(name) for name, _ in self.items)
-        return "\n".join(f"{name:<{width}} : {value}" for name, value in self.items)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def __getitem__(self, name: str) -> str:
-        return dict(self.items)[name]
-
-    def _repr_html_(self) -> str:
-        from shadowzarr_store.remote.summary_html import info_html
-
-        return info_html(self.items)
 
 
 class RemoteArray:
@@ -424,32 +410,32 @@ class RemoteArray:
     def info_items(self) -> tuple[tuple[str, str], ...]:
         array = self._array
         metadata = array.metadata
-        codecs = ", ".join(_codec_name(codec) for codec in getattr(metadata, "codecs", ()))
+        codecs = ", ".join(codec_name(codec) for codec in getattr(metadata, "codecs", ()))
         size = self._identity.size if self._identity is not None else None
         etag = self._identity.etag if self._identity is not None else None
-        if self._identity is not None and _is_local_folder(self._identity.url):
+        if self._identity is not None and is_local_folder(self._identity.url):
             size = None  # a reference directory: its own size says nothing
         traffic = self.traffic
         cap = self.max_cache_bytes
         return (
             ("type", "RemoteArray (zarr.Array over references)"),
             ("source", self._source),
-            ("source size", "unknown" if size is None else _bytes(size)),
+            ("source size", "unknown" if size is None else format_bytes(size)),
             ("source etag", etag or "none"),
             ("shape", str(array.shape)),
             ("dtype", str(array.dtype)),
             ("chunks", str(array.chunks) + (f" in shards {array.shards}" if array.shards else "")),
             ("codecs", codecs or "none"),
-            ("nbytes", _bytes(array.nbytes)),
-            ("data files", _data_files(self._rfs)),
+            ("nbytes", format_bytes(array.nbytes)),
+            ("data files", data_files(self._rfs)),
             ("references", self._references),
             ("cache", self.cache_policy),
-            ("cache bytes", f"{_bytes(self.cache_bytes)} of {_cap(cap)}"),
+            ("cache bytes", f"{format_bytes(self.cache_bytes)} of {format_cap(cap)}"),
             ("offline", str(self.offline)),
             ("assume immutable", str(self._assume_immutable)),
             (
                 "traffic",
-                f"{traffic.requests} requests, {_bytes(traffic.bytes)}, "
+                f"{traffic.requests} requests, {format_bytes(traffic.bytes)}, "
                 f"{traffic.cache_hits} cache hits",
             ),
         )
@@ -531,47 +517,3 @@ class RemoteArray:
 
 def _plus(a: StatsSnapshot, b: StatsSnapshot) -> StatsSnapshot:
     return StatsSnapshot(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(a)})
-
-
-def _is_local_folder(url: str) -> bool:
-    import os
-
-    return "://" not in url and os.path.isdir(url)
-
-
-def _data_files(rfs: ReferenceFileSystem) -> str:
-    """The source files the references record (the first, with its size, and how many)."""
-    if not rfs.sources:
-        return "none recorded"
-    url, info = next(iter(rfs.sources.items()))
-    shown = scrub_url(url) + ("" if info.size is None else f" ({_bytes(info.size)})")
-    more = len(rfs.sources) - 1
-    return shown + (f" and {more} more" if more else "")
-
-
-def _codec_name(codec: Any) -> str:
-    to_dict = getattr(codec, "to_dict", None)
-    if callable(to_dict):
-        try:
-            described = to_dict()
-        except (TypeError, ValueError, NotImplementedError):
-            described = None
-        if isinstance(described, dict) and isinstance(described.get("name"), str):
-            return str(described["name"])
-    name = type(codec).__name__
-    codec_id = getattr(codec, "codec_id", None) or getattr(codec, "codec_name", None)
-    return str(codec_id) if codec_id else name
-
-
-def _bytes(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if count < 1024 or unit == "TiB":
-            return f"{count} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
-
-
-def _cap(cap: int | None) -> str:
-    if cap is None:
-        return "unbounded"
-    return "no cache" if cap == 0 else _bytes(cap)

@@ -55,7 +55,8 @@ def register(
 def run(args: argparse.Namespace) -> int:
     from shadowzarr_store import open_rfs_store
 
-    from shadowzarr.plot.layout_figure import layout_data, layout_figure, save_figure
+    from shadowzarr.plot.layout_data import layout_data
+    from shadowzarr.plot.layout_figure import layout_figure, save_figure
     from shadowzarr.selection_text import parse_selection
 
     if args.png:

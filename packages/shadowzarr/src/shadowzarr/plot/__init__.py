@@ -60,7 +60,8 @@ def layout(
     from shadowzarr_store import RfsStore, open_rfs_store
     from shadowzarr_store.remote import RemoteArray
 
-    from shadowzarr.plot.layout_figure import layout_data, layout_figure
+    from shadowzarr.plot.layout_data import layout_data
+    from shadowzarr.plot.layout_figure import layout_figure
     from shadowzarr.selection_text import parse_selection
 
     if isinstance(refs, RemoteArray):
