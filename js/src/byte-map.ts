@@ -26,7 +26,7 @@ export function validateSelection(path: string, raw: unknown): Selection {
     throw new ReferenceFormatError(`selection of ${path}: keep must list [start, stop) ranges`);
   }
   const keep = s.keep.map((range: unknown) => {
-    const [a, b] = Array.isArray(range) ? range : [];
+    const [a, b] = Array.isArray(range) && range.length === 2 ? range : [];
     if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b <= a || b > recordSize) {
       throw new ReferenceFormatError(
         `selection of ${path}: bad keep range ${JSON.stringify(range)}`,

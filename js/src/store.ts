@@ -15,11 +15,10 @@ import {
 import { utf8Decode, utf8Encode } from "./bytes.js";
 import { ChunkIndex } from "./chunk-index.js";
 import { createDandiResolver, type FetchFunction, type UrlResolver } from "./dandi.js";
-import { ChunkSizeError, ReferenceFormatError } from "./errors.js";
+import { ChunkSizeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader, type SourceInfo } from "./http.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { type Reference, References, type RfsJson, stripSlashes } from "./references.js";
-import { expandUrlTemplates } from "./template.js";
 
 export interface ReferenceStoreOptions {
   /** Base for relative URLs in the references and for index paths (fromUrl sets it). */
@@ -95,9 +94,7 @@ export class ReferenceStore implements AsyncReadable {
     this.#baseUrl = options.baseUrl;
     const fetchFn = options.fetch ?? defaultFetch;
     this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
-    for (const [url, info] of Object.entries(this.references.rawSources)) {
-      this.#sources.set(this.#absolute(url), info ?? {});
-    }
+    for (const [url, info] of this.references.sources) this.#sources.set(this.#absolute(url), info);
     this.#http = new HttpReader({
       fetch: fetchFn,
       validateSources: this.#options.validateSources,
@@ -191,9 +188,15 @@ export class ReferenceStore implements AsyncReadable {
     let index = this.#indexes.get(path);
     if (index === undefined) {
       const location = new URL(entry.index.replace(/\/?$/, "/"), this.#requireBase(path)).href;
+      const info = array.info;
+      const grid = info.shape.map((n, i) => {
+        const c = info.chunkShape[i] as number;
+        return c > 0 ? Math.ceil(n / c) : 0;
+      });
       index = new ChunkIndex(
         path,
         location,
+        grid,
         (url, signal) =>
           this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)),
         this.#options.indexCacheSize,
@@ -202,11 +205,7 @@ export class ReferenceStore implements AsyncReadable {
     }
     const where = await index.locate(coords);
     if (where === null) return undefined;
-    return {
-      kind: "range",
-      url: expandUrlTemplates(entry.url, this.references.templates),
-      ...where,
-    };
+    return { kind: "range", url: entry.url, ...where };
   }
 
   /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
@@ -254,14 +253,13 @@ export class ReferenceStore implements AsyncReadable {
     return info;
   }
 
-  /** A reference URL made absolute (templates expanded, relative URLs against baseUrl). */
+  /** A reference URL (templates expanded) made absolute: a relative one against baseUrl. */
   #absolute(url: string): string {
     let out = this.#urls.get(url);
     if (out !== undefined) return out;
-    const expanded = expandUrlTemplates(url, this.references.templates);
-    if (hasScheme(expanded)) out = expanded;
-    else if (this.#baseUrl !== undefined) out = new URL(expanded, this.#baseUrl).href;
-    else throw new ReferenceFormatError(`relative URL ${expanded} needs the baseUrl option`);
+    if (hasScheme(url)) out = url;
+    else if (this.#baseUrl !== undefined) out = new URL(url, this.#baseUrl).href;
+    else throw new ReferenceFormatError(`relative URL ${url} needs the baseUrl option`);
     if (this.#urls.size > 10000) this.#urls.clear();
     this.#urls.set(url, out);
     return out;
@@ -269,16 +267,17 @@ export class ReferenceStore implements AsyncReadable {
 
   /**
    * Read logical bytes `range` of a reference: through the array's selection, padded with fill
-   * bytes when the array is uncompressed and the bytes are short.
+   * bytes when the array is uncompressed and the bytes are short. An inline value holds the
+   * chunk's own bytes (no selection); a whole file read at once (`buffer`) is like a range.
    */
   async #readReference(
     key: string,
-    ref: Reference,
+    ref: Reference | { readonly kind: "buffer"; readonly bytes: Uint8Array },
     range: LogicalRange,
     array: { info: ArrayInfo; selection?: Selection } | undefined,
     signal?: AbortSignal,
   ): Promise<Uint8Array> {
-    const selection = array?.selection;
+    const selection = ref.kind === "inline" ? undefined : array?.selection;
     const padding = array?.info.padding;
     if (ref.kind === "file") {
       // A whole file of recorded size is a byte range: batched, checked, partially readable.
@@ -301,9 +300,10 @@ export class ReferenceStore implements AsyncReadable {
       const whole = (await this.#batcher.limiter.run(() =>
         this.#http.readWhole(url, physical, signal),
       )) as Uint8Array;
-      return this.#readReference(key, { kind: "inline", bytes: whole }, range, array, signal);
+      return this.#readReference(key, { kind: "buffer", bytes: whole }, range, array, signal);
     }
-    const physicalSize = ref.kind === "inline" ? ref.bytes.length : ref.size;
+    const inMemory = ref.kind === "inline" || ref.kind === "buffer";
+    const physicalSize = inMemory ? ref.bytes.length : ref.size;
     const available = logicalSize(physicalSize, selection);
     if (padding !== undefined && available > padding.chunkBytes) {
       throw new ChunkSizeError(
@@ -316,7 +316,7 @@ export class ReferenceStore implements AsyncReadable {
     let data: Uint8Array;
     if (dataEnd <= start) {
       data = new Uint8Array(0);
-    } else if (ref.kind === "inline") {
+    } else if (inMemory) {
       const segments = mapLogicalRange(0, start, dataEnd, selection);
       data = assembleSegments(segments, [{ offset: 0, end: ref.bytes.length }], [ref.bytes]);
     } else {
@@ -333,8 +333,10 @@ export class ReferenceStore implements AsyncReadable {
     }
     if (padding !== undefined) return padWithFill(data, start, end, padding.fillElement);
     if (data.length !== dataEnd - start) {
-      throw new ChunkSizeError(
+      const where = ref.kind === "range" ? this.#absolute(ref.url) : undefined;
+      throw new SourceError(
         `chunk ${key}: the file ended after ${data.length} of ${dataEnd - start} bytes`,
+        where,
       );
     }
     return data;

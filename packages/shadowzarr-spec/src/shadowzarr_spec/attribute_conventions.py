@@ -10,14 +10,13 @@ conventions a node registers, in one pass, so the order of registration does not
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
 
-from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.base64_text import decode_base64
 
 __all__ = [
     "BYTES_CONVENTION",
@@ -68,7 +67,8 @@ def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     needs_non_finite, needs_bytes = _scan(plain)
     if not (needs_non_finite or needs_bytes):
         return plain
-    conventions = [c for c in plain.get(CONVENTIONS_KEY, []) if isinstance(c, dict)]
+    listed = plain.get(CONVENTIONS_KEY)
+    conventions = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
     known = {c.get("uuid") for c in conventions}
     for wanted, convention in (
         (needs_non_finite, NON_FINITE_CONVENTION),
@@ -88,9 +88,9 @@ def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
 def decode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Undo both conventions, as far as the node registers them; other attributes pass through."""
     plain = dict(attributes)
-    registered = {
-        c.get("uuid") for c in plain.get(CONVENTIONS_KEY, []) or [] if isinstance(c, dict)
-    }
+    listed = plain.get(CONVENTIONS_KEY)
+    listed = listed if isinstance(listed, list) else []
+    registered = {c.get("uuid") for c in listed if isinstance(c, dict)}
     non_finite = NON_FINITE_CONVENTION["uuid"] in registered
     as_bytes = BYTES_CONVENTION["uuid"] in registered
     if not (non_finite or as_bytes):
@@ -100,7 +100,7 @@ def decode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     }
     remaining = [
         c
-        for c in plain.get(CONVENTIONS_KEY, [])
+        for c in listed
         if not (
             isinstance(c, dict)
             and c.get("uuid") in (NON_FINITE_CONVENTION["uuid"], BYTES_CONVENTION["uuid"])
@@ -157,10 +157,7 @@ def _decode_value(value: Any, non_finite: bool, as_bytes: bool) -> Any:
         if non_finite and value in NON_FINITE_STRINGS:
             return NON_FINITE_STRINGS[value]
         if as_bytes and value.startswith(BYTES_PREFIX):
-            try:
-                return base64.b64decode(value[len(BYTES_PREFIX) :], validate=True)
-            except binascii.Error as exc:
-                raise ReferenceFormatError(f"attribute value {value[:40]!r} is not base64") from exc
+            return decode_base64(value[len(BYTES_PREFIX) :], "attribute value")
         return value
     if isinstance(value, dict):
         return {k: _decode_value(v, non_finite, as_bytes) for k, v in value.items()}

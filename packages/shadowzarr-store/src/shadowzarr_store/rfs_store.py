@@ -24,6 +24,7 @@ from shadowzarr_store.resolve import (
     SourceValue,
     byte_window,
     fill_pattern,
+    finish_inline,
     finish_whole,
     plan_read,
 )
@@ -162,8 +163,7 @@ class RfsStore(Store):
             case None:
                 return None
             case InlineRef(data=inline):
-                start, end = byte_window(byte_range, len(inline))
-                data = inline[start:end]
+                data = finish_inline(key, self._resolver.layout_of_key(key), inline, byte_range)
             case SourceValue(offset=None):
                 whole = await self._reader.read_whole(value.url)
                 data = finish_whole(value, whole, byte_range)
