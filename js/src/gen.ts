@@ -53,9 +53,9 @@ function compileDimension(name: string, spec: unknown): Dimension {
   }
   const raw = spec as { start?: unknown; stop?: unknown; step?: unknown };
   if (!("stop" in raw)) throw new ReferenceFormatError(`gen dimension ${name} has no stop`);
-  const start = dimensionInteger(name, raw.start ?? 0);
+  const start = dimensionInteger(name, "start" in raw ? raw.start : 0);
   const stop = dimensionInteger(name, raw.stop);
-  const step = dimensionInteger(name, raw.step ?? 1);
+  const step = dimensionInteger(name, "step" in raw ? raw.step : 1);
   if (step === 0) throw new ReferenceFormatError(`gen dimension ${name} has step 0`);
   return step > 0
     ? (v) => v >= start && v < stop && (v - start) % step === 0

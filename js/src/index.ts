@@ -15,11 +15,14 @@ export { createDandiResolver, followRedirectOnce, isDandiDownloadUrl } from "./d
 export type { FetchFunction, UrlResolver } from "./dandi.js";
 export {
   ChunkSizeError,
+  GenExpressionError,
   RangeResponseError,
   ReferenceFormatError,
   ShadowzarrError,
   SourceChangedError,
+  SourceError,
   SourceUnavailableError,
+  UnsafePathError,
 } from "./errors.js";
 export {
   fletcher32,

@@ -63,7 +63,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 
 function section(document: Record<string, unknown>, name: string): Record<string, unknown> {
-  const value = name in document ? document[name] : {};
+  const value = document[name] === undefined ? {} : document[name];
   if (!isObject(value)) throw new ReferenceFormatError(`'${name}' must be an object`);
   return value;
 }
@@ -103,7 +103,7 @@ export class References {
     this.templates = templates as Record<string, string>;
     this.refs = section(document, "refs");
     for (const key of Object.keys(this.refs)) checkKey(key);
-    const gen = "gen" in document ? document.gen : [];
+    const gen = document.gen === undefined ? [] : document.gen;
     if (!Array.isArray(gen)) throw new ReferenceFormatError("'gen' must be a list");
     this.gen = gen.map((entry) => new GenEntry(entry as GenEntryJson, this.templates));
     this.indexes = new Map(
