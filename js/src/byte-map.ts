@@ -3,7 +3,7 @@
  * through a selection (records of `recordSize` bytes of which the `keep` ranges are joined) or
  * one to one; and that pads a short result with fill bytes.
  */
-import { ChunkSizeError, ReferenceFormatError } from "./errors.js";
+import { ChunkDecodeError, ReferenceFormatError } from "./errors.js";
 
 export interface Selection {
   readonly recordSize: number;
@@ -165,7 +165,7 @@ export function padWithFill(
 ): Uint8Array {
   const want = end - start;
   if (data.length > want) {
-    throw new ChunkSizeError(`chunk bytes are ${data.length - want} bytes longer than the chunk`);
+    throw new ChunkDecodeError(`chunk bytes are ${data.length - want} bytes longer than the chunk`);
   }
   if (data.length === want) return data;
   const out = new Uint8Array(want);

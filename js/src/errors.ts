@@ -15,8 +15,10 @@
  * │   │                         or CORS in a browser)
  * │   └── RangeResponseError    a server answered a range request wrongly (200 instead of 206,
  * │                             another Content-Range, a body shorter than announced)
- * └── ChunkSizeError            a chunk holds more bytes than its array's chunk
- *                               (Python: ChunkDecodeError)
+ * └── ChunkDecodeError          a chunk's bytes are corrupt: more than its array's chunk holds,
+ *                               or a Fletcher-32 checksum that does not match
+ *
+ * `ChunkSizeError` is the earlier name of `ChunkDecodeError` (the same class).
  */
 export class ShadowzarrError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -67,4 +69,9 @@ export class RangeResponseError extends SourceError {
   }
 }
 
-export class ChunkSizeError extends ShadowzarrError {}
+export class ChunkDecodeError extends ShadowzarrError {}
+
+/** @deprecated The earlier name of {@link ChunkDecodeError}. */
+export const ChunkSizeError = ChunkDecodeError;
+/** @deprecated The earlier name of {@link ChunkDecodeError}. */
+export type ChunkSizeError = ChunkDecodeError;
