@@ -6,6 +6,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+export { expressionText, tagged } from "./conformance-outcomes.mjs";
+
 export const CONFORMANCE_DIR = resolve(
   dirname(fileURLToPath(import.meta.url)),
   "../../packages/shadowzarr-spec/src/shadowzarr_spec/conformance",
@@ -32,11 +34,6 @@ export function caseCount() {
     for (const c of load(suite).cases) total += c.reads ? c.reads.length : 1;
   }
   return total;
-}
-
-export function expressionText(c) {
-  if ("expression" in c) return c.expression;
-  return c.expression_repeat.map(([text, n]) => text.repeat(n)).join("");
 }
 
 export function pattern(size) {
@@ -97,6 +94,11 @@ function expandValue(value) {
   return value;
 }
 
+/** The contents of every file of a case, by name. */
+export function caseFiles(c) {
+  return Object.fromEntries(Object.entries(c.files ?? {}).map(([n, spec]) => [n, fileBytes(spec)]));
+}
+
 const mapValues = (object, fn) =>
   Object.fromEntries(Object.entries(object).map(([k, v]) => [k, fn(v)]));
 
@@ -145,15 +147,4 @@ export function expectedBytes(pieces, files) {
     at += p.length;
   }
   return out;
-}
-
-/** Attribute values in the suite's JSON form: NaN, infinities and bytes as tagged objects. */
-export function tagged(value) {
-  if (typeof value === "number" && !Number.isFinite(value)) {
-    return { $float: Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity" };
-  }
-  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString("hex") };
-  if (Array.isArray(value)) return value.map(tagged);
-  if (value !== null && typeof value === "object") return mapValues(value, tagged);
-  return value;
 }

@@ -152,6 +152,7 @@ def document_text(case: dict[str, Any]) -> str:
 def write_case_directory(case: dict[str, Any], directory: Path) -> dict[str, bytes]:
     """Write a case's files and its ``refs.json`` into ``directory``; returns the files' bytes."""
     contents: dict[str, bytes] = {}
+    directory.mkdir(parents=True, exist_ok=True)
     for name, spec in case.get("files", {}).items():
         data = file_bytes(spec)
         path = directory / name
