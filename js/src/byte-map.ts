@@ -125,19 +125,25 @@ export function assembleSegments(
   spans: readonly Span[],
   bodies: readonly Uint8Array[],
 ): Uint8Array {
+  // What the bodies hold, up to the first missing byte: a reference may claim far more than its
+  // file has (allocating what it claims would fail), and the result is what is there.
+  const pieces: Uint8Array[] = [];
   let total = 0;
-  for (const s of segments) total += s.length;
-  const out = new Uint8Array(total);
-  let at = 0;
   for (const s of segments) {
     const i = findSpan(spans, s.offset);
     const span = spans[i] as Span;
     const body = bodies[i] as Uint8Array;
     const from = s.offset - span.offset;
     const available = Math.max(0, Math.min(s.length, body.length - from));
-    out.set(body.subarray(from, from + available), at);
-    at += available;
-    if (available < s.length) return out.slice(0, at);
+    pieces.push(body.subarray(from, from + available));
+    total += available;
+    if (available < s.length) break;
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
   }
   return out;
 }

@@ -63,7 +63,7 @@ def to_json_value(value: Any) -> Any:
 
 def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Encode a node's attributes so they are valid JSON, registering the conventions used."""
-    plain = to_json_value(dict(attributes))
+    plain: dict[str, Any] = to_json_value(dict(attributes))
     needs_non_finite, needs_bytes = _scan(plain)
     if not (needs_non_finite or needs_bytes):
         return plain
