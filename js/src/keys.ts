@@ -18,10 +18,9 @@ export function checkKey(key: unknown): asserts key is string {
   if (key.startsWith("/") || key.includes("\\") || key.includes("\u0000")) {
     throw new UnsafePathError(`key ${shown(key)} must be a relative path`);
   }
-  for (const part of key.split("/")) {
-    if (part === "" || part === "." || part === "..") {
-      throw new UnsafePathError(`key ${shown(key)} has an empty, '.' or '..' part`);
-    }
+  const empty = key.endsWith("/") || key.includes("//");
+  if (empty || (key.includes(".") && key.split("/").some((p) => p === "." || p === ".."))) {
+    throw new UnsafePathError(`key ${shown(key)} has an empty, '.' or '..' part`);
   }
 }
 

@@ -1,10 +1,10 @@
 /**
  * The reference file, read once into what lookups need: refs, templates, compiled gen entries,
  * indexes, selections and sources, checked by the rules of the Python reader
- * (`shadowzarr_spec.parse`). Keys and every section but the values of `refs` are checked when
- * the file is opened; a value in refs is checked and normalised when it is looked up (a file
- * may hold millions), into one of three typed references, so nothing downstream asks "is this a
- * list of one or three?".
+ * (`shadowzarr_spec.parse`). Every section but `refs` is checked when the file is opened; a key
+ * of refs and its value are checked when the key is looked up (a file may hold millions, and
+ * listing a million keys alone costs a second), and the value normalised into one of three typed
+ * references, so nothing downstream asks "is this a list of one or three?".
  */
 import { base64Decode, utf8Encode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
@@ -102,7 +102,6 @@ export class References {
     }
     this.templates = templates as Record<string, string>;
     this.refs = section(document, "refs");
-    for (const key of Object.keys(this.refs)) checkKey(key);
     const gen = document.gen === undefined ? [] : document.gen;
     if (!Array.isArray(gen)) throw new ReferenceFormatError("'gen' must be a list");
     this.gen = gen.map((entry) => new GenEntry(entry as GenEntryJson, this.templates));
@@ -155,6 +154,7 @@ export class References {
   /** The reference stored in refs for `key` (URLs with templates expanded, not yet resolved). */
   lookup(key: string): Reference | undefined {
     if (!this.has(key)) return undefined;
+    checkKey(key);
     const value = this.refs[key];
     if (typeof value === "string") return { kind: "inline", bytes: inlineBytes(value) };
     if (Array.isArray(value) && (value.length === 1 || value.length === 3)) {
@@ -192,6 +192,7 @@ export class References {
     const tree = new Map<string, Set<string>>();
     for (const key of Object.keys(this.refs)) {
       if (!key.endsWith("/zarr.json")) continue;
+      checkKey(key);
       const nodePath = key.slice(0, -"/zarr.json".length);
       const cut = nodePath.lastIndexOf("/");
       const parent = cut < 0 ? "" : nodePath.slice(0, cut);
