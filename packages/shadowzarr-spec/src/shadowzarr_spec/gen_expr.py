@@ -129,8 +129,17 @@ def expand_named_templates(text: str, templates: Mapping[str, str], *, strict: b
     ``strict``: every placeholder must name a template (reference and index URLs); otherwise
     the others are left for gen arithmetic.
     """
-    if "{{" not in text:
+    start = text.find("{{")
+    if start < 0:
         return text
+    end = text.find("}}", start + 2)
+    if end >= 0 and text.find("{{", start + 2) < 0:  # one placeholder: most URLs, a million times
+        name = text[start + 2 : end]
+        value = templates.get(name)
+        if value is None:
+            value = templates.get(_strip(name))
+        if value is not None:
+            return text[:start] + value + text[end + 2 :]
 
     def replace(match: re.Match[str]) -> str:
         name = _strip(match.group(1))
