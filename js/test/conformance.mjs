@@ -104,6 +104,9 @@ const mapValues = (object, fn) =>
 
 export function documentText(c) {
   if ("document_text" in c) return c.document_text;
+  if ("document_text_repeat" in c) {
+    return c.document_text_repeat.map(([text, n]) => text.repeat(n)).join("");
+  }
   let document = c.document;
   if (document === null || typeof document !== "object" || Array.isArray(document)) {
     return JSON.stringify(document);

@@ -134,9 +134,12 @@ def _expand_value(value: Any) -> Any:
 
 
 def document_text(case: dict[str, Any]) -> str:
-    """The reference file of a case: ``document_text`` as is, or ``document`` expanded."""
+    """The reference file of a case: ``document_text`` as is (``document_text_repeat``: pieces
+    repeated and joined, as for expressions), or ``document`` expanded."""
     if "document_text" in case:
         return case["document_text"]  # type: ignore[no-any-return]
+    if "document_text_repeat" in case:
+        return "".join(text * count for text, count in case["document_text_repeat"])
     document = case["document"]
     if not isinstance(document, dict):
         return _compact(document)
