@@ -9,15 +9,15 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shadowzarr_spec import InlineRef, ReferenceFileSystem, load_rfs
+from shadowzarr_spec import InlineRef, ReferenceFileSystem
 from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.codecs import verify_fletcher32
 from shadowzarr_store.decode_limits import DecodeLimits
-from shadowzarr_store.fetch.errors import RangeNotSatisfiable
 from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.references import load_rfs
 from shadowzarr_store.resolve import (
     ReadPlan,
     Resolver,
@@ -29,7 +29,8 @@ from shadowzarr_store.resolve import (
 )
 from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
-from shadowzarr_store.stats import StoreStats
+from shadowzarr_store.transport.errors import RangeNotSatisfiable
+from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -110,8 +111,8 @@ class RfsStore(Store):
         if not read_only:
             raise ValueError("RfsStore is read-only; it cannot be opened with read_only=False")
         super().__init__(read_only=True)
-        self._rfs = rfs if isinstance(rfs, ReferenceFileSystem) else load_rfs(rfs)
         self._options = StoreOptions.from_kwargs(options)
+        self._rfs = load_rfs(rfs, **options)
         self._start()
 
     def _start(self) -> None:
