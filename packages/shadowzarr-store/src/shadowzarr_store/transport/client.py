@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import os
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING
 
@@ -71,6 +72,7 @@ class Transport:
         self._lock = threading.Lock()
         self._verified: set[str] = set()
         self._single_range: dict[str, bool] = {}
+        self._redirects: dict[str, tuple[str, float]] = {}
         self._finalizer = weakref.finalize(self, self.http.close_soon)
         _TRANSPORTS.add(self)
 
@@ -178,13 +180,10 @@ class Transport:
         return out
 
     async def _read_multi(self, url: str, runs: list[Run], expect: SourceInfo) -> list[Answer]:
-        per = min(
-            self.options.max_ranges_per_request,
-            -(-len(runs) // self.options.max_connections),
-        )
+        per = self.options.max_ranges_per_request
         groups = [runs[i : i + per] for i in range(0, len(runs), per)]
         answers: list[list[Answer]] = []
-        if self._multi_range_known(url) is None:
+        if self.multi_range_known(url) is None:
             # Ask once, alone: a server that answers with the whole object costs one answer's
             # headers, not one whole object per group.
             answers.append(await self._read_group(url, groups[0], expect))
@@ -194,12 +193,13 @@ class Transport:
         )
         return [answer for group in answers for answer in group]
 
-    def _multi_range_known(self, url: str) -> bool | None:
+    def multi_range_known(self, url: str) -> bool | None:
+        """Whether ``url`` answered a multi-range request with its parts (None: not asked)."""
         with self._lock:
             return self._single_range.get(url)
 
     async def _read_group(self, url: str, runs: list[Run], expect: SourceInfo) -> list[Answer]:
-        if len(runs) == 1 or self._multi_range_known(url) is False:
+        if len(runs) == 1 or self.multi_range_known(url) is False:
             return list(
                 await asyncio.gather(*(self.read(url, r.start, r.end, expect=expect) for r in runs))
             )
@@ -250,13 +250,26 @@ class Transport:
         hook and DANDI resolution; an expired or refused presigned URL is resolved again once."""
         physical, renewable = await self._physical(url, shown)
         try:
-            return await self._deadline(shown, lambda: attempt(physical))
+            result = await self._deadline(shown, lambda: attempt(physical))
         except SourceAccessError:
             if not renewable:
                 raise
-        self.dandi.forget(url, physical)
-        physical, _ = await self._physical(url, shown)
-        return await self._deadline(shown, lambda: attempt(physical))
+            self.dandi.forget(url, physical)
+            with self._lock:
+                self._redirects.pop(url, None)
+            physical, _ = await self._physical(url, shown)
+            result = await self._deadline(shown, lambda: attempt(physical))
+        self._note_redirect(url, physical, result)
+        return result
+
+    def _note_redirect(self, url: str, physical: str, result: object) -> None:
+        """Remember where ``url`` redirected to (a presigned URL, a mirror), so the next
+        requests go there directly, until it is refused or ``presigned_url_ttl`` passes."""
+        first = result[0] if isinstance(result, list) and result else result
+        final = first.final if isinstance(first, Answer) else None
+        if final is not None and final != physical:
+            with self._lock:
+                self._redirects[url] = (final, time.monotonic() + self.options.presigned_url_ttl)
 
     async def _physical(self, url: str, shown: str) -> tuple[str, bool]:
         """The URL to request for ``url`` and whether it can be renewed after a refusal."""
@@ -277,6 +290,11 @@ class Transport:
             )
             self.access.check(presigned)
             return presigned, True
+        with self._lock:
+            remembered = self._redirects.get(url)
+        if remembered is not None and remembered[1] > time.monotonic():
+            self.access.check(remembered[0])
+            return remembered[0], True
         return url, False
 
     async def _deadline[T](self, shown: str, attempt: Callable[[], Awaitable[T]]) -> T:

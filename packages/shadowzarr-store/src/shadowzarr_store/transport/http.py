@@ -25,7 +25,7 @@ from yarl import URL
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
 from shadowzarr_store.transport.locations import redact
-from shadowzarr_store.transport.multipart import boundary_of, parse_byteranges
+from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ class Answer:
     total: int | None
     """The file's size (Content-Range's total, or the length of a whole-file answer)."""
     etag: str | None
+    final: str | None = None
+    """Where redirects led, when the answer came from another URL than the one asked for."""
 
 
 class HttpBackend:
@@ -187,7 +189,7 @@ class HttpBackend:
                     raise FramingError(
                         f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                     )
-                return Answer(body, total, response.headers.get("ETag"))
+                return Answer(body, total, response.headers.get("ETag"), _final(response, url))
             if status == 200 and whole:
                 body = await _body(response, shown)
                 length = response.content_length
@@ -195,7 +197,7 @@ class HttpBackend:
                     raise FramingError(
                         f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
                     )
-                return Answer(body, len(body), response.headers.get("ETag"))
+                return Answer(body, len(body), response.headers.get("ETag"), _final(response, url))
             if status == 200:
                 raise SourceError(f"{shown}: the server ignored the Range header (200, not 206)")
             raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
@@ -217,7 +219,8 @@ class HttpBackend:
                 body = await _body(response, shown)
                 tag = response.headers.get("ETag")
                 parts = parse_byteranges(body, boundary, shown)
-                return [_part_for(parts, start, end, tag, shown) for start, end in ranges]
+                final = _final(response, url)
+                return [_part_for(parts, start, end, tag, final, shown) for start, end in ranges]
             if status in (200, 206, 400, 416, 501):
                 # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
                 # reject multi-range requests (MinIO). Close without reading the body.
@@ -227,14 +230,21 @@ class HttpBackend:
         raise AssertionError("unreachable")
 
 
-def _part_for(parts: list, start: int, end: int, etag: str | None, shown: str) -> Answer:
+def _part_for(
+    parts: list[Part], start: int, end: int, etag: str | None, final: str | None, shown: str
+) -> Answer:
     """The bytes of ``[start, end)`` from the part holding them (servers may merge ranges; a
     part cut at the end of the file serves a range running past it)."""
     for part in parts:
         stop = part.start + len(part.data)
         if part.start <= start and (end <= stop or (part.total is not None and stop == part.total)):
-            return Answer(part.data[start - part.start : end - part.start], part.total, etag)
+            return Answer(part.data[start - part.start : end - part.start], part.total, etag, final)
     raise FramingError(f"{shown}: no part of the multipart answer holds bytes {start}-{end - 1}")
+
+
+def _final(response: aiohttp.ClientResponse, asked: str) -> str | None:
+    final = str(response.url)
+    return None if final == asked or final == str(URL(asked)) else final
 
 
 async def _body(response: aiohttp.ClientResponse, shown: str) -> bytes:
