@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem, parse_json
+from shadowzarr_spec import ReferenceFileSystem, SourceNotFoundError, parse_json
 from shadowzarr_spec import load_rfs as load_local_rfs
 from shadowzarr_spec.io import refs_url_of
 from shadowzarr_spec.parse import rfs_from_json
 
 from shadowzarr_store.options import StoreOptions
-from shadowzarr_store.transport import Transport, kind_of, run_blocking
+from shadowzarr_store.transport import Transport, kind_of, redact, run_blocking
 
 __all__ = ["load_rfs"]
 
@@ -44,6 +44,8 @@ def load_rfs(
     async def read() -> bytes:
         try:
             return await transport.read_whole(refs_url)
+        except SourceNotFoundError as exc:
+            raise SourceNotFoundError(f"no reference file at {redact(refs_url)} ({exc})") from exc
         finally:
             await transport.aclose()
 

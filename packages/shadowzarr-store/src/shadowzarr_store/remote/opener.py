@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem
+from shadowzarr_spec import REFS_FILE, ReferenceFileSystem
 
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.references import load_rfs
@@ -26,7 +26,7 @@ from shadowzarr_store.remote.reference_cache import ReferenceCache
 from shadowzarr_store.remote.remote_array import RemoteArray
 from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.transport import Transport, is_local, run_blocking
+from shadowzarr_store.transport import Transport, is_local, local_path, run_blocking
 
 __all__ = ["ACCESS_OPTIONS", "Generate", "open_remote_array"]
 
@@ -208,6 +208,9 @@ def open_remote_array(
 def _identity_url(address: Address) -> str:
     """What stands for the source: the file, or for a Zarr store (a folder) the array's
     ``zarr.json`` (Zarr chunks are assumed immutable under one metadata document)."""
+    if address.format == "references" and is_local(address.container):
+        folder = local_path(address.container)
+        return os.path.join(folder, REFS_FILE) if os.path.isdir(folder) else address.container
     if address.format != "zarr":
         return address.container
     inner = f"/{address.dataset}" if address.dataset else ""
