@@ -124,8 +124,9 @@ class Transport:
         shown = redact(url)
 
         async def attempt(target: str) -> Answer:
+            # A 1-byte GET, not a HEAD: what a presigned URL or a GetObject-only policy allows.
             if kind_of(target) == "object_store":
-                return await self.objects.head(target, shown)
+                return await self.objects.get(target, 0, 1, None, shown)
             return await self.http.get(target, 0, 1, None, shown)
 
         try:

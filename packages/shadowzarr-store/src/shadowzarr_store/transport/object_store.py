@@ -74,7 +74,14 @@ def store_for(
         "retry_timeout": datetime.timedelta(seconds=deadline),
     }
     try:
-        return from_url(root, config=config, client_options=client, retry_config=retry)  # type: ignore[arg-type]
+        # Empty settings are left out: obstore then reads them (AWS_ALLOW_HTTP…) from the
+        # environment, which an empty mapping would override.
+        return from_url(
+            root,
+            config=config or None,  # type: ignore[arg-type]
+            client_options=client or None,  # type: ignore[arg-type]
+            retry_config=retry,  # type: ignore[arg-type]
+        )
     except (BaseError, ValueError, TypeError) as exc:
         # The message names keys, never values (obstore reports an unknown key by its name).
         raise SourceError(f"{root}: cannot configure the object store: {_first_line(exc)}") from exc
@@ -119,16 +126,6 @@ class ObjectStoreBackend:
             raise _translated(exc, shown) from exc
         meta = result.meta
         return Answer(data, int(meta["size"]), meta.get("e_tag"))
-
-    async def head(self, url: str, shown: str) -> Answer:
-        import obstore
-
-        root, path = split_object_url(url)
-        try:
-            meta = await obstore.head_async(self._store(root), path)
-        except Exception as exc:
-            raise _translated(exc, shown) from exc
-        return Answer(b"", int(meta["size"]), meta.get("e_tag"))
 
 
 def _translated(exc: Exception, shown: str) -> Exception:
