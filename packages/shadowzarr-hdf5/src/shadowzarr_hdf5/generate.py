@@ -168,8 +168,9 @@ def _open_raw(location: str, stack: ExitStack, transport: TransportOptions, *, w
         return location
     from .remote import RemoteFile
 
-    limit = {} if whole else {"whole_file_below": 0}
-    return stack.enter_context(RemoteFile(location, transport=transport, **limit))
+    if whole:
+        return stack.enter_context(RemoteFile(location, transport=transport))
+    return stack.enter_context(RemoteFile(location, transport=transport, whole_file_below=0))
 
 
 def _reader(raw: Any) -> Callable[[int, int], bytes] | None:

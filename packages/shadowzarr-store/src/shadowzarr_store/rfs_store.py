@@ -49,8 +49,8 @@ class RfsStore(Store):
     Parameters
     ----------
     rfs
-        A `ReferenceFileSystem`, or anything `load_rfs` accepts (a ``.json`` file, a directory,
-        a URL to either, a dict).
+        A `ReferenceFileSystem`, or anything `shadowzarr_store.load_rfs` accepts (a ``.json``
+        file, a directory, an http(s)/s3/gs/az URL to either, a dict).
     validate_sources
         Send ``If-Match`` with the recorded ETag, compare the total size a server reports and the
         size of local files with ``sources``; a mismatch raises `SourceChangedError`.
@@ -63,9 +63,11 @@ class RfsStore(Store):
         Seconds to wait for more reads before sending (0: the next event-loop tick).
     local_cache, memory_cache
         A `LocalCache` (SQLite on disk) and/or a `MemoryCache` of source byte ranges.
-    max_connections, timeout, retries, backoff, max_backoff
-        HTTP: connections per event loop, socket timeout in seconds, retries of transient
-        failures with exponential backoff from ``backoff`` up to ``max_backoff`` seconds.
+    max_connections, timeout, deadline, retries, backoff, max_backoff
+        HTTP: connections per event loop, socket timeout in seconds, the most seconds one
+        request may take with its retries (``SourceTimeoutError`` after it; 300), retries of
+        transient failures (resets, 5xx, short bodies, wrong Content-Range) with exponential
+        backoff from ``backoff`` up to ``max_backoff`` seconds.
     resolve_url
         ``url -> url | None`` (or a coroutine function): the URL to read for a reference URL;
         None falls back to the default (DANDI download URLs are resolved automatically).
@@ -83,8 +85,10 @@ class RfsStore(Store):
         bytes, for chunks at least twice as large. Metadata and chunk values then differ from
         the stored ones, so code copying chunk bytes must leave it off.
     allowed_urls
-        URL prefixes (``["https://host/path/"]``) that every request, redirect and presigned
-        URL must fall under (None: any); others raise `SourceAccessError` before any request.
+        URL prefixes (``["https://host/path/"]``, ``["s3://bucket/prefix/"]``) that every
+        request, redirect hop and presigned URL must fall under, compared in whole path segments
+        after percent-decoding and ``..`` are resolved as the server would (None: any); others
+        raise `SourceAccessError` before any request.
     allow_local_files
         Whether references may read local files (None: yes, unless they were loaded from a URL).
     headers
@@ -92,6 +96,14 @@ class RfsStore(Store):
         requests to that scheme, host and port under that path (the longest prefix wins), also
         not after a redirect elsewhere. Values are never logged, shown in errors or reprs, or
         written to references, caches or materialized copies.
+    storage_options
+        Object-store settings for ``s3://``, ``gs://`` and ``az://`` sources (read through
+        obstore): ``anon=True`` for a public bucket, ``region``, ``endpoint``, ``allow_http``,
+        credentials (``access_key_id``/``secret_access_key`` or fsspec's ``key``/``secret``;
+        otherwise the environment's ``AWS_*``…). Never shown or written anywhere.
+
+    Local sources are checked for their recorded size on every read and, once per source per
+    store, for their identity (modification time, else the sampled hash of ``sources``).
 
     Compressed chunks are checked before zarr decodes them: one that would decompress beyond
     what a chunk of its array holds raises `ChunkDecodeError` (see `decode_limits`).

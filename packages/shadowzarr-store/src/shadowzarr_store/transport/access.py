@@ -10,6 +10,7 @@ request and for every redirect hop.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -85,7 +86,7 @@ class AccessPolicy:
     prefixes: tuple[UrlPrefix, ...] | None = None
 
     @classmethod
-    def of(cls, allowed_urls: tuple[str, ...] | None, allow_local_files: bool) -> AccessPolicy:
+    def of(cls, allowed_urls: Iterable[str] | None, allow_local_files: bool) -> AccessPolicy:
         prefixes = None
         if allowed_urls is not None:
             prefixes = tuple(UrlPrefix.parse(prefix) for prefix in allowed_urls)

@@ -76,12 +76,11 @@ def store_for(
     try:
         # Empty settings are left out: obstore then reads them (AWS_ALLOW_HTTP…) from the
         # environment, which an empty mapping would override.
-        return from_url(
-            root,
-            config=config or None,  # type: ignore[arg-type]
-            client_options=client or None,  # type: ignore[arg-type]
-            retry_config=retry,  # type: ignore[arg-type]
+        make: Any = from_url  # its overloads are per scheme; ours is known at run time
+        store: ObjectStore = make(
+            root, config=config or None, client_options=client or None, retry_config=retry
         )
+        return store
     except (BaseError, ValueError, TypeError) as exc:
         # The message names keys, never values (obstore reports an unknown key by its name).
         raise SourceError(f"{root}: cannot configure the object store: {_first_line(exc)}") from exc

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ class TransportOptions:
     """
 
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
-    allowed_urls: tuple[str, ...] | None = None
+    allowed_urls: Iterable[str] | None = None
     allow_local_files: bool = True
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
     max_connections: int = 64
