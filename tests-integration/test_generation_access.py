@@ -14,13 +14,12 @@ import h5py
 import numpy as np
 import pytest
 import tifffile
+from shadowzarr import open_array
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import SourceAccessError, SourceChangedError
 from shadowzarr_store import open_rfs
 from shadowzarr_testing import assert_array_equal_exact
 from shadowzarr_tiff import generate_rfs_tiff
-
-from shadowzarr import open_array
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,7 +128,8 @@ def test_cli_generation_sends_headers(
     assert TOKEN not in out.read_text()
     missing = _cli("generate", proxy.url("nope.h5"), "-o", str(tmp_path / "n.json"))
     assert missing.returncode == 1
-    assert "nope.h5" in missing.stderr and "404" in missing.stderr
+    assert "nope.h5" in missing.stderr
+    assert "404" in missing.stderr
 
 
 def test_a_file_replaced_during_hdf5_generation_is_detected(

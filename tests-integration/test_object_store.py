@@ -10,12 +10,11 @@ import h5py
 import numpy as np
 import pytest
 import zarr
+from shadowzarr import open_array
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import SourceAccessError, SourceChangedError, write_rfs
 from shadowzarr_store import materialize, open_rfs
 from shadowzarr_testing import assert_array_equal_exact
-
-from shadowzarr import open_array
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,7 +54,8 @@ def test_generate_open_and_replace_with_credentials(
     url = f"s3://{name}/data/file.h5"
     options = moto_s3.storage_options()
     rfs = generate_rfs(url, storage_options=options, progress=False)
-    assert rfs.sources[url].etag and rfs.sources[url].size
+    assert rfs.sources[url].etag
+    assert rfs.sources[url].size
     group = open_rfs(rfs, storage_options=options)
     for path, expected in values.items():
         assert_array_equal_exact(group[path][:], expected, path)
@@ -92,7 +92,8 @@ def test_anonymous_public_bucket_and_open_array(
         cache_dir=tmp_path / "cache",
     )
     assert_array_equal_exact(array[:], values["group/y"], "open_array over s3")
-    assert array.identity is not None and array.identity.etag
+    assert array.identity is not None
+    assert array.identity.etag
 
 
 def test_credentials_from_the_environment(

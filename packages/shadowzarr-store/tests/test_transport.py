@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import http.server
 import json
 import os
+import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -201,7 +205,8 @@ def test_a_server_ignoring_if_match_is_caught_by_the_etag(
         with pytest.raises(SourceChangedError, match="ETag"):
             source.fetch_many([(100, 10)])
     sent = [e for e in proxy.log if e["range"] == "bytes=100-109"]
-    assert sent and all(e["headers"].get("if-match") == etag for e in sent)
+    assert sent
+    assert all(e["headers"].get("if-match") == etag for e in sent)
     assert all(e["status"] == 206 for e in sent)  # the server did not refuse: we did
 
 
@@ -316,7 +321,9 @@ def test_local_identity_catches_a_same_size_rewrite(tmp_path: Path) -> None:
     path.write_bytes(values.tobytes())
     with RangeSource(path) as source:
         info = source.info
-    assert info.size == values.nbytes and info.mtime_ns and info.sample_hash
+    assert info.size == values.nbytes
+    assert info.mtime_ns
+    assert info.sample_hash
     document = {
         "version": 1,
         "refs": {
@@ -343,3 +350,52 @@ def test_local_identity_catches_a_same_size_rewrite(tmp_path: Path) -> None:
     path.write_bytes(values[::-1].tobytes())
     with pytest.raises(SourceChangedError, match="rewritten"):
         zarr.open_array(RfsStore(load_rfs(document)), path="v")[:]
+
+
+@contextmanager
+def _server(seen: list[tuple[str, str | None]], redirects: dict[str, str]) -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((f"{self.server.server_port}{self.path}", self.headers.get("X-Key")))
+            target = redirects.get(self.path.removesuffix("/refs.json"))
+            if target is not None:
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.end_headers()
+                return
+            body = b'{"version": 1, "refs": {}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_reference_file_headers_follow_redirects_within_their_prefix_only() -> None:
+    """A reference file at a URL is read by the transport: the caller's headers go to their
+    own prefix, along a redirect within it, never along one to another origin."""
+    seen: list[tuple[str, str | None]] = []
+    with (
+        _server(seen, {}) as other,
+        _server(seen, {"/same": "/refs.json", "/away": other + "/refs.json"}) as home,
+    ):
+        headers = {home: {"X-Key": "secret"}}
+        assert load_rfs(home + "/same/refs.json", headers=headers).refs == {}
+        assert load_rfs(home + "/away/refs.json", headers=headers).refs == {}
+    home_port = home.rsplit(":", 1)[1]
+    other_port = other.rsplit(":", 1)[1]
+    assert (f"{home_port}/same/refs.json", "secret") in seen
+    assert (f"{home_port}/refs.json", "secret") in seen  # a redirect on the same origin keeps it
+    assert (f"{other_port}/refs.json", None) in seen  # another port is another origin: dropped
+    assert all(key is None for where, key in seen if where.startswith(other_port))
