@@ -4,6 +4,7 @@ environment), and a replaced object detected by its ETag."""
 
 from __future__ import annotations
 
+import traceback
 from typing import TYPE_CHECKING
 
 import h5py
@@ -74,8 +75,11 @@ def test_generate_open_and_replace_with_credentials(
     other = tmp_path / "other.h5"
     _h5(other, seed=1)
     moto_s3.put(name, "data/file.h5", other.read_bytes())
-    with pytest.raises(SourceChangedError):
+    with pytest.raises(SourceChangedError) as caught:
         open_rfs(rfs, storage_options=options)["x"][:]
+    shown = "".join(traceback.format_exception(caught.value))
+    assert options["secret_access_key"] not in shown
+    assert options["secret_access_key"] not in repr(open_rfs(rfs, storage_options=options).store)
 
 
 def test_anonymous_public_bucket_and_open_array(

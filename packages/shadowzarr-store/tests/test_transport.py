@@ -399,3 +399,14 @@ def test_reference_file_headers_follow_redirects_within_their_prefix_only() -> N
     assert (f"{home_port}/refs.json", "secret") in seen  # a redirect on the same origin keeps it
     assert (f"{other_port}/refs.json", None) in seen  # another port is another origin: dropped
     assert all(key is None for where, key in seen if where.startswith(other_port))
+
+
+@pytest.mark.parametrize("target", ["file:///etc/passwd", "unix:///run/x.sock", "ws://h/x"])
+def test_a_redirect_to_another_scheme_is_refused_with_our_error(target: str) -> None:
+    seen: list[tuple[str, str | None]] = []
+    with (
+        _server(seen, {"/hop": target}) as home,
+        pytest.raises(SourceAccessError, match="redirect"),
+    ):
+        load_rfs(home + "/hop/refs.json")
+    assert len(seen) == 1  # the hop itself, nothing after it
