@@ -155,6 +155,7 @@ class Transport:
         per source, without its body being read, and singly from then on.
         """
         expect = expect or _UNKNOWN
+        self.access.check(url)
         out = [Answer(b"", expect.size, expect.etag)] * len(ranges)
         wanted = [i for i, (a, b) in enumerate(ranges) if b > a]
         runs = coalesce([ranges[i] for i in wanted], max_gap, max_span)
