@@ -124,7 +124,7 @@ def test_check_and_get_over_nginx(nginx, tmp_path: Path) -> None:  # type: ignor
         (("info", "no/such/refs.json"), "no reference file"),
         (("get", "no/such/refs.json", "x"), "no reference file"),
         (("convert", "no/such/refs.json", "out.json"), "no reference file"),
-        (("generate", "no/such/file.h5", "-o", "out.json"), "No such file"),
+        (("generate", "no/such/file.h5", "-o", "out.json"), "no such source file"),
     ],
 )
 def test_missing_files_are_one_line_errors(

@@ -236,9 +236,17 @@ class RfsBuilder:
             raise BuilderError(f"array {path!r}: {exc}") from exc
         self._selections[_node_path(path)] = selection
 
-    def add_source(self, url: str, *, size: int | None = None, etag: str | None = None) -> None:
+    def add_source(
+        self,
+        url: str,
+        *,
+        size: int | None = None,
+        etag: str | None = None,
+        mtime_ns: int | None = None,
+        sample_hash: str | None = None,
+    ) -> None:
         """Record what a source file looks like now, so readers can detect a change."""
-        self._sources[url] = SourceInfo(size, etag)
+        self._sources[url] = SourceInfo(size, etag, mtime_ns, sample_hash)
 
     # -- build -----------------------------------------------------------------------------
     def build(self, *, consolidate: bool = True) -> ReferenceFileSystem:

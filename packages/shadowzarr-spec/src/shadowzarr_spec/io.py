@@ -7,11 +7,9 @@ import json
 import os
 import shutil
 import tempfile
-import urllib.parse
-import urllib.request
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -28,7 +26,6 @@ from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
 from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
-from shadowzarr_spec.url_read import read_url
 
 __all__ = ["REFS_FILE", "load_index_table", "load_rfs", "refs_url_of", "write_rfs"]
 
@@ -58,22 +55,23 @@ def write_rfs(
     return _write_directory(rfs, target, chunk_index_threshold)
 
 
-def load_rfs(
-    source: str | os.PathLike[str] | dict[str, Any], *, headers: Mapping[str, str] | None = None
-) -> ReferenceFileSystem:
-    """Read a reference file system from a JSON file, a directory, a URL to either, or a dict.
+def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
+    """Read a reference file system from a local JSON file, a local directory, or a dict.
 
-    Index arrays are not read here: they stay on disk or remote until a reader needs them.
-    ``headers`` go with the request for a reference file at a URL (and with redirects to the
-    same origin, never elsewhere).
+    Index arrays are not read here: they stay on disk until a reader needs them. This package
+    makes no requests: references at a URL are read by ``shadowzarr_store.load_rfs`` (also
+    ``shadowzarr.load_rfs``), through the store's transport.
     """
     if isinstance(source, dict):
         return rfs_from_json(source)
     text = os.fspath(source)
-    if text.startswith(("http://", "https://")):
-        return _load_url(text, headers or {})
+    if "://" in text and not text.lower().startswith("file://"):
+        raise SourceError(
+            f"{text.split('://', 1)[0]}:// references are read by shadowzarr_store.load_rfs "
+            "(or shadowzarr.load_rfs); shadowzarr_spec reads local files only"
+        )
     if text.startswith("file://"):
-        text = urllib.request.url2pathname(urllib.parse.urlparse(text).path)
+        text = unquote(urlsplit(text).path)
     local = Path(text)
     if local.is_dir():
         refs_path = local / REFS_FILE
@@ -216,16 +214,3 @@ def refs_url_of(url: str) -> tuple[str, str]:
         return url, url.rsplit("/", 1)[0]
     base = url.rstrip("/")
     return base + "/" + REFS_FILE, base
-
-
-def _load_url(url: str, headers: Mapping[str, str]) -> ReferenceFileSystem:
-    refs_url, base = refs_url_of(url)
-    try:
-        raw = read_url(refs_url, headers)
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise SourceNotFoundError(f"no reference file at {refs_url}") from exc
-        raise SourceError(f"reading {refs_url} failed: HTTP {exc.code}") from exc
-    except urllib.error.URLError as exc:
-        raise SourceError(f"reading {refs_url} failed: {exc.reason}") from exc
-    return rfs_from_json(parse_json(raw), base=base)

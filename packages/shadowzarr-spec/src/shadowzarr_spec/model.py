@@ -101,17 +101,24 @@ class Selection:
 
 @dataclass(frozen=True, slots=True)
 class SourceInfo:
-    """What a source file looked like when the references were made, to detect changes."""
+    """What a source file looked like when the references were made, to detect changes.
+
+    Remote sources have a size and an ETag. A local file has no ETag: its modification time
+    (``mtime_ns``) and ``sample_hash`` (a hash of a few fixed samples of its bytes, see the
+    README) identify it, so a rewrite of the same size is noticed.
+    """
 
     size: int | None = None
     etag: str | None = None
+    mtime_ns: int | None = None
+    sample_hash: str | None = None
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {}
-        if self.size is not None:
-            out["size"] = self.size
-        if self.etag is not None:
-            out["etag"] = self.etag
+        for name in ("size", "etag", "mtime_ns", "sample_hash"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
 
 

@@ -160,5 +160,15 @@ def _parse_sources(raw: object) -> dict[str, SourceInfo]:
             raise ReferenceFormatError(f"source {url!r}: size must be a non-negative integer")
         if etag is not None and not isinstance(etag, str):
             raise ReferenceFormatError(f"source {url!r}: etag must be a string")
-        sources[url] = SourceInfo(None if size is None else int(size), etag)
+        mtime_ns, sample_hash = entry.get("mtime_ns"), entry.get("sample_hash")
+        if mtime_ns is not None and not _is_int(mtime_ns):
+            raise ReferenceFormatError(f"source {url!r}: mtime_ns must be an integer")
+        if sample_hash is not None and not isinstance(sample_hash, str):
+            raise ReferenceFormatError(f"source {url!r}: sample_hash must be a string")
+        sources[url] = SourceInfo(
+            None if size is None else int(size),
+            etag,
+            None if mtime_ns is None else int(mtime_ns),
+            sample_hash,
+        )
     return sources

@@ -24,7 +24,7 @@ from shadowzarr_store.remote.offline import OfflineGuard, OfflineSwitch
 from shadowzarr_store.remote.progress import ProgressCallback, progress_reporter
 from shadowzarr_store.remote.selection import chunk_keys
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.stats import StatsSnapshot
+from shadowzarr_store.transport.stats import StatsSnapshot
 
 if TYPE_CHECKING:
     import os

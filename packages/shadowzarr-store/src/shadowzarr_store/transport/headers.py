@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
+
+from shadowzarr_store.transport.locations import DEFAULT_PORTS, normalise_path, under
 
 __all__ = ["HeaderRule", "HeaderRules"]
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+_DEFAULT_PORTS = DEFAULT_PORTS
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _RESERVED = frozenset(
     {"range", "if-match", "host", "content-length", "transfer-encoding", "connection"}
@@ -35,10 +37,9 @@ class HeaderRule:
     headers: tuple[tuple[str, str], ...] = field(repr=False)
 
     def covers(self, scheme: str, host: str, port: int, path: str) -> bool:
-        if (scheme, host, port) != (self.scheme, self.host, self.port):
-            return False
-        prefix = self.path.rstrip("/")
-        return not prefix or path == prefix or path.startswith(prefix + "/")
+        return (scheme, host, port) == (self.scheme, self.host, self.port) and under(
+            path, self.path
+        )
 
     @property
     def prefix(self) -> str:
@@ -128,7 +129,7 @@ def _rule(prefix: object, values: object) -> HeaderRule:
         if any(c in value for c in "\r\n\0"):
             raise ValueError(f"headers for {prefix!r}: the value of {name!r} has a line break")
         pairs.append((name, value))
-    path = _normalise_path(parts.path) or "/"
+    path = normalise_path(parts.path) or "/"
     return HeaderRule(scheme, parts.hostname.lower(), port, path, tuple(pairs))
 
 
@@ -142,20 +143,4 @@ def _place(url: str) -> tuple[str, str, int, str] | None:
         port = parts.port or _DEFAULT_PORTS[scheme]
     except ValueError:
         return None
-    return scheme, parts.hostname.lower(), port, _normalise_path(parts.path)
-
-
-def _normalise_path(path: str) -> str:
-    """The path a server would serve: percent-decoded, ``.`` and ``..`` segments resolved.
-
-    So ``/api/../private`` is matched as ``/private``, never as a path under ``/api``.
-    """
-    segments: list[str] = []
-    for segment in unquote(path).replace("\\", "/").split("/"):
-        if segment == "..":
-            if segments:
-                segments.pop()
-        elif segment not in ("", "."):
-            segments.append(segment)
-    tail = "/" if path.endswith("/") and segments else ""
-    return "/" + "/".join(segments) + tail if segments else "/"
+    return scheme, parts.hostname.lower(), port, normalise_path(parts.path)

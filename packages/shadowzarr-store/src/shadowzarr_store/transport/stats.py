@@ -28,6 +28,8 @@ class StatsSnapshot:
     """Requests sent again after a transient failure."""
     url_resolutions: int = 0
     """DANDI (or ``resolve_url``) resolutions of a URL to the one actually read."""
+    rounds: int = 0
+    """Sequential rounds: calls asking for many ranges at once (``read_many``) that sent any."""
 
     def __sub__(self, other: StatsSnapshot) -> StatsSnapshot:
         return StatsSnapshot(
