@@ -9,7 +9,6 @@ import zarr
 from shadowzarr_spec import ReferenceFileSystem, load_rfs
 from shadowzarr_spec.io import refs_url_of
 
-from shadowzarr_store.codecs import check_codecs
 from shadowzarr_store.fetch.headers import HeaderRules
 from shadowzarr_store.rfs_store import RfsStore
 
@@ -45,10 +44,9 @@ def open_array(
 
 
 def _store(source: Any, options: dict[str, Any]) -> RfsStore:
-    """The store over ``source``'s references, refused early if a codec is not available."""
-    rfs = load_references(source, options.get("headers"))
-    check_codecs(rfs)
-    return RfsStore(rfs, **options)
+    """The store over ``source``'s references (an array whose codec is not installed opens, and
+    refuses its first read)."""
+    return RfsStore(load_references(source, options.get("headers")), **options)
 
 
 def load_references(
