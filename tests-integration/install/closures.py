@@ -122,6 +122,7 @@ def build(target: Target, venv: Path) -> Closure:
     started = time.perf_counter()
     uv = uv_command()
     requirements = locked_requirements(target)
+    venv.parent.mkdir(parents=True, exist_ok=True)
     listing = venv.with_suffix(".requirements.txt")
     listing.write_text("\n".join(requirements) + "\n", encoding="utf-8")
     base = os.path.realpath(sys.executable)
@@ -165,6 +166,7 @@ def run_smoke(closure: Closure, work: Path, public_modules: list[str]) -> dict[s
     request = {
         "job": closure.target.job,
         "extras": list(closure.target.extras),
+        "members": list(closure.members),
         "modules": public_modules,
         "work": str(work),
     }

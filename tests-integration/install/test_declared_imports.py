@@ -23,6 +23,8 @@ RUN_TIME_ONLY: dict[tuple[str, str], str] = {
     ("shadowzarr-nwb", "shadowzarr-store"): "the virtual NWB files it writes read through RfsStore",
     ("shadowzarr-nwb", "pynwb"): "write_virtual_nwb takes pynwb's NWBFile, written with NWBZarrIO",
     ("shadowzarr-hdf5", "shadowzarr-store"): "the references it writes read through the store",
+    ("shadowzarr-hdf5", "imagecodecs"): "verify.py decodes LZF/LZ4/bitshuffle chunks with it",
+    ("shadowzarr-hdf5", "imagecodecs-zarr"): "registers those codecs with zarr (entry points)",
     ("shadowzarr-tiff", "shadowzarr-store"): "the references it writes read through the store",
 }
 """Declared distributions no module imports, and why they are declared anyway."""
