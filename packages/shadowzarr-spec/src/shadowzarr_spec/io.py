@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -120,7 +120,7 @@ def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | No
         )
     rfs = _indexed(rfs, threshold)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = _new_directory(target.parent, f".{target.name}.")
     try:
         index_paths: dict[str, str] = {}
         for array_path, index in rfs.indexes.items():
@@ -198,14 +198,44 @@ def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
 
 def _atomic_write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    handle, temporary = _new_file(target.parent, f".{target.name}.")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+# References are published next to the data (nginx, S3 sync): they get the permissions any file
+# or folder gets under the user's umask. tempfile.mkstemp and mkdtemp make them private (0600 and
+# 0700), which a web server then refuses to serve; so the staging names are made here, created
+# exclusively like theirs but with the ordinary modes, which the kernel masks with the umask.
+_ATTEMPTS = 100
+
+
+def _new_file(folder: Path, prefix: str) -> tuple[int, Path]:
+    """A new empty file in ``folder`` (mode 0666 less the umask), opened for writing."""
+    for _ in range(_ATTEMPTS):
+        path = folder / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def _new_directory(folder: Path, prefix: str) -> Path:
+    """A new empty directory in ``folder`` (mode 0777 less the umask)."""
+    for _ in range(_ATTEMPTS):
+        path = folder / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            path.mkdir(0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def refs_url_of(url: str) -> tuple[str, str]:

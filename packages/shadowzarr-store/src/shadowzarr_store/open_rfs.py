@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import zarr
 from shadowzarr_spec import ReferenceFileSystem
 
-from shadowzarr_store.codecs import check_codecs
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.rfs_store import RfsStore
 
@@ -44,7 +43,6 @@ def open_array(
 
 
 def _store(source: Any, options: dict[str, Any]) -> RfsStore:
-    """The store over ``source``'s references, refused early if a codec is not available."""
-    rfs = load_rfs(source, **options)
-    check_codecs(rfs)
-    return RfsStore(rfs, **options)
+    """The store over ``source``'s references (an array whose codec is not installed opens, and
+    refuses its first read)."""
+    return RfsStore(load_rfs(source, **options), **options)

@@ -16,6 +16,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByt
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.codecs import verify_fletcher32
 from shadowzarr_store.decode_limits import DecodeLimits
+from shadowzarr_store.missing_codecs import MissingCodecs
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.resolve import (
@@ -136,6 +137,7 @@ class RfsStore(Store):
         )
         self._resolver = Resolver(self._rfs, self._indexes)
         self._limits = DecodeLimits(self._rfs)
+        self._missing_codecs = MissingCodecs()
         self._view = (
             ShardedView(self._rfs, self._options.sharded_view)
             if self._options.sharded_view
@@ -166,7 +168,10 @@ class RfsStore(Store):
     ) -> Buffer | None:
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        self._missing_codecs.check_chunk(key)
         value = await self._resolver.resolve(key)
+        if isinstance(value, InlineRef) and (key == "zarr.json" or key.endswith("/zarr.json")):
+            self._missing_codecs.note_metadata(key, value.data)
         if value is not None and self._view is not None:
             shown = await self._get_in_view(key, value, byte_range)
             if shown is not None:

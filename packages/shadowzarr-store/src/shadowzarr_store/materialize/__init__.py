@@ -307,8 +307,11 @@ async def _rewrite_on_cluster(
     )
     from distributed import as_completed
 
-    for future in as_completed(futures):
-        for index in future.result():
+    # This coroutine runs on zarr's event loop; waiting for the cluster on it would block the
+    # loop a worker thread of an in-process cluster (processes=False) needs to open its arrays.
+    finished = as_completed(futures, with_results=True)
+    while (item := await asyncio.to_thread(next, finished, None)) is not None:
+        for index in item[1]:
             await record(index)
 
 

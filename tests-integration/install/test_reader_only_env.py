@@ -1,18 +1,17 @@
-"""A reader-only environment: shadowzarr-spec and shadowzarr-store from the checkout, nothing else.
+"""A reader-only environment: shadowzarr-store's locked closure (spec, zarr, numcodecs, aiohttp,
+numpy), nothing else.
 
-A fresh virtual environment gets the two packages (and their dependencies: zarr, numcodecs,
-aiohttp, numpy) and must open a version 2 reference directory served by nginx, with templates,
-gen, a chunk index with missing chunks, a selection and a short last chunk, without h5py,
-tifffile, neo, hdmf, pynwb, icechunk or virtualizarr being installed.
+A fresh virtual environment holding exactly that closure must open a version 2 reference
+directory served by nginx, with templates, gen, a chunk index with missing chunks, a selection
+and a short last chunk, without h5py, tifffile, neo, hdmf, pynwb, icechunk or virtualizarr being
+installed.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,10 +21,11 @@ import pytest
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec
 
+from .closures import Target, build
+
 if TYPE_CHECKING:
     from shadowzarr_testing import NginxServer
 
-REPO = Path(__file__).resolve().parents[1]
 ABSENT = ["h5py", "tifffile", "neo", "hdmf", "pynwb", "icechunk", "virtualizarr"]
 MISSING = 2**64 - 1
 
@@ -145,24 +145,6 @@ _CHILD = textwrap.dedent(
 )
 
 
-def _uv() -> str:
-    found = os.environ.get("UV") or shutil.which("uv")
-    if found is None:
-        raise RuntimeError("this test needs uv (https://docs.astral.sh/uv/) on PATH")
-    return found
-
-
-def _install(uv: str, venv: Path) -> None:
-    packages = [
-        str(REPO / "packages" / "shadowzarr-spec"),
-        str(REPO / "packages" / "shadowzarr-store"),
-    ]
-    command = [uv, "pip", "install", "--python", str(venv / "bin" / "python"), *packages]
-    offline = subprocess.run([*command, "--offline"], capture_output=True, text=True, check=False)
-    if offline.returncode != 0:  # the uv cache lacks something: fetch it from the index
-        subprocess.run(command, capture_output=True, text=True, check=True)
-
-
 @pytest.mark.slow
 @pytest.mark.network
 def test_reader_only_environment_reads_a_version_2_directory(
@@ -170,21 +152,13 @@ def test_reader_only_environment_reads_a_version_2_directory(
 ) -> None:
     expected = _write_version_2_directory(nginx_root, nginx.url("data"))
     np.savez(tmp_path / "expected.npz", **expected)
-    uv = _uv()
-    venv = tmp_path / "venv"
-    subprocess.run(
-        [uv, "venv", "--python", sys.executable, str(venv)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    _install(uv, venv)
+    closure = build(Target("shadowzarr-store", (), "store"), tmp_path / "venv")
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     result = subprocess.run(
         [
-            str(venv / "bin" / "python"),
+            str(closure.python),
             str(script),
             nginx.url("refs.shadowzarr"),
             str(tmp_path / "expected.npz"),
