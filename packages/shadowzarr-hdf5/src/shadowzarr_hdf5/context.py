@@ -18,8 +18,10 @@ class Options:
     chunk_index_threshold: int | None = 1000
     contiguous_chunk_bytes: int = 4 * 2**20
     inline_threshold: int = 1024
-    inline_unsupported_below: int | None = None
-    """Opt-in: datasets of at most this many bytes that no codec reads are inlined instead."""
+    inline_unsupported_below: int | None = 2**20
+    """Datasets of at most this many bytes that no codec reads are inlined, decoded by HDF5."""
+    strict: bool = False
+    """Raise on the first dataset no reference describes, instead of omitting it."""
 
 
 @dataclass(slots=True)

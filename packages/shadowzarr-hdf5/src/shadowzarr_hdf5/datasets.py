@@ -8,11 +8,12 @@ from typing import Any
 
 import h5py
 import numpy as np
-from shadowzarr_spec import BuilderError, RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec import BuilderError, ChunkDecodeError, RfsBuilder, UnsupportedFeatureError
 from shadowzarr_spec.metadata import bytes_codec
 from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
 from .attributes import attribute_names, read_attributes
+from .chunk_decode import decode_stored_chunks
 from .context import Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
@@ -30,10 +31,11 @@ from .layouts import (
 )
 from .lzf import LZF_MAX_RATIO, overcompressed
 from .native.dataset import HeaderDataset
+from .native_decode import decoded_values
 from .netcdf import netcdf_attributes
 from .verify import needs_verification, verify_chunk
 
-__all__ = ["add_dataset"]
+__all__ = ["add_dataset", "add_decoded"]
 
 DTYPE_ATTR = "_DTYPE"
 ENUM_ATTR = "_ENUM"
@@ -50,6 +52,55 @@ def add_dataset(
 ) -> None:
     """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
     cached specifications of old HDMF files)."""
+    plan, attributes, names = _described(dataset, path, source)
+    if dataset.shape is None:  # null dataspace: no elements at all
+        _add_empty(builder, path, plan, (0,), attributes, None)
+        return
+    shape = tuple(dataset.shape) + plan.extra_shape
+    if names is not None:
+        names = names + [None] * len(plan.extra_shape)
+    if not plan.stored:
+        _add_converted(builder, path, dataset, source, plan, attributes, names, scalar_strings)
+        return
+    if math.prod(shape) == 0:
+        _add_empty(builder, path, plan, shape, attributes, names)
+        return
+    _add_stored(builder, path, dataset, source, options, plan, shape, attributes, names)
+
+
+def add_decoded(
+    builder: RfsBuilder, path: str, dataset: h5py.Dataset | HeaderDataset, source: Source
+) -> None:
+    """Add ``dataset`` with every value decoded by HDF5 and held in the references: the policy
+    for a small dataset whose stored bytes no codec reads (see :mod:`.unsupported`)."""
+    plan, attributes, names = _described(dataset, path, source)
+    if not plan.stored or dataset.shape is None:
+        raise UnsupportedFeatureError(f"dataset {path!r}: its values cannot be held inline")
+    shape = tuple(dataset.shape) + plan.extra_shape
+    if names is not None:
+        names = names + [None] * len(plan.extra_shape)
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+    values = np.asarray(decoded_values(opened, path)).astype(plan.storage, copy=False)
+    chunks = opened.chunks
+    chunk_shape = (
+        (*chunks, *plan.extra_shape) if chunks is not None else tuple(max(1, n) for n in shape)
+    )
+    codecs = [bytes_codec(plan.storage)]
+    fill = _fill_value(opened, plan.storage)
+    builder.add_array(
+        path, shape=shape, data_type=plan.storage, chunk_shape=chunk_shape, codecs=codecs,
+        fill_value=fill, attributes=attributes, dimension_names=names,
+    )  # fmt: skip
+    add_inline(
+        builder, path, values, shape=shape, data_type=plan.storage, chunk_shape=chunk_shape,
+        codecs=codecs, fill_value=fill,
+    )  # fmt: skip
+
+
+def _described(
+    dataset: h5py.Dataset | HeaderDataset, path: str, source: Source
+) -> tuple[TypePlan, dict[str, Any], list[str | None] | None]:
+    """The storage plan, the attributes and the dimension names of a dataset's array."""
     if isinstance(dataset, HeaderDataset):
         stored_names, attributes = dataset.attribute_names, dict(dataset.attributes)
     else:
@@ -64,20 +115,7 @@ def add_dataset(
         attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
     if plan.enum is not None:
         attributes[ENUM_ATTR] = plan.enum
-    names = dimension_names(dataset, stored_names)
-    if dataset.shape is None:  # null dataspace: no elements at all
-        _add_empty(builder, path, plan, (0,), attributes, None)
-        return
-    shape = tuple(dataset.shape) + plan.extra_shape
-    if names is not None:
-        names = names + [None] * len(plan.extra_shape)
-    if not plan.stored:
-        _add_converted(builder, path, dataset, source, plan, attributes, names, scalar_strings)
-        return
-    if math.prod(shape) == 0:
-        _add_empty(builder, path, plan, shape, attributes, names)
-        return
-    _add_stored(builder, path, dataset, source, options, plan, shape, attributes, names)
+    return plan, attributes, dimension_names(dataset, stored_names)
 
 
 def dimension_names(
@@ -253,18 +291,16 @@ def _add_stored(
         except BuilderError as exc:
             raise UnsupportedFeatureError(f"dataset {path!r}: {exc}") from exc
 
-    def inline(chunk_shape: tuple[int, ...]) -> None:
+    def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> None:
         add(chunk_shape, plain_codecs)
-        values = np.asarray(_values(dataset, source)).astype(dtype, copy=False)
+        found = _values(dataset, source) if decoded is None else decoded
+        values = np.asarray(found).astype(dtype, copy=False)
         add_inline(
             builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
             codecs=plain_codecs, fill_value=fill,
         )  # fmt: skip
 
     if layout == "virtual":
-        if _may_inline_unsupported(options, nbytes):
-            inline(tuple(max(1, s) for s in shape))
-            return
         raise UnsupportedFeatureError(
             f"dataset {path!r}: virtual datasets (VDS) map other datasets and are not supported"
         )
@@ -294,21 +330,19 @@ def _add_stored(
     chunk_shape = tuple(dataset.chunks) + extra
     filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
     if nbytes <= options.inline_threshold:
-        inline(chunk_shape)
+        decoded = None
+        if filters:
+            decoded = _small_filtered_values(
+                dataset, path, source, filters, shape=shape, chunk_shape=chunk_shape,
+                data_type=dtype, fill_value=fill,
+            )  # fmt: skip
+        inline(chunk_shape, decoded)
         return
     locations = chunk_locations(dataset, source)
     mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
-    try:
-        codecs = codecs_for(filters, dtype, path, skip_mask=mask)
-        _check_bitshuffle(codecs, chunk_shape, path)
-        _verify_first_chunk(
-            dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs
-        )
-    except UnsupportedFeatureError:
-        if _may_inline_unsupported(options, nbytes):
-            inline(chunk_shape)
-            return
-        raise
+    codecs = codecs_for(filters, dtype, path, skip_mask=mask)
+    _check_bitshuffle(codecs, chunk_shape, path)
+    _verify_first_chunk(dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs)
     add(chunk_shape, codecs)
     rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
     add_chunked(
@@ -317,6 +351,37 @@ def _add_stored(
         has_filters=bool(filters),
         rewrite=rewrite,
     )  # fmt: skip
+
+
+def _small_filtered_values(
+    dataset: h5py.Dataset | HeaderDataset,
+    path: str,
+    source: Source,
+    filters: tuple[Any, ...],
+    *,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    data_type: np.dtype,
+    fill_value: Any,
+) -> Any:
+    """The values of a small filtered dataset, decoded by the codecs its references would use,
+    else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
+    locations = chunk_locations(dataset, source)
+    mask = common_mask(locations, dataset.shape, dataset.chunks)
+    if not len(locations) or bool(np.all(locations.masks == mask)):
+        try:
+            codecs = codecs_for(filters, data_type, path, skip_mask=mask)
+            _check_bitshuffle(codecs, chunk_shape, path)
+            values = decode_stored_chunks(
+                source, locations, shape=shape, chunk_shape=chunk_shape, data_type=data_type,
+                codecs=codecs, fill_value=fill_value,
+            )  # fmt: skip
+        except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
+            values = None  # no codec reads these chunks here: HDF5 decodes them
+        if values is not None:
+            return values
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+    return decoded_values(opened, path)
 
 
 def _contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
@@ -391,7 +456,3 @@ def _check_bitshuffle(
             "a multiple of 8) has no Zarr codec"
         )
 
-
-def _may_inline_unsupported(options: Options, nbytes: int) -> bool:
-    limit = options.inline_unsupported_below
-    return limit is not None and nbytes <= limit

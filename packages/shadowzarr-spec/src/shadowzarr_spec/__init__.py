@@ -23,6 +23,7 @@ from shadowzarr_spec.errors import (
     SourceError,
     SourceNotFoundError,
     UnsafePathError,
+    UnsupportedDatasetWarning,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.gen import Dimension, GenEntry
@@ -37,6 +38,7 @@ from shadowzarr_spec.model import (
     ReferenceFileSystem,
     Selection,
     SourceInfo,
+    UnsupportedDataset,
 )
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
@@ -71,6 +73,8 @@ __all__ = [
     "SourceInfo",
     "SourceNotFoundError",
     "UnsafePathError",
+    "UnsupportedDataset",
+    "UnsupportedDatasetWarning",
     "UnsupportedFeatureError",
     "VirtualArray",
     "array_info",

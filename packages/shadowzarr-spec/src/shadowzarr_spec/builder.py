@@ -30,6 +30,8 @@ from shadowzarr_spec.model import (
     ReferenceFileSystem,
     Selection,
     SourceInfo,
+    UnsupportedDataset,
+    UnsupportedOutcome,
 )
 
 __all__ = ["RfsBuilder", "columns_selection"]
@@ -61,6 +63,7 @@ class RfsBuilder:
         self._indexes: dict[str, IndexRef] = {}
         self._selections: dict[str, Selection] = {}
         self._sources: dict[str, SourceInfo] = {}
+        self._unsupported: dict[str, UnsupportedDataset] = {}
 
     # -- nodes -----------------------------------------------------------------------------
     def add_group(self, path: str, attributes: Mapping[str, Any] | None = None) -> None:
@@ -236,6 +239,19 @@ class RfsBuilder:
             raise BuilderError(f"array {path!r}: {exc}") from exc
         self._selections[_node_path(path)] = selection
 
+    def discard(self, path: str) -> None:
+        """Forget an array added before, with its chunks, gen entries, index and selection
+        (a generator that finds it cannot finish an array it started)."""
+        path = _node_path(path)
+        self._arrays.pop(path, None)
+        self._indexes.pop(path, None)
+        self._selections.pop(path, None)
+        self._gen = [(p, entry) for p, entry in self._gen if p != path]
+
+    def record_unsupported(self, path: str, outcome: UnsupportedOutcome, reason: str) -> None:
+        """Note that the source's dataset at ``path`` was omitted or inlined, and why."""
+        self._unsupported[_node_path(path)] = UnsupportedDataset(outcome, reason)
+
     def add_source(self, url: str, *, size: int | None = None, etag: str | None = None) -> None:
         """Record what a source file looks like now, so readers can detect a change."""
         self._sources[url] = SourceInfo(size, etag)
@@ -277,6 +293,7 @@ class RfsBuilder:
             indexes=dict(self._indexes),
             selections=dict(self._selections),
             sources=dict(self._sources),
+            unsupported=dict(self._unsupported),
         )
         rfs.version = rfs.required_version
         return rfs

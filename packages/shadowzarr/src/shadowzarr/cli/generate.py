@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shadowzarr.cli.progress import Progress
 from shadowzarr.cli.sources import detect_format, expand_sources
 
-__all__ = ["generate_one", "register"]
+__all__ = ["Generated", "generate_one", "register"]
 
 SUFFIXES = {"directory": ".shadowzarr", "json": ".shadowzarr.json"}
 
@@ -47,6 +48,25 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
     parser.set_defaults(run=run)
 
 
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """What one generation wrote, and the datasets it could not reference."""
+
+    output: str
+    omitted: dict[str, str] = field(default_factory=dict)
+    """Path → reason of the datasets left out."""
+    inlined: dict[str, str] = field(default_factory=dict)
+    """Path → reason of the datasets held inline, decoded, because no codec reads them."""
+
+    def summary(self) -> str:
+        lines = [f"wrote {self.output}"]
+        for label, found in (("omitted", self.omitted), ("inlined (decoded)", self.inlined)):
+            if found:
+                lines.append(f"  {len(found)} dataset(s) {label}:")
+                lines.extend(f"    {path}: {reason}" for path, reason in found.items())
+        return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     sources = expand_sources(args.source)
     mapping = [tuple(item.split("=", 1)) for item in args.url_for]
@@ -55,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     options = {"format": args.format, "url_for": mapping, "threshold": args.chunk_index_threshold}
     if len(sources) == 1:
         written = generate_one(sources[0], args.output, local_path=args.local_path, **options)
-        print(f"wrote {written}")
+        print(written.summary())
         return 0
     if args.local_path:
         raise ValueError("--local-path goes with a single SOURCE")
@@ -71,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         }
         for done, future in enumerate(as_completed(futures), 1):
             try:
-                print(f"wrote {future.result()}")
+                print(future.result().summary())
             except (OSError, ValueError, ImportError) as exc:
                 failures += 1
                 print(f"failed {futures[future]}: {' '.join(str(exc).split())}")
@@ -88,13 +108,19 @@ def generate_one(
     local_path: str | None = None,
     url_for: list[tuple[str, ...]] | None = None,
     threshold: int = 1000,
-) -> str:
-    from shadowzarr_spec import write_rfs
+) -> Generated:
+    import warnings
+
+    from shadowzarr_spec import UnsupportedDatasetWarning, write_rfs
 
     kind = detect_format(local_path or source) if format == "auto" else format
-    rfs = _generator(kind)(source, local_path, _url_mapper(url_for or []))
+    with warnings.catch_warnings():
+        # the summary names every dataset left out; the warning would say it twice
+        warnings.simplefilter("ignore", UnsupportedDatasetWarning)
+        rfs = _generator(kind)(source, local_path, _url_mapper(url_for or []))
     write_rfs(rfs, output, chunk_index_threshold=threshold)
-    return output
+    inlined = {p: u.reason for p, u in rfs.unsupported.items() if u.outcome == "inlined"}
+    return Generated(output, rfs.omitted, inlined)
 
 
 def _generator(kind: str) -> Any:
