@@ -1,4 +1,4 @@
-"""One dataset no reference describes never costs the file: inline it, or leave it out and say so."""
+"""An unsupported dataset never costs the whole file: inline it, or leave it out and say so."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def test_default_policy_inlines_small_omits_rest_and_reports(
     with pytest.warns(UnsupportedDatasetWarning, match="2 dataset") as caught:
         rfs = generate_rfs(path, inline_unsupported_below=4096)
     message = str(caught[0].message)
-    assert "large_sz" in message and "long_double" in message
+    assert "large_sz" in message
+    assert "long_double" in message
     assert set(rfs.omitted) == {"large_sz", "long_double"}
     assert "32024" in rfs.omitted["large_sz"]
     assert "float" in rfs.omitted["long_double"] or "128" in rfs.omitted["long_double"]
@@ -66,7 +67,7 @@ def test_default_policy_inlines_small_omits_rest_and_reports(
 def test_strict_raises_the_typed_error(tmp_path: Path) -> None:
     path = tmp_path / "mixed.h5"
     _write(path)
-    with pytest.raises(UnsupportedFeatureError, match="'large_sz'|'long_double'"):
+    with pytest.raises(UnsupportedFeatureError, match=r"'large_sz'|'long_double'"):
         generate_rfs(path, strict=True, inline_unsupported_below=4096)
 
 

@@ -133,7 +133,9 @@ class UnsupportedDataset:
 
     def __post_init__(self) -> None:
         if self.outcome not in ("omitted", "inlined"):
-            raise ReferenceFormatError(f"unknown outcome {self.outcome!r} of an unsupported dataset")
+            raise ReferenceFormatError(
+                f"unknown outcome {self.outcome!r} of an unsupported dataset"
+            )
 
     def to_json(self) -> dict[str, str]:
         return {"outcome": self.outcome, "reason": self.reason}
