@@ -496,26 +496,32 @@ def _big_endian(f: h5py.File, _root: Path) -> None:
 
 
 # -- refused -------------------------------------------------------------------------------------
-@refusal("scaleoffset", "scale-offset")
+@corpus("scaleoffset")
 def _scaleoffset(f: h5py.File, _root: Path) -> None:
     f.create_dataset("packed", data=np.arange(5000, dtype="i4"), chunks=(1000,), scaleoffset=0)
 
 
-@refusal("szip", "SZIP")
+@corpus("szip")
 def _szip(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "szipped", data=np.arange(5000, dtype="i4"), chunks=(1000,), compression="szip"
     )
 
 
-@refusal("unknown_filter", "unknown HDF5 filter 32013")
-def _unknown(f: h5py.File, _root: Path) -> None:
+@corpus("zfp")
+def _zfp(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "zfp", data=np.arange(5000, dtype="f4"), chunks=(1000,), **hdf5plugin.Zfp(rate=8)
     )
 
 
-@refusal("blosc2", "the Blosc2 filter")
+@refusal("unknown_filter", r"HDF5 filter 32024 \(SZ3\)")
+def _unknown(f: h5py.File, _root: Path) -> None:
+    data = np.arange(5000, dtype="f4")
+    f.create_dataset("sz3", data=data, chunks=(1000,), **hdf5plugin.SZ3(absolute=1e-2))
+
+
+@corpus("blosc2")
 def _blosc2(f: h5py.File, _root: Path) -> None:
     data = np.arange(5000, dtype="i4")
     f.create_dataset("b2", data=data, chunks=(1000,), **hdf5plugin.Blosc2())
@@ -527,7 +533,7 @@ def _vlen(f: h5py.File, _root: Path) -> None:
     dset[0], dset[1] = [1, 2, 3], [4]
 
 
-@refusal("bitshuffle_lz4", "bitshuffle filter with LZ4")
+@corpus("bitshuffle_lz4")
 def _bitshuffle_lz4(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "b", data=np.arange(5000, dtype="i4"), chunks=(1000,), **hdf5plugin.Bitshuffle(cname="lz4")

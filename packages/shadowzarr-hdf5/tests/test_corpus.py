@@ -96,7 +96,7 @@ def test_unsupported_features_are_refused_by_name(tmp_path: Path, name: str) -> 
 
 
 def test_refused_small_dataset_inlined_on_request(tmp_path: Path, open_refs: Any) -> None:
-    path = write(tmp_path, "scaleoffset", corpus.REFUSALS["scaleoffset"][0])
+    path = write(tmp_path, "unknown_filter", corpus.REFUSALS["unknown_filter"][0])
     rfs = generate_rfs(path, inline_unsupported_below=100_000)
     compare_file(path, open_refs(rfs))
 

@@ -341,7 +341,6 @@ def _add_stored(
     locations = chunk_locations(dataset, source)
     mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
     codecs = codecs_for(filters, dtype, path, skip_mask=mask)
-    _check_bitshuffle(codecs, chunk_shape, path)
     _verify_first_chunk(dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs)
     add(chunk_shape, codecs)
     rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
@@ -367,11 +366,10 @@ def _small_filtered_values(
     """The values of a small filtered dataset, decoded by the codecs its references would use,
     else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
     locations = chunk_locations(dataset, source)
-    mask = common_mask(locations, dataset.shape, dataset.chunks)
+    mask = common_mask(locations, shape, chunk_shape)
     if not len(locations) or bool(np.all(locations.masks == mask)):
         try:
             codecs = codecs_for(filters, data_type, path, skip_mask=mask)
-            _check_bitshuffle(codecs, chunk_shape, path)
             values = decode_stored_chunks(
                 source, locations, shape=shape, chunk_shape=chunk_shape, data_type=data_type,
                 codecs=codecs, fill_value=fill_value,
@@ -444,15 +442,3 @@ def _lzf_rewrites(
 
 _LZF_INLINE_LIMIT = 64 * 2**20
 """At most this many bytes of LZF chunks are rewritten into the references."""
-
-
-def _check_bitshuffle(
-    codecs: list[dict[str, Any]], chunk_shape: tuple[int, ...], path: str
-) -> None:
-    # The HDF5 filter copies the last (n % 8) elements unshuffled; imagecodecs does not.
-    if codecs[0].get("name") == "imagecodecs_bitshuffle" and math.prod(chunk_shape) % 8:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: bitshuffle over chunks of {math.prod(chunk_shape)} elements (not "
-            "a multiple of 8) has no Zarr codec"
-        )
-

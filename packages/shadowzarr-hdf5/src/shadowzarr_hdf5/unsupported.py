@@ -75,4 +75,4 @@ def _stored_bytes(dataset: Any) -> int:
     shape = dataset.shape
     if shape is None:
         return 0
-    return math.prod(shape) * dataset.dtype.itemsize
+    return int(math.prod(shape)) * int(dataset.dtype.itemsize)
