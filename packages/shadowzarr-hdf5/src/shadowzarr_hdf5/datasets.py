@@ -14,10 +14,10 @@ from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
 from .attributes import attribute_names, read_attributes
 from .chunk_decode import decode_stored_chunks
-from .context import Options, Source
+from .context import ChunkLocations, Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
-from .inline import string_codecs
+from .inline import chunk_region, string_codecs
 from .layouts import (
     add_chunked,
     add_contiguous,
@@ -366,18 +366,32 @@ def _small_filtered_values(
     """The values of a small filtered dataset, decoded by the codecs its references would use,
     else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
     locations = chunk_locations(dataset, source)
-    mask = common_mask(locations, shape, chunk_shape)
-    if not len(locations) or bool(np.all(locations.masks == mask)):
-        try:
-            codecs = codecs_for(filters, data_type, path, skip_mask=mask)
-            values = decode_stored_chunks(
-                source, locations, shape=shape, chunk_shape=chunk_shape, data_type=data_type,
-                codecs=codecs, fill_value=fill_value,
+    values: np.ndarray | None = None
+    try:
+        # Chunks that skipped a filter (HDF5's filter mask) decode with that filter left out.
+        for mask in np.unique(locations.masks).tolist() or [0]:
+            chosen = locations.masks == mask
+            part = decode_stored_chunks(
+                source,
+                ChunkLocations(locations.coords[chosen], locations.offsets[chosen],
+                               locations.sizes[chosen], locations.masks[chosen]),
+                shape=shape, chunk_shape=chunk_shape, data_type=data_type,
+                codecs=codecs_for(filters, data_type, path, skip_mask=int(mask)),
+                fill_value=fill_value,
             )  # fmt: skip
-        except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
-            values = None  # no codec reads these chunks here: HDF5 decodes them
-        if values is not None:
+            if part is None:
+                break
+            if values is None:
+                values = part
+                continue
+            extra = (0,) * (len(shape) - locations.coords.shape[1])
+            for coords in locations.coords[chosen].tolist():
+                region = chunk_region((*coords, *extra), chunk_shape, shape)
+                values[region] = part[region]
+        else:
             return values
+    except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
+        pass  # no codec reads these chunks here: HDF5 decodes them
     opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
     return decoded_values(opened, path)
 

@@ -44,7 +44,8 @@ def handle_unsupported(
             add_decoded(builder, path, dataset, source)
         except UnsupportedFeatureError as exc:
             builder.discard(path)
-            reason = f"{reason}; not inlined either: {_reason(exc, path)}"
+            again = _reason(exc, path)
+            reason = reason if again == reason else f"{reason}; not inlined either: {again}"
         else:
             builder.record_unsupported(path, "inlined", reason)
             logger.info("%s: inlined, decoded by HDF5 (%s)", path, reason)
