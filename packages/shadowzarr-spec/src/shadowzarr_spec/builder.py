@@ -8,6 +8,7 @@ returns a :class:`~shadowzarr_spec.model.ReferenceFileSystem`.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -449,7 +450,9 @@ def _validate_with_zarr(path: str, array: _Array, accepted: set[str]) -> None:
         data_type=array.data_type,
         chunk_shape=array.chunk_shape,
         fill_value=array.fill_value,
-        codecs=array.codecs,
+        # A copy: a codec's from_dict may rewrite its configuration in place (imagecodecs'
+        # JPEG codec turns the base64 tables it was given into bytes, which JSON cannot hold).
+        codecs=copy.deepcopy(array.codecs),
         attributes={},
         dimension_names=array.dimension_names,
     )
