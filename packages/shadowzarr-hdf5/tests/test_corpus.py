@@ -327,12 +327,12 @@ def _expected_attribute(value: Any, f: h5py.File) -> Any:
         return rows[0] if array.ndim == 0 else rows
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "c":
-            return [[v.real, v.imag] for v in value.ravel()]
+            return [complex(v) for v in value.ravel()]
         if value.dtype.kind in "OS":
             return [_expected_attribute(v, f) for v in value.ravel()]
         return value.tolist()
     if isinstance(value, complex | np.complexfloating):
-        return [value.real, value.imag]
+        return complex(value)
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -427,3 +427,43 @@ def test_local_copy_of_unreachable_url_records_its_size(tmp_path: Path) -> None:
     rfs = generate_rfs(url, local_hdf5_path=path)
     assert rfs.sources[url].size == path.stat().st_size
     assert rfs.sources[url].etag is None
+
+
+def test_members_keep_creation_order(tmp_path: Path, open_refs: Any) -> None:
+    """A group that tracks creation order lists its members in that order in zarr too."""
+    path = tmp_path / "ordered.h5"
+    names = ["zeta", "alpha", "mid", "beta"]
+    with h5py.File(path, "w", track_order=True) as f:
+        group = f.create_group("ordered", track_order=True)
+        for index, name in enumerate(names):
+            if index % 2:
+                group.create_group(name, track_order=True)
+            else:
+                group.create_dataset(name, data=np.arange(3))
+        expected = list(f["ordered"])
+    assert expected == names
+    root = open_refs(generate_rfs(path))
+    assert [name for name, _ in root["ordered"].members()] == names
+
+
+def test_netcdf_attributes_of_one_element_are_scalars(tmp_path: Path) -> None:
+    """scale_factor [0.5] is 0.5, as h5netcdf gives it: xarray decodes it the same way."""
+    import xarray as xr
+    from shadowzarr_store import RfsStore
+
+    values = np.arange(24.0).reshape(4, 6) / 4
+    dataset = xr.Dataset({"packed": (("y", "x"), values, {"valid_range": [0.0, 10.0]})})
+    path = tmp_path / "packed.nc"
+    encoding = {
+        "packed": {"dtype": "i2", "scale_factor": 0.25, "add_offset": 1.0, "_FillValue": -1}
+    }
+    dataset.to_netcdf(path, engine="h5netcdf", encoding=encoding)
+    rfs = generate_rfs(path)
+    store = RfsStore(rfs)
+    raw = xr.open_zarr(store, consolidated=True, zarr_format=3, mask_and_scale=False)
+    assert raw["packed"].attrs["scale_factor"] == 0.25
+    assert raw["packed"].attrs["valid_range"] == [0.0, 10.0]
+    with xr.open_dataset(path, engine="h5netcdf") as expected:
+        actual = xr.open_zarr(store, consolidated=True, zarr_format=3)
+        assert actual["packed"].dtype == expected["packed"].dtype == np.float64
+        xr.testing.assert_identical(actual.load(), expected.load())

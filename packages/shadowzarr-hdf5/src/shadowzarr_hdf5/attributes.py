@@ -3,7 +3,8 @@
 References become ``{"_REFERENCE": {"source": ".", "path": ...}}``; bytes that are not UTF-8
 and opaque values stay bytes (RfsBuilder.build stores them with the Bytes convention); NaN and
 infinities stay floats (stored with the Non-Finite convention); a null dataspace becomes None;
-compounds become objects keyed by field; complex numbers become ``[real, imag]``.
+compounds become objects keyed by field; complex numbers stay complex (stored with the Complex
+convention as ``"complex:<real>,<imag>"``).
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
         if value.dtype.kind == "O":
             return nested([to_json(v, paths) for v in value.ravel()], value.shape)
         if value.dtype.kind == "c":
-            return nested([[float(v.real), float(v.imag)] for v in value.ravel()], value.shape)
+            return nested([complex(v) for v in value.ravel()], value.shape)
         if value.dtype.kind == "S":
             return nested([bytes_or_text(bytes(v)) for v in value.ravel()], value.shape)
         if value.dtype.kind == "V":
@@ -164,7 +165,7 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
     if isinstance(value, bytes | np.bytes_):
         return bytes_or_text(bytes(value))
     if isinstance(value, complex | np.complexfloating):
-        return [float(value.real), float(value.imag)]
+        return complex(value)
     if isinstance(value, np.generic):
         return value.item()
     return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 from shadowzarr_spec.arrays import ArrayInfo, array_info, array_paths
 from shadowzarr_spec.attribute_conventions import (
     BYTES_CONVENTION,
+    COMPLEX_CONVENTION,
     NON_FINITE_CONVENTION,
     decode_attributes,
     encode_attributes,
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BYTES_CONVENTION",
+    "COMPLEX_CONVENTION",
     "MISSING_CHUNK",
     "NON_FINITE_CONVENTION",
     "REFS_FILE",

@@ -65,6 +65,8 @@ class RfsBuilder:
         self._selections: dict[str, Selection] = {}
         self._sources: dict[str, SourceInfo] = {}
         self._unsupported: dict[str, UnsupportedDataset] = {}
+        self._order: list[str] = []
+        """Node paths in the order they were added (consolidated metadata keeps it)."""
 
     # -- nodes -----------------------------------------------------------------------------
     def add_group(self, path: str, attributes: Mapping[str, Any] | None = None) -> None:
@@ -72,6 +74,7 @@ class RfsBuilder:
         path = _node_path(path)
         self._check_free(path)
         self._groups[path] = dict(attributes or {})
+        self._order.append(path)
 
     def add_array(
         self,
@@ -111,6 +114,7 @@ class RfsBuilder:
             else np.dtype(data_type)
         )
         json_type, json_fill = zarr_data_type(dtype, fill_value)
+        self._order.append(path)
         self._arrays[path] = _Array(
             shape=shape,
             chunk_shape=chunk_shape,
@@ -244,6 +248,8 @@ class RfsBuilder:
         """Forget an array added before, with its chunks, gen entries, index and selection
         (a generator that finds it cannot finish an array it started)."""
         path = _node_path(path)
+        if path in self._arrays:
+            self._order.remove(path)
         self._arrays.pop(path, None)
         self._indexes.pop(path, None)
         self._selections.pop(path, None)
@@ -283,7 +289,11 @@ class RfsBuilder:
             for coords, ref in array.chunks.items():
                 refs[chunk_key(path, coords)] = ref
         if consolidate and "" in documents:
-            documents[""] = {**documents[""], "consolidated_metadata": _consolidated(documents)}
+            order = [p for p in dict.fromkeys([*self._order, *documents]) if p in documents]
+            documents[""] = {
+                **documents[""],
+                "consolidated_metadata": _consolidated(documents, order),
+            }
         for path, document in documents.items():
             refs[metadata_key(path)] = InlineRef(dumps_strict(document).encode("utf-8"))
         for path, _entry in self._gen:
@@ -383,9 +393,12 @@ def _node_path(path: str) -> str:
     return path
 
 
-def _consolidated(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _consolidated(documents: dict[str, dict[str, Any]], order: list[str]) -> dict[str, Any]:
+    """Consolidated metadata listing the nodes in the order they were added: zarr-python lists
+    a group's members in this order (an HDF5 group tracking creation order keeps it)."""
     metadata = {}
-    for path, document in sorted(documents.items()):
+    for path in order:
+        document = documents[path]
         if not path:
             continue
         if document["node_type"] == "group":

@@ -25,7 +25,14 @@ from shadowzarr_spec.model import (
 __all__ = ["parse_ref", "rfs_from_json"]
 
 _KNOWN_KEYS = {
-    "version", "templates", "refs", "gen", "indexes", "selections", "sources", "unsupported",
+    "version",
+    "templates",
+    "refs",
+    "gen",
+    "indexes",
+    "selections",
+    "sources",
+    "unsupported",
 }
 
 
