@@ -148,3 +148,5 @@ def _add_scalar_chunk(builder: RfsBuilder, path: str, piece: TablePiece) -> None
         builder.add_inline_chunk(path, (), piece.inline[code - len(piece.urls)])
     else:
         builder.add_chunk(path, (), piece.urls[code], int(piece.offsets), int(piece.lengths))
+
+
