@@ -10,6 +10,7 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+import zarr
 from shadowzarr_spec import UnsupportedFeatureError, decode_attributes
 from shadowzarr_testing.compare import assert_array_equal_exact
 
@@ -205,6 +206,21 @@ def _hard_paths(f: h5py.File) -> list[str]:
     return paths
 
 
+def _compare_regions(actual: Any, expected: Any, f: h5py.File, what: str, array: Any) -> None:
+    """Each region reference names its target and reads its selection as h5py does."""
+    from shadowzarr_spec.region_references import region_references
+
+    assert array.attrs["_DTYPE"] == "region_reference"
+    root = zarr.open_group(array.store, mode="r", zarr_format=3)
+    for ours, ref in zip(region_references(actual).ravel(), expected.ravel(), strict=True):
+        if not ref:
+            assert ours.path == "", what
+            continue
+        assert ours.path == f[ref].name, what
+        got = ours.apply(root[ours.path.lstrip("/")])
+        assert_array_equal_exact(got, f[ref][ref], what)
+
+
 def compare_file(path: Path, root: Any) -> None:
     with h5py.File(path) as f:
         compare_attributes(f, root, f)
@@ -237,6 +253,9 @@ def compare_dataset(dset: h5py.Dataset, array: Any, f: h5py.File) -> None:
             got = got.reshape(1)
         assert got.tolist() == np.asarray(want, dtype=object).tolist(), what
         assert array.attrs["_DTYPE"] == "str"
+        return
+    if h5py.check_ref_dtype(dtype) is h5py.RegionReference:
+        _compare_regions(np.asarray(actual), expected, f, what, array)
         return
     if h5py.check_ref_dtype(dtype) is not None:
         want = [_ref_path(f, r) for r in np.asarray(expected).ravel()]

@@ -15,6 +15,7 @@ from typing import Any
 import h5py
 import numpy as np
 from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
+from shadowzarr_spec.region_references import REGION_REFERENCE_KEY
 
 from .object_paths import ObjectPaths
 
@@ -140,7 +141,9 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
     """One h5py attribute value as a JSON-ready Python value."""
     if isinstance(value, h5py.Empty):
         return None
-    if isinstance(value, h5py.RegionReference | h5py.Reference):
+    if isinstance(value, h5py.RegionReference):
+        return _region_value(value, paths)
+    if isinstance(value, h5py.Reference):
         return reference_value(paths(value))
     if isinstance(value, np.ndarray):
         if value.dtype.names is not None:
@@ -169,6 +172,14 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _region_value(value: Any, paths: ObjectPaths) -> dict[str, Any]:
+    """``{"_REGION_REFERENCE": {"source": ".", "path": ..., "selection": ...}}``."""
+    from .region_references import region_reference
+
+    found = region_reference(value, paths.file, paths)
+    return {REGION_REFERENCE_KEY: {"source": ".", **found.to_json()}}
 
 
 def _record(value: Any, paths: ObjectPaths) -> dict[str, Any]:

@@ -18,8 +18,10 @@ import h5py
 import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_spec.nwb_convention import OBJECT_REFERENCE_DTYPE, STRING_DTYPE
+from shadowzarr_spec.region_references import REGION_REFERENCE_DTYPE
 
 from .object_paths import ObjectPaths
+from .region_references import region_reference
 
 __all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type"]
 
@@ -29,6 +31,8 @@ class TypeKind(Enum):
     """The file's bytes are the Zarr array's bytes."""
     STRING = "string"
     REFERENCE = "reference"
+    REGION_REFERENCE = "region_reference"
+    """Stored as JSON text: target path and selection (:mod:`shadowzarr_spec.region_references`)."""
     CONVERTED_COMPOUND = "converted_compound"
     """A compound with string or reference fields (or padding): converted, stored inline."""
 
@@ -54,6 +58,8 @@ def plan_type(dtype: np.dtype, path: str) -> TypePlan:
     """How a dataset of HDF5 type ``dtype`` (h5py's numpy form) is stored."""
     if h5py.check_string_dtype(dtype) is not None:
         return TypePlan(TypeKind.STRING, "string", (), STRING_DTYPE)
+    if h5py.check_ref_dtype(dtype) is h5py.RegionReference:
+        return TypePlan(TypeKind.REGION_REFERENCE, "string", (), REGION_REFERENCE_DTYPE)
     if h5py.check_ref_dtype(dtype) is not None:
         return TypePlan(TypeKind.REFERENCE, "string", (), OBJECT_REFERENCE_DTYPE)
     if h5py.check_vlen_dtype(dtype) is not None:
@@ -97,6 +103,11 @@ def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
             raise UnsupportedFeatureError(
                 f"dataset {path!r}: compound field {name!r} is an array type, which Zarr "
                 "structured data types cannot hold"
+            )
+        if h5py.check_ref_dtype(field_dtype) is h5py.RegionReference:
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: compound field {name!r} holds region references, which "
+                "compound arrays cannot carry without losing the region"
             )
         if h5py.check_ref_dtype(field_dtype) is not None:
             references.append(name)
@@ -187,6 +198,9 @@ def convert_values(
     if plan.kind is TypeKind.REFERENCE:
         flat = _reference_paths(array, paths, dataset)
         return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
+    if plan.kind is TypeKind.REGION_REFERENCE:
+        texts = [region_reference(v, paths.file, paths).text() for v in array.ravel()]
+        return np.array(texts, dtype=np.dtypes.StringDType()).reshape(array.shape)
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
         return _convert_compound(array, paths)
     return array

@@ -42,6 +42,7 @@ from shadowzarr_spec.model import (
     UnsupportedDataset,
 )
 from shadowzarr_spec.parse import rfs_from_json
+from shadowzarr_spec.region_references import RegionReference, region_references
 from shadowzarr_spec.serialize import rfs_to_json
 from shadowzarr_spec.virtual import VirtualArray, stack
 
@@ -66,6 +67,7 @@ __all__ = [
     "Ref",
     "ReferenceFileSystem",
     "ReferenceFormatError",
+    "RegionReference",
     "RfsBuilder",
     "Selection",
     "ShadowzarrError",
@@ -90,6 +92,7 @@ __all__ = [
     "load_index_table",
     "load_rfs",
     "parse_json",
+    "region_references",
     "rfs_from_json",
     "rfs_to_json",
     "stack",
