@@ -24,7 +24,15 @@ assert _spec.loader is not None
 corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
 
-RESERVED = {"_DTYPE", "_REFERENCE_FIELDS", "_LINKS", "_ENUM", "zarr_conventions"}
+RESERVED = {
+    "_DTYPE",
+    "_REFERENCE_FIELDS",
+    "_LINKS",
+    "_ENUM",
+    "_VLEN_DTYPE",
+    "_STRUCTURED_DTYPE",
+    "zarr_conventions",
+}
 LIBVERS = ["earliest", "latest"]
 
 
@@ -253,6 +261,20 @@ def compare_dataset(dset: h5py.Dataset, array: Any, f: h5py.File) -> None:
             got = got.reshape(1)
         assert got.tolist() == np.asarray(want, dtype=object).tolist(), what
         assert array.attrs["_DTYPE"] == "str"
+        return
+    if h5py.check_vlen_dtype(dtype) is not None and h5py.check_string_dtype(dtype) is None:
+        from shadowzarr_spec.hdf5_types import as_sequences
+
+        got = as_sequences(actual, array.attrs)
+        for index, want in np.ndenumerate(expected):
+            assert_array_equal_exact(got[index], np.asarray(want), f"{what}{index}")
+        return
+    if "_STRUCTURED_DTYPE" in array.attrs:
+        from shadowzarr_spec.hdf5_types import as_structured
+
+        records = as_structured(actual, array.attrs)
+        assert records.dtype == dtype, what
+        assert records.tobytes() == expected.tobytes(), what
         return
     if h5py.check_ref_dtype(dtype) is h5py.RegionReference:
         _compare_regions(np.asarray(actual), expected, f, what, array)

@@ -9,7 +9,7 @@ from typing import Any
 import h5py
 import numpy as np
 from shadowzarr_spec import BuilderError, ChunkDecodeError, RfsBuilder, UnsupportedFeatureError
-from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
 from .attributes import attribute_names, read_attributes
@@ -17,7 +17,7 @@ from .chunk_decode import decode_stored_chunks
 from .context import ChunkLocations, Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
-from .inline import chunk_region, string_codecs
+from .inline import chunk_region, string_codecs, vlen_bytes_codecs
 from .layouts import (
     add_chunked,
     add_contiguous,
@@ -80,7 +80,7 @@ def add_decoded(
     if names is not None:
         names = names + [None] * len(plan.extra_shape)
     opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
-    values = np.asarray(decoded_values(opened, path)).astype(plan.storage, copy=False)
+    values = as_storage(decoded_values(opened, path), plan.storage)
     chunks = opened.chunks
     chunk_shape = (
         (*chunks, *plan.extra_shape) if chunks is not None else tuple(max(1, n) for n in shape)
@@ -95,6 +95,14 @@ def add_decoded(
         builder, path, values, shape=shape, data_type=plan.storage, chunk_shape=chunk_shape,
         codecs=codecs, fill_value=fill,
     )  # fmt: skip
+
+
+def as_storage(values: Any, storage: np.dtype) -> np.ndarray:
+    """Values read by h5py in the array's stored type (records as raw bytes: a view)."""
+    array = np.asarray(values)
+    if storage.kind == "V" and storage.names is None and array.dtype.names is not None:
+        return np.ascontiguousarray(array).view(storage)
+    return array.astype(storage, copy=False)
 
 
 def _described(
@@ -115,6 +123,7 @@ def _described(
         attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
     if plan.enum is not None:
         attributes[ENUM_ATTR] = plan.enum
+    attributes.update(plan.attributes)
     return plan, attributes, dimension_names(dataset, stored_names)
 
 
@@ -171,7 +180,9 @@ def _fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
     if array.dtype.names is not None or array.dtype.kind == "V":
         if not array.tobytes().strip(b"\x00"):
             return None
-        return np.asarray(fill).astype(storage)[()] if array.dtype.names else array.tobytes()
+        if array.dtype.names and storage.names:
+            return np.asarray(fill).astype(storage)[()]
+        return array.tobytes()  # raw records (or opaque values): the stored bytes
     if array.ndim:  # an HDF5 array type's fill is an array: Zarr needs one scalar
         flat = array.ravel()
         if not np.all(flat == flat[0]):
@@ -190,7 +201,7 @@ def _add_empty(
     attributes: dict[str, Any],
     names: list[str | None] | None,
 ) -> None:
-    data_type = plan.storage if plan.stored else "string"
+    data_type = plan.storage if plan.stored or plan.kind is TypeKind.VLEN_SEQUENCE else "string"
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
         data_type = np.dtype([("empty", "u1")])  # never read: there are no elements
     builder.add_array(
@@ -226,6 +237,8 @@ def _add_converted(
         data_type: Any = values.dtype
         codecs = [bytes_codec(values.dtype)]
         fill = None
+    elif plan.kind is TypeKind.VLEN_SEQUENCE:
+        data_type, codecs, fill = VLEN_BYTES, vlen_bytes_codecs(values, chunk_shape), None
     else:
         data_type, codecs, fill = "string", string_codecs(values, chunk_shape), ""
     builder.add_array(
@@ -294,7 +307,7 @@ def _add_stored(
     def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> None:
         add(chunk_shape, plain_codecs)
         found = _values(dataset, source) if decoded is None else decoded
-        values = np.asarray(found).astype(dtype, copy=False)
+        values = as_storage(found, dtype)
         add_inline(
             builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
             codecs=plain_codecs, fill_value=fill,

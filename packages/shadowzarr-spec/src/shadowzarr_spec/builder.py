@@ -22,7 +22,13 @@ from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
-from shadowzarr_spec.metadata import array_metadata, default_codecs, group_metadata, zarr_data_type
+from shadowzarr_spec.metadata import (
+    VLEN_BYTES,
+    array_metadata,
+    default_codecs,
+    group_metadata,
+    zarr_data_type,
+)
 from shadowzarr_spec.model import (
     FileRef,
     IndexRef,
@@ -110,7 +116,7 @@ class RfsBuilder:
             )
         dtype: Any = (
             data_type
-            if isinstance(data_type, str) and data_type == "string"
+            if isinstance(data_type, str) and data_type in ("string", VLEN_BYTES)
             else np.dtype(data_type)
         )
         json_type, json_fill = zarr_data_type(dtype, fill_value)
