@@ -568,7 +568,7 @@ def _lzf_fletcher_zeros(f: h5py.File, _root: Path) -> None:
     f.create_dataset("zeros", data=data, chunks=(1000,), compression="lzf", fletcher32=True)
 
 
-@refusal("virtual", "virtual datasets")
+@corpus("virtual")
 def _virtual(f: h5py.File, root: Path) -> None:
     source = root / "vds_source.h5"
     with h5py.File(source, "w") as s:

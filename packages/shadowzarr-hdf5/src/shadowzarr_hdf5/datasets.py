@@ -34,6 +34,7 @@ from .native.dataset import HeaderDataset
 from .native_decode import decoded_values
 from .netcdf import netcdf_attributes
 from .verify import needs_verification, verify_chunk
+from .virtual_datasets import add_virtual
 
 __all__ = ["add_dataset", "add_decoded"]
 
@@ -314,9 +315,14 @@ def _add_stored(
         )  # fmt: skip
 
     if layout == "virtual":
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: virtual datasets (VDS) map other datasets and are not supported"
-        )
+        if extra:
+            raise UnsupportedFeatureError(f"dataset {path!r}: a virtual dataset of array types")
+        opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+        add_virtual(
+            builder, path, opened, source, data_type=dtype, fill_value=fill,
+            attributes=attributes, names=names,
+        )  # fmt: skip
+        return
     if layout == "compact":
         inline(tuple(max(1, s) for s in shape))
         return

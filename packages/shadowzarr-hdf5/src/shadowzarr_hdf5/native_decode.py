@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 from typing import Any
 
 import h5py
@@ -44,6 +45,10 @@ def decoded_values(dataset: h5py.Dataset, path: str) -> Any:
             f"dataset {path!r}: the {', '.join(ending)} filter plugin ends the process on data "
             "it rejects, so it is not run to decode the values"
         )
+    if dataset.is_virtual:
+        from .virtual_datasets import check_sources_present
+
+        check_sources_present(dataset, path, os.path.dirname(dataset.file.filename))
     load_filter_plugins()
     try:
         return dataset[()]
