@@ -41,6 +41,8 @@ class Source:
     """Chunk tables parsed ahead of time, by dataset path."""
     netcdf: bool = False
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
+    netcdf_lengths: dict[int, int] = field(default_factory=dict)
+    """netCDF-4: unlimited dimension scale address → the dimension's length."""
     opened: dict[int, Any] = field(default_factory=dict)
     """Datasets already opened, by object address (the first walk opens each once)."""
     headers: Any = None

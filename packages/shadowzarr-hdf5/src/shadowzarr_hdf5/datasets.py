@@ -32,7 +32,8 @@ from .layouts import (
 from .lzf import LZF_MAX_RATIO, overcompressed
 from .native.dataset import HeaderDataset
 from .native_decode import decoded_values
-from .netcdf import netcdf_attributes
+from .netcdf import is_netcdf_char, netcdf_attributes
+from .netcdf_dimensions import check_padding, netcdf_shape, padded
 from .verify import needs_verification, verify_chunk
 from .virtual_datasets import add_virtual
 
@@ -57,7 +58,7 @@ def add_dataset(
     if dataset.shape is None:  # null dataspace: no elements at all
         _add_empty(builder, path, plan, (0,), attributes, None)
         return
-    shape = tuple(dataset.shape) + plan.extra_shape
+    shape = netcdf_shape(dataset, source) + plan.extra_shape
     if names is not None:
         names = names + [None] * len(plan.extra_shape)
     if not plan.stored:
@@ -116,6 +117,8 @@ def _described(
         stored_names = attribute_names(dataset)
         attributes = read_attributes(dataset, source.paths, stored_names)
     plan = plan_type(dataset.dtype, path)
+    if source.netcdf and is_netcdf_char(dataset.dtype):
+        plan = TypePlan(TypeKind.STORED, np.dtype("S1"), (), None)
     if source.netcdf:
         attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
     if plan.dtype_attr is not None and not source.netcdf:  # xarray would show it as metadata
@@ -226,11 +229,13 @@ def _add_converted(
     scalar_strings: bool,
 ) -> None:
     """Strings, references and compounds holding them: values converted and held inline."""
-    shape = tuple(dataset.shape)
+    shape = netcdf_shape(dataset, source)
     if math.prod(shape) == 0:
         _add_empty(builder, path, plan, shape, attributes, names)
         return
     values = convert_values(_values(dataset, source), plan, source.paths, dataset)
+    if values.shape != shape:  # a netCDF variable on a longer unlimited dimension
+        values = padded(values, shape, "" if plan.kind is TypeKind.STRING else None)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
     chunk_shape = _inline_chunks(shape)
@@ -289,6 +294,7 @@ def _add_stored(
     fill = _fill_value(dataset, dtype)
     plain_codecs = [bytes_codec(dtype)]
     extra = plan.extra_shape
+    extent = tuple(int(n) for n in dataset.shape) + extra
 
     def add(chunk_shape: tuple[int, ...], codecs: list[dict[str, Any]]) -> None:
         try:
@@ -308,7 +314,7 @@ def _add_stored(
     def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> None:
         add(chunk_shape, plain_codecs)
         found = _values(dataset, source) if decoded is None else decoded
-        values = as_storage(found, dtype)
+        values = padded(as_storage(found, dtype), shape, fill)
         add_inline(
             builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
             codecs=plain_codecs, fill_value=fill,
@@ -352,7 +358,7 @@ def _add_stored(
         decoded = None
         if filters:
             decoded = _small_filtered_values(
-                dataset, path, source, filters, shape=shape, chunk_shape=chunk_shape,
+                dataset, path, source, filters, shape=extent, chunk_shape=chunk_shape,
                 data_type=dtype, fill_value=fill,
             )  # fmt: skip
         inline(chunk_shape, decoded)
@@ -360,7 +366,11 @@ def _add_stored(
     locations = chunk_locations(dataset, source)
     mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
     codecs = codecs_for(filters, dtype, path, skip_mask=mask)
-    _verify_first_chunk(dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs)
+    _verify_first_chunk(dataset, path, source, locations, mask, dtype, extent, chunk_shape, codecs)
+    check_padding(
+        path, source, locations, extent=extent, shape=shape, chunk_shape=chunk_shape,
+        data_type=dtype, codecs=codecs, fill_value=fill,
+    )  # fmt: skip
     add(chunk_shape, codecs)
     rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
     add_chunked(

@@ -31,6 +31,7 @@ from .matlab import userblock_offset_shift
 from .native import HeaderFile, NotNative
 from .native.dataset import HeaderDataset
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
+from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
 from .sources import dandi_asset_url, is_url, source_state
@@ -132,6 +133,8 @@ def generate_rfs(
             else _named_datasets(file, wanted)
         )
         source.opened = {_address(d): d for d in found}
+        if source.netcdf:
+            source.netcdf_lengths = unlimited_lengths(found)
         if parse_indexes:
             source.tables = _chunk_tables(raw, found)
         report = _progress(progress, len(found))

@@ -20,7 +20,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-__all__ = ["is_netcdf4", "is_placeholder_dimension", "netcdf_attributes"]
+__all__ = ["is_netcdf4", "is_netcdf_char", "is_placeholder_dimension", "netcdf_attributes"]
 
 _BOOKKEEPING = frozenset(
     {"_Netcdf4Dimid", "_Netcdf4Coordinates", "_NCProperties", "_nc3_strict", "CLASS", "NAME"}
@@ -30,6 +30,12 @@ _PLACEHOLDER = "This is a netCDF dimension but not a netCDF variable"
 
 def is_netcdf4(file: h5py.File) -> bool:
     return "_NCProperties" in file.attrs
+
+
+def is_netcdf_char(dtype: np.dtype) -> bool:
+    """netCDF ``char`` (one-byte fixed strings): kept as bytes, which xarray joins into strings
+    along the last dimension as it does reading the file."""
+    return dtype.kind == "S" and dtype.itemsize == 1 and dtype.names is None
 
 
 def is_placeholder_dimension(dataset: h5py.Dataset) -> bool:

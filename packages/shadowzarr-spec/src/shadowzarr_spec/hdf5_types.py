@@ -2,9 +2,10 @@
 
 **Compounds with array fields** (pandas' and PyTables' tables, netCDF-4 compounds holding
 character arrays): the array is ``raw_bytes`` of the record size, pointing into the file as it
-is, and the attribute ``_STRUCTURED_DTYPE`` holds the record layout as numpy's ``dtype.descr``
-(JSON lists: ``[name, format]`` or ``[name, format, shape]``, nested lists for nested records,
-empty names for padding). :func:`as_structured` views the raw records as that numpy dtype.
+is, and the attribute ``_STRUCTURED_DTYPE`` holds the record layout as numpy takes it:
+``{"names": [..], "formats": [..], "offsets": [..], "itemsize": n}``, each format a numpy type
+string (``"<f8"``, ``"|S1"``), ``[format, shape]`` for an array field, or a nested layout.
+:func:`as_structured` views the raw records as that numpy dtype.
 
 **Variable-length sequences of numbers** (PyTables' VLArray, h5py's ``vlen_dtype``): the array is
 ``variable_length_bytes`` (codec ``vlen-bytes``), each element the sequence's values as bytes of
@@ -34,35 +35,48 @@ STRUCTURED_DTYPE_ATTR: Final = "_STRUCTURED_DTYPE"
 VLEN_DTYPE_ATTR: Final = "_VLEN_DTYPE"
 
 
-def structured_descr(dtype: np.dtype) -> list[Any]:
-    """``dtype.descr`` as JSON lists (without numpy metadata, such as h5py's string encoding)."""
-    descr: list[Any] = _lists(_plain(dtype).descr)
-    return descr
-
-
-def _plain(dtype: np.dtype) -> np.dtype:
-    if dtype.subdtype is not None:
-        base, shape = dtype.subdtype
-        return np.dtype((_plain(base), shape))
-    if dtype.names is None:
-        return np.dtype(dtype.str)
+def structured_descr(dtype: np.dtype) -> dict[str, Any]:
+    """The record layout as JSON: ``{"names", "formats", "offsets", "itemsize"}``, each format
+    a numpy type string, ``[format, shape]`` for an array field, or a nested layout."""
     fields: Any = dtype.fields or {}
-    return np.dtype(
-        {
-            "names": list(dtype.names),
-            "formats": [_plain(fields[name][0]) for name in dtype.names],
-            "offsets": [fields[name][1] for name in dtype.names],
-            "itemsize": dtype.itemsize,
-        }
-    )
+    return {
+        "names": list(dtype.names or ()),
+        "formats": [_format(fields[name][0]) for name in dtype.names or ()],
+        "offsets": [int(fields[name][1]) for name in dtype.names or ()],
+        "itemsize": int(dtype.itemsize),
+    }
 
 
-def structured_dtype(descr: Any) -> np.dtype:
+def structured_dtype(layout: Any) -> np.dtype:
     """The numpy dtype a ``_STRUCTURED_DTYPE`` attribute describes."""
     try:
-        return np.dtype([_field(entry) for entry in descr])
-    except (TypeError, ValueError) as exc:
-        raise ReferenceFormatError(f"not a record layout: {str(descr)[:80]!r}") from exc
+        return np.dtype(
+            {
+                "names": [str(n) for n in layout["names"]],
+                "formats": [_parse_format(f) for f in layout["formats"]],
+                "offsets": [int(o) for o in layout["offsets"]],
+                "itemsize": int(layout["itemsize"]),
+            }
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReferenceFormatError(f"not a record layout: {str(layout)[:80]!r}") from exc
+
+
+def _format(dtype: np.dtype) -> Any:
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return [_format(base), list(shape)]
+    if dtype.names is not None:
+        return structured_descr(dtype)
+    return np.dtype(dtype.str).str  # without numpy metadata (h5py's string encoding)
+
+
+def _parse_format(form: Any) -> Any:
+    if isinstance(form, dict):
+        return structured_dtype(form)
+    if isinstance(form, list):
+        return (_parse_format(form[0]), tuple(int(n) for n in form[1]))
+    return np.dtype(str(form))
 
 
 def as_structured(values: Any, attributes: Mapping[str, Any]) -> np.ndarray:
@@ -92,16 +106,3 @@ def as_sequences(values: Any, attributes: Mapping[str, Any]) -> np.ndarray:
     return out
 
 
-def _lists(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return [_lists(v) for v in value]
-    return value
-
-
-def _field(entry: Any) -> tuple[Any, ...]:
-    name, form = entry[0], entry[1]
-    if isinstance(form, list):
-        form = [_field(e) for e in form]
-    if len(entry) > 2:
-        return (name, form, tuple(entry[2]))
-    return (name, form)
