@@ -21,12 +21,11 @@ import hdf5plugin
 import numpy as np
 import pytest
 import tifffile
+from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import UnsupportedDatasetWarning, load_rfs, write_rfs
 from shadowzarr_store import RfsStore, open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
 from shadowzarr_testing.hdf5_compare import compare_hdf5
-
-from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_tiff import generate_rfs_tiff
 
 pytestmark = [
@@ -206,11 +205,14 @@ def _anndata(root: Path) -> Path:
 
     path = root / "anndata.h5ad"
     matrix = scipy.sparse.random(40, 25, density=0.1, format="csr", random_state=3, dtype="f4")
+    cells = pd.DataFrame(
+        {"cell": pd.Categorical(["a", "b"] * 20)}, index=[f"c{i}" for i in range(40)]
+    )
+    genes = pd.DataFrame(
+        {"gene_ids": [f"g{i}" for i in range(25)]}, index=[f"v{i}" for i in range(25)]
+    )
     adata = anndata.AnnData(
-        X=matrix,
-        obs=pd.DataFrame({"cell": pd.Categorical(["a", "b"] * 20)}, index=[f"c{i}" for i in range(40)]),
-        var=pd.DataFrame({"gene_ids": [f"g{i}" for i in range(25)]}, index=[f"v{i}" for i in range(25)]),
-        uns={"params": {"k": 5, "name": "run"}},
+        X=matrix, obs=cells, var=genes, uns={"params": {"k": 5, "name": "run"}},
         obsm={"X_pca": RNG.normal(size=(40, 3))},
     )  # fmt: skip
     adata.write_h5ad(path, compression="gzip")

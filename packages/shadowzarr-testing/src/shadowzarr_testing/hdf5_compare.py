@@ -166,9 +166,7 @@ def _compare_records(f: Any, actual: np.ndarray, expected: np.ndarray, name: str
 def _compare_attributes(obj: Any, node: Any, netcdf: bool, result: Hdf5Comparison) -> None:
     from shadowzarr_spec import decode_attributes
 
-    actual = {
-        k: v for k, v in decode_attributes(dict(node.attrs)).items() if k not in RESERVED
-    }
+    actual = {k: v for k, v in decode_attributes(dict(node.attrs)).items() if k not in RESERVED}
     if netcdf:
         actual.pop("_FillValue", None)  # stored as xarray's Zarr backend reads it: checked there
         expected = _netcdf_attributes(obj)
@@ -261,9 +259,9 @@ def _same(actual: Any, expected: Any) -> bool:
         return isinstance(actual, float) and math.isnan(actual)
     if isinstance(expected, complex) and (math.isnan(expected.real) or math.isnan(expected.imag)):
         return isinstance(actual, complex) and str(actual) == str(expected)
-    return type(actual) is type(expected) and actual == expected or (
-        isinstance(actual, int | float) and not isinstance(actual, bool) and actual == expected
-    )
+    if isinstance(actual, int | float) and not isinstance(actual, bool):
+        return isinstance(expected, int | float) and actual == expected  # 1 == 1.0: numbers
+    return type(actual) is type(expected) and actual == expected
 
 
 def _text(value: Any) -> str:
