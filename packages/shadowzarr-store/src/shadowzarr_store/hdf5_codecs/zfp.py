@@ -51,8 +51,23 @@ class Hdf5Zfp(DecodingCodec):
             raise refuse(self.codec_name, "its cd_values hold no zfp header")
         return value & ((1 << bits) - 1), bits
 
+    def elements(self) -> int:
+        """How many values the header says a chunk holds (its field's dimensions)."""
+        header, _bits = self.header()
+        meta = header >> 32
+        dims = ((meta >> 2) & 3) + 1
+        width = {1: 48, 2: 24, 3: 16, 4: 12}[dims]
+        sizes = meta >> 4
+        count = 1
+        for axis in range(dims):
+            count *= ((sizes >> (axis * width)) & ((1 << width) - 1)) + 1
+        return count
+
     def decode_chunk(self, data: bytes, expected: int, chunk_spec: ArraySpec) -> bytes:
         imagecodecs = optional_library(self.codec_name, "imagecodecs")
+        itemsize = chunk_spec.dtype.to_native_dtype().itemsize
+        if self.elements() * itemsize != expected:  # checked before zfp allocates the field
+            raise refuse(self.codec_name, f"its header holds {self.elements()} values")
         header, bits = self.header()
         if bits % 8 == 0:
             stream = header.to_bytes(bits // 8, "little") + data
