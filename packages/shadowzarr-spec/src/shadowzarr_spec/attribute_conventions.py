@@ -76,7 +76,7 @@ def to_json_value(value: Any) -> Any:
 
 def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Encode a node's attributes so they are valid JSON, registering the conventions used."""
-    plain = to_json_value(dict(attributes))
+    plain: dict[str, Any] = to_json_value(dict(attributes))
     needs = _scan(plain)
     if not any(needs):
         return plain

@@ -55,7 +55,11 @@ def compare_hdf5(path: Any, root: Any, rfs: Any) -> Hdf5Comparison:
     with h5py.File(path, "r") as f:
         netcdf = "_NCProperties" in f.attrs
         objects: list[tuple[str, Any]] = []
-        f.visititems(lambda name, obj: objects.append((name, obj)) and None)
+
+        def collect(name: str, obj: Any) -> None:
+            objects.append((name, obj))
+
+        f.visititems(collect)
         _compare_attributes(f, root, netcdf, result)
         for name, obj in objects:
             if isinstance(obj, h5py.Group):
@@ -204,7 +208,8 @@ def _expected_attribute(value: Any, f: Any) -> Any:
         return {"_REFERENCE": {"source": ".", "path": f[value].name if value else ""}}
     if isinstance(value, np.ndarray | np.void) and value.dtype.names is not None:
         array = np.asarray(value)
-        rows = [{n: _expected_attribute(r[n], f) for n in array.dtype.names} for r in array.ravel()]
+        names = array.dtype.names or ()
+        rows = [{n: _expected_attribute(r[n], f) for n in names} for r in array.ravel()]
         return rows[0] if array.ndim == 0 else rows
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "OSc":
@@ -247,7 +252,9 @@ def _same(actual: Any, expected: Any) -> bool:
         if not isinstance(actual, dict) or set(actual) != set(expected):
             return False
         if "_REGION_REFERENCE" in expected:  # the selection is checked where it is read
-            return actual["_REGION_REFERENCE"]["path"] == expected["_REGION_REFERENCE"]["path"]
+            return bool(
+                actual["_REGION_REFERENCE"]["path"] == expected["_REGION_REFERENCE"]["path"]
+            )
         return all(_same(actual[k], expected[k]) for k in expected)
     if isinstance(expected, list):
         return (
