@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import h5py
-from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError
+from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError, UnsupportedFeatureError
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
 from shadowzarr_store.transport import (
     RangeSource,
@@ -41,8 +41,10 @@ from .matlab import userblock_offset_shift
 from .native import HeaderFile, NotNative
 from .native.dataset import HeaderDataset
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
+from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
+from .unsupported import handle_unsupported, warn_omitted
 
 __all__ = ["ProgressCallback", "generate_rfs"]
 
@@ -59,7 +61,8 @@ def generate_rfs(
     chunk_index_threshold: int | None = 1000,
     contiguous_chunk_bytes: int = 4 * 2**20,
     inline_threshold: int = 1024,
-    inline_unsupported_below: int | None = None,
+    inline_unsupported_below: int | None = 2**20,
+    strict: bool | None = None,
     progress: ProgressCallback | bool | None = None,
     record_source: bool = True,
     parse_indexes: bool = True,
@@ -86,8 +89,14 @@ def generate_rfs(
     inline_threshold
         Datasets of at most this many bytes are stored in the references themselves.
     inline_unsupported_below
-        Opt-in: a dataset that would be refused (unsupported filter, virtual dataset) of at most
-        this many bytes is read and inlined instead.
+        A dataset no reference can describe (a filter without a Zarr codec, an unsupported type
+        or layout) of at most this many bytes (1 MiB) is decoded by HDF5, with hdf5plugin's
+        filters when installed, and held inline; None or 0: never.
+    strict
+        Raise `UnsupportedFeatureError` for the first dataset no reference can describe. False:
+        such datasets are inlined (see ``inline_unsupported_below``) or left out, recorded in
+        the result's ``unsupported`` (and ``omitted``) and named in one
+        `UnsupportedDatasetWarning`. None (default): strict only when ``datasets`` names them.
     progress
         ``progress(done, total, path)`` after each dataset; True shows a bar on stderr; None
         (default) shows it when stderr is a terminal; False shows nothing.
@@ -114,6 +123,7 @@ def generate_rfs(
         contiguous_chunk_bytes=contiguous_chunk_bytes,
         inline_threshold=inline_threshold,
         inline_unsupported_below=inline_unsupported_below,
+        strict=datasets is not None if strict is None else strict,
     )
     transport = TransportOptions(
         headers=headers, allowed_urls=allowed_urls, storage_options=storage_options
@@ -142,6 +152,8 @@ def generate_rfs(
             else _named_datasets(file, wanted)
         )
         source.opened = {_address(d): d for d in found}
+        if source.netcdf:
+            source.netcdf_lengths = unlimited_lengths(found)
         if parse_indexes:
             source.tables = _chunk_tables(raw, found)
         report = _progress(progress, len(found))
@@ -150,6 +162,7 @@ def generate_rfs(
             _record_source(builder, reference_url, raw, local_hdf5_path, transport)
         bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
     rfs = builder.build()
+    warn_omitted(rfs.omitted, url)
     return bare_non_finite_attributes(rfs) if bare else rfs
 
 
@@ -419,7 +432,12 @@ class _Walker:
         in_specs = self.specloc is not None and (
             path == self.specloc or path.startswith(self.specloc + "/")
         )
-        add_dataset(self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs)
+        try:
+            add_dataset(
+                self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs
+            )
+        except UnsupportedFeatureError as exc:
+            handle_unsupported(self.builder, path, dataset, self.source, self.options, exc)
         self.report(path)
 
 

@@ -8,7 +8,7 @@ file share one string.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -26,6 +26,8 @@ __all__ = [
     "ReferenceFileSystem",
     "Selection",
     "SourceInfo",
+    "UnsupportedDataset",
+    "UnsupportedOutcome",
 ]
 
 MISSING_CHUNK = np.uint64(2**64 - 1)
@@ -122,6 +124,30 @@ class SourceInfo:
         return out
 
 
+type UnsupportedOutcome = Literal["omitted", "inlined"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedDataset:
+    """A dataset no reference can describe, and what the generator did with it.
+
+    ``omitted``: it is not in the references at all; ``inlined``: its values (decoded by the
+    native library) are held in the references instead of pointing into the source.
+    """
+
+    outcome: UnsupportedOutcome
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.outcome not in ("omitted", "inlined"):
+            raise ReferenceFormatError(
+                f"unknown outcome {self.outcome!r} of an unsupported dataset"
+            )
+
+    def to_json(self) -> dict[str, str]:
+        return {"outcome": self.outcome, "reason": self.reason}
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class IndexRef:
     """Where the chunks of one large array are: an index array stored at ``path`` or in memory.
@@ -162,6 +188,14 @@ class ReferenceFileSystem:
     sources: dict[str, SourceInfo] = field(default_factory=dict)
     version: int = 1
     base: str | None = None
+    unsupported: dict[str, UnsupportedDataset] = field(default_factory=dict)
+    """Datasets of the source that no reference describes (path → outcome and reason). Stored
+    under the top-level key ``unsupported``, which Zarr readers never see."""
+
+    @property
+    def omitted(self) -> dict[str, str]:
+        """Path → reason of every dataset left out of the references."""
+        return {p: u.reason for p, u in self.unsupported.items() if u.outcome == "omitted"}
 
     @property
     def required_version(self) -> int:

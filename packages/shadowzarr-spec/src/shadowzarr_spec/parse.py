@@ -20,11 +20,21 @@ from shadowzarr_spec.model import (
     ReferenceFileSystem,
     Selection,
     SourceInfo,
+    UnsupportedDataset,
 )
 
 __all__ = ["parse_ref", "rfs_from_json"]
 
-_KNOWN_KEYS = {"version", "templates", "refs", "gen", "indexes", "selections", "sources"}
+_KNOWN_KEYS = {
+    "version",
+    "templates",
+    "refs",
+    "gen",
+    "indexes",
+    "selections",
+    "sources",
+    "unsupported",
+}
 
 
 def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem:
@@ -59,6 +69,7 @@ def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem
         sources=_parse_sources(document.get("sources", {})),
         version=max(int(version), 1),
         base=base,
+        unsupported=_parse_unsupported(document.get("unsupported", {})),
     )
     if rfs.version < rfs.required_version and (rfs.indexes or rfs.selections):
         raise ReferenceFormatError("a reference file with indexes or selections must be version 2")
@@ -172,3 +183,18 @@ def _parse_sources(raw: object) -> dict[str, SourceInfo]:
             sample_hash,
         )
     return sources
+
+
+def _parse_unsupported(raw: object) -> dict[str, UnsupportedDataset]:
+    if not isinstance(raw, dict):
+        raise ReferenceFormatError("'unsupported' must be an object")
+    found: dict[str, UnsupportedDataset] = {}
+    for path, entry in raw.items():
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("outcome"), str)
+            and isinstance(entry.get("reason"), str)
+        ):
+            raise ReferenceFormatError(f"unsupported dataset {path!r}: needs outcome and reason")
+        found[path] = UnsupportedDataset(entry["outcome"], entry["reason"])
+    return found
