@@ -20,11 +20,11 @@ from typing import Any
 import h5py
 import numpy as np
 from shadowzarr_spec import RfsBuilder, UnsupportedFeatureError
+from shadowzarr_store.transport import is_local
 
 from .context import Source
 from .filters import codecs_for, read_filters
 from .layouts import chunk_locations
-from .sources import is_url
 
 __all__ = ["VirtualMapping", "add_virtual", "check_sources_present"]
 
@@ -276,7 +276,7 @@ def _open_source(
         file, where = vds.file, source
     else:
         if name not in opened:
-            if is_url(source.url):
+            if not is_local(source.url):
                 raise _refusal(path, f"its source file {name!r} is another file of a remote VDS")
             location = _source_path(name, source.base, path)
             if not os.path.exists(location):
@@ -305,7 +305,7 @@ def _source_of(file: h5py.File, location: str) -> Source:
 
 
 def _source_path(name: str, base: str, path: str) -> str:
-    if is_url(base):
+    if not is_local(base):
         raise _refusal(path, f"its source file {name!r} is another file of a remote VDS")
     return name if os.path.isabs(name) else os.path.normpath(os.path.join(base, name))
 
