@@ -13,7 +13,7 @@ import pytest
 import shadowzarr
 from pynwb import NWBHDF5IO, NWBFile, TimeSeries
 from shadowzarr_hdf5 import generate_rfs
-from shadowzarr_spec import write_rfs
+from shadowzarr_spec import SourceAccessError, write_rfs
 from shadowzarr_store import RfsStore
 
 from shadowzarr_nwb import NotAnNWBSource, ReferencesNWBZarrIO, open_nwb, read_nwb
@@ -71,6 +71,22 @@ def test_read_nwb_from_references_and_from_the_file(
     nwbfile.read_io.close()
 
 
+def test_an_nwb_file_is_sniffed_and_generated_with_the_access_options(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    """The first bytes and the generation of a suffix-less NWB HDF5 file are asked for as the
+    store's reads are: a URL outside ``allowed_urls`` is refused before nginx sees a request."""
+    source = nginx_root / "session.nwb"
+    _write_nwb(source)
+    (nginx_root / "download").write_bytes(source.read_bytes())
+    nginx.reset()
+    with pytest.raises(SourceAccessError):
+        read_nwb(nginx.url("download"), allowed_urls=[nginx.url("elsewhere/")])
+    assert nginx.count() == 0
+    with open_nwb(nginx.url("download"), allowed_urls=[nginx.url("")]) as nwbfile:
+        _assert_same_file(nwbfile, source)
+
+
 def test_the_io_lives_as_long_as_the_nwbfile(nginx: NginxServer, nginx_root: Path) -> None:
     source = nginx_root / "session.nwb"
     data = _write_nwb(source)
@@ -97,7 +113,7 @@ def test_open_nwb_closes_at_the_end_of_the_block(nginx: NginxServer, nginx_root:
         store = nwbfile.read_io._shadowzarr_store
         _assert_same_file(nwbfile, source)
         assert isinstance(store, RfsStore)
-        sessions = [state.session for state in store._reader._loops.values()]
+        sessions = list(store._reader.transport.http._sessions.values())
         assert sessions
         assert not any(session.closed for session in sessions)
     assert nwbfile.read_io._shadowzarr_store is None

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import RfsBuilder, load_rfs, write_rfs
+from shadowzarr_spec import RfsBuilder, write_rfs
 from zarr.core.sync import sync
 
-from shadowzarr_store import RfsStore
+from shadowzarr_store import RfsStore, load_rfs
 from shadowzarr_store.request_plan import array_extents, measure_selection, plan_selection
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 import tifffile
-from shadowzarr_spec import DatasetNotFoundError
+from shadowzarr_spec import DatasetNotFoundError, SourceAccessError
 from shadowzarr_store.remote import AddressError
 
 import shadowzarr
@@ -45,6 +45,27 @@ def test_a_name_without_a_suffix_is_told_by_its_first_bytes(
     (nginx_root / "notes").write_text("plain text, not a container\n")
     with pytest.raises(AddressError, match=r"notes.*first bytes"):
         shadowzarr.open_array(nginx.url("notes"), dataset="x", cache_dir=tmp_path)
+
+
+def test_first_bytes_are_read_with_the_callers_access_options(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    """The sniff of a suffix-less name goes through the transport like every other read: a URL
+    outside ``allowed_urls`` is refused before nginx sees a single request."""
+    data = _write(nginx_root / "blob")
+    nginx.reset()
+    with pytest.raises(SourceAccessError):
+        shadowzarr.open_array(
+            nginx.url("blob"),
+            dataset=DATA,
+            cache_dir=tmp_path,
+            allowed_urls=[nginx.url("elsewhere/")],
+        )
+    assert nginx.count() == 0
+    remote = shadowzarr.open_array(
+        nginx.url("blob"), dataset=DATA, cache_dir=tmp_path, allowed_urls=[nginx.url("")]
+    )
+    np.testing.assert_array_equal(remote[:10], data[:10])
 
 
 def test_dandi_download_urls_as_they_are(

@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING, Any
 from hdmf_zarr import NWBZarrIO
 from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_store import RfsStore, open_rfs_store
+from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.recognise import is_v3_reference_path
 from shadowzarr_store.remote.errors import SourceFormatError
+from shadowzarr_store.remote.opener import ACCESS_OPTIONS
 from shadowzarr_store.remote.sniff import read_head, sniff_format
+from shadowzarr_store.transport import redact
 
 if TYPE_CHECKING:
     from pynwb import NWBFile
@@ -98,21 +101,25 @@ def _store(source: NWBSource, options: dict[str, Any]) -> tuple[RfsStore, bool]:
     text = os.fspath(source)
     if is_v3_reference_path(text) or _named_like_references(text):
         return open_rfs_store(text, **options), True
-    kind = sniff_format(read_head(text))
+    # The first bytes and any generation are asked for as the store's reads will be: with the
+    # caller's headers, allowed URLs and object-store settings.
+    transport = StoreOptions.from_kwargs(options).transport(allow_local_files=True)
+    kind = sniff_format(read_head(text, options=transport))
     if kind == "references":
         return open_rfs_store(text, **options), True
     if kind != "hdf5":
         raise NotAnNWBSource(
-            f"{text}: neither references (a .shadowzarr directory or JSON) nor an HDF5 file"
+            f"{redact(text)}: neither references (a .shadowzarr directory or JSON) nor an HDF5 file"
         )
     try:
         hdf5 = importlib.import_module("shadowzarr_hdf5")
     except ModuleNotFoundError as exc:
         raise ImportError(
-            f"{text} is an HDF5 file: reading it needs shadowzarr-hdf5 to generate references "
-            "(pip install 'shadowzarr[nwb]')"
+            f"{redact(text)} is an HDF5 file: reading it needs shadowzarr-hdf5 to generate "
+            "references (pip install 'shadowzarr[nwb]')"
         ) from exc
-    return RfsStore(hdf5.generate_rfs(text, progress=False), **options), True
+    access = {name: options[name] for name in ACCESS_OPTIONS if name in options}
+    return RfsStore(hdf5.generate_rfs(text, progress=False, **access), **options), True
 
 
 def _named_like_references(text: str) -> bool:

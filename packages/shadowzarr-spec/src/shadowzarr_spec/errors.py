@@ -17,6 +17,9 @@
         └── ChunkDecodeError                    a chunk failed its checksum or decoded too large
 
 Leaves also inherit a builtin so that ``except ValueError`` / ``except OSError`` keep working.
+
+``UnsupportedDatasetWarning`` (a ``UserWarning``) says that a generator left datasets out or
+inlined them instead of refusing the whole file; the references record which and why.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "SourceError",
     "SourceNotFoundError",
     "UnsafePathError",
+    "UnsupportedDatasetWarning",
     "UnsupportedFeatureError",
 ]
 
@@ -89,3 +93,7 @@ class SourceAccessError(SourceError, PermissionError):
 
 class ChunkDecodeError(SourceError):
     """A chunk's bytes are corrupt: a checksum mismatch, or more data than the chunk can hold."""
+
+
+class UnsupportedDatasetWarning(UserWarning):
+    """Some datasets could not be referenced and were omitted (or inlined) instead."""

@@ -28,7 +28,7 @@ from shadowzarr_spec import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
-    from shadowzarr_store.stats import StoreStats
+    from shadowzarr_store.transport.stats import StoreStats
 
 __all__ = ["ChunkIndexReader", "index_chunk_location"]
 

@@ -26,7 +26,7 @@ from shadowzarr_store.chunk_indexes import index_chunk_location
 from shadowzarr_store.merge import RangeMerger, head_start, plan_runs
 from shadowzarr_store.remote.selection import chunk_keys
 from shadowzarr_store.resolve import SourceValue, plan_read
-from shadowzarr_store.stats import StoreStats
+from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
     from shadowzarr_store.rfs_store import RfsStore

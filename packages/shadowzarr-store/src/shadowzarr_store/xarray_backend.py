@@ -6,7 +6,8 @@ exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` 
 ``backend_kwargs={"store_options": {…}}``).
 
 This is the only module of the package that imports xarray; the entry point in
-``pyproject.toml`` points here, and ``pip install shadowzarr-store[xarray]`` installs xarray.
+``pyproject.toml`` points here, and ``pip install shadowzarr-store[xarray]`` installs xarray
+(without it, importing this module raises an ImportError that says so).
 
 Why kerchunk's engine is told to step aside: xarray asks third-party engines in alphabetical
 order whether they can open a path, so ``kerchunk`` is asked before ``shadowzarr``. Its answer
@@ -26,8 +27,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec import ReferenceFileSystem
-from xarray.backends import BackendEntrypoint
-from xarray.backends.zarr import ZarrBackendEntrypoint
+
+try:
+    from xarray.backends import BackendEntrypoint
+    from xarray.backends.zarr import ZarrBackendEntrypoint
+except ImportError as exc:  # xarray loads this module only where it is installed
+    raise ImportError(
+        "shadowzarr_store.xarray_backend is the xarray engine 'shadowzarr', which needs xarray: "
+        "pip install 'shadowzarr-store[xarray]'"
+    ) from exc
 
 from shadowzarr_store.open_rfs import open_rfs_store
 from shadowzarr_store.recognise import is_v3_reference_path

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem, load_rfs, parse_json
-from zarr.core.sync import sync
+from shadowzarr_spec import REFS_FILE, ReferenceFileSystem, parse_json
 
+from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.references import load_rfs
 from shadowzarr_store.remote.address import Address, SourceFormat, parse_address
 from shadowzarr_store.remote.carrier import carried_array
 from shadowzarr_store.remote.errors import OfflineError
@@ -28,30 +30,60 @@ from shadowzarr_store.remote.remote_array import RemoteArray
 from shadowzarr_store.remote.sniff import read_head, sniff_format
 from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
 from shadowzarr_store.rfs_store import RfsStore
+from shadowzarr_store.transport import (
+    Transport,
+    TransportOptions,
+    is_local,
+    local_path,
+    run_blocking,
+)
 
-__all__ = ["Generate", "Reopener", "open_remote_array", "sniff_container"]
+__all__ = ["ACCESS_OPTIONS", "Generate", "Reopener", "open_remote_array", "sniff_container"]
 
-type Generate = Callable[[Address], tuple[ReferenceFileSystem, str]]
-"""Make references for ``address``: the references and the array's path inside them."""
+type Generate = Callable[[Address, Mapping[str, Any]], tuple[ReferenceFileSystem, str]]
+"""Make references for ``address`` with the caller's access options (`ACCESS_OPTIONS`): the
+references and the array's path inside them."""
+
+ACCESS_OPTIONS = ("headers", "allowed_urls", "storage_options")
+"""Store options that generators take too, so generation asks as the reads will."""
 
 _UNSET: Any = object()
 
 
-def _zarr(address: Address) -> tuple[ReferenceFileSystem, str]:
-    return sync(zarr_references(address.container, address.dataset)), address.dataset
+def _zarr(address: Address, access: Mapping[str, Any]) -> tuple[ReferenceFileSystem, str]:
+    transport = _transport(access)
+
+    async def read() -> ReferenceFileSystem:
+        try:
+            return await zarr_references(transport, address.container, address.dataset)
+        finally:
+            await transport.aclose()
+
+    return run_blocking(read()), address.dataset
 
 
-def _references(address: Address) -> tuple[ReferenceFileSystem, str]:
-    rfs = load_rfs(address.container)
+def _references(address: Address, access: Mapping[str, Any]) -> tuple[ReferenceFileSystem, str]:
+    rfs = load_rfs(address.container, **access)
     return rfs, address.dataset or carried_array(rfs, address.container)
 
 
 BUILT_IN: dict[str, Generate] = {"zarr": _zarr, "references": _references}
 
 
-def sniff_container(container: str) -> SourceFormat | None:
-    """The format of a container whose name has no known suffix, from its first bytes."""
-    return sniff_format(read_head(container))
+def sniff_container(container: str, access: Mapping[str, Any]) -> SourceFormat | None:
+    """The format of a container whose name has no known suffix, from its first bytes (read
+    with the caller's access options)."""
+    return sniff_format(read_head(container, options=_transport_options(access)))
+
+
+def _transport_options(access: Mapping[str, Any]) -> TransportOptions:
+    """The transport settings for the container itself (a local container is the caller's own
+    choice)."""
+    return StoreOptions.from_kwargs(dict(access)).transport(allow_local_files=True)
+
+
+def _transport(access: Mapping[str, Any]) -> Transport:
+    return Transport(_transport_options(access))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,25 +97,38 @@ class _Opened:
 @dataclass(frozen=True, slots=True)
 class Reopener:
     """Identity and references of one address now: from the reference cache when the source is
-    unchanged, else generated. A plain value (module-level generator, no closures), so a
-    `RemoteArray` pickles with it."""
+    unchanged, else generated. A plain value (module-level generator, access options, no
+    closures or open sessions), so a `RemoteArray` pickles with it; each open makes its own
+    transport and closes it."""
 
     address: Address
     generate: Generate
     references: ReferenceCache | None
     request: str
+    access: Mapping[str, Any] = field(default_factory=dict)
 
     def open(self) -> _Opened:
-        identity = sync(probe_identity(_identity_url(self.address)))
+        identity = self._identity()
         found = self.references.get(self.request, identity) if self.references else None
         if found is not None:
             return _Opened(identity, *found, "cached")
-        rfs, path = self.generate(self.address)
+        rfs, path = self.generate(self.address, self.access)
         if self.references is not None:
             self.references.put(self.request, identity, rfs, path)
             found = self.references.get(self.request, identity)
             rfs, path = found if found is not None else (rfs, path)
         return _Opened(identity, rfs, path, "generated")
+
+    def _identity(self) -> SourceIdentity:
+        transport = _transport(self.access)
+
+        async def probe() -> SourceIdentity:
+            try:
+                return await probe_identity(transport, _identity_url(self.address))
+            finally:
+                await transport.aclose()
+
+        return run_blocking(probe())
 
     def __call__(
         self, _known: SourceIdentity | None
@@ -181,8 +226,12 @@ def open_remote_array(
         path = _clean(dataset) if dataset is not None else carried_array(rfs, where)
         return RemoteArray(rfs, path, source=where, **common)
 
+    access = {name: store_options[name] for name in ACCESS_OPTIONS if name in store_options}
     address = parse_address(
-        source, dataset=dataset, source_format=source_format, sniff=sniff_container
+        source,
+        dataset=dataset,
+        source_format=source_format,
+        sniff=partial(sniff_container, access=access),
     )
     generate = {**BUILT_IN, **(generators or {})}.get(address.format)
     if generate is None:
@@ -192,19 +241,22 @@ def open_remote_array(
         )
     # A local reference file is its own cache: loading it is the cheap path, and a cached copy
     # would outlive a rewrite of it (an export saved again to the same folder).
-    local_references = address.format == "references" and "://" not in address.container
+    local = is_local(address.container)
+    local_references = address.format == "references" and local
     references = (
         ReferenceCache(None if cache_dir is None else os.path.join(cache_dir, "references"))
         if reference_cache and not local_references
         else None
     )
     request = f"{address.format}\x00{address.container}\x00{address.dataset}\x00{generator_tag}"
-    reopen = Reopener(address, generate, references, request)
+    reopen = Reopener(address, generate, references, request, access)
 
+    # A local container is asked who it is at every open (a stat and a few small reads), so
+    # references cached from a file that was rewritten since are never served.
     latest = references.latest(request) if references is not None else None
     header_requests = 0
     identity: SourceIdentity | None
-    if latest is not None and (assume_immutable or offline):
+    if latest is not None and (offline or (assume_immutable and not local)):
         identity, rfs, path = latest
         how = "cached on disk (no header reads)"
     elif offline and not local_references:  # (a local reference file is read, not fetched)
@@ -212,7 +264,7 @@ def open_remote_array(
     else:
         opened = reopen.open()
         identity, rfs, path = opened.identity, opened.rfs, opened.path
-        header_requests = 1 if "://" in address.container else 0
+        header_requests = 0 if local else 1
         how = "cached on disk" if opened.how == "cached" else "generated"
     return RemoteArray(
         rfs,
@@ -231,6 +283,9 @@ def open_remote_array(
 def _identity_url(address: Address) -> str:
     """What stands for the source: the file, or for a Zarr store (a folder) the array's
     ``zarr.json`` (Zarr chunks are assumed immutable under one metadata document)."""
+    if address.format == "references" and is_local(address.container):
+        folder = local_path(address.container)
+        return os.path.join(folder, REFS_FILE) if os.path.isdir(folder) else address.container
     if address.format != "zarr":
         return address.container
     inner = f"/{address.dataset}" if address.dataset else ""

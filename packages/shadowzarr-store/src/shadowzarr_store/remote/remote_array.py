@@ -23,7 +23,6 @@ from shadowzarr_spec import DatasetNotFoundError, array_info, array_paths
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
-from shadowzarr_store.codecs import check_codecs
 from shadowzarr_store.remote import reductions
 from shadowzarr_store.remote.cached_chunks import chunk_is_cached
 from shadowzarr_store.remote.errors import OfflineError
@@ -40,7 +39,7 @@ from shadowzarr_store.remote.offline import OfflineGuard, OfflineSwitch
 from shadowzarr_store.remote.progress import ProgressCallback, progress_reporter
 from shadowzarr_store.remote.selection import chunk_key_of, chunk_keys, chunk_selection
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.stats import StatsSnapshot
+from shadowzarr_store.transport.stats import StatsSnapshot
 
 if TYPE_CHECKING:
     import os
@@ -101,7 +100,6 @@ class RemoteArray:
         self._build(rfs)
 
     def _build(self, rfs: ReferenceFileSystem) -> None:
-        check_codecs(rfs)
         shared = {
             **self._store_options,
             "memory_cache": self._caches.memory,

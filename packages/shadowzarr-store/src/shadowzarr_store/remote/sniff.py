@@ -1,17 +1,21 @@
 """What a source is, told from its first bytes: for addresses whose name has no suffix (DANDI's
-``…/assets/<id>/download/``, object-store keys, ``blob`` URLs).
+``…/assets/<id>/download/``, object-store keys, ``blob`` URLs), and for the CLI's and
+`read_nwb`'s choice of generator.
 
-`read_head` is the one network read this needs, kept in one small function so the HTTP
-transport can be swapped underneath it; `sniff_format` looks only at bytes.
+`read_head` is the one read this needs, sent through the transport with the caller's access
+options (headers, ``allowed_urls``, ``storage_options``); `sniff_format` looks only at bytes.
 """
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from typing import TYPE_CHECKING
 
-from shadowzarr_spec import SourceError, SourceNotFoundError
+from shadowzarr_store.transport import (
+    RangeNotSatisfiable,
+    Transport,
+    TransportOptions,
+    run_blocking,
+)
 
 if TYPE_CHECKING:
     from shadowzarr_store.remote.address import SourceFormat
@@ -25,41 +29,33 @@ HEAD_BYTES = 4096
 2048…), a TIFF header and the start of a JSON reference file."""
 
 
-def read_head(source: str, size: int = HEAD_BYTES, *, timeout: float = 60.0) -> bytes:
-    """The first ``size`` bytes (fewer if the source is shorter) of a local file or URL.
+def read_head(
+    source: str, size: int = HEAD_BYTES, *, options: TransportOptions | None = None
+) -> bytes:
+    """The first ``size`` bytes (fewer if the source is shorter) of a local file, URL or object.
 
-    One ranged GET; a server that ignores ``Range`` is read no further than ``size`` bytes.
-    Redirects (DANDI's download URLs) are followed; no credentials are sent.
+    One range request through the transport, as the generators would send it (``options``:
+    their headers, ``allowed_urls``, ``storage_options``; DANDI download URLs resolved).
 
     Raises
     ------
     SourceNotFoundError
         No such file, or HTTP 404.
     SourceError
-        Any other failure, naming the address.
+        Any other failure (a refused URL, a server that ignores ``Range``), naming the address
+        with any credentials redacted.
     """
-    if "://" not in source or source.startswith("file://"):
-        path = source.removeprefix("file://")
+
+    async def head() -> bytes:
+        transport = Transport(options or TransportOptions())
         try:
-            with open(path, "rb") as stream:
-                return stream.read(size)
-        except FileNotFoundError as exc:
-            raise SourceNotFoundError(f"no such source: {path}") from exc
-        except OSError as exc:
-            raise SourceError(f"{path}: cannot read its first bytes: {exc.strerror}") from exc
-    request = urllib.request.Request(source, headers={"Range": f"bytes=0-{size - 1}"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return bytes(response.read(size))
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise SourceNotFoundError(f"{source}: not found (HTTP 404)") from exc
-        if exc.code == 416:  # an empty file
-            return b""
-        raise SourceError(f"{source}: reading its first bytes answered HTTP {exc.code}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise SourceError(f"{source}: cannot read its first bytes: {reason}") from exc
+            return (await transport.read(source, 0, size)).data
+        except RangeNotSatisfiable:
+            return b""  # an empty file
+        finally:
+            await transport.aclose()
+
+    return run_blocking(head())
 
 
 def sniff_format(head: bytes) -> SourceFormat | None:

@@ -29,6 +29,7 @@ from shadowzarr.cli import (
     materialize_cmd,
 )
 from shadowzarr.cli.quiet_logs import quiet_third_parties
+from shadowzarr.cli.version import VersionAction
 
 __all__ = ["main"]
 
@@ -43,6 +44,7 @@ EPILOG = """examples:
   shadowzarr check session.shadowzarr
   shadowzarr materialize session.shadowzarr session.zarr
   shadowzarr demo
+  shadowzarr --version
 """
 
 BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
@@ -71,8 +73,6 @@ def verbosity_options(*, top_level: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from shadowzarr import __version__
-
     parser = argparse.ArgumentParser(
         prog="shadowzarr",
         description="Read remote HDF5/NWB, TIFF and electrophysiology files as Zarr v3.",
@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[verbosity_options(top_level=True)],
     )
-    parser.add_argument("--version", action="version", version=f"shadowzarr {__version__}")
+    parser.add_argument(
+        "--version", action=VersionAction, help="versions of shadowzarr and its sub-packages"
+    )
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = verbosity_options(top_level=False)
     for command in COMMANDS:

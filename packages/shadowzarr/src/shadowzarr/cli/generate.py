@@ -13,15 +13,19 @@ import os
 import queue
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shadowzarr_store.transport import TransportOptions
+
+from shadowzarr.cli.access import access_kwargs, add_access_arguments
 from shadowzarr.cli.output import add_json_option, emit
 from shadowzarr.cli.progress import Bars
 from shadowzarr.cli.raw_binary import RawBinaryLayout, add_raw_binary_options, raw_binary_layout
 from shadowzarr.cli.sources import detect_format, expand_sources
 
-__all__ = ["generate_one", "register"]
+__all__ = ["Generated", "generate_one", "register"]
 
 SUFFIXES = {"directory": ".shadowzarr", "json": ".shadowzarr.json"}
 
@@ -84,13 +88,34 @@ def register(
         "reference per chunk (directories only; default: %(default)s)",
     )
     add_raw_binary_options(parser)
+    add_access_arguments(parser)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
 
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """What one generation wrote, and the datasets it could not reference."""
+
+    output: str
+    omitted: dict[str, str] = field(default_factory=dict)
+    """Path → reason of the datasets left out."""
+    inlined: dict[str, str] = field(default_factory=dict)
+    """Path → reason of the datasets held inline, decoded, because no codec reads them."""
+
+    def summary(self) -> str:
+        lines = [f"wrote {self.output}"]
+        for label, found in (("omitted", self.omitted), ("inlined (decoded)", self.inlined)):
+            if found:
+                lines.append(f"  {len(found)} dataset(s) {label}:")
+                lines.extend(f"    {path}: {reason}" for path, reason in found.items())
+        return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     raw = raw_binary_layout(args)
-    sources = expand_sources(args.source)
+    access = access_kwargs(args)
+    sources = expand_sources(args.source, TransportOptions(**access))
     mapping = [tuple(item.split("=", 1)) for item in args.url_for]
     if any(len(pair) != 2 for pair in mapping):
         raise ValueError("--url-for takes PREFIX=URL")
@@ -99,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         "url_for": mapping,
         "threshold": args.chunk_index_threshold,
         "raw": raw,
+        "access": access,
     }
     if len(sources) == 1:
         return _one(args, sources[0], options)
@@ -122,7 +148,7 @@ def _one(args: argparse.Namespace, source: str, options: dict[str, Any]) -> int:
         written = generate_one(
             source, args.output, local_path=args.local_path, progress=datasets, **options
         )
-    emit(args, {"written": [written], "failed": []}, [f"wrote {written}"])
+    emit(args, _document([written], []), written.summary().splitlines())
     return 0
 
 
@@ -130,7 +156,7 @@ def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any])
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
     suffix = SUFFIXES["json" if args.json_files else "directory"]
-    written: list[str] = []
+    written: list[Generated] = []
     failed: list[dict[str, str]] = []
     events: Any = multiprocessing.get_context().Queue()
     with Bars() as bars:
@@ -156,7 +182,7 @@ def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any])
                 try:
                     written.append(future.result())
                     if streaming:
-                        print(f"wrote {written[-1]}", flush=True)
+                        print(written[-1].summary(), flush=True)
                 except (OSError, ValueError, ImportError, LookupError) as exc:
                     message = " ".join(str(exc).split()) or type(exc).__name__
                     failed.append({"source": source, "error": message})
@@ -165,11 +191,23 @@ def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any])
         events.put(None)
         drawer.join(timeout=5)
     if args.json:
-        emit(args, {"written": sorted(written), "failed": failed}, [])
+        emit(args, _document(written, failed), [])
     elif not streaming:
-        for path in written:
-            print(f"wrote {path}")
+        for generated in sorted(written, key=lambda g: g.output):
+            print(generated.summary())
     return 1 if failed else 0
+
+
+def _document(written: list[Generated], failed: list[dict[str, str]]) -> dict[str, Any]:
+    """The ``--json`` document: outputs written, sources that failed, and per output the
+    datasets left out or inlined (only outputs that have some)."""
+    ordered = sorted(written, key=lambda g: g.output)
+    return {
+        "written": [g.output for g in ordered],
+        "failed": failed,
+        "omitted": {g.output: g.omitted for g in ordered if g.omitted},
+        "inlined": {g.output: g.inlined for g in ordered if g.inlined},
+    }
 
 
 def _output(out_dir: Path, source: str, suffix: str) -> str:
@@ -200,7 +238,7 @@ def _worker_started(events: Any) -> None:
     _events = events
 
 
-def _generate_in_worker(source: str, output: str, options: dict[str, Any]) -> str:
+def _generate_in_worker(source: str, output: str, options: dict[str, Any]) -> Generated:
     def report(done: int, total: int, _path: str = "") -> None:
         if _events is not None:
             _events.put(("datasets", source, done, total))
@@ -218,16 +256,28 @@ def generate_one(
     threshold: int = 1000,
     raw: RawBinaryLayout | None = None,
     progress: Any = False,
-) -> str:
-    from shadowzarr_spec import write_rfs
+    access: dict[str, Any] | None = None,
+) -> Generated:
+    """References for ``source`` written to ``output``; ``access`` holds ``headers``,
+    ``allowed_urls`` and ``storage_options`` for every request (the format sniffing too)."""
+    import warnings
 
-    kind = detect_format(local_path or source) if format == "auto" else format
-    rfs = _generator(kind, raw)(source, local_path, _url_mapper(url_for or []), progress)
+    from shadowzarr_spec import UnsupportedDatasetWarning, write_rfs
+
+    access = {k: v for k, v in (access or {}).items() if v is not None}
+    sniff = TransportOptions(**access) if local_path is None else TransportOptions()
+    kind = detect_format(local_path or source, sniff) if format == "auto" else format
+    with warnings.catch_warnings():
+        # the summary names every dataset left out; the warning would say it twice
+        warnings.simplefilter("ignore", UnsupportedDatasetWarning)
+        generate = _generator(kind, raw, access)
+        rfs = generate(source, local_path, _url_mapper(url_for or []), progress)
     write_rfs(rfs, output, chunk_index_threshold=threshold)
-    return output
+    inlined = {p: u.reason for p, u in rfs.unsupported.items() if u.outcome == "inlined"}
+    return Generated(output, rfs.omitted, inlined)
 
 
-def _generator(kind: str, raw: RawBinaryLayout | None) -> Any:
+def _generator(kind: str, raw: RawBinaryLayout | None, access: dict[str, Any]) -> Any:
     from shadowzarr._lazy import import_module_for
 
     if raw is not None and not kind.startswith("neo"):
@@ -238,12 +288,12 @@ def _generator(kind: str, raw: RawBinaryLayout | None) -> Any:
     if kind == "hdf5":
         module = import_module_for("shadowzarr_hdf5", "hdf5", "generating from HDF5")
         return lambda source, local, _url_for, progress: module.generate_rfs(
-            source, local_hdf5_path=local, progress=progress
+            source, local_hdf5_path=local, progress=progress, **access
         )
     if kind == "tiff":
         module = import_module_for("shadowzarr_tiff", "tiff", "generating from TIFF")
         return lambda source, local, _url_for, _progress: module.generate_rfs_tiff(
-            source, local_path=local
+            source, local_path=local, **access
         )
     if kind == "neo" or kind.startswith("neo:"):
         module = import_module_for("shadowzarr_neo", "neo", "generating from NEO recordings")

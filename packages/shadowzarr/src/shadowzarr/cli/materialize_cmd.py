@@ -41,9 +41,10 @@ def register(
 def run(args: argparse.Namespace) -> int:
     client = None
     if args.scheduler:
-        from distributed import Client
+        from shadowzarr._lazy import import_module_for
 
-        client = Client(args.scheduler)  # type: ignore[no-untyped-call]
+        distributed = import_module_for("distributed", "dask", "materialize --scheduler")
+        client = distributed.Client(args.scheduler)
     with Bars() as bars:
         report = _run(args, client, bars)
     lines = [

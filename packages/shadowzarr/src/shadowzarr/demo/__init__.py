@@ -41,7 +41,9 @@ def run_demo(
     ``results`` (if given) receives the costs and the comparison as plain values."""
     from shadowzarr._lazy import import_module_for
 
-    import_module_for("hdmf_zarr", "nwb", "shadowzarr demo")
+    import_module_for("pynwb", "demo", "shadowzarr demo")
+    import_module_for("hdmf_zarr", "demo", "shadowzarr demo")
+    import_module_for("fsspec", "demo", "shadowzarr demo")
     from shadowzarr.demo.nwb_example import write_example_nwb
 
     with tempfile.TemporaryDirectory(prefix="shadowzarr-demo-") as tmp:
