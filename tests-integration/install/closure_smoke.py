@@ -206,6 +206,45 @@ def job_store(work: Path) -> None:
     equal(root["samples"][1500:2500], samples[1500:2500], "samples after the refusal")
 
 
+def job_store_codecs(work: Path) -> None:
+    """The store's HDF5 codecs with their decoding library: chunks framed as HDF5's bitshuffle
+    filter with LZ4 writes them (imagecodecs encodes), read back through RfsStore."""
+    import imagecodecs
+    from shadowzarr_spec import RfsBuilder
+    from shadowzarr_store import open_rfs
+
+    values = np.arange(4096, dtype="<i4") * 7 - 3000
+    path = work / "bitshuffle.bin"
+    spans = []
+    with path.open("wb") as stream:
+        for chunk in values.reshape(4, 1024):
+            shuffled = imagecodecs.bitshuffle_encode(chunk.tobytes(), itemsize=4, blocksize=1024)
+            block = imagecodecs.lz4_encode(bytes(shuffled))
+            framed = (
+                chunk.nbytes.to_bytes(8, "big")
+                + (1024 * 4).to_bytes(4, "big")
+                + len(block).to_bytes(4, "big")
+                + bytes(block)
+            )
+            spans.append((stream.tell(), len(framed)))
+            stream.write(framed)
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array(
+        "values",
+        shape=values.shape,
+        data_type="<i4",
+        chunk_shape=(1024,),
+        codecs=[
+            {"name": "bytes", "configuration": {"endian": "little"}},
+            {"name": "shadowzarr.hdf5_bitshuffle", "configuration": {"cd_values": [0, 2, 4, 0, 2]}},
+        ],
+    )
+    for i, (offset, size) in enumerate(spans):
+        builder.add_chunk("values", (i,), str(path), offset, size)
+    equal(open_rfs(builder.build())["values"][...], values, "bitshuffle + LZ4 chunks")
+
+
 def job_store_dask(work: Path) -> None:
     """materialize over a local Dask cluster (threads, no worker processes)."""
     import zarr
@@ -532,6 +571,7 @@ JOBS = {
     "store": job_store,
     "store-dask": job_store_dask,
     "store-xarray": job_store_xarray,
+    "store-codecs": job_store_codecs,
     "hdf5": job_hdf5,
     "tiff": job_tiff,
     "neo": job_neo,

@@ -41,6 +41,7 @@ TARGETS = (
     Target("shadowzarr-store", (), "store"),
     Target("shadowzarr-store", ("dask",), "store-dask"),
     Target("shadowzarr-store", ("xarray",), "store-xarray"),
+    Target("shadowzarr-store", ("codecs",), "store-codecs"),
     Target("shadowzarr-hdf5", (), "hdf5"),
     Target("shadowzarr-tiff", (), "tiff"),
     Target("shadowzarr-neo", (), "neo"),
