@@ -94,6 +94,8 @@ def test_merging_off_sends_one_request_per_chunk(nginx: NginxServer, nginx_root:
 
 
 def test_indexed_array_over_http_costs_one_index_read(nginx: NginxServer, nginx_root: Path) -> None:
+    """A cold read costs the index's zarr.json (read as its own metadata says), one index
+    chunk and the data; a warm one only the data."""
     sources = write_sources(nginx_root / "data")
     write_reference_directory(sources, nginx_root / "refs.shadowzarr", nginx.url("data"))
     root = open_rfs(nginx.url("refs.shadowzarr"))
@@ -101,7 +103,11 @@ def test_indexed_array_over_http_costs_one_index_read(nginx: NginxServer, nginx_
     nginx.reset()
     np.testing.assert_array_equal(root["indexed"][260:290], expected[260:290])
     uris = [entry.uri for entry in nginx.entries()]
-    assert sorted(uris) == ["/data/indexed.bin", "/refs.shadowzarr/index/indexed/c/0/0"]
+    assert sorted(uris) == [
+        "/data/indexed.bin",
+        "/refs.shadowzarr/index/indexed/c/0/0",
+        "/refs.shadowzarr/index/indexed/zarr.json",
+    ]
     nginx.reset()
     np.testing.assert_array_equal(root["indexed"][500:520], expected[500:520])
     assert [entry.uri for entry in nginx.entries()] == ["/data/indexed.bin"]
