@@ -418,7 +418,14 @@ def test_byte_range_past_the_end_of_a_short_slab_reads_as_fill(
             store.get("slabs/c/3/0", PROTOTYPE, RangeByteRequest(start, stop))
         )
         assert part.to_bytes() == whole[start:stop]
-    # A compressed chunk cannot be padded: past the end of the file is an error.
+    # A chunk starting past the recorded end of its file is an error, not fill values; so is
+    # one whose file's size is not recorded (the server's 416 is then the error).
+    store.rfs.refs["slabs/c/3/0"] = FileRef(nginx.url("data/raw.bin"), 10**7, 100)
+    with pytest.raises(SourceError, match="past the end of the file"):
+        zarr.core.sync.sync(store.get("slabs/c/3/0", PROTOTYPE))
     store.rfs.refs["h5chunked/c/0/0"] = FileRef(nginx.url("data/data.h5"), 10**7, 100)
+    with pytest.raises(SourceError, match="past the end of the file"):
+        zarr.core.sync.sync(store.get("h5chunked/c/0/0", PROTOTYPE))
+    del store.rfs.sources[nginx.url("data/data.h5")]
     with pytest.raises(SourceError, match="416"):
         zarr.core.sync.sync(store.get("h5chunked/c/0/0", PROTOTYPE))

@@ -14,9 +14,7 @@ from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
-from shadowzarr_store.codecs import verify_fletcher32
-from shadowzarr_store.decode_limits import DecodeLimits
-from shadowzarr_store.fetch.errors import RangeNotSatisfiable
+from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.resolve import (
     ReadPlan,
@@ -36,6 +34,8 @@ if TYPE_CHECKING:
 
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
+
+    from shadowzarr_store.array_checks import ArrayChecks
 
 __all__ = ["RfsStore"]
 
@@ -92,8 +92,17 @@ class RfsStore(Store):
         not after a redirect elsewhere. Values are never logged, shown in errors or reprs, or
         written to references, caches or materialized copies.
 
-    Compressed chunks are checked before zarr decodes them: one that would decompress beyond
-    what a chunk of its array holds raises `ChunkDecodeError` (see `decode_limits`).
+    max_chunk_bytes
+        Most bytes one decoded chunk may hold (2 GiB); an array with larger chunks is refused
+        when it is opened.
+
+    Every ``zarr.json`` is validated by zarr's own parser and the store's bounds before zarr
+    sees it: a bad array fails when it is opened, with an error naming it, and the others stay
+    readable (see `metadata_gate`). Every chunk of an encoded array is decoded once, with
+    bounds and checked frames, before zarr decodes it: one that is damaged, or would decompress
+    beyond what a chunk of its array holds, raises `ChunkDecodeError` (see `array_checks`).
+    A short read is padded with the fill value only where the file's recorded size proves it,
+    and only bytes that pass these checks are cached.
     """
 
     supports_writes: bool = False
@@ -121,7 +130,7 @@ class RfsStore(Store):
             self._rfs, self._reader.read_index, self._stats, self._options.index_cache_chunks
         )
         self._resolver = Resolver(self._rfs, self._indexes)
-        self._limits = DecodeLimits(self._rfs)
+        self._gate = MetadataGate(self._rfs, self._options.max_chunk_bytes)
         self._view = (
             ShardedView(self._rfs, self._options.sharded_view)
             if self._options.sharded_view
@@ -152,28 +161,51 @@ class RfsStore(Store):
     ) -> Buffer | None:
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
         value = await self._resolver.resolve(key)
-        if value is not None and self._view is not None:
+        if value is None:
+            return None
+        if is_metadata_key(key):
+            value = InlineRef(self._gate.serve(key, value))
+        if self._view is not None:
             shown = await self._get_in_view(key, value, byte_range)
             if shown is not None:
                 return prototype.buffer.from_array_like(np.frombuffer(shown, dtype=np.uint8))
+        # A whole chunk is checked before zarr decodes it. Partial reads are raw bytes, except
+        # of a shard, whose inner chunks zarr decodes: the whole shard is checked once.
+        whole = checks if byte_range is None else None
+        shard = checks if checks is not None and checks.shards is not None else None
         data: bytes | memoryview
         match value:
-            case None:
-                return None
             case InlineRef(data=inline):
                 start, end = byte_window(byte_range, len(inline))
                 data = inline[start:end]
+                if whole is not None:
+                    whole.check_stored_size(len(inline), key, "inline reference")
+                    await whole.verify(data, key, "inline reference")
+                elif shard is not None:
+                    await self._gate.verify_shard(shard, key, inline, "inline reference")
             case SourceValue(offset=None):
-                whole = await self._reader.read_whole(value.url)
-                data = finish_whole(value, whole, byte_range)
+                raw, cached = await self._reader.read_whole(value.url)
+                data = finish_whole(value, raw, byte_range)
+                if whole is not None:
+                    await whole.verify(data, key, value.url)
+                elif shard is not None:
+                    await self._gate.verify_shard(
+                        shard, key, finish_whole(value, raw, None), value.url
+                    )
+                if not cached:
+                    await self._reader.remember(value.url, 0, -1, raw)
             case SourceValue():
-                data = await self._read_plan(plan_read(value, byte_range))
-                if byte_range is None and self._resolver.checksummed(key):
-                    verify_fletcher32(data, key, value.url)
-        if byte_range is None:
-            where = value.url if isinstance(value, SourceValue) else "inline reference"
-            await self._limits.check(key, data, where)
+                if whole is not None and value.layout is None and value.size is not None:
+                    whole.check_stored_size(value.size, key, value.url)
+                if shard is not None and whole is None:
+                    identity = (value.url, value.offset, value.size)
+                    if not self._gate.shard_verified(key, identity):
+                        shard.check_stored_size(value.size or 0, key, value.url)
+                        full = await self._read_plan(plan_read(value, None))
+                        await self._gate.verify_shard(shard, key, full, value.url, identity)
+                data = await self._read_plan(plan_read(value, byte_range), whole)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
 
     async def _get_in_view(
@@ -206,22 +238,33 @@ class RfsStore(Store):
             )
             body: bytes | memoryview = inline[data_range.start : data_range.end]
         elif value.offset is None:
-            whole = await self._reader.read_whole(value.url)
+            whole, _ = await self._reader.read_whole(value.url)
             body = finish_whole(value, whole, data_range)
         else:
             body = await self._read_plan(plan_read(value, data_range))
         return bytes(head) + bytes(body) if head else body
 
-    async def _read_plan(self, plan: ReadPlan) -> bytes | memoryview:
+    async def _read_plan(
+        self, plan: ReadPlan, checks: ArrayChecks | None = None
+    ) -> bytes | memoryview:
+        """The logical bytes of a plan, checked (``checks``: the whole chunk is decoded as zarr
+        will) before they are cached; only bytes that pass every check reach a cache."""
         if plan.reads_nothing:
-            return plan.assemble(b"")
-        try:
-            raw: bytes | memoryview = await self._reader.read(plan.url, plan.start, plan.end)
-        except RangeNotSatisfiable:
-            if not plan.paddable:
-                raise
-            raw = b""  # all of it lies past the end of a short last slab: padding
-        return plan.assemble(raw)
+            data = plan.assemble(b"")
+        else:
+            plan.check_start()
+            if plan.past_recorded_end:
+                return plan.assemble(b"")  # all of it lies past the recorded end: padding
+            raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
+            data = plan.assemble(raw)
+            if checks is not None:
+                await checks.verify(data, plan.key, plan.url)
+            if not cached and plan.complete(raw):
+                await self._reader.remember(plan.url, plan.start, plan.end, raw)
+            return data
+        if checks is not None:
+            await checks.verify(data, plan.key, plan.url)
+        return data
 
     async def get_partial_values(
         self,
@@ -240,8 +283,9 @@ class RfsStore(Store):
         match value:
             case None:
                 raise FileNotFoundError(key)
-            case InlineRef(data=inline) if self._view is not None and key.endswith("zarr.json"):
-                return len(self._view.rewrite(key, inline))
+            case InlineRef() if is_metadata_key(key):
+                served = self._gate.serve(key, value)
+                return len(self._view.rewrite(key, served) if self._view is not None else served)
             case _ if (layout := self._view_layout(key)) is not None:
                 return layout.total
             case InlineRef(data=inline):
@@ -250,7 +294,7 @@ class RfsStore(Store):
                 info = self._rfs.sources.get(value.url)
                 if value.layout is None and info is not None and info.size is not None:
                     return info.size
-                whole = await self._reader.read_whole(value.url)
+                whole, _ = await self._reader.read_whole(value.url)
                 return len(finish_whole(value, whole, None))
             case SourceValue():
                 return plan_read(value, None).want

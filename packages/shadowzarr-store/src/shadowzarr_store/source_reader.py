@@ -110,24 +110,27 @@ class SourceReader:
 
     # -- reading --------------------------------------------------------------------------------
 
-    async def read(self, url: str, start: int, end: int) -> bytes | memoryview:
-        """Bytes ``[start, end)`` of reference URL ``url`` (fewer if the file ends first)."""
+    async def read(self, url: str, start: int, end: int) -> tuple[bytes | memoryview, bool]:
+        """Bytes ``[start, end)`` of reference URL ``url`` (fewer if the file ends first), and
+        whether they came from a cache. Nothing is cached here: the caller `remember`s the
+        bytes once it has checked them, so no cache ever holds bytes that failed a check."""
         cached = await self._cache_get(url, start, end)
         if cached is not None:
-            return cached
+            return cached, True
         # Local reads are merged too: one worker-thread hop per run instead of one per chunk.
-        data = await self._state().merger.read(url, start, end)
-        await self._cache_put(url, start, end, data)
-        return data
+        return await self._state().merger.read(url, start, end), False
 
-    async def read_whole(self, url: str) -> bytes:
-        """The whole of reference URL ``url``."""
+    async def read_whole(self, url: str) -> tuple[bytes, bool]:
+        """The whole of reference URL ``url``, and whether it came from a cache."""
         cached = await self._cache_get(url, 0, -1)
         if cached is not None:
-            return cached
-        data = await self.fetch(url, 0, None)
-        await self._cache_put(url, 0, -1, data)
-        return data
+            return cached, True
+        return await self.fetch(url, 0, None), False
+
+    async def remember(self, url: str, start: int, end: int, data: bytes | memoryview) -> None:
+        """Keep checked bytes ``[start, end)`` of ``url`` (``0, -1``: the whole file) in the
+        caches."""
+        await self._cache_put(url, start, end, data)
 
     async def read_index(self, location: str) -> bytes:
         """One chunk of a stored index array (a path or URL next to the references)."""
