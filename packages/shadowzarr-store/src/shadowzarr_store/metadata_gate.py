@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 import warnings
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec import InlineRef, ReferenceFormatError, ShadowzarrError, parse_json
