@@ -109,6 +109,14 @@ class ArrayChecks:
     """For a sharded array: its shards' layout (a shard is checked whole, its inner chunks as
     chunks of their own)."""
 
+    @property
+    def metadata_grid(self) -> tuple[int, ...]:
+        """The array's chunk grid (chunks along each axis)."""
+        assert self.metadata is not None
+        return tuple(
+            math.ceil(s / c) for s, c in zip(self.metadata.shape, self.chunk_shape, strict=True)
+        )
+
     @classmethod
     def from_document(cls, path: str, document: Any, max_chunk_bytes: int) -> ArrayChecks:
         """Validate an array's ``zarr.json``; `ReferenceFormatError` when zarr refuses it,

@@ -9,7 +9,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shadowzarr_spec import InlineRef, ReferenceFileSystem, load_rfs
+from shadowzarr_spec import (
+    InlineRef,
+    ReferenceFileSystem,
+    ReferenceFormatError,
+    ShadowzarrError,
+    load_rfs,
+)
 from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
@@ -30,14 +36,18 @@ from shadowzarr_store.source_reader import SourceReader
 from shadowzarr_store.stats import StoreStats
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator, Iterable, Iterator
 
+    from shadowzarr_spec import GenEntry
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
 
     from shadowzarr_store.array_checks import ArrayChecks
 
-__all__ = ["RfsStore"]
+__all__ = ["MAX_LISTED_GEN_KEYS", "RfsStore"]
+
+MAX_LISTED_GEN_KEYS = 1 << 20
+"""Most keys listed from a gen entry whose keys are not chunks inside an array's grid."""
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
 
@@ -351,7 +361,7 @@ class RfsStore(Store):
         refs = self._rfs.refs
         for entry in self._rfs.gen:
             if entry.prefix.startswith(prefix) or prefix.startswith(entry.prefix):
-                for key, _ in entry.items():
+                for key in self._gen_keys(entry):
                     if key.startswith(prefix) and key not in refs:
                         yield key
         for path in self._rfs.indexes:
@@ -379,7 +389,7 @@ class RfsStore(Store):
             if literal.startswith(start) and "/" in literal[len(start) :]:
                 names.add(literal[len(start) :].split("/", 1)[0])
             elif literal.startswith(start) or start.startswith(literal):
-                for key, _ in entry.items():
+                for key in self._gen_keys(entry):
                     if key.startswith(start):
                         names.add(key[len(start) :].split("/", 1)[0])
         for path in self._rfs.indexes:
@@ -393,6 +403,27 @@ class RfsStore(Store):
                         names.add(key[len(start) :].split("/", 1)[0])
         for name in sorted(names):
             yield name
+
+    def _gen_keys(self, entry: GenEntry) -> Iterator[str]:
+        """The keys a gen entry lists, lazily: only those inside its array's chunk grid (a
+        small entry may claim 10**12 chunks); an entry of other keys only if it has at most
+        `MAX_LISTED_GEN_KEYS`, else `ReferenceFormatError`."""
+        template = entry.chunk_template()
+        if template is not None:
+            try:
+                checks = self._gate.array(template[0])
+            except ShadowzarrError:
+                return iter(())  # a refused array's chunks are unreadable: none are listed
+            if checks is not None:
+                keys = entry.keys_in_grid(checks.metadata_grid)
+                if keys is not None:
+                    return keys
+        if entry.count > MAX_LISTED_GEN_KEYS:
+            raise ReferenceFormatError(
+                f"gen entry {entry.key!r} describes {entry.count} keys that are not chunks "
+                f"inside an array's grid; more than {MAX_LISTED_GEN_KEYS} are not listed"
+            )
+        return (key for key, _ in entry.items())
 
     # -- lifetime, pickling, equality -----------------------------------------------------------
 

@@ -9,18 +9,16 @@ after an interruption resumes, and can spread over a Dask cluster.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import shutil
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import zarr
 import zarr.api.asynchronous as zarr_async
 from zarr.abc.store import Store
@@ -32,8 +30,8 @@ from zarr.storage import LocalStore, MemoryStore
 from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec.errors import ShadowzarrError
 from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.keys import chunk_grid_shape, chunk_key, metadata_key
-from shadowzarr_store.materialize.engine import copy_regions, verify_regions
+from shadowzarr_spec.keys import array_of_chunk_key, chunk_grid_shape, join, metadata_key
+from shadowzarr_store.materialize.engine import copy_regions, for_each, verify_regions
 from shadowzarr_store.materialize.plan import (
     TARGET_CHUNK_BYTES,
     ArrayPlan,
@@ -246,7 +244,7 @@ async def _rewrite(
         await log.save(plan.path, state)
     resumed = len(state.done)
     dest = await zarr_async.open_array(store=dest_store, path=plan.path, zarr_format=3, mode="r+")
-    todo = [i for i in range(len(all_regions)) if i not in state.done]
+    todo = (i for i in range(len(all_regions)) if i not in state.done)
 
     last_save = time.monotonic()
 
@@ -263,7 +261,7 @@ async def _rewrite(
 
     if client is not None:
         await _rewrite_on_cluster(
-            client, refs, destination, plan, all_regions, todo, record, worker_options
+            client, refs, destination, plan, all_regions, list(todo), record, worker_options
         )
     else:
         await copy_regions(source, dest, all_regions, todo, concurrency=concurrency, on_done=record)
@@ -348,25 +346,31 @@ def _copy_batch_on_worker(
 async def _copy_as_stored(
     plan: ArrayPlan, source_store: Store, dest_store: Store, concurrency: int
 ) -> int:
-    """Copy the metadata and every stored chunk byte for byte."""
+    """Copy the metadata and every stored chunk byte for byte: the chunks the references list
+    (lazily, inside the array's grid), not every position of a grid that may be huge."""
     await dest_store.set(
         metadata_key(plan.path), Buffer.from_bytes(dumps_strict(plan.document).encode())
     )
     configuration = plan.document["chunk_grid"]["configuration"]
     grid = chunk_grid_shape(plan.document["shape"], configuration["chunk_shape"])
-    limit = asyncio.Semaphore(concurrency)
     written = 0
 
-    async def one(coords: tuple[int, ...]) -> None:
-        nonlocal written
-        key = chunk_key(plan.path, coords)
-        async with limit:
-            data = await source_store.get(key, prototype=default_buffer_prototype())
-            if data is not None:
-                await dest_store.set(key, data)
-                written += len(data)
+    async def chunk_keys() -> AsyncIterator[str]:
+        async for key in source_store.list_prefix(join(plan.path, "c")):
+            split = array_of_chunk_key(key)
+            if split is None or split[0] != plan.path or len(split[1]) != len(grid):
+                continue
+            if all(c < g for c, g in zip(split[1], grid, strict=True)):
+                yield key
 
-    await asyncio.gather(*(one(tuple(c)) for c in np.ndindex(*grid)))
+    async def one(key: str) -> None:
+        nonlocal written
+        data = await source_store.get(key, prototype=default_buffer_prototype())
+        if data is not None:
+            await dest_store.set(key, data)
+            written += len(data)
+
+    await for_each(chunk_keys(), one, concurrency=concurrency)
     return written
 
 
