@@ -30,9 +30,10 @@ def _codec_names(codecs: object) -> list[str]:
     for codec in codecs:
         if isinstance(codec, dict) and isinstance(codec.get("name"), str):
             names.append(codec["name"])
-            configuration = codec.get("configuration") or {}
-            names.extend(_codec_names(configuration.get("codecs")))
-            names.extend(_codec_names(configuration.get("index_codecs")))
+            configuration = codec.get("configuration")
+            if isinstance(configuration, dict):
+                names.extend(_codec_names(configuration.get("codecs")))
+                names.extend(_codec_names(configuration.get("index_codecs")))
     return names
 
 

@@ -20,6 +20,7 @@ from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
+from shadowzarr_store.loop_shutdown import note_loop
 from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.resolve import (
@@ -171,6 +172,7 @@ class RfsStore(Store):
     ) -> Buffer | None:
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        note_loop(asyncio.get_running_loop())
         checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
         value = await self._resolver.resolve(key)
         if value is None:

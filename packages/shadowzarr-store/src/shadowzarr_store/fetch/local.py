@@ -48,6 +48,12 @@ def _read(path: str, start: int, end: int | None, expected_size: int | None) -> 
         raise SourceError(f"source {path} is a directory") from exc
     except PermissionError as exc:
         raise SourceError(f"cannot read source {path}: permission denied") from exc
+    except SourceError:
+        raise  # ours (a changed file, a range past the end), an OSError too
+    except OSError as exc:  # not a directory, name too long, a loop of links, …
+        raise SourceError(f"cannot read source {path!r}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # a path holding a NUL byte
+        raise SourceError(f"cannot read source {path!r}: {exc}") from exc
 
 
 async def read_local(
