@@ -240,6 +240,10 @@ class RfsBuilder:
         """Record what a source file looks like now, so readers can detect a change."""
         self._sources[url] = SourceInfo(size, etag)
 
+    def has_source(self, url: str) -> bool:
+        """Whether a source has been recorded for ``url``."""
+        return url in self._sources
+
     # -- build -----------------------------------------------------------------------------
     def build(self, *, consolidate: bool = True) -> ReferenceFileSystem:
         """Validate and return the reference file system."""
