@@ -3,8 +3,9 @@
 Metadata is validated once per node (`ArrayChecks`). A bad array fails when it is opened (the
 store's ``get`` of its ``zarr.json`` raises our error naming it) and its chunks are refused;
 the other arrays stay readable. Consolidated metadata would make zarr parse every array when
-the group opens, so a group whose consolidated metadata holds a bad array is served without it:
-zarr then opens each child from its own ``zarr.json``, and only the bad one fails. Metadata
+the group opens, so a group whose consolidated metadata holds a bad array, or an entry that is not the child's own
+``zarr.json`` (the one the store checks), is served without it: zarr then opens each child from
+its own ``zarr.json``, and only the bad one fails. Metadata
 must be held in the references themselves (inline); a ``zarr.json`` pointing into a source file
 is refused.
 """
@@ -146,6 +147,11 @@ class MetadataGate:
         if not isinstance(members, dict):
             return not members
         for child, child_document in members.items():
+            # zarr opens a child from its consolidated entry: it must be the child's own
+            # zarr.json, which is what the store checks (and serves when opened alone).
+            own = self._rfs.refs.get(metadata_key(join(path, str(child))))
+            if not isinstance(own, InlineRef) or _parsed(own.data) != child_document:
+                return False
             if isinstance(child_document, dict) and child_document.get("node_type") == "array":
                 try:
                     ArrayChecks.from_document(
@@ -154,6 +160,13 @@ class MetadataGate:
                 except ShadowzarrError:
                     return False
         return True
+
+
+def _parsed(data: bytes) -> Any:
+    try:
+        return parse_json(data)
+    except ShadowzarrError:
+        return _UNSEEN
 
 
 def _parse_group(path: str, document: dict[str, Any]) -> None:

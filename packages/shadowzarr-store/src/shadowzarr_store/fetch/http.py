@@ -118,6 +118,8 @@ async def fetch_range(
         except TimeoutError as exc:
             last = TransientHTTPError(f"{shown}: timed out")
             last.__cause__ = exc
+        except (aiohttp.ClientError, ValueError) as exc:  # a URL aiohttp cannot request
+            raise SourceError(f"{shown}: cannot be requested: {type(exc).__name__}: {exc}") from exc
     assert last is not None
     raise SourceError(f"{last} (gave up after {policy.attempts} attempts)") from last
 
