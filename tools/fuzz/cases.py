@@ -25,17 +25,20 @@ def mutated_cases(
         source = corpus.forms[form]
         target = work / f"case-{number}" / source.name
         mutation = mutate_case(form, source, target, rng)
-        yield f"mutated {form}", {
-            "id": number,
-            "path": str(target),
-            "dir": str(target.parent),
-            "arrays": corpus.arrays[form],
-            "touched": None if mutation.touched is None else sorted(mutation.touched),
-            "kinds": mutation.kinds,
-            "expected": str(corpus.expected_file),
-            "strings": str(corpus.root / "strings.json"),
-            "actions": ["members"] if number % 10 == 0 else [],
-        }
+        yield (
+            f"mutated {form}",
+            {
+                "id": number,
+                "path": str(target),
+                "dir": str(target.parent),
+                "arrays": corpus.arrays[form],
+                "touched": None if mutation.touched is None else sorted(mutation.touched),
+                "kinds": mutation.kinds,
+                "expected": str(corpus.expected_file),
+                "strings": str(corpus.root / "strings.json"),
+                "actions": ["members"] if number % 10 == 0 else [],
+            },
+        )
 
 
 def remove_case(case: dict[str, Any]) -> None:

@@ -98,7 +98,9 @@ def build_corpus(root: Path) -> Corpus:
     expected["plain"] = plain
     blosc = numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)
     encode("blosc", np.cumsum(rng.normal(size=600)).astype("<f4"), (200,), blosc.encode)
-    encode("zstd", rng.integers(-(2**40), 2**40, 300, dtype="<i8"), (100,), numcodecs.Zstd(3).encode)
+    encode(
+        "zstd", rng.integers(-(2**40), 2**40, 300, dtype="<i8"), (100,), numcodecs.Zstd(3).encode
+    )
     shuffle, zlib, fletcher = numcodecs.Shuffle(2), numcodecs.Zlib(4), numcodecs.Fletcher32()
     encode(
         "zlib",
@@ -237,9 +239,7 @@ def _references(
 
 
 def _blosc(cname: str, typesize: int) -> dict[str, Any]:
-    return _codec(
-        "blosc", cname=cname, clevel=5, shuffle="shuffle", typesize=typesize, blocksize=0
-    )
+    return _codec("blosc", cname=cname, clevel=5, shuffle="shuffle", typesize=typesize, blocksize=0)
 
 
 def _rewrite_indexes(directory: Path) -> None:

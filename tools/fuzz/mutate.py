@@ -31,20 +31,95 @@ SECRET = "FUZZSECRET"
 """Planted in credential-like strings; it must never appear in an error message."""
 
 _INTS = [
-    0, 1, -1, 2, 3, 7, 8, 255, 256, 65535, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**53,
-    2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**12, 10**15, 10**18, -(2**63), -(2**31),
+    0,
+    1,
+    -1,
+    2,
+    3,
+    7,
+    8,
+    255,
+    256,
+    65535,
+    2**31 - 1,
+    2**31,
+    2**32 - 1,
+    2**32,
+    2**53,
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+    2**64,
+    10**12,
+    10**15,
+    10**18,
+    -(2**63),
+    -(2**31),
 ]
 _STRINGS = [
-    "", "x", "..", "/", "a/../b", "\x00", "NaN", "Infinity", "-Infinity", "bytes", "blosc", "zstd",
-    "gzip", "crc32c", "transpose", "imagecodecs_brotli", "imagecodecs_zlib", "imagecodecs_lzw",
-    "imagecodecs_jpeg", "sharding_indexed", "numcodecs.zlib", "numcodecs.lz4", "numcodecs.bz2",
-    "numcodecs.lzma", "numcodecs.fletcher32", "numcodecs.shuffle", "numcodecs.pcodec",
-    "vlen-utf8", "vlen-bytes", "uint8", "int64", "float16", "float64", "complex128", "bool",
-    "r16", "r0", "string", "big", "little", "v2", "default", ".", "regular", "rectilinear",
-    "{{u0}}", "{{missing}}", "{{i * 99999999999999999999}}", "{{i // 0}}", "{{}}", "{{",
-    f"http://user:{SECRET}@127.0.0.1:9/x", f"https://127.0.0.1:9/x?X-Amz-Signature={SECRET}",
-    "/dev/zero", "/etc", "/nonexistent/x", "file:///etc/passwd", "ftp://127.0.0.1/x",
-    "base64:AAAA", "base64:!!", "x" * 3000, "c/0", "zarr.json",
+    "",
+    "x",
+    "..",
+    "/",
+    "a/../b",
+    "\x00",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "bytes",
+    "blosc",
+    "zstd",
+    "gzip",
+    "crc32c",
+    "transpose",
+    "imagecodecs_brotli",
+    "imagecodecs_zlib",
+    "imagecodecs_lzw",
+    "imagecodecs_jpeg",
+    "sharding_indexed",
+    "numcodecs.zlib",
+    "numcodecs.lz4",
+    "numcodecs.bz2",
+    "numcodecs.lzma",
+    "numcodecs.fletcher32",
+    "numcodecs.shuffle",
+    "numcodecs.pcodec",
+    "vlen-utf8",
+    "vlen-bytes",
+    "uint8",
+    "int64",
+    "float16",
+    "float64",
+    "complex128",
+    "bool",
+    "r16",
+    "r0",
+    "string",
+    "big",
+    "little",
+    "v2",
+    "default",
+    ".",
+    "regular",
+    "rectilinear",
+    "{{u0}}",
+    "{{missing}}",
+    "{{i * 99999999999999999999}}",
+    "{{i // 0}}",
+    "{{}}",
+    "{{",
+    f"http://user:{SECRET}@127.0.0.1:9/x",
+    f"https://127.0.0.1:9/x?X-Amz-Signature={SECRET}",
+    "/dev/zero",
+    "/etc",
+    "/nonexistent/x",
+    "file:///etc/passwd",
+    "ftp://127.0.0.1/x",
+    "base64:AAAA",
+    "base64:!!",
+    "x" * 3000,
+    "c/0",
+    "zarr.json",
 ]
 _OTHERS: list[Any] = [None, True, False, [], {}, [1] * 40, {"name": "x"}, 1.5, -0.0, 1e308, [[]]]
 _FIELDS = [0, 1, 2, 0x7F, 0x80, 0xFF, 0xFFFF, 2**31 - 1, 2**31, 2**32 - 1, 16, 100000, 2**30]
@@ -130,8 +205,11 @@ def _mutate_document(document: Any, rng: random.Random, mutation: Mutation) -> N
         mutation.kinds.append("key")
         mutation.touch(None)
     else:
-        sections = [s for s in ("gen", "selections", "sources", "templates", "version", "indexes")
-                    if s in document] or ["version"]
+        sections = [
+            s
+            for s in ("gen", "selections", "sources", "templates", "version", "indexes")
+            if s in document
+        ] or ["version"]
         section = rng.choice(sections)
         if section == "version" or not isinstance(document.get(section), dict | list):
             document[section] = _mutate_value(document.get(section), rng)
@@ -244,7 +322,9 @@ def _mutate_bytes(data: bytes, rng: random.Random, *, text: bool = False) -> byt
     if choice < 0.3:
         for _ in range(rng.randrange(1, 8)):
             position = rng.randrange(len(out))
-            out[position] = rng.choice(b'{}[]",:0 \\') if text else out[position] ^ (1 << rng.randrange(8))
+            out[position] = (
+                rng.choice(b'{}[]",:0 \\') if text else out[position] ^ (1 << rng.randrange(8))
+            )
     elif choice < 0.6 and not text and len(out) >= 4:
         # a header field (Blosc's nbytes/blocksize/cbytes, zstd's sizes, LZ4's size) at an extreme
         position = rng.randrange(0, min(len(out) - 3, 40))

@@ -83,7 +83,9 @@ class Tally:
             cells = [f"{row[c]:>{len(c)}}" for c in COLUMNS]
             lines.append(" | ".join([f"{cls:<{width}}", *cells]))
         total = {c: sum(r[c] for r in self.rows.values()) for c in COLUMNS}
-        lines.append(" | ".join([f"{'total':<{width}}", *[f"{total[c]:>{len(c)}}" for c in COLUMNS]]))
+        lines.append(
+            " | ".join([f"{'total':<{width}}", *[f"{total[c]:>{len(c)}}" for c in COLUMNS]])
+        )
         return "\n".join(lines)
 
 
@@ -100,7 +102,8 @@ class _Worker:
         )
 
     def run(self, case: dict[str, Any], timeout: float) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         try:
             self.process.stdin.write(json.dumps(case) + "\n")
             self.process.stdin.flush()

@@ -19,8 +19,8 @@ import resource
 import sys
 import tempfile
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 import warnings
 from pathlib import Path
 from typing import Any
@@ -132,9 +132,9 @@ def _run(case: dict[str, Any], result: dict[str, Any]) -> None:
         if values is None:
             continue
         result["read"] += 1
-        if name in expected and (touched is not None and name not in touched):
-            if not _equal(values, expected[name]):
-                result["wrong"].append(f"{name}: read values differ from the source's")
+        untouched = name in expected and touched is not None and name not in touched
+        if untouched and not _equal(values, expected[name]):
+            result["wrong"].append(f"{name}: read values differ from the source's")
         want = case.get("expect", {}).get(name)
         if want == "typed":
             result["wrong"].append(f"{name}: read although it must be refused")
@@ -205,7 +205,8 @@ def _describe(name: str, exc: BaseException) -> str:
 
 
 def _pending_tasks() -> int:
-    """Tasks left on zarr's loop after the case (given a few seconds to finish)."""
+    """Tasks left on zarr's loop after the case, given 30 seconds to finish (after an error zarr
+    leaves the reads of the other chunks running; they end by themselves)."""
     from zarr.core import sync as zarr_sync
 
     loop = zarr_sync.loop[0]
@@ -216,7 +217,7 @@ def _pending_tasks() -> int:
         current = asyncio.current_task()
         return len([t for t in asyncio.all_tasks() if t is not current and not t.done()])
 
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while True:
         left = asyncio.run_coroutine_threadsafe(count(), loop).result(10)
         if not left or time.monotonic() > deadline:

@@ -151,6 +151,8 @@ class GenEntry:
             return None
         variables: dict[str, int] = {}
         for name, text in match.groupdict().items():
+            if len(text) > 24:
+                return None  # no dimension reaches that far (gen values stay below 2**70)
             value = int(text)
             if str(value) != text or value not in self.dimensions[name]:
                 return None
@@ -158,9 +160,24 @@ class GenEntry:
         return self.render(variables)
 
     def render(self, variables: Mapping[str, int]) -> FileRef:
-        offset = int(render_template(self._offset_parts, variables))
-        length = int(render_template(self._length_parts, variables))
+        offset = self._integer(self._offset_parts, variables, "offset")
+        length = self._integer(self._length_parts, variables, "length")
+        if offset + length > 2**63:
+            raise ReferenceFormatError(
+                f"gen entry {self.key!r}: offset {offset} and length {length} out of range"
+            )
         return FileRef(render_template(self._url_parts, variables), offset, length)
+
+    def _integer(
+        self, parts: list[str | Expression], variables: Mapping[str, int], what: str
+    ) -> int:
+        text = render_template(parts, variables)
+        try:
+            return int(text)
+        except ValueError:
+            raise GenExpressionError(
+                f"gen entry {self.key!r}: its {what} renders as {text[:80]!r}, not an integer"
+            ) from None
 
     def items(self) -> Iterator[tuple[str, FileRef]]:
         """Every (key, reference) this entry describes, one at a time (for writing version 1
