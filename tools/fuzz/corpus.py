@@ -68,12 +68,15 @@ class _Chunks:
         self.path.write_bytes(bytes(self.data))
 
 
-def build_corpus(root: Path) -> Corpus:
-    """Write the sources and the three forms under ``root`` (created afresh)."""
+def build_corpus(root: Path, *, data: Path | None = None, base_url: str | None = None) -> Corpus:
+    """Write the sources (into ``data``, default ``root/data``) and the three forms under
+    ``root`` (created afresh); references name sources by ``base_url/<name>`` if given (a
+    server serving ``data``), else by their local paths."""
     if root.exists():
         shutil.rmtree(root)
-    data = root / "data"
-    data.mkdir(parents=True)
+    root.mkdir(parents=True)
+    data = data or root / "data"
+    data.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(20)
     corpus = Corpus(root)
     expected = corpus.expected
@@ -118,7 +121,7 @@ def build_corpus(root: Path) -> Corpus:
     records = rng.integers(-900, 900, (300, 5), dtype="<i2")
     (data / "records.bin").write_bytes(records.tobytes())
     expected["picked"] = records[:, :4].copy()
-    # indexed: 1200 chunks of 2 uint32 in one file (index arrays in the directory form)
+    # indexed: 300 chunks of 8 uint32 in one file (index arrays in the directory form)
     indexed = np.arange(2400, dtype="<u4") * 3
     (data / "indexed.bin").write_bytes(indexed.tobytes())
     for name in ("indexed", "indexed_zstd", "indexed_gzip"):
@@ -127,7 +130,7 @@ def build_corpus(root: Path) -> Corpus:
     expected["strings"] = np.array(["alpha", "βeta", "", "δ" * 40, "e"], dtype=object)
 
     for form in FORMS:
-        builder = _references(form, data, encoded)
+        builder = _references(form, data, encoded, base_url)
         rfs = builder.build()
         if form == "json-v1":
             target = write_rfs(rfs, root / "v1.json", chunk_index_threshold=None)
@@ -135,7 +138,7 @@ def build_corpus(root: Path) -> Corpus:
             target = root / "v2.json"
             target.write_text(dumps_strict(rfs_to_json(rfs)), encoding="utf-8")
         else:
-            target = write_rfs(rfs, root / "refs", chunk_index_threshold=1000)
+            target = write_rfs(rfs, root / "refs", chunk_index_threshold=100)
             _rewrite_indexes(target)
         corpus.forms[form] = target
         corpus.arrays[form] = sorted(
@@ -147,18 +150,25 @@ def build_corpus(root: Path) -> Corpus:
 
 
 def _references(
-    form: str, data: Path, encoded: dict[str, list[tuple[tuple[int, ...], int, int]]]
+    form: str,
+    data: Path,
+    encoded: dict[str, list[tuple[tuple[int, ...], int, int]]],
+    base_url: str | None,
 ) -> RfsBuilder:
     v1 = form == "json-v1"
+
+    def url(name: str) -> str:
+        return f"{base_url}/{name}" if base_url else str(data / name)
+
     builder = RfsBuilder()
     builder.add_group("", {"made": "for fuzzing", "form": form})
-    plain_url = str(data / "plain.bin")
+    plain_url = url("plain.bin")
     builder.add_array("plain", shape=(1000,), data_type="<u4", chunk_shape=(128,), fill_value=9)
     for i in range(8):
         # kerchunk lists the last slab as far as the file goes; v2 lets it run past the end
         size = 4000 - 512 * i if (v1 and i == 7) else 512
         builder.add_chunk("plain", (i,), plain_url, 512 * i, size)
-    chunk_url = str(data / "chunks.bin")
+    chunk_url = url("chunks.bin")
     chains = {
         "blosc": ("<f4", (600,), (200,), [BYTES, _blosc("lz4", 4)]),
         "zstd": ("<i8", (300,), (100,), [BYTES, _codec("zstd", level=3, checksum=False)]),
@@ -181,7 +191,7 @@ def _references(
         )
         for coords, offset, size in encoded[name]:
             builder.add_chunk(name, coords, chunk_url, offset, size)
-    raw_url = str(data / "raw.bin")
+    raw_url = url("raw.bin")
     builder.add_array("gen", shape=(2400,), data_type="<i2", chunk_shape=(600,), fill_value=-1)
     if v1:
         for i in range(4):
@@ -203,13 +213,13 @@ def _references(
             "picked", shape=(300, 4), data_type="<i2", chunk_shape=(100, 4), fill_value=0
         )
         for i in range(3):
-            builder.add_chunk("picked", (i, 0), str(data / "records.bin"), 1000 * i, 1000)
+            builder.add_chunk("picked", (i, 0), url("records.bin"), 1000 * i, 1000)
         builder.add_selection("picked", 10, [[0, 8]])
-    indexed_url = str(data / "indexed.bin")
+    indexed_url = url("indexed.bin")
     for name in ("indexed", "indexed_zstd", "indexed_gzip"):
-        builder.add_array(name, shape=(2400,), data_type="<u4", chunk_shape=(2,), fill_value=0)
-        for i in range(1200):
-            builder.add_chunk(name, (i,), indexed_url, 8 * i, 8)
+        builder.add_array(name, shape=(2400,), data_type="<u4", chunk_shape=(8,), fill_value=0)
+        for i in range(300):
+            builder.add_chunk(name, (i,), indexed_url, 32 * i, 32)
     blosc = numcodecs.Blosc("zstd", 5, numcodecs.Blosc.SHUFFLE)
     builder.add_array(
         "inline",
@@ -234,7 +244,7 @@ def _references(
     builder.add_inline_chunk("strings", (0,), bytes(numcodecs.VLenUTF8().encode(words)))
     if not v1:
         for name in ("plain.bin", "chunks.bin", "raw.bin", "records.bin", "indexed.bin"):
-            builder.add_source(str(data / name), size=(data / name).stat().st_size)
+            builder.add_source(url(name), size=(data / name).stat().st_size)
     return builder
 
 
@@ -246,9 +256,9 @@ def _rewrite_indexes(directory: Path) -> None:
     """Two of the directory's index arrays as another Zarr writer would write them."""
     rfs = load_rfs(directory)
     for name, options in {
-        "indexed_zstd": {"chunks": (300, 2)},  # zarr-python's default codecs: zstd
+        "indexed_zstd": {"chunks": (64, 2)},  # zarr-python's default codecs: zstd
         "indexed_gzip": {
-            "chunks": (500, 1),
+            "chunks": (100, 1),
             "compressors": [zarr.codecs.GzipCodec(level=5)],
         },
     }.items():

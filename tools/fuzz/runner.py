@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COLUMNS", "MEMORY_BUDGET", "Pool", "Tally"]
+__all__ = ["COLUMNS", "MEMORY_BUDGET", "Pool", "Tally", "run_sequential"]
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_BUDGET = 256 << 20
@@ -137,6 +137,23 @@ class _Worker:
                 self.process.kill()
                 self.process.wait()
         self._log.close()
+
+
+def run_sequential(
+    cases: Iterable[tuple[str, dict[str, Any], Any]], timeout: float, log: Path
+) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """One worker, one case at a time, ``prepare()`` called just before each (for cases that
+    share a server whose faults or files the case sets)."""
+    worker = _Worker(log)
+    try:
+        for cls, case, prepare in cases:
+            if not worker.alive:
+                worker.close()
+                worker = _Worker(log)
+            prepare()
+            yield cls, case, worker.run(case, case.get("timeout", timeout))
+    finally:
+        worker.close()
 
 
 class Pool:

@@ -119,11 +119,36 @@ def _run(case: dict[str, Any], result: dict[str, Any]) -> None:
             result["untyped"].append(_describe(name, exc))
             return None
 
-    root = outcome("<open>", lambda: open_rfs(case["path"], **STORE_OPTIONS))
-    if root is None:
-        return
-    for action in case.get("actions", ()):
-        outcome(f"<{action}>", lambda action=action: _action(action, root, case))
+    options = _options(case)
+    for _ in range(case.get("passes", 1)):
+        root = outcome("<open>", lambda: open_rfs(case["path"], **options))
+        if root is None:
+            break
+        for action in case.get("actions", ()):
+            outcome(f"<{action}>", lambda action=action, root=root: _action(action, root, case))
+        _read_arrays(case, root, expected, touched, result, outcome)
+    if case.get("cache_files"):
+        result["bad_cache_rows"] = _bad_cache_rows(case)
+
+
+def _options(case: dict[str, Any]) -> dict[str, Any]:
+    """The store options of a case: the defaults, the case's own, its cache."""
+    from shadowzarr_store import LocalCache
+
+    options = {**STORE_OPTIONS, **case.get("options", {})}
+    if "local_cache" in options:
+        options["local_cache"] = LocalCache(options["local_cache"])
+    return options
+
+
+def _read_arrays(
+    case: dict[str, Any],
+    root: Any,
+    expected: dict[str, Any],
+    touched: set[str] | None,
+    result: dict[str, Any],
+    outcome: Any,
+) -> None:
     for name in case.get("arrays", ()):
         node = outcome(name, lambda name=name: root[name])
         if node is None or not hasattr(node, "shape"):
@@ -133,13 +158,36 @@ def _run(case: dict[str, Any], result: dict[str, Any]) -> None:
             continue
         result["read"] += 1
         untouched = name in expected and touched is not None and name not in touched
-        if untouched and not _equal(values, expected[name]):
+        strict = case.get("strict_values") and name in expected
+        if (untouched or strict) and not _equal(values, expected[name]):
             result["wrong"].append(f"{name}: read values differ from the source's")
         want = case.get("expect", {}).get(name)
         if want == "typed":
             result["wrong"].append(f"{name}: read although it must be refused")
         elif want == "equal" and name in expected and not _equal(values, expected[name]):
             result["wrong"].append(f"{name}: read values differ from the source's")
+
+
+def _bad_cache_rows(case: dict[str, Any]) -> list[str]:
+    """Cache rows whose bytes are not the source's bytes at their range."""
+    import sqlite3
+
+    bad: list[str] = []
+    database = Path(case["options"]["local_cache"]) / "chunks.sqlite3"
+    if not database.exists():
+        return bad
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT source, start, stop, data FROM chunks").fetchall()
+    for source, start, stop, data in rows:
+        url = source.split("\x00", 1)[0]
+        for prefix, local in case["cache_files"].items():
+            if url.startswith(prefix):
+                truth = Path(local, url[len(prefix) :].lstrip("/")).read_bytes()
+                if bytes(data) != (truth if stop == -1 else truth[start:stop]):
+                    bad.append(f"{url} [{start}, {stop}) holds other bytes than the source")
+        if SECRET.encode() in bytes(data) or SECRET in source:
+            bad.append(f"{url}: a secret in the cache")
+    return bad
 
 
 def _action(action: str, root: Any, case: dict[str, Any]) -> None:

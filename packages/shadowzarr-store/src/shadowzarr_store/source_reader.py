@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from shadowzarr_spec import SourceAccessError, SourceInfo
+from shadowzarr_spec.errors import redact_credentials
 
 from shadowzarr_store.access import AccessPolicy
 from shadowzarr_store.dandi import DandiResolver
@@ -92,10 +93,11 @@ class SourceReader:
         return self.rfs.sources.get(url, _NO_SOURCE)
 
     def identity(self, url: str) -> str:
-        """The cache identity of a source: a changed file gets new entries, never old bytes."""
+        """The cache identity of a source: a changed file gets new entries, never old bytes;
+        credentials in its URL are not part of it (nor written to a cache)."""
         info = self.rfs.sources.get(url, _NO_SOURCE)
         return (
-            f"{self.absolute(url)}\x00{info.etag or ''}\x00{'' if info.size is None else info.size}"
+            f"{redact_credentials(self.absolute(url))}\x00{info.etag or ''}\x00{'' if info.size is None else info.size}"
         )
 
     # -- per-loop state -------------------------------------------------------------------------

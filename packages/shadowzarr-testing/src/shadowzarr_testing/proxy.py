@@ -67,7 +67,9 @@ _NOT_COPIED_FROM_UPSTREAM = _HOP_BY_HOP | {"server", "date"}
 _API_DOWNLOAD = re.compile(r"^/api/assets/(?P<asset>[^/]+)/download/?$")
 _API_ASSET = re.compile(r"^/api/assets/(?P<asset>[^/]+)/?$")
 _PRESIGNED = re.compile(r"^/presigned/(?P<path>.+)$")
-_API_DANDISET_ASSETS = re.compile(r"^/api/dandisets/(?P<dandiset>[^/]+)/versions/(?P<version>[^/]+)/assets/?$")
+_API_DANDISET_ASSETS = re.compile(
+    r"^/api/dandisets/(?P<dandiset>[^/]+)/versions/(?P<version>[^/]+)/assets/?$"
+)
 _BODYLESS_STATUSES = frozenset({204, 304})
 _S3_EXPIRED = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
@@ -543,11 +545,20 @@ class LatencyProxy:
                 total = upstream.headers.get("Content-Range", "*/*").rpartition("/")[2]
                 start = requested[0]
                 response.headers["Content-Range"] = f"bytes {start}-{start + length - 1}/{total}"
+            limit: int | None = None
+            if kind == "short_end" and requested is not None and upstream.status == 206 and length:
+                limit = max(1, length // 2)
+                start = requested[0]
+                response.headers["Content-Range"] = (
+                    f"bytes {start}-{start + limit - 1}/{start + limit}"
+                )
+                length = limit
             if length is not None and upstream.status not in _BODYLESS_STATUSES:
                 response.content_length = length
             entry["status"] = upstream.status
-            limit: int | None = None
-            if kind == "truncate" and fault is not None:
+            if kind == "short_end":
+                pass
+            elif kind == "truncate" and fault is not None:
                 limit = fault.after_bytes if fault.after_bytes is not None else (length or 0) // 2
             elif kind == "stall" and fault is not None:
                 limit = fault.after_bytes
@@ -659,7 +670,9 @@ class LatencyProxy:
         with self._assets_lock:
             assets = sorted(self._assets.values(), key=lambda a: a.path)
         results = [{"asset_id": a.asset_id, "path": a.path} for a in assets]
-        return _api_json({"count": len(results), "next": None, "previous": None, "results": results})
+        return _api_json(
+            {"count": len(results), "next": None, "previous": None, "results": results}
+        )
 
     def _check_signature(self, request: web.Request, raw_path: str) -> web.Response | None:
         with self._assets_lock:
