@@ -44,6 +44,7 @@ STORE_OPTIONS: dict[str, Any] = {
     "max_backoff": 0.05,
 }
 READ_WHOLE_BELOW = 64 << 20
+READ_WHOLE_CHUNKS = 4096
 SECRET = "FUZZSECRET"
 
 
@@ -206,6 +207,12 @@ def _action(action: str, root: Any, case: dict[str, Any]) -> None:
             return count
 
         sync(collect())
+    elif action == "segfault":  # the harness's own check that a crash is seen as one
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif action == "sleep":  # ... and a hang as one
+        time.sleep(3600)
     elif action == "materialize":
         from shadowzarr_store import materialize
 
@@ -214,8 +221,11 @@ def _action(action: str, root: Any, case: dict[str, Any]) -> None:
 
 
 def _bounded_read(node: Any) -> Any:
-    """The whole array when small, else its first element (zarr allocates what is asked for)."""
-    if node.nbytes <= READ_WHOLE_BELOW:
+    """The whole array when small and of few chunks, else its first element (zarr allocates
+    what is asked for, and reads every chunk of it)."""
+    import math
+
+    if node.nbytes <= READ_WHOLE_BELOW and math.prod(node.cdata_shape) <= READ_WHOLE_CHUNKS:
         return node[...]
     return node[(0,) * node.ndim]
 

@@ -24,7 +24,9 @@ from shadowzarr_spec import (
     IndexArrayLayout,
     ReferenceFileSystem,
     ReferenceFormatError,
+    ShadowzarrError,
     SourceNotFoundError,
+    UnsupportedFeatureError,
     array_info,
     parse_json,
 )
@@ -74,7 +76,7 @@ class ChunkIndexReader:
         self._capacity = capacity
         self._lock = threading.Lock()
         self._blocks: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
-        self._layouts: dict[str, IndexArrayLayout] = {}
+        self._layouts: dict[str, IndexArrayLayout | ShadowzarrError] = {}
         self._inflight: dict[tuple[asyncio.AbstractEventLoop, object], asyncio.Task[Any]] = {}
         self._grids: dict[str, tuple[int, ...]] = {}
 
@@ -105,10 +107,17 @@ class ChunkIndexReader:
         return FileRef(index.url, offset, size)
 
     async def layout(self, path: str) -> IndexArrayLayout:
-        """The stored index array's layout, from its ``zarr.json`` (fetched once)."""
+        """The stored index array's layout, from its ``zarr.json`` (fetched once). A layout
+        that is refused stays refused: every later lookup raises at once, without a fetch."""
         layout = self._layouts.get(path)
+        if isinstance(layout, ShadowzarrError):
+            raise type(layout)(str(layout)) from layout
         if layout is None:
-            layout = await self._once(("layout", path), lambda: self._load_layout(path))
+            try:
+                layout = await self._once(("layout", path), lambda: self._load_layout(path))
+            except (ReferenceFormatError, UnsupportedFeatureError) as exc:
+                self._layouts[path] = exc
+                raise
             self._layouts[path] = layout
         return layout
 
@@ -131,7 +140,10 @@ class ChunkIndexReader:
         with self._lock:
             if key in self._blocks:
                 self._blocks.move_to_end(key)
-                return self._blocks[key]
+                block = self._blocks[key]
+                if isinstance(block, ShadowzarrError):
+                    raise type(block)(str(block)) from block
+                return block
         return await self._once(key, lambda: self._load_and_keep(path, layout, block_coords))
 
     async def _once(self, key: object, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
@@ -167,11 +179,16 @@ class ChunkIndexReader:
             block = _ABSENT
         else:
             self._stats.add(index_chunk_reads=1)
-            block = layout.decode(data, f"index of {path!r} ({location})")
+            try:
+                block = layout.decode(data, f"index of {path!r} ({location})")
+            except ReferenceFormatError as exc:
+                block = exc  # a damaged index chunk stays damaged: refused without a fetch
         with self._lock:
             self._blocks[(path, block_coords)] = block
             while len(self._blocks) > self._capacity:
                 self._blocks.popitem(last=False)
+        if isinstance(block, ShadowzarrError):
+            raise block
         return block
 
     def _location(self, path: str, key: str) -> str:
