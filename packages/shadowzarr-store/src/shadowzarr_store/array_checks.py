@@ -230,7 +230,7 @@ def _parse(path: str, document: Any) -> ArrayV3Metadata:
 
 def _name(codec: Codec) -> str:
     try:
-        name = codec.to_dict().get("name")  # type: ignore[union-attr]
+        name = codec.to_dict().get("name")
     except METADATA_ERRORS:
         name = None
     return name if isinstance(name, str) else type(codec).__name__
@@ -285,7 +285,7 @@ def _build(
     for codec in bb_codecs:
         name = _name(codec)
         role = codec_role(name)
-        inside_out.append(Layer(role, name, size, codec))  # type: ignore[arg-type]
+        inside_out.append(Layer(role, name, size, codec))
         after = compressed_bound(role, size)
         if after is None:
             bounded = False
@@ -405,7 +405,8 @@ class ShardFormat:
         if self.checksum is not None:
             try:
                 buffer = default_buffer_prototype().buffer.from_bytes(index)
-                index = self.checksum._decode_sync(buffer, self.inner.layer_spec).to_bytes()  # type: ignore[attr-defined]
+                decode: Any = getattr(self.checksum, "_decode_sync")  # noqa: B009
+                index = decode(buffer, self.inner.layer_spec).to_bytes()
             except Exception as exc:
                 # crc32c's own error type: the index fails its checksum.
                 raise ChunkDecodeError(

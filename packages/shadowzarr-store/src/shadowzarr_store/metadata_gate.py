@@ -3,11 +3,10 @@
 Metadata is validated once per node (`ArrayChecks`). A bad array fails when it is opened (the
 store's ``get`` of its ``zarr.json`` raises our error naming it) and its chunks are refused;
 the other arrays stay readable. Consolidated metadata would make zarr parse every array when
-the group opens, so a group whose consolidated metadata holds a bad array, or an entry that is not the child's own
-``zarr.json`` (the one the store checks), is served without it: zarr then opens each child from
-its own ``zarr.json``, and only the bad one fails. Metadata
-must be held in the references themselves (inline); a ``zarr.json`` pointing into a source file
-is refused.
+the group opens, so a group whose consolidated metadata holds a bad array, or an entry that is
+not the child's own ``zarr.json`` (the one the store checks), is served without it: zarr then
+opens each child from its own ``zarr.json``, and only the bad one fails. Metadata must be held
+in the references themselves (inline); a ``zarr.json`` pointing into a source file is refused.
 """
 
 from __future__ import annotations
@@ -57,7 +56,8 @@ class MetadataGate:
                 self._arrays[path] = known
         if isinstance(known, ShadowzarrError):
             raise type(known)(str(known)) from known
-        return known  # type: ignore[return-value]
+        assert known is None or isinstance(known, ArrayChecks)
+        return known
 
     def chunk_checks(self, key: str) -> ArrayChecks | None:
         """The checks of the array holding chunk ``key``; None if ``key`` is not a chunk key of

@@ -14,7 +14,7 @@ import json
 import shutil
 import time
 import zipfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,7 +275,7 @@ async def _rewrite_on_cluster(
     refs: Any,
     destination: Any,
     plan: ArrayPlan,
-    all_regions: list[Any],
+    all_regions: Sequence[Any],
     todo: list[int],
     record: Any,
     worker_options: dict[str, Any],
@@ -375,7 +375,7 @@ async def _copy_as_stored(
 
 
 async def _verify(
-    path: str, source: Any, dest: Any, all_regions: list[Any], concurrency: int
+    path: str, source: Any, dest: Any, all_regions: Sequence[Any], concurrency: int
 ) -> None:
     mismatches = await verify_regions(source, dest, all_regions, concurrency=concurrency)
     if mismatches:
