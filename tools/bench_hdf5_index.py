@@ -11,7 +11,7 @@ Requests, bytes and sequential rounds are the client's own counters. Compared:
 - h5py over ``RemoteFile`` without prefetch (adaptive 64 KiB metadata blocks);
 - h5py over remfile-style reading (100 KiB blocks, runs ×1.7 while sequential, cap 100 MiB);
 - h5py over plain fixed 100 KiB blocks, one block per miss;
-- ``read_chunk_table`` straight from the bytes (no h5py) over ``HttpRangeFetcher``.
+- ``read_chunk_table`` straight from the bytes (no h5py) over the transport's ``RangeSource``.
 
     uv run python tools/bench_hdf5_index.py                    # 20 ms, 200 Mbit/s
     uv run python tools/bench_hdf5_index.py --kinds btree1 --bandwidth 0
@@ -30,7 +30,8 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from shadowzarr_hdf5.remote import FetchStats, HttpRangeFetcher, RemoteFile, read_chunk_table
+from shadowzarr_hdf5.remote import RemoteFile, read_chunk_table
+from shadowzarr_store.transport import RangeSource, StatsSnapshot, TransportOptions
 
 LIBVER = {"btree1": "earliest", "ea": "latest", "btree2": "latest"}
 
@@ -58,7 +59,7 @@ class Result:
     chunks: int
 
 
-Reader = Callable[[], tuple[int, FetchStats]]
+Reader = Callable[[], tuple[int, StatsSnapshot]]
 
 
 def write_fragmented(path: Path, kind: str, chunks: int, per_append: int, elements: int) -> None:
@@ -97,7 +98,7 @@ def count_chunks(dset: h5py.Dataset) -> int:
 
 
 def through_h5py(url: str, **options: object) -> Reader:
-    def run() -> tuple[int, FetchStats]:
+    def run() -> tuple[int, StatsSnapshot]:
         with RemoteFile(url, **options) as remote, h5py.File(remote, "r") as f:  # type: ignore[arg-type]
             return count_chunks(f["a"]), remote.stats
 
@@ -105,8 +106,8 @@ def through_h5py(url: str, **options: object) -> Reader:
 
 
 def direct(url: str, address: int) -> Reader:
-    def run() -> tuple[int, FetchStats]:
-        with HttpRangeFetcher(url) as fetcher:
+    def run() -> tuple[int, StatsSnapshot]:
+        with RangeSource(url, TransportOptions(multi_range=False)) as fetcher:
             return len(read_chunk_table(fetcher, address)), fetcher.stats
 
     return run
@@ -148,13 +149,18 @@ def main() -> None:
                 assert server.stdout is not None
                 url = server.stdout.readline().strip() + "/" + path.name
                 readers: list[tuple[str, Reader]] = [
-                    ("h5py + RemoteFile, prefetch", through_h5py(url)),
                     (
-                        "h5py + RemoteFile, prefetch, multi-range",
-                        through_h5py(url, multi_range=True),
+                        "h5py + RemoteFile, prefetch",
+                        through_h5py(url, transport=TransportOptions(multi_range=False)),
                     ),
+                    ("h5py + RemoteFile, prefetch, multi-range", through_h5py(url)),
                     ("read_chunk_table (no h5py)", direct(url, address)),
-                    ("h5py + RemoteFile, no prefetch", through_h5py(url, prefetch=False)),
+                    (
+                        "h5py + RemoteFile, no prefetch",
+                        through_h5py(
+                            url, prefetch=False, transport=TransportOptions(multi_range=False)
+                        ),
+                    ),
                     (
                         "h5py + remfile-style blocks",
                         through_h5py(

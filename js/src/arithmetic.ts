@@ -1,135 +1,240 @@
 /**
- * The integer arithmetic of gen templates: integers, names, `+ - * // %`, parentheses and unary
- * minus, with Python's floor semantics. Compiled once into closures; never `eval`/`Function`,
- * so it runs under a strict Content-Security-Policy. Evaluated in BigInt so no intermediate
- * value is rounded.
+ * The integer arithmetic of gen templates, as the README of shadowzarr-spec defines it
+ * ("Templates and gen expressions"): ASCII integers and names, `+ - * // %`, parentheses and
+ * unary `+`/`-`, with Python's floor semantics, at most 1000 characters, 50 levels of nesting and
+ * values of magnitude 2^53 - 1. The Python reader implements the same definition and both run
+ * the conformance cases of `shadowzarr_spec/conformance/gen_expressions.json`.
+ *
+ * Compiled once into a postfix program and evaluated without recursion; never `eval`/`Function`,
+ * so it runs under a strict Content-Security-Policy. Evaluated in BigInt so that a value beyond
+ * the limit is seen exactly rather than rounded.
  */
-import { ReferenceFormatError } from "./errors.js";
+import { GenExpressionError } from "./errors.js";
 
 export type Environment = Readonly<Record<string, number>>;
 export type Expression = (env: Environment) => bigint;
 
-type Token =
-  | { kind: "int"; value: bigint }
-  | { kind: "name"; value: string }
-  | { kind: "op"; value: "+" | "-" | "*" | "//" | "%" | "(" | ")" };
+/** Characters between `{{` and `}}`. */
+export const MAX_EXPRESSION_LENGTH = 1000;
+/** Parentheses and unary operators open at once. */
+export const MAX_DEPTH = 50;
+/** Largest magnitude of a literal, a name's value and every intermediate result. */
+export const MAX_MAGNITUDE = BigInt(Number.MAX_SAFE_INTEGER);
 
-const TOKEN = /\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(\/\/|[+\-*%()]))/y;
+type Token =
+  | { kind: "int"; text: string }
+  | { kind: "name"; text: string }
+  | { kind: "op"; text: "+" | "-" | "*" | "//" | "%" | "(" | ")" };
+
+type Instruction =
+  | { op: "int"; value: bigint }
+  | { op: "name"; name: string }
+  | { op: "neg" }
+  | { op: "+" | "-" | "*" | "//" | "%" };
+
+const isWhitespace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+const isDigit = (c: number) => c >= 48 && c <= 57;
+const isNameStart = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+const isNameChar = (c: number) => isNameStart(c) || isDigit(c);
+
+/** ASCII space, tab, line feed and carriage return, the only whitespace of the language. */
+export function stripWhitespace(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isWhitespace(text.charCodeAt(start))) start++;
+  while (end > start && isWhitespace(text.charCodeAt(end - 1))) end--;
+  return text.slice(start, end);
+}
+
+/** Whether `text` is a name of the language (ASCII letters, digits and `_`). */
+export function isName(text: string): boolean {
+  if (text.length === 0 || !isNameStart(text.charCodeAt(0))) return false;
+  for (let i = 1; i < text.length; i++) if (!isNameChar(text.charCodeAt(i))) return false;
+  return true;
+}
+
+function shown(source: string): string {
+  return JSON.stringify(source.slice(0, 80));
+}
 
 function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
-  TOKEN.lastIndex = 0;
   let at = 0;
   while (at < source.length) {
-    if (/^\s*$/.test(source.slice(at))) break;
-    TOKEN.lastIndex = at;
-    const m = TOKEN.exec(source);
-    if (m === null) {
-      throw new ReferenceFormatError(
-        `unsupported syntax in template expression ${JSON.stringify(source)} at ${at}`,
+    const c = source.charCodeAt(at);
+    if (isWhitespace(c)) {
+      at++;
+      continue;
+    }
+    const start = at;
+    if (isDigit(c)) {
+      while (at < source.length && isDigit(source.charCodeAt(at))) at++;
+      tokens.push({ kind: "int", text: source.slice(start, at) });
+    } else if (isNameStart(c)) {
+      while (at < source.length && isNameChar(source.charCodeAt(at))) at++;
+      tokens.push({ kind: "name", text: source.slice(start, at) });
+    } else if (source.startsWith("//", at)) {
+      at += 2;
+      tokens.push({ kind: "op", text: "//" });
+    } else if ("+-*%()".includes(source[at] as string)) {
+      tokens.push({ kind: "op", text: source[at] as "+" });
+      at++;
+    } else {
+      throw new GenExpressionError(
+        `gen expression ${shown(source)} holds ${JSON.stringify(source.slice(at, at + 20))}, ` +
+          "which is not integer arithmetic (only integers, names, + - * // % and parentheses)",
       );
     }
-    at = TOKEN.lastIndex;
-    if (m[1] !== undefined) tokens.push({ kind: "int", value: BigInt(m[1]) });
-    else if (m[2] !== undefined) tokens.push({ kind: "name", value: m[2] });
-    else tokens.push({ kind: "op", value: m[3] as "+" });
   }
+  if (tokens.length === 0) throw new GenExpressionError("empty gen expression");
   return tokens;
 }
 
+/** Recursive descent; `depth` counts the parentheses and unary operators open. */
+function parse(source: string, tokens: Token[]): { program: Instruction[]; names: Set<string> } {
+  const program: Instruction[] = [];
+  const names = new Set<string>();
+  let pos = 0;
+  const peekOp = (...ops: string[]): string | undefined => {
+    const t = tokens[pos];
+    return t !== undefined && t.kind === "op" && ops.includes(t.text) ? t.text : undefined;
+  };
+  const deeper = (depth: number): number => {
+    if (depth + 1 > MAX_DEPTH) {
+      throw new GenExpressionError(
+        `gen expression ${shown(source)} nests more than ${MAX_DEPTH} levels`,
+      );
+    }
+    return depth + 1;
+  };
+
+  function sum(depth: number): void {
+    product(depth);
+    for (let op = peekOp("+", "-"); op !== undefined; op = peekOp("+", "-")) {
+      pos++;
+      product(depth);
+      program.push({ op: op as "+" | "-" });
+    }
+  }
+
+  function product(depth: number): void {
+    unary(depth);
+    for (let op = peekOp("*", "//", "%"); op !== undefined; op = peekOp("*", "//", "%")) {
+      pos++;
+      unary(depth);
+      program.push({ op: op as "*" | "//" | "%" });
+    }
+  }
+
+  function unary(depth: number): void {
+    const op = peekOp("+", "-");
+    if (op === undefined) return primary(depth);
+    pos++;
+    unary(deeper(depth));
+    if (op === "-") program.push({ op: "neg" });
+  }
+
+  function primary(depth: number): void {
+    const t = tokens[pos++];
+    if (t === undefined)
+      throw new GenExpressionError(`gen expression ${shown(source)} ends too early`);
+    if (t.kind === "int") {
+      const value = BigInt(t.text);
+      if (value > MAX_MAGNITUDE) {
+        throw new GenExpressionError(
+          `integer ${JSON.stringify(t.text.slice(0, 30))} in gen expression is larger than ` +
+            String(MAX_MAGNITUDE),
+        );
+      }
+      program.push({ op: "int", value });
+      return;
+    }
+    if (t.kind === "name") {
+      names.add(t.text);
+      program.push({ op: "name", name: t.text });
+      return;
+    }
+    if (t.text === "(") {
+      sum(deeper(depth));
+      if (peekOp(")") === undefined) {
+        throw new GenExpressionError(`missing ')' in gen expression ${shown(source)}`);
+      }
+      pos++;
+      return;
+    }
+    throw new GenExpressionError(`unexpected ${t.text} in gen expression ${shown(source)}`);
+  }
+
+  sum(0);
+  if (pos !== tokens.length) {
+    const t = tokens[pos] as Token;
+    throw new GenExpressionError(`unexpected ${t.text} in gen expression ${shown(source)}`);
+  }
+  return { program, names };
+}
+
 function floorDiv(a: bigint, b: bigint): bigint {
-  if (b === 0n) throw new ReferenceFormatError("division by zero in template expression");
   const q = a / b;
   return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 function floorMod(a: bigint, b: bigint): bigint {
-  if (b === 0n) throw new ReferenceFormatError("modulo by zero in template expression");
   const r = a % b;
   return r !== 0n && r < 0n !== b < 0n ? r + b : r;
 }
 
-/** Compile an expression such as `2048 + chunk_i * 4194304` into a function of its names. */
-export function compileExpression(source: string): { evaluate: Expression; names: Set<string> } {
-  const tokens = tokenize(source);
-  const names = new Set<string>();
-  let pos = 0;
-  const fail = (what: string): never => {
-    throw new ReferenceFormatError(`${what} in template expression ${JSON.stringify(source)}`);
-  };
-  const isOp = (value: string): boolean => {
-    const t = tokens[pos];
-    return t !== undefined && t.kind === "op" && t.value === value;
-  };
-
-  function primary(): Expression {
-    const t = tokens[pos++];
-    if (t === undefined) return fail("unexpected end");
-    if (t.kind === "int") {
-      const v = t.value;
-      return () => v;
-    }
-    if (t.kind === "name") {
-      const name = t.value;
-      names.add(name);
-      return (env) => {
-        const v = env[name];
+function run(program: readonly Instruction[], env: Environment, source: string): bigint {
+  const stack: bigint[] = [];
+  for (const ins of program) {
+    let value: bigint;
+    switch (ins.op) {
+      case "int":
+        stack.push(ins.value);
+        continue;
+      case "name": {
+        const v = Object.prototype.hasOwnProperty.call(env, ins.name) ? env[ins.name] : undefined;
         if (v === undefined) {
-          throw new ReferenceFormatError(`unknown name ${name} in ${JSON.stringify(source)}`);
+          throw new GenExpressionError(
+            `unknown name ${ins.name} in gen expression ${shown(source)}`,
+          );
         }
-        return BigInt(v);
-      };
-    }
-    if (t.value === "(") {
-      const inner = sum();
-      if (!isOp(")")) fail("missing )");
-      pos++;
-      return inner;
-    }
-    if (t.value === "-") {
-      const operand = primary();
-      return (env) => -operand(env);
-    }
-    return fail(`unexpected ${t.value}`);
-  }
-
-  function product(): Expression {
-    let left = primary();
-    for (;;) {
-      const t = tokens[pos];
-      if (t?.kind !== "op" || (t.value !== "*" && t.value !== "//" && t.value !== "%")) {
-        return left;
+        if (!Number.isSafeInteger(v)) {
+          throw new GenExpressionError(`${ins.name} = ${v} is not an integer within 2^53 - 1`);
+        }
+        value = BigInt(v);
+        break;
       }
-      pos++;
-      const a = left;
-      const b = primary();
-      if (t.value === "*") left = (env) => a(env) * b(env);
-      else if (t.value === "//") left = (env) => floorDiv(a(env), b(env));
-      else left = (env) => floorMod(a(env), b(env));
+      case "neg":
+        value = -(stack.pop() as bigint);
+        break;
+      default: {
+        const b = stack.pop() as bigint;
+        const a = stack.pop() as bigint;
+        if ((ins.op === "//" || ins.op === "%") && b === 0n) {
+          throw new GenExpressionError(`division by zero in gen expression ${shown(source)}`);
+        }
+        if (ins.op === "+") value = a + b;
+        else if (ins.op === "-") value = a - b;
+        else if (ins.op === "*") value = a * b;
+        else if (ins.op === "//") value = floorDiv(a, b);
+        else value = floorMod(a, b);
+      }
     }
-  }
-
-  function sum(): Expression {
-    let left = product();
-    for (;;) {
-      const t = tokens[pos];
-      if (t?.kind !== "op" || (t.value !== "+" && t.value !== "-")) return left;
-      pos++;
-      const a = left;
-      const b = product();
-      left = t.value === "+" ? (env) => a(env) + b(env) : (env) => a(env) - b(env);
+    if (value > MAX_MAGNITUDE || value < -MAX_MAGNITUDE) {
+      throw new GenExpressionError(
+        `gen expression ${shown(source)} overflows (a value beyond ${MAX_MAGNITUDE})`,
+      );
     }
+    stack.push(value);
   }
-
-  if (tokens.length === 0) fail("empty expression");
-  const evaluate = sum();
-  if (pos !== tokens.length) fail("trailing tokens");
-  return { evaluate, names };
+  return stack[0] as bigint;
 }
 
-/** Evaluate to a JS number, refusing results that a number cannot hold exactly. */
-export function toSafeNumber(value: bigint, what: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new ReferenceFormatError(`${what} ${value} is out of range`);
-  return n;
+/** Compile an expression such as `2048 + chunk_i * 4194304` into a function of its names. */
+export function compileExpression(source: string): { evaluate: Expression; names: Set<string> } {
+  if (source.length > MAX_EXPRESSION_LENGTH) {
+    throw new GenExpressionError(`gen expression longer than ${MAX_EXPRESSION_LENGTH} characters`);
+  }
+  const { program, names } = parse(source, tokenize(source));
+  return { evaluate: (env) => run(program, env, source), names };
 }

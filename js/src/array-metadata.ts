@@ -4,23 +4,7 @@
  */
 import { base64Decode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
-
-const ITEM_SIZES: Record<string, number> = {
-  bool: 1,
-  int8: 1,
-  uint8: 1,
-  int16: 2,
-  uint16: 2,
-  int32: 4,
-  uint32: 4,
-  int64: 8,
-  uint64: 8,
-  float16: 2,
-  float32: 4,
-  float64: 8,
-  complex64: 8,
-  complex128: 16,
-};
+import { itemSizeOf, type StructLayout, structLayout, uniformByte } from "./struct.js";
 
 /** Codecs that leave a chunk's bytes a plain, full-size image of its elements. */
 const PADDABLE_CODECS = new Set(["bytes", "transpose"]);
@@ -37,35 +21,28 @@ export interface ArrayInfo {
    * the full chunk size and the bytes of one fill element; a short chunk is padded with them.
    */
   readonly padding?: { chunkBytes: number; fillElement: Uint8Array };
+  /**
+   * Whether a stored chunk ends with HDF5's Fletcher-32 checksum (`numcodecs.fletcher32` last in
+   * the codecs): the store verifies and removes it, and shows zarrita the codecs without it.
+   */
+  readonly checksummed: boolean;
+  /**
+   * For a struct array: its fields, and the byte its fill element repeats (zarrita's uint8 fill
+   * value in the view the store shows; undefined when the bytes differ or are unknown, and the
+   * store then serves missing chunks itself).
+   */
+  readonly struct?: { layout: StructLayout; fillByte?: number };
 }
 
-function itemSizeOf(dataType: unknown): number | undefined {
-  if (typeof dataType === "string") {
-    const known = ITEM_SIZES[dataType];
-    if (known !== undefined) return known;
-    const raw = /^r(\d+)$/.exec(dataType);
-    if (raw !== null && Number(raw[1]) % 8 === 0) return Number(raw[1]) / 8;
-    return undefined;
-  }
-  if (dataType !== null && typeof dataType === "object") {
-    // Struct data types: {"name": "struct", "configuration": {"fields": [[name, type], …]}}
-    // or fields as {name, data_type} objects. Sizes add up (packed, as HDF5 compounds are).
-    const config = (dataType as { configuration?: { fields?: unknown } }).configuration;
-    const fields = config?.fields;
-    if (!Array.isArray(fields)) return undefined;
-    let total = 0;
-    for (const field of fields) {
-      const type = Array.isArray(field)
-        ? field[1]
-        : ((field as { data_type?: unknown; type?: unknown })?.data_type ??
-          (field as { type?: unknown })?.type);
-      const size = itemSizeOf(type);
-      if (size === undefined) return undefined;
-      total += size;
-    }
-    return total;
-  }
-  return undefined;
+export const FLETCHER32 = "numcodecs.fletcher32";
+
+/** Whether the last (outermost) of `codecs` is the Fletcher-32 checksum. */
+export function endsWithFletcher32(codecs: unknown): boolean {
+  return (
+    Array.isArray(codecs) &&
+    codecs.length > 0 &&
+    (codecs[codecs.length - 1] as { name?: unknown })?.name === FLETCHER32
+  );
 }
 
 function writeNumber(
@@ -213,7 +190,18 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
     chunkShape,
     separator,
     defaultEncoding,
+    checksummed: endsWithFletcher32(codecs),
   };
+  const layout = structLayout(meta);
+  if (layout !== undefined) {
+    const element = fillElementBytes(
+      meta.data_type,
+      meta.fill_value,
+      layout.itemSize,
+      layout.littleEndian,
+    );
+    info.struct = { layout, fillByte: element === undefined ? undefined : uniformByte(element) };
+  }
   if (codecs.every((c) => PADDABLE_CODECS.has(c.name))) {
     const itemSize = itemSizeOf(meta.data_type);
     const bytesCodec = codecs.find((c) => c.name === "bytes");

@@ -2,7 +2,9 @@
  * The Non-Finite Attributes and Bytes Attributes Zarr conventions: NaN/±Infinity stored as the
  * strings "NaN"/"Infinity"/"-Infinity", bytes as "base64:…", and a real string of either form
  * (or one starting with `_str_`) escaped with the prefix `_str_`. A node registers the
- * conventions it uses in its `zarr_conventions` attribute; only registered ones are decoded.
+ * conventions it uses in its `zarr_conventions` attribute (an object with the convention's
+ * uuid); only registered ones are decoded. The rules are Python's `decode_attributes`, checked
+ * by the conformance cases of `shadowzarr_spec/conformance/attributes.json`.
  */
 import { base64Decode } from "./bytes.js";
 
@@ -16,9 +18,10 @@ export const BYTES_CONVENTION = {
   name: "bytes-attributes",
 } as const;
 
-const STR_PREFIX = "_str_";
+export const CONVENTIONS_KEY = "zarr_conventions";
+export const STR_PREFIX = "_str_";
 const BASE64_PREFIX = "base64:";
-const NON_FINITE: Record<string, number> = {
+export const NON_FINITE_WORDS: Readonly<Record<string, number>> = {
   NaN: Number.NaN,
   Infinity: Number.POSITIVE_INFINITY,
   "-Infinity": Number.NEGATIVE_INFINITY,
@@ -33,34 +36,39 @@ export type DecodedAttribute =
   | DecodedAttribute[]
   | { [key: string]: DecodedAttribute };
 
-function registers(conventions: unknown, convention: { uuid: string; name: string }): boolean {
-  if (!Array.isArray(conventions)) return false;
-  return conventions.some((entry) => {
-    if (typeof entry === "string") return entry === convention.uuid || entry === convention.name;
-    if (entry !== null && typeof entry === "object") {
-      const e = entry as { uuid?: unknown; name?: unknown };
-      return e.uuid === convention.uuid || (e.uuid === undefined && e.name === convention.name);
-    }
-    return false;
-  });
+function isConvention(entry: unknown, convention: { uuid: string }): boolean {
+  return (
+    entry !== null &&
+    typeof entry === "object" &&
+    (entry as { uuid?: unknown }).uuid === convention.uuid
+  );
+}
+
+/** Whether a `zarr_conventions` value registers `convention` (an entry with its uuid). */
+export function registers(conventions: unknown, convention: { uuid: string }): boolean {
+  return Array.isArray(conventions) && conventions.some((e) => isConvention(e, convention));
 }
 
 /**
  * Decode the attributes of a group or array (`array.attrs`) following the conventions its
  * `zarr_conventions` attribute registers: numbers for the non-finite strings, `Uint8Array` for
- * "base64:…" strings, `_str_` stripped exactly once. Other attributes are returned unchanged.
+ * "base64:…" strings, `_str_` stripped exactly once. The decoded conventions leave
+ * `zarr_conventions` (which is dropped when nothing else remains); other attributes are
+ * returned unchanged. A "base64:" value that is not base64 is a ReferenceFormatError.
  */
 export function decodeAttributes(
   attributes: Record<string, unknown>,
 ): Record<string, DecodedAttribute> {
-  const conventions = attributes.zarr_conventions;
+  const conventions = attributes[CONVENTIONS_KEY];
   const nonFinite = registers(conventions, NON_FINITE_CONVENTION);
   const bytes = registers(conventions, BYTES_CONVENTION);
+  if (!nonFinite && !bytes) return { ...attributes } as Record<string, DecodedAttribute>;
   const decodeValue = (value: unknown): DecodedAttribute => {
     if (typeof value === "string") {
-      if (!nonFinite && !bytes) return value;
       if (value.startsWith(STR_PREFIX)) return value.slice(STR_PREFIX.length);
-      if (nonFinite && value in NON_FINITE) return NON_FINITE[value] as number;
+      if (nonFinite && Object.prototype.hasOwnProperty.call(NON_FINITE_WORDS, value)) {
+        return NON_FINITE_WORDS[value] as number;
+      }
       if (bytes && value.startsWith(BASE64_PREFIX)) {
         return base64Decode(value.slice(BASE64_PREFIX.length));
       }
@@ -76,7 +84,11 @@ export function decodeAttributes(
   };
   const out: Record<string, DecodedAttribute> = {};
   for (const [key, value] of Object.entries(attributes)) {
-    out[key] = key === "zarr_conventions" ? (value as DecodedAttribute) : decodeValue(value);
+    if (key !== CONVENTIONS_KEY) out[key] = decodeValue(value);
   }
+  const remaining = (conventions as unknown[]).filter(
+    (e) => !isConvention(e, NON_FINITE_CONVENTION) && !isConvention(e, BYTES_CONVENTION),
+  );
+  if (remaining.length > 0) out[CONVENTIONS_KEY] = remaining as DecodedAttribute;
   return out;
 }

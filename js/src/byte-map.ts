@@ -3,7 +3,7 @@
  * through a selection (records of `recordSize` bytes of which the `keep` ranges are joined) or
  * one to one; and that pads a short result with fill bytes.
  */
-import { ChunkSizeError, ReferenceFormatError } from "./errors.js";
+import { ChunkDecodeError, ReferenceFormatError } from "./errors.js";
 
 export interface Selection {
   readonly recordSize: number;
@@ -26,7 +26,7 @@ export function validateSelection(path: string, raw: unknown): Selection {
     throw new ReferenceFormatError(`selection of ${path}: keep must list [start, stop) ranges`);
   }
   const keep = s.keep.map((range: unknown) => {
-    const [a, b] = Array.isArray(range) ? range : [];
+    const [a, b] = Array.isArray(range) && range.length === 2 ? range : [];
     if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b <= a || b > recordSize) {
       throw new ReferenceFormatError(
         `selection of ${path}: bad keep range ${JSON.stringify(range)}`,
@@ -125,19 +125,25 @@ export function assembleSegments(
   spans: readonly Span[],
   bodies: readonly Uint8Array[],
 ): Uint8Array {
+  // What the bodies hold, up to the first missing byte: a reference may claim far more than its
+  // file has (allocating what it claims would fail), and the result is what is there.
+  const pieces: Uint8Array[] = [];
   let total = 0;
-  for (const s of segments) total += s.length;
-  const out = new Uint8Array(total);
-  let at = 0;
   for (const s of segments) {
     const i = findSpan(spans, s.offset);
     const span = spans[i] as Span;
     const body = bodies[i] as Uint8Array;
     const from = s.offset - span.offset;
     const available = Math.max(0, Math.min(s.length, body.length - from));
-    out.set(body.subarray(from, from + available), at);
-    at += available;
-    if (available < s.length) return out.slice(0, at);
+    pieces.push(body.subarray(from, from + available));
+    total += available;
+    if (available < s.length) break;
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
   }
   return out;
 }
@@ -165,7 +171,7 @@ export function padWithFill(
 ): Uint8Array {
   const want = end - start;
   if (data.length > want) {
-    throw new ChunkSizeError(`chunk bytes are ${data.length - want} bytes longer than the chunk`);
+    throw new ChunkDecodeError(`chunk bytes are ${data.length - want} bytes longer than the chunk`);
   }
   if (data.length === want) return data;
   const out = new Uint8Array(want);

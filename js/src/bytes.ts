@@ -1,4 +1,5 @@
 /** Byte helpers that work the same in browsers and in Node (no `Buffer`). */
+import { ReferenceFormatError } from "./errors.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -11,7 +12,16 @@ export function utf8Decode(bytes: Uint8Array): string {
   return decoder.decode(bytes);
 }
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Strict base64 (RFC 4648, standard alphabet, padded, no whitespace), the rule of the format for
+ * "base64:" values; anything else is a ReferenceFormatError, as in the Python reader.
+ */
 export function base64Decode(text: string): Uint8Array {
+  if (!BASE64.test(text)) {
+    throw new ReferenceFormatError(`${JSON.stringify(text.slice(0, 40))} is not base64`);
+  }
   const binary = atob(text);
   const out = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);

@@ -1,36 +1,80 @@
 /**
  * Chunk indexes: a Zarr v3 uint64 array of shape grid + [2] holding (offset, nbytes) of every data
- * chunk of an array in one file; 2^64-1 in both marks a chunk that was never written. Index
- * chunks are read lazily through zarrita itself (so blosc decodes as everywhere else) and kept
- * in a small LRU.
+ * chunk of an array in one file; 2^64-1 in both marks a chunk that was never written. The layout
+ * is fixed by the format (`shadowzarr_spec.chunk_index`): the index chunk shape follows from the
+ * grid, the codecs are bytes + Blosc. Like the Python reader, the store takes the layout from the
+ * data array's grid, never from the index's own zarr.json, and reads index chunks through zarrita
+ * (so Blosc decodes as everywhere else), keeping a few in a small LRU. A missing or damaged index
+ * chunk is an error, never a run of missing chunks.
  */
 import * as zarr from "zarrita";
-import { normalizeMetadataText } from "./json.js";
-import { utf8Decode, utf8Encode } from "./bytes.js";
-import { ReferenceFormatError } from "./errors.js";
+import { utf8Encode } from "./bytes.js";
+import { ReferenceFormatError, SourceUnavailableError } from "./errors.js";
 
 const MISSING = 0xffffffffffffffffn;
+/** Data chunks one index chunk covers, about. */
+export const CHUNKS_PER_INDEX_CHUNK = 65536;
 
-/** Reads files of the index array, e.g. `…/index/a/b/zarr.json`; undefined when absent. */
+/** Reads files of the index array, e.g. `…/index/a/b/c/0/0`; undefined when absent. */
 export type IndexFileReader = (
   url: string,
   signal?: AbortSignal,
 ) => Promise<Uint8Array | undefined>;
 
-/** A read-only zarrita store over one folder URL. */
+/** Keep trailing grid axes whole while they fit `target`; cut the next one to fit. */
+export function indexChunkShape(
+  grid: readonly number[],
+  target = CHUNKS_PER_INDEX_CHUNK,
+): number[] {
+  const shape = grid.map(() => 1);
+  let covered = 1;
+  for (let axis = grid.length - 1; axis >= 0; axis--) {
+    const extent = Math.max(1, grid[axis] as number);
+    if (covered * extent <= target) {
+      shape[axis] = extent;
+      covered *= extent;
+    } else {
+      shape[axis] = Math.max(1, Math.floor(target / covered));
+      break;
+    }
+  }
+  return [...shape, 2];
+}
+
+function indexMetadata(grid: readonly number[]): string {
+  return JSON.stringify({
+    zarr_format: 3,
+    node_type: "array",
+    shape: [...grid, 2],
+    data_type: "uint64",
+    chunk_grid: { name: "regular", configuration: { chunk_shape: indexChunkShape(grid) } },
+    chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+    fill_value: "18446744073709551615",
+    codecs: [
+      { name: "bytes", configuration: { endian: "little" } },
+      {
+        name: "blosc",
+        configuration: { cname: "zstd", clevel: 5, shuffle: "shuffle", typesize: 8, blocksize: 0 },
+      },
+    ],
+    attributes: {},
+  });
+}
+
+/** A read-only zarrita store over one index folder URL, with the format's metadata. */
 class FolderStore {
   constructor(
     private readonly base: string,
+    private readonly grid: readonly number[],
     private readonly readFile: IndexFileReader,
   ) {}
 
   async get(key: string, opts?: { signal?: AbortSignal }): Promise<Uint8Array | undefined> {
-    const bytes = await this.readFile(
-      new URL(key.replace(/^\//, ""), this.base).href,
-      opts?.signal,
-    );
-    if (bytes !== undefined && key.endsWith("zarr.json")) {
-      return utf8Encode(normalizeMetadataText(utf8Decode(bytes)));
+    if (key === "/zarr.json") return utf8Encode(indexMetadata(this.grid));
+    const url = new URL(key.replace(/^\//, ""), this.base).href;
+    const bytes = await this.readFile(url, opts?.signal);
+    if (bytes === undefined) {
+      throw new SourceUnavailableError(`the index chunk ${url} does not exist`, url, 404);
     }
     return bytes;
   }
@@ -78,22 +122,43 @@ export class ChunkIndex {
     readonly path: string,
     /** URL of the index array's folder, ending in "/". */
     readonly location: string,
+    /** The data array's chunk grid. */
+    grid: readonly number[],
     readFile: IndexFileReader,
     cacheSize: number,
   ) {
-    this.#store = new FolderStore(location, readFile);
+    this.#store = new FolderStore(location, grid, readFile);
     this.#chunks = new Lru(cacheSize);
   }
 
   #open(): Promise<zarr.Array<zarr.DataType, FolderStore>> {
-    this.#array ??= zarr.open.v3(zarr.root(this.#store), { kind: "array" }).then((array) => {
-      if (array.dtype !== "uint64" || array.shape[array.shape.length - 1] !== 2) {
-        throw new ReferenceFormatError(`index of ${this.path} must be uint64 with last axis 2`);
-      }
-      return array;
-    });
+    this.#array ??= zarr.open.v3(zarr.root(this.#store), { kind: "array" });
     this.#array.catch(() => (this.#array = undefined));
     return this.#array;
+  }
+
+  /** One index chunk, decoded; a chunk that is not the format's Blosc data is refused. */
+  async #readChunk(
+    array: zarr.Array<zarr.DataType, FolderStore>,
+    coords: number[],
+  ): Promise<IndexChunk> {
+    let chunk: IndexChunk;
+    try {
+      chunk = (await array.getChunk(coords)) as IndexChunk;
+    } catch (error) {
+      if (error instanceof SourceUnavailableError) throw error;
+      throw new ReferenceFormatError(
+        `index chunk ${coords} of ${this.path} is not valid Blosc data`,
+        {
+          cause: error,
+        },
+      );
+    }
+    const expected = array.chunks.reduce((a, b) => a * b, 1);
+    if (!(chunk.data instanceof BigUint64Array) || chunk.data.length !== expected) {
+      throw new ReferenceFormatError(`index chunk ${coords} of ${this.path} has the wrong size`);
+    }
+    return chunk;
   }
 
   /** Where data chunk `coords` is, or null when it was never written. */
@@ -102,9 +167,7 @@ export class ChunkIndex {
     const grid = array.shape.slice(0, -1);
     const chunkShape = array.chunks;
     if (coords.length !== grid.length || coords.some((c, i) => c < 0 || c >= (grid[i] as number))) {
-      throw new ReferenceFormatError(
-        `chunk ${coords.join(",")} is outside the index of ${this.path}`,
-      );
+      return null; // outside the grid: never written
     }
     const indexCoords = coords.map((c, i) => Math.floor(c / (chunkShape[i] as number)));
     indexCoords.push(0);
@@ -113,7 +176,7 @@ export class ChunkIndex {
     if (chunk === undefined) {
       this.fetchedChunks++;
       // Shared by every caller, so one caller aborting must not cancel it: no signal.
-      chunk = array.getChunk(indexCoords) as Promise<IndexChunk>;
+      chunk = this.#readChunk(array, indexCoords);
       this.#chunks.set(cacheKey, chunk);
       chunk.catch(() => this.#chunks.delete(cacheKey));
     }

@@ -1,43 +1,62 @@
 /**
  * kerchunk gen entries, compiled into a key matcher: a key is tested against the entry's key
  * pattern, the dimension values are read from it and checked against the dimensions, and only
- * then are url/offset/length evaluated. Nothing is expanded up front.
+ * then are url/offset/length evaluated. Nothing is expanded up front. The rules (what an entry
+ * must hold, what a key must look like) are those of the Python reader, checked by the
+ * conformance cases.
  */
-import { toSafeNumber } from "./arithmetic.js";
-import { ReferenceFormatError } from "./errors.js";
-import { compileTemplate, type CompiledTemplate } from "./template.js";
+import { isName } from "./arithmetic.js";
+import { GenExpressionError, ReferenceFormatError } from "./errors.js";
+import { compileTemplate, expandNamedTemplates, type CompiledTemplate } from "./template.js";
+
+type DimensionJson = { start?: number; stop: number; step?: number } | number[] | number;
 
 export interface GenEntryJson {
   key: string;
   url: string;
-  offset?: string | number;
-  length?: string | number;
-  dimensions: Record<string, { start?: number; stop: number; step?: number } | number[]>;
+  offset: string | number;
+  length: string | number;
+  dimensions: Record<string, DimensionJson>;
 }
 
 export interface ResolvedRange {
   url: string;
-  /** Absent for a whole-file reference. */
-  offset?: number;
-  size?: number;
+  offset: number;
+  size: number;
 }
+
+/** More dimensions than this is not a reference file anyone writes. */
+export const MAX_GEN_DIMENSIONS = 32;
 
 type Dimension = (value: number) => boolean;
 
-function compileDimension(name: string, spec: GenEntryJson["dimensions"][string]): Dimension {
+function dimensionInteger(name: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+    throw new ReferenceFormatError(
+      `gen dimension ${name} must hold integers of magnitude at most 2^53 - 1`,
+    );
+  }
+  return value;
+}
+
+function compileDimension(name: string, spec: unknown): Dimension {
   if (Array.isArray(spec)) {
-    const values = new Set(spec);
+    const values = new Set(spec.map((v) => dimensionInteger(name, v)));
     return (v) => values.has(v);
   }
-  if (spec === null || typeof spec !== "object" || typeof spec.stop !== "number") {
-    throw new ReferenceFormatError(`gen dimension ${name} needs a list or {start, stop, step}`);
+  if (typeof spec === "number") {
+    const stop = dimensionInteger(name, spec);
+    return (v) => v >= 0 && v < stop;
   }
-  const start = spec.start ?? 0;
-  const stop = spec.stop;
-  const step = spec.step ?? 1;
-  if (!Number.isInteger(step) || step === 0) {
-    throw new ReferenceFormatError(`gen dimension ${name} has step ${step}`);
+  if (spec === null || typeof spec !== "object") {
+    throw new ReferenceFormatError(`gen dimension ${name} must be an object, list or integer`);
   }
+  const raw = spec as { start?: unknown; stop?: unknown; step?: unknown };
+  if (!("stop" in raw)) throw new ReferenceFormatError(`gen dimension ${name} has no stop`);
+  const start = dimensionInteger(name, "start" in raw ? raw.start : 0);
+  const stop = dimensionInteger(name, raw.stop);
+  const step = dimensionInteger(name, "step" in raw ? raw.step : 1);
+  if (step === 0) throw new ReferenceFormatError(`gen dimension ${name} has step 0`);
   return step > 0
     ? (v) => v >= start && v < stop && (v - start) % step === 0
     : (v) => v <= start && v > stop && (start - v) % -step === 0;
@@ -47,56 +66,105 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+function fieldTemplate(key: string, what: string, value: unknown): CompiledTemplate {
+  if (typeof value === "number" && Number.isInteger(value)) return compileTemplate(String(value));
+  if (typeof value !== "string") {
+    throw new ReferenceFormatError(`gen entry ${key}: ${what} must be text or an integer`);
+  }
+  return compileTemplate(value);
+}
+
 export class GenEntry {
   readonly #pattern: RegExp;
   readonly #names: string[];
   readonly #dimensions: Map<string, Dimension>;
   readonly #url: CompiledTemplate;
-  readonly #offset: CompiledTemplate | undefined;
-  readonly #length: CompiledTemplate | undefined;
+  readonly #offset: CompiledTemplate;
+  readonly #length: CompiledTemplate;
+  readonly #prefix: string;
 
-  constructor(entry: GenEntryJson) {
-    if (typeof entry?.key !== "string" || typeof entry.url !== "string") {
-      throw new ReferenceFormatError("a gen entry needs string key and url");
+  constructor(entry: GenEntryJson, templates: Readonly<Record<string, string>> = {}) {
+    if (entry === null || typeof entry !== "object" || Array.isArray(entry)) {
+      throw new ReferenceFormatError("a gen entry must be an object");
     }
+    for (const field of ["key", "url", "offset", "length", "dimensions"]) {
+      if (!(field in entry)) throw new ReferenceFormatError(`gen entry lacks ${field}`);
+    }
+    const key = entry.key;
+    if (typeof key !== "string" || typeof entry.url !== "string") {
+      throw new ReferenceFormatError("gen entry key and url must be strings");
+    }
+    const offset = fieldTemplate(key, "offset", entry.offset);
+    const length = fieldTemplate(key, "length", entry.length);
+    const rawDimensions = entry.dimensions as unknown;
+    if (
+      rawDimensions === null ||
+      typeof rawDimensions !== "object" ||
+      Array.isArray(rawDimensions)
+    ) {
+      throw new ReferenceFormatError(`gen entry ${key}: dimensions must be an object`);
+    }
+    const names = Object.keys(rawDimensions);
     this.#dimensions = new Map(
-      Object.entries(entry.dimensions ?? {}).map(([n, s]) => [n, compileDimension(n, s)]),
+      names.map((n) => [n, compileDimension(n, (rawDimensions as Record<string, unknown>)[n])]),
     );
+    if (names.length === 0) throw new ReferenceFormatError(`gen entry ${key} has no dimensions`);
+    if (names.length > MAX_GEN_DIMENSIONS) {
+      throw new ReferenceFormatError(`gen entry ${key} has too many dimensions`);
+    }
+    const shared = names.filter((n) => Object.prototype.hasOwnProperty.call(templates, n));
+    if (shared.length > 0) {
+      throw new ReferenceFormatError(`gen entry ${key}: ${shared} are templates and dimensions`);
+    }
     this.#names = [];
+    this.#prefix = "";
+    const keyTemplate = compileTemplate(key);
     let source = "^";
     let last = 0;
-    for (const m of entry.key.matchAll(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g)) {
-      const name = m[1] as string;
-      if (!this.#dimensions.has(name)) {
-        throw new ReferenceFormatError(`gen key ${entry.key} uses ${name}, not a dimension`);
+    let first = true;
+    for (const m of key.matchAll(/\{\{(.*?)\}\}/gs)) {
+      const name = keyTemplate.placeholders[this.#names.length] as string;
+      if (!this.#dimensions.has(name) || !isName(name)) {
+        throw new GenExpressionError(
+          `gen key ${key} may use only bare dimension names in {{ }}, got ${JSON.stringify(name)}`,
+        );
       }
-      source += escapeRegExp(entry.key.slice(last, m.index)) + "(-?\\d+)";
+      const at = m.index ?? 0;
+      if (first) this.#prefix = key.slice(0, at);
+      first = false;
+      source += escapeRegExp(key.slice(last, at)) + "(-?[0-9]+)";
       this.#names.push(name);
-      last = (m.index ?? 0) + m[0].length;
+      last = at + m[0].length;
     }
-    const rest = entry.key.slice(last);
-    if (rest.includes("{{")) {
-      throw new ReferenceFormatError(`gen key ${entry.key}: only bare dimension names allowed`);
-    }
-    this.#pattern = new RegExp(source + escapeRegExp(rest) + "$");
-    this.#url = compileTemplate(entry.url);
-    const asTemplate = (v: string | number | undefined) =>
-      v === undefined ? undefined : compileTemplate(String(v));
-    this.#offset = asTemplate(entry.offset);
-    this.#length = asTemplate(entry.length);
-    if ((this.#offset === undefined) !== (this.#length === undefined)) {
-      throw new ReferenceFormatError(`gen entry ${entry.key} needs both offset and length`);
+    if (this.#names.length === 0) throw new GenExpressionError(`gen key ${key} uses no dimension`);
+    this.#pattern = new RegExp(source + escapeRegExp(key.slice(last)) + "$");
+    this.#url = compileTemplate(expandNamedTemplates(entry.url, templates, false));
+    this.#offset = offset;
+    this.#length = length;
+    for (const [what, template] of [
+      ["url", this.#url],
+      ["offset", offset],
+      ["length", length],
+    ] as const) {
+      const unknown = [...template.names].filter((n) => !this.#dimensions.has(n));
+      if (unknown.length > 0) {
+        throw new GenExpressionError(
+          `gen entry ${key}: its ${what} uses ${unknown.sort()}, which are not dimensions`,
+        );
+      }
     }
   }
 
   /** The reference for `key` if this entry generates it, else undefined. */
-  resolve(key: string, templates: Readonly<Record<string, string>>): ResolvedRange | undefined {
+  resolve(key: string): ResolvedRange | undefined {
+    if (!key.startsWith(this.#prefix)) return undefined;
     const m = this.#pattern.exec(key);
     if (m === null) return undefined;
     const env: Record<string, number> = {};
     for (let i = 0; i < this.#names.length; i++) {
       const name = this.#names[i] as string;
       const text = m[i + 1] as string;
+      if (text.length > 17) return undefined; // beyond 2^53 - 1, so in no dimension
       const value = Number(text);
       // kerchunk renders plain integers: "05" or "-0" are other keys.
       if (String(value) !== text) return undefined;
@@ -104,12 +172,11 @@ export class GenEntry {
       if (!(this.#dimensions.get(name) as Dimension)(value)) return undefined;
       env[name] = value;
     }
-    const url = this.#url.render(env, templates);
-    if (this.#offset === undefined || this.#length === undefined) return { url };
-    return {
-      url,
-      offset: toSafeNumber(this.#offset.integer(env), "gen offset"),
-      size: toSafeNumber(this.#length.integer(env), "gen length"),
-    };
+    const offset = this.#offset.integer(env, "offset");
+    const size = this.#length.integer(env, "length");
+    if (offset + size > Number.MAX_SAFE_INTEGER) {
+      throw new GenExpressionError(`gen entry key ${key}: offset + length beyond 2^53 - 1`);
+    }
+    return { url: this.#url.render(env), offset, size };
   }
 }

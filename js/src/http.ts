@@ -34,6 +34,37 @@ function strongEtag(etag: string): string {
   return etag.startsWith("W/") ? etag.slice(2) : etag;
 }
 
+/**
+ * What a failed fetch may mean in a browser: a page or worker reading from another origin sees a
+ * CORS refusal as a plain network error. Elsewhere (Node, same origin) there is no CORS to blame.
+ */
+function corsHint(request: Request): string {
+  const origin = (globalThis as { location?: { origin?: string } }).location?.origin;
+  const inBrowser =
+    typeof (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent ===
+      "string" &&
+    !/Node\.js|Deno|Bun/.test(
+      (globalThis as { navigator: { userAgent: string } }).navigator.userAgent,
+    );
+  if (!inBrowser || origin === undefined || origin === "null") return "";
+  let target: string;
+  try {
+    target = new URL(request.url).origin;
+  } catch {
+    return "";
+  }
+  if (target === origin) return "";
+  const headers = request.headers.has("if-match") ? "Range and If-Match" : "Range";
+  return (
+    ` ${target} is another origin than this page (${origin}): a server without CORS headers ` +
+    `(Access-Control-Allow-Origin, and Access-Control-Allow-Headers listing ${headers}) fails ` +
+    "this way" +
+    (request.headers.has("if-match")
+      ? "; ifMatch: false (which still compares ETags) or validateSources: false sends no If-Match."
+      : ".")
+  );
+}
+
 export class HttpReader {
   constructor(private readonly options: HttpOptions) {}
 
@@ -56,10 +87,7 @@ export class HttpReader {
       if ((cause as { name?: string })?.name === "AbortError") throw cause;
       if (request.signal?.aborted) throw request.signal.reason;
       throw new SourceUnavailableError(
-        `fetching ${request.url} failed (${String(cause)}). In a browser this is how a ` +
-          "cross-origin server without CORS headers (Access-Control-Allow-Origin, and " +
-          "Allow-Headers listing If-Match and Range) shows; pass validateSources: false to " +
-          "send no If-Match.",
+        `fetching ${request.url} failed (${String(cause)}).${corsHint(request)}`,
         logicalUrl,
         undefined,
         { cause },

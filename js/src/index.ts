@@ -14,12 +14,16 @@ export { compileExpression } from "./arithmetic.js";
 export { createDandiResolver, followRedirectOnce, isDandiDownloadUrl } from "./dandi.js";
 export type { FetchFunction, UrlResolver } from "./dandi.js";
 export {
+  ChunkDecodeError,
   ChunkSizeError,
+  GenExpressionError,
   RangeResponseError,
   ReferenceFormatError,
   ShadowzarrError,
   SourceChangedError,
+  SourceError,
   SourceUnavailableError,
+  UnsafePathError,
 } from "./errors.js";
 export {
   fletcher32,
@@ -29,6 +33,7 @@ export {
 } from "./fletcher32.js";
 export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
 export type { RfsJson } from "./references.js";
+export { decodeStruct, structFields, type StructField, type StructLayout } from "./struct.js";
 export {
   DEFAULT_MAX_MERGE_SIZE,
   DEFAULT_MERGE_GAP,

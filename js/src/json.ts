@@ -2,6 +2,15 @@
  * JSON as Python writes it: bare `NaN`, `Infinity` and `-Infinity` tokens, and 64-bit integers
  * that `JSON.parse` would round. Both are rewritten before zarrita or `JSON.parse` sees them.
  */
+import {
+  BYTES_CONVENTION,
+  CONVENTIONS_KEY,
+  NON_FINITE_CONVENTION,
+  NON_FINITE_WORDS,
+  registers,
+  STR_PREFIX,
+} from "./attributes.js";
+import { ReferenceFormatError } from "./errors.js";
 
 const QUOTE = 34; // "
 const BACKSLASH = 92; // \
@@ -64,16 +73,120 @@ export function quoteLargeFillValues(text: string): string {
   );
 }
 
-/** Metadata text as zarrita can parse it: non-finite tokens and large fill values quoted. */
+/**
+ * Metadata text as zarrita can parse it: large fill values quoted, and bare non-finite tokens
+ * (which the HDF5 generator writes for NWB files, so that hdmf-zarr reads them) turned into the
+ * Non-Finite Attributes convention: numbers as "NaN"/"Infinity"/"-Infinity", strings that would
+ * read as one escaped with `_str_`, the convention registered. `decodeAttributes` then returns
+ * the numbers as numbers and a genuine string "NaN" as a string, as Python's
+ * `decode_attributes` does with the bare form.
+ */
 export function normalizeMetadataText(text: string): string {
-  return quoteLargeFillValues(quoteNonFinite(text));
+  const large = quoteLargeFillValues(text);
+  if (quoteNonFinite(large) === large) return large;
+  return JSON.stringify(withoutBareNonFinite(parseJson(large)));
+}
+
+function nonFiniteWord(value: number): string {
+  return Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+}
+
+const isNonFinite = (value: unknown): value is number =>
+  typeof value === "number" && !Number.isFinite(value);
+
+function containsNonFinite(value: unknown): boolean {
+  if (isNonFinite(value)) return true;
+  if (Array.isArray(value)) return value.some(containsNonFinite);
+  if (value !== null && typeof value === "object")
+    return Object.values(value).some(containsNonFinite);
+  return false;
+}
+
+/** Every non-finite number as its word, nothing else changed (fill values, configurations). */
+function quoteNumbers(value: unknown): unknown {
+  if (isNonFinite(value)) return nonFiniteWord(value);
+  if (Array.isArray(value)) return value.map(quoteNumbers);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, quoteNumbers(v)]));
+  }
+  return value;
+}
+
+/** A node document (zarr.json) with its attributes, and its consolidated children's, encoded. */
+function withoutBareNonFinite(document: unknown): unknown {
+  if (document === null || typeof document !== "object" || Array.isArray(document)) {
+    return quoteNumbers(document);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(document)) {
+    if (
+      key === "attributes" &&
+      value !== null &&
+      typeof value === "object" &&
+      !Array.isArray(value)
+    ) {
+      out[key] = containsNonFinite(value)
+        ? encodeNonFiniteAttributes(value as Record<string, unknown>)
+        : value;
+    } else if (key === "consolidated_metadata" && value !== null && typeof value === "object") {
+      const consolidated = { ...(value as Record<string, unknown>) };
+      const children = consolidated.metadata;
+      if (children !== null && typeof children === "object" && !Array.isArray(children)) {
+        consolidated.metadata = Object.fromEntries(
+          Object.entries(children).map(([path, child]) => [path, withoutBareNonFinite(child)]),
+        );
+      }
+      out[key] = quoteNumbers(consolidated);
+    } else {
+      out[key] = quoteNumbers(value);
+    }
+  }
+  return out;
+}
+
+/**
+ * Attributes holding non-finite numbers in the Non-Finite Attributes convention. When a node
+ * already registers it, its strings are already escaped; when it registers the Bytes
+ * convention, strings starting with `_str_` are already escapes (decoding strips one prefix,
+ * whichever convention put it there).
+ */
+function encodeNonFiniteAttributes(attributes: Record<string, unknown>): Record<string, unknown> {
+  const conventions = attributes[CONVENTIONS_KEY];
+  if (registers(conventions, NON_FINITE_CONVENTION)) {
+    return quoteNumbers(attributes) as Record<string, unknown>;
+  }
+  const bytes = registers(conventions, BYTES_CONVENTION);
+  const encode = (value: unknown): unknown => {
+    if (isNonFinite(value)) return nonFiniteWord(value);
+    if (typeof value === "string") {
+      const escape =
+        Object.prototype.hasOwnProperty.call(NON_FINITE_WORDS, value) ||
+        (!bytes && value.startsWith(STR_PREFIX));
+      return escape ? STR_PREFIX + value : value;
+    }
+    if (Array.isArray(value)) return value.map(encode);
+    if (value !== null && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v)]));
+    }
+    return value;
+  };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key !== CONVENTIONS_KEY) out[key] = encode(value);
+  }
+  out[CONVENTIONS_KEY] = [
+    ...(Array.isArray(conventions) ? conventions : []),
+    { ...NON_FINITE_CONVENTION },
+  ];
+  return out;
 }
 
 const SENTINEL = "\u0000shadowzarr-non-finite:";
 
 /**
  * `JSON.parse` that also accepts the bare tokens `NaN`, `Infinity` and `-Infinity` (legacy
- * reference files written by Python's `json`) and reads them as numbers.
+ * reference files written by Python's `json`) and reads them as numbers. Text that is not JSON
+ * is a ReferenceFormatError, as in the Python reader.
  */
 export function parseJson(text: string): unknown {
   try {
@@ -81,12 +194,17 @@ export function parseJson(text: string): unknown {
   } catch (error) {
     if (!(error instanceof SyntaxError)) throw error;
     const quoted = quoteNonFiniteWith(text, SENTINEL);
-    if (quoted === text) throw error;
-    return JSON.parse(quoted, (_key, value: unknown) => {
-      if (typeof value === "string" && value.startsWith(SENTINEL)) {
-        return Number(value.slice(SENTINEL.length));
-      }
-      return value;
-    });
+    try {
+      if (quoted === text) throw error;
+      return JSON.parse(quoted, (_key, value: unknown) => {
+        if (typeof value === "string" && value.startsWith(SENTINEL)) {
+          return Number(value.slice(SENTINEL.length));
+        }
+        return value;
+      });
+    } catch (cause) {
+      if (!(cause instanceof SyntaxError)) throw cause;
+      throw new ReferenceFormatError(`not valid JSON: ${cause.message}`, { cause });
+    }
   }
 }

@@ -1,4 +1,16 @@
-/** A concurrency limit for the store's own fetches (zarrita and undici impose none). */
+/**
+ * A concurrency limit for the store's own fetches (zarrita and undici impose none).
+ *
+ * In Node, a slot is handed on one `setImmediate` after a fetch finished: undici returns the
+ * socket to its pool only after the response body has been delivered, so a request started at
+ * once finds every socket busy and opens another (measured: 32 sockets for 16 in flight; 16
+ * with the hand-over). Browsers have no `setImmediate` and cap connections per host themselves.
+ */
+const afterIo: (() => Promise<void>) | undefined =
+  typeof (globalThis as { setImmediate?: unknown }).setImmediate === "function"
+    ? () => new Promise<void>((resolve) => setImmediate(resolve))
+    : undefined;
+
 export class Limiter {
   #active = 0;
   readonly #waiting: (() => void)[] = [];
@@ -14,9 +26,14 @@ export class Limiter {
     try {
       return await task();
     } finally {
-      const next = this.#waiting.shift();
-      if (next !== undefined) next();
-      else this.#active--;
+      void this.#release();
     }
+  }
+
+  async #release(): Promise<void> {
+    if (afterIo !== undefined && this.#waiting.length > 0) await afterIo();
+    const next = this.#waiting.shift();
+    if (next !== undefined) next();
+    else this.#active--;
   }
 }

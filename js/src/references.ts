@@ -1,12 +1,16 @@
 /**
  * The reference file, read once into what lookups need: refs, templates, compiled gen entries,
- * indexes, selections and sources. A value in refs is normalised on lookup into one of three
- * typed references, so nothing downstream asks "is this a list of one or three?".
+ * indexes, selections and sources, checked by the rules of the Python reader
+ * (`shadowzarr_spec.parse`). Every section but `refs` is checked when the file is opened; a key
+ * of refs and its value are checked when the key is looked up (a file may hold millions, and
+ * listing a million keys alone costs a second), and the value normalised into one of three typed
+ * references, so nothing downstream asks "is this a list of one or three?".
  */
 import { base64Decode, utf8Encode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
 import { GenEntry, type GenEntryJson } from "./gen.js";
-import { expandUrlTemplates } from "./template.js";
+import { checkKey, checkRelativePath } from "./keys.js";
+import { expandNamedTemplates } from "./template.js";
 import { type Selection, validateSelection } from "./byte-map.js";
 
 export type Reference =
@@ -26,17 +30,42 @@ export interface RfsJson {
   gen?: GenEntryJson[];
   indexes?: Record<string, { url: string; index: string }>;
   selections?: Record<string, { record_size: number; keep: [number, number][] }>;
-  sources?: Record<string, { size?: number; etag?: string | null }>;
+  sources?: Record<string, { size?: number | null; etag?: string | null }>;
 }
 
 export interface IndexEntry {
+  /** The data file's URL, templates expanded. */
   readonly url: string;
   readonly index: string;
 }
 
+export interface SourceRecord {
+  readonly size?: number;
+  readonly etag?: string;
+}
+
+const KNOWN_KEYS = new Set([
+  "version",
+  "templates",
+  "refs",
+  "gen",
+  "indexes",
+  "selections",
+  "sources",
+]);
+
 /** Inline bytes of a string value: "base64:…" is base64, anything else UTF-8 text. */
 export function inlineBytes(value: string): Uint8Array {
   return value.startsWith("base64:") ? base64Decode(value.slice(7)) : utf8Encode(value);
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+function section(document: Record<string, unknown>, name: string): Record<string, unknown> {
+  const value = document[name] === undefined ? {} : document[name];
+  if (!isObject(value)) throw new ReferenceFormatError(`'${name}' must be an object`);
+  return value;
 }
 
 export class References {
@@ -46,38 +75,76 @@ export class References {
   readonly gen: readonly GenEntry[];
   readonly indexes: ReadonlyMap<string, IndexEntry>;
   readonly selections: ReadonlyMap<string, Selection>;
-  readonly rawSources: Readonly<Record<string, { size?: number; etag?: string | null }>>;
+  readonly sources: ReadonlyMap<string, SourceRecord>;
 
   constructor(json: RfsJson) {
-    if (json === null || typeof json !== "object") {
-      throw new ReferenceFormatError("a reference file must be a JSON object");
+    if (!isObject(json)) throw new ReferenceFormatError("a reference file must hold a JSON object");
+    let document = json as Record<string, unknown>;
+    if (!("refs" in document) && !("version" in document)) {
+      document = { version: 0, refs: document }; // kerchunk version 0: the refs alone
     }
-    const version = json.version ?? (json.refs === undefined ? 0 : 1);
+    const version = document.version ?? 1;
     if (version !== 0 && version !== 1 && version !== 2) {
-      throw new ReferenceFormatError(`unsupported reference file version ${String(version)}`);
+      throw new ReferenceFormatError(
+        `unsupported reference file version ${JSON.stringify(version)}`,
+      );
     }
-    this.version = version;
-    this.templates = json.templates ?? {};
-    this.refs = (version === 0 ? json : json.refs) as Record<string, unknown>;
-    if (this.refs === null || typeof this.refs !== "object") {
-      throw new ReferenceFormatError("refs must be an object");
+    this.version = Math.max(version, 1);
+    const unknown = Object.keys(document).filter((k) => !KNOWN_KEYS.has(k));
+    if (unknown.length > 0) {
+      throw new ReferenceFormatError(`unknown top-level keys in reference file: ${unknown.sort()}`);
     }
-    this.gen = (json.gen ?? []).map((entry) => new GenEntry(entry));
+    const templates = section(document, "templates");
+    for (const value of Object.values(templates)) {
+      if (typeof value !== "string" || value.includes("{{")) {
+        throw new ReferenceFormatError("'templates' must map names to strings without '{{'");
+      }
+    }
+    this.templates = templates as Record<string, string>;
+    this.refs = section(document, "refs");
+    const gen = document.gen === undefined ? [] : document.gen;
+    if (!Array.isArray(gen)) throw new ReferenceFormatError("'gen' must be a list");
+    this.gen = gen.map((entry) => new GenEntry(entry as GenEntryJson, this.templates));
     this.indexes = new Map(
-      Object.entries(json.indexes ?? {}).map(([path, entry]) => {
-        if (typeof entry?.url !== "string" || typeof entry.index !== "string") {
-          throw new ReferenceFormatError(`indexes of ${path} need string url and index`);
+      Object.entries(section(document, "indexes")).map(([path, entry]) => {
+        checkKey(path);
+        const e = entry as { url?: unknown; index?: unknown };
+        if (!isObject(entry) || typeof e.url !== "string" || typeof e.index !== "string") {
+          throw new ReferenceFormatError(`index of ${path} must hold string 'url' and 'index'`);
         }
-        return [stripSlashes(path), entry];
+        if (!e.index.includes("://")) checkRelativePath(e.index);
+        const url = expandNamedTemplates(e.url, this.templates, true);
+        return [path, { url, index: e.index }];
       }),
     );
     this.selections = new Map(
-      Object.entries(json.selections ?? {}).map(([path, s]) => [
-        stripSlashes(path),
-        validateSelection(path, s),
-      ]),
+      Object.entries(section(document, "selections")).map(([path, s]) => {
+        checkKey(path);
+        return [path, validateSelection(path, s)];
+      }),
     );
-    this.rawSources = json.sources ?? {};
+    this.sources = new Map(
+      Object.entries(section(document, "sources")).map(([url, entry]) => {
+        if (!isObject(entry)) throw new ReferenceFormatError(`source ${url} must be an object`);
+        const { size, etag } = entry as { size?: unknown; etag?: unknown };
+        if (size != null && (!Number.isSafeInteger(size) || (size as number) < 0)) {
+          throw new ReferenceFormatError(`source ${url}: size must be a non-negative integer`);
+        }
+        if (etag != null && typeof etag !== "string") {
+          throw new ReferenceFormatError(`source ${url}: etag must be a string`);
+        }
+        const record: SourceRecord = {
+          ...(size != null ? { size: size as number } : {}),
+          ...(etag != null ? { etag: etag as string } : {}),
+        };
+        return [url, record];
+      }),
+    );
+    if (this.version < 2 && (this.indexes.size > 0 || this.selections.size > 0)) {
+      throw new ReferenceFormatError(
+        "a reference file with indexes or selections must be version 2",
+      );
+    }
   }
 
   has(key: string): boolean {
@@ -87,43 +154,35 @@ export class References {
   /** The reference stored in refs for `key` (URLs with templates expanded, not yet resolved). */
   lookup(key: string): Reference | undefined {
     if (!this.has(key)) return undefined;
+    checkKey(key);
     const value = this.refs[key];
     if (typeof value === "string") return { kind: "inline", bytes: inlineBytes(value) };
-    if (Array.isArray(value)) {
+    if (Array.isArray(value) && (value.length === 1 || value.length === 3)) {
       const [url, offset, size] = value as unknown[];
-      if (typeof url !== "string") {
-        throw new ReferenceFormatError(`reference ${key}: the URL must be a string`);
+      if (typeof url !== "string" || url === "") {
+        throw new ReferenceFormatError(`reference ${key}: the URL must be a non-empty string`);
       }
-      const expanded = expandUrlTemplates(url, this.templates);
+      const expanded = expandNamedTemplates(url, this.templates, true);
       if (value.length === 1) return { kind: "file", url: expanded };
-      if (
-        value.length === 3 &&
-        Number.isSafeInteger(offset) &&
-        Number.isSafeInteger(size) &&
-        (offset as number) >= 0 &&
-        (size as number) >= 0
-      ) {
-        return { kind: "range", url: expanded, offset: offset as number, size: size as number };
+      if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(size)) {
+        throw new ReferenceFormatError(`reference ${key}: offset and size must be integers`);
       }
-      throw new ReferenceFormatError(`reference ${key}: expected [url] or [url, offset, size]`);
+      const [o, s] = [offset as number, size as number];
+      if (o < 0 || s < 0 || o + s > Number.MAX_SAFE_INTEGER) {
+        throw new ReferenceFormatError(`reference ${key}: offset ${o} and size ${s} out of range`);
+      }
+      return { kind: "range", url: expanded, offset: o, size: s };
     }
-    if (value !== null && typeof value === "object") {
-      // Metadata written as a JSON object instead of a JSON string.
-      return { kind: "inline", bytes: utf8Encode(JSON.stringify(value)) };
-    }
-    throw new ReferenceFormatError(`reference ${key}: unsupported value ${JSON.stringify(value)}`);
+    throw new ReferenceFormatError(
+      `reference ${key} must be a string, [url] or [url, offset, size], got ${JSON.stringify(value)?.slice(0, 80)}`,
+    );
   }
 
   /** The reference a gen entry generates for `key`, if any. */
   generate(key: string): Reference | undefined {
     for (const entry of this.gen) {
-      const r = entry.resolve(key, this.templates);
-      if (r === undefined) continue;
-      if (r.offset === undefined || r.size === undefined) return { kind: "file", url: r.url };
-      if (r.offset < 0 || r.size < 0) {
-        throw new ReferenceFormatError(`gen reference ${key} has a negative offset or length`);
-      }
-      return { kind: "range", url: r.url, offset: r.offset, size: r.size };
+      const r = entry.resolve(key);
+      if (r !== undefined) return { kind: "range", url: r.url, offset: r.offset, size: r.size };
     }
     return undefined;
   }
@@ -132,8 +191,8 @@ export class References {
   children(): Map<string, Set<string>> {
     const tree = new Map<string, Set<string>>();
     for (const key of Object.keys(this.refs)) {
-      if (!key.endsWith("zarr.json") || key === "zarr.json" || !key.endsWith("/zarr.json"))
-        continue;
+      if (!key.endsWith("/zarr.json")) continue;
+      checkKey(key);
       const nodePath = key.slice(0, -"/zarr.json".length);
       const cut = nodePath.lastIndexOf("/");
       const parent = cut < 0 ? "" : nodePath.slice(0, cut);

@@ -15,11 +15,13 @@ import {
 import { utf8Decode, utf8Encode } from "./bytes.js";
 import { ChunkIndex } from "./chunk-index.js";
 import { createDandiResolver, type FetchFunction, type UrlResolver } from "./dandi.js";
-import { ChunkSizeError, ReferenceFormatError } from "./errors.js";
+import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader, type SourceInfo } from "./http.js";
+import { fletcher32 } from "./fletcher32.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
+import { metadataForZarrita } from "./metadata-view.js";
+import type { StructLayout } from "./struct.js";
 import { type Reference, References, type RfsJson, stripSlashes } from "./references.js";
-import { expandUrlTemplates } from "./template.js";
 
 export interface ReferenceStoreOptions {
   /** Base for relative URLs in the references and for index paths (fromUrl sets it). */
@@ -46,6 +48,12 @@ export interface ReferenceStoreOptions {
   batchWindow?: "microtask" | "macrotask";
   /** Index chunks held in memory per indexed array (64). */
   indexCacheSize?: number;
+  /**
+   * Show struct arrays (HDF5 compound datasets), which zarrita 0.7.5 cannot open, as uint8 with
+   * the bytes of one element as a last axis; `structOf` and `decodeStruct` read the fields
+   * (default true).
+   */
+  structAsBytes?: boolean;
 }
 
 export const DEFAULT_MERGE_GAP = 32 * 1024;
@@ -91,13 +99,12 @@ export class ReferenceStore implements AsyncReadable {
       concurrency: options.concurrency ?? 16,
       batchWindow: options.batchWindow ?? "microtask",
       indexCacheSize: options.indexCacheSize ?? 64,
+      structAsBytes: options.structAsBytes ?? true,
     };
     this.#baseUrl = options.baseUrl;
     const fetchFn = options.fetch ?? defaultFetch;
     this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
-    for (const [url, info] of Object.entries(this.references.rawSources)) {
-      this.#sources.set(this.#absolute(url), info ?? {});
-    }
+    for (const [url, info] of this.references.sources) this.#sources.set(this.#absolute(url), info);
     this.#http = new HttpReader({
       fetch: fetchFn,
       validateSources: this.#options.validateSources,
@@ -161,7 +168,7 @@ export class ReferenceStore implements AsyncReadable {
     range: LogicalRange,
     signal?: AbortSignal,
   ): Promise<Uint8Array | undefined> {
-    const key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
+    let key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
     const name = key.slice(key.lastIndexOf("/") + 1);
     if (METADATA_NAMES.has(name) && this.references.has(key)) {
       const ref = this.references.lookup(key) as Reference;
@@ -169,13 +176,91 @@ export class ReferenceStore implements AsyncReadable {
         ref.kind === "inline"
           ? ref.bytes
           : await this.#readReference(key, ref, null, undefined, signal);
-      const bytes = utf8Encode(normalizeMetadataText(utf8Decode(raw)));
+      const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options));
       return sliceLogical(bytes, range);
     }
+    if (this.#options.structAsBytes) key = this.#storedKey(key);
     const ref =
       this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
-    if (ref === undefined) return undefined;
-    return this.#readReference(key, ref, range, this.#arrayOf(key), signal);
+    const array = this.#arrayOf(key);
+    if (ref === undefined) return this.#missing(key, array, range);
+    if (array?.info.checksummed && this.#isChunkKey(array.info, key)) {
+      const stored = await this.#readReference(key, ref, null, array, signal);
+      return sliceLogical(this.#verifiedFletcher32(key, ref, stored), range);
+    }
+    return this.#readReference(key, ref, range, array, signal);
+  }
+
+  /**
+   * A chunk the references do not hold: missing (zarrita fills it), except in the uint8 view of
+   * a struct array whose fill element is not one repeated byte, where the store writes the fill
+   * elements itself (uncompressed arrays) or refuses.
+   */
+  #missing(
+    key: string,
+    array: { info: ArrayInfo } | undefined,
+    range: LogicalRange,
+  ): Uint8Array | undefined {
+    const info = array?.info;
+    const struct = info?.struct;
+    if (!this.#options.structAsBytes || struct === undefined || struct.fillByte !== undefined) {
+      return undefined;
+    }
+    if (!this.#isChunkKey(info as ArrayInfo, key)) return undefined;
+    const padding = info?.padding;
+    if (padding === undefined) {
+      throw new ReferenceFormatError(
+        `chunk ${key} was never written and its struct fill value cannot be shown as bytes ` +
+          "of a compressed chunk; pass structAsBytes: false",
+      );
+    }
+    const fill = padWithFill(new Uint8Array(0), 0, padding.chunkBytes, padding.fillElement);
+    return sliceLogical(fill, range);
+  }
+
+  /** Layout of the struct array at `path` (its fields), or undefined for other arrays. */
+  structOf(path: string): StructLayout | undefined {
+    return this.#arrayInfo(stripSlashes(path))?.struct?.layout;
+  }
+
+  /**
+   * The stored key of a chunk of a struct array's uint8 view: the view has one more axis (the
+   * element's bytes) of one chunk, so its chunk keys end in one more coordinate, always 0.
+   */
+  #storedKey(key: string): string {
+    const info = this.#arrayOf(key)?.info;
+    if (info?.struct === undefined || this.#isChunkKey(info, key)) return key;
+    const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
+    const view = { ...info, shape: [...info.shape, info.struct.layout.itemSize] };
+    const coords = chunkCoordsFromKey(view, suffix);
+    if (coords === undefined || coords.pop() !== 0) return key;
+    const sep = info.separator;
+    const tail = info.defaultEncoding
+      ? ["c", ...coords].join(sep)
+      : coords.length > 0
+        ? coords.join(sep)
+        : "0";
+    return info.path === "" ? tail : `${info.path}/${tail}`;
+  }
+
+  #isChunkKey(info: ArrayInfo, key: string): boolean {
+    const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
+    return chunkCoordsFromKey(info, suffix) !== undefined;
+  }
+
+  /** A chunk without its Fletcher-32 checksum, which must match (the metadata zarrita sees
+   * lists no fletcher32 codec: see metadata-view.ts). */
+  #verifiedFletcher32(key: string, ref: Reference, stored: Uint8Array): Uint8Array {
+    const where = ref.kind === "inline" ? "inline reference" : this.#absolute(ref.url);
+    if (stored.length < 4) {
+      throw new ChunkDecodeError(`${where}: chunk ${key} is shorter than its fletcher32 checksum`);
+    }
+    const n = stored.length - 4;
+    const expected = new DataView(stored.buffer, stored.byteOffset + n, 4).getUint32(0, true);
+    if (fletcher32(stored.subarray(0, n)) !== expected) {
+      throw new ChunkDecodeError(`${where}: chunk ${key} failed its fletcher32 checksum`);
+    }
+    return stored.slice(0, n);
   }
 
   /** The chunk's reference from its array's chunk index; undefined if never written. */
@@ -191,9 +276,15 @@ export class ReferenceStore implements AsyncReadable {
     let index = this.#indexes.get(path);
     if (index === undefined) {
       const location = new URL(entry.index.replace(/\/?$/, "/"), this.#requireBase(path)).href;
+      const info = array.info;
+      const grid = info.shape.map((n, i) => {
+        const c = info.chunkShape[i] as number;
+        return c > 0 ? Math.ceil(n / c) : 0;
+      });
       index = new ChunkIndex(
         path,
         location,
+        grid,
         (url, signal) =>
           this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)),
         this.#options.indexCacheSize,
@@ -202,11 +293,7 @@ export class ReferenceStore implements AsyncReadable {
     }
     const where = await index.locate(coords);
     if (where === null) return undefined;
-    return {
-      kind: "range",
-      url: expandUrlTemplates(entry.url, this.references.templates),
-      ...where,
-    };
+    return { kind: "range", url: entry.url, ...where };
   }
 
   /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
@@ -254,14 +341,13 @@ export class ReferenceStore implements AsyncReadable {
     return info;
   }
 
-  /** A reference URL made absolute (templates expanded, relative URLs against baseUrl). */
+  /** A reference URL (templates expanded) made absolute: a relative one against baseUrl. */
   #absolute(url: string): string {
     let out = this.#urls.get(url);
     if (out !== undefined) return out;
-    const expanded = expandUrlTemplates(url, this.references.templates);
-    if (hasScheme(expanded)) out = expanded;
-    else if (this.#baseUrl !== undefined) out = new URL(expanded, this.#baseUrl).href;
-    else throw new ReferenceFormatError(`relative URL ${expanded} needs the baseUrl option`);
+    if (hasScheme(url)) out = url;
+    else if (this.#baseUrl !== undefined) out = new URL(url, this.#baseUrl).href;
+    else throw new ReferenceFormatError(`relative URL ${url} needs the baseUrl option`);
     if (this.#urls.size > 10000) this.#urls.clear();
     this.#urls.set(url, out);
     return out;
@@ -269,16 +355,17 @@ export class ReferenceStore implements AsyncReadable {
 
   /**
    * Read logical bytes `range` of a reference: through the array's selection, padded with fill
-   * bytes when the array is uncompressed and the bytes are short.
+   * bytes when the array is uncompressed and the bytes are short. An inline value holds the
+   * chunk's own bytes (no selection); a whole file read at once (`buffer`) is like a range.
    */
   async #readReference(
     key: string,
-    ref: Reference,
+    ref: Reference | { readonly kind: "buffer"; readonly bytes: Uint8Array },
     range: LogicalRange,
     array: { info: ArrayInfo; selection?: Selection } | undefined,
     signal?: AbortSignal,
   ): Promise<Uint8Array> {
-    const selection = array?.selection;
+    const selection = ref.kind === "inline" ? undefined : array?.selection;
     const padding = array?.info.padding;
     if (ref.kind === "file") {
       // A whole file of recorded size is a byte range: batched, checked, partially readable.
@@ -301,12 +388,13 @@ export class ReferenceStore implements AsyncReadable {
       const whole = (await this.#batcher.limiter.run(() =>
         this.#http.readWhole(url, physical, signal),
       )) as Uint8Array;
-      return this.#readReference(key, { kind: "inline", bytes: whole }, range, array, signal);
+      return this.#readReference(key, { kind: "buffer", bytes: whole }, range, array, signal);
     }
-    const physicalSize = ref.kind === "inline" ? ref.bytes.length : ref.size;
+    const inMemory = ref.kind === "inline" || ref.kind === "buffer";
+    const physicalSize = inMemory ? ref.bytes.length : ref.size;
     const available = logicalSize(physicalSize, selection);
     if (padding !== undefined && available > padding.chunkBytes) {
-      throw new ChunkSizeError(
+      throw new ChunkDecodeError(
         `chunk ${key} holds ${available} bytes, more than the ${padding.chunkBytes} of a chunk`,
       );
     }
@@ -316,7 +404,7 @@ export class ReferenceStore implements AsyncReadable {
     let data: Uint8Array;
     if (dataEnd <= start) {
       data = new Uint8Array(0);
-    } else if (ref.kind === "inline") {
+    } else if (inMemory) {
       const segments = mapLogicalRange(0, start, dataEnd, selection);
       data = assembleSegments(segments, [{ offset: 0, end: ref.bytes.length }], [ref.bytes]);
     } else {
@@ -333,8 +421,10 @@ export class ReferenceStore implements AsyncReadable {
     }
     if (padding !== undefined) return padWithFill(data, start, end, padding.fillElement);
     if (data.length !== dataEnd - start) {
-      throw new ChunkSizeError(
+      const where = ref.kind === "range" ? this.#absolute(ref.url) : undefined;
+      throw new SourceError(
         `chunk ${key}: the file ended after ${data.length} of ${dataEnd - start} bytes`,
+        where,
       );
     }
     return data;

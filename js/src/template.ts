@@ -1,68 +1,118 @@
 /**
- * `{{…}}` templates: a reference URL with `{{u0}}` (a name from `templates`), and gen fields
- * whose `{{…}}` hold integer arithmetic over dimension names.
+ * `{{…}}` templates, as the README of shadowzarr-spec defines them: a placeholder is `{{`, the
+ * shortest text up to the next `}}` (across lines), and `}}`; a `{{` left without its `}}` is an
+ * error. Reference and index URLs may hold only template names (`{{u0}}`, from `templates`);
+ * gen fields may also hold integer arithmetic over dimension names. Template values are
+ * inserted as they are and never read again as templates.
  */
-import { compileExpression, type Environment, type Expression } from "./arithmetic.js";
-import { ReferenceFormatError } from "./errors.js";
+import {
+  compileExpression,
+  type Environment,
+  type Expression,
+  stripWhitespace,
+} from "./arithmetic.js";
+import { GenExpressionError, ReferenceFormatError } from "./errors.js";
 
-type Part = { kind: "text"; text: string } | { kind: "expr"; source: string; evaluate: Expression };
+type Part =
+  | { kind: "text"; text: string }
+  | { kind: "expr"; source: string; names: Set<string>; evaluate: Expression };
 
 export interface CompiledTemplate {
   readonly source: string;
-  /** Render with string substitutions (`templates`) and integer values (gen dimensions). */
-  render(env: Environment, strings?: Readonly<Record<string, string>>): string;
-  /** Render a template that must be one integer expression, e.g. `{{2048 + i * 4}}` or `"64"`. */
-  integer(env: Environment): bigint;
+  /** Names the expressions use. */
+  readonly names: ReadonlySet<string>;
+  /** The placeholders' texts, stripped (for gen keys, which may hold bare names only). */
+  readonly placeholders: readonly string[];
+  /** Render with integer values (gen dimensions). */
+  render(env: Environment): string;
+  /**
+   * Render a gen offset or length: the text must be ASCII digits with a value of at most
+   * 2^53 - 1 (`{{2048 + i * 4}}`, `"64"`).
+   */
+  integer(env: Environment, what: string): number;
 }
 
 const PLACEHOLDER = /\{\{(.*?)\}\}/gs;
+const DIGITS = /^[0-9]+$/;
+
+function literal(text: string, template: string): string {
+  if (text.includes("{{")) {
+    throw new GenExpressionError(
+      `unbalanced '{{' in template ${JSON.stringify(template.slice(0, 200))}`,
+    );
+  }
+  return text;
+}
 
 export function compileTemplate(source: string): CompiledTemplate {
   const parts: Part[] = [];
+  const names = new Set<string>();
+  const placeholders: string[] = [];
   let last = 0;
   for (const m of source.matchAll(PLACEHOLDER)) {
     const at = m.index ?? 0;
-    if (at > last) parts.push({ kind: "text", text: source.slice(last, at) });
-    const inner = (m[1] ?? "").trim();
-    parts.push({ kind: "expr", source: inner, evaluate: compileExpression(inner).evaluate });
+    if (at > last) parts.push({ kind: "text", text: literal(source.slice(last, at), source) });
+    const inner = m[1] ?? "";
+    const compiled = compileExpression(inner);
+    compiled.names.forEach((n) => names.add(n));
+    placeholders.push(stripWhitespace(inner));
+    parts.push({ kind: "expr", source: inner, ...compiled });
     last = at + m[0].length;
   }
-  if (last < source.length) parts.push({ kind: "text", text: source.slice(last) });
+  if (last < source.length) parts.push({ kind: "text", text: literal(source.slice(last), source) });
 
+  const render = (env: Environment): string => {
+    let out = "";
+    for (const part of parts)
+      out += part.kind === "text" ? part.text : part.evaluate(env).toString();
+    return out;
+  };
   return {
     source,
-    render(env, strings = {}) {
-      let out = "";
-      for (const part of parts) {
-        if (part.kind === "text") out += part.text;
-        else if (part.source in strings) out += strings[part.source];
-        else out += part.evaluate(env).toString();
+    names,
+    placeholders,
+    render,
+    integer(env, what) {
+      const text = render(env);
+      const value = DIGITS.test(text) ? Number(text) : Number.NaN;
+      if (!Number.isSafeInteger(value)) {
+        throw new GenExpressionError(
+          `gen ${what} renders as ${JSON.stringify(text.slice(0, 40))}, not an integer from 0 ` +
+            `to ${Number.MAX_SAFE_INTEGER}`,
+        );
       }
-      return out;
-    },
-    integer(env) {
-      const text = parts.length === 1 && parts[0]?.kind === "expr" ? null : this.render(env);
-      if (text === null) return (parts[0] as { evaluate: Expression }).evaluate(env);
-      if (!/^\s*-?\d+\s*$/.test(text)) {
-        throw new ReferenceFormatError(`${JSON.stringify(source)} is not an integer template`);
-      }
-      return BigInt(text.trim());
+      return value;
     },
   };
 }
 
-/** Replace `{{name}}` by `templates[name]` in a reference URL (no arithmetic there). */
-export function expandUrlTemplates(
-  url: string,
+/**
+ * Replace each `{{ name }}` naming one of `templates` by its value. `strict` (reference and
+ * index URLs): every placeholder must name a template; otherwise the others are kept for gen
+ * arithmetic.
+ */
+export function expandNamedTemplates(
+  text: string,
   templates: Readonly<Record<string, string>>,
+  strict: boolean,
 ): string {
-  if (!url.includes("{{")) return url;
-  return url.replace(PLACEHOLDER, (whole, inner: string) => {
-    const name = inner.trim();
-    const value = templates[name];
-    if (value === undefined) {
-      throw new ReferenceFormatError(`unknown template ${JSON.stringify(name)} in ${url}`);
+  if (!text.includes("{{")) return text;
+  let out = "";
+  let last = 0;
+  for (const m of text.matchAll(PLACEHOLDER)) {
+    const at = m.index ?? 0;
+    out += literal(text.slice(last, at), text);
+    const name = stripWhitespace(m[1] ?? "");
+    if (Object.prototype.hasOwnProperty.call(templates, name)) {
+      out += templates[name];
+    } else if (strict) {
+      throw new ReferenceFormatError(
+        `URL ${JSON.stringify(text.slice(0, 200))} uses an undefined template ${JSON.stringify(name)}`,
+      );
+    } else {
+      out += m[0];
     }
-    return value;
-  });
+    last = at + m[0].length;
+  }
+  return out + literal(text.slice(last), text);
 }

@@ -408,7 +408,6 @@ def main(out: Path) -> None:
             "x/zarr.json": json.dumps(legacy_meta),
             "x/c/0": ["../data/h5data.h5", 0, 0],
         },
-        "legacy_note": math.nan,
     }
     with h5py.File(h5, "r") as f:
         info = f["nan_fill"].id.get_chunk_info(0)

@@ -24,6 +24,8 @@ export async function startServer({
   latencyMs = 0,
   ignoreRange = false,
   cors = "none",
+  // Node's fetch subtracts 1 s from the server's keep-alive hint: 1000 means no socket is reused.
+  keepAliveMs = 1000,
 } = {}) {
   const counters = {
     requests: 0,
@@ -164,7 +166,7 @@ export async function startServer({
     }
   });
   server.on("connection", () => counters.sockets++);
-  server.keepAliveTimeout = 1000;
+  server.keepAliveTimeout = keepAliveMs;
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address();
   return {

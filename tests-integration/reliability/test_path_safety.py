@@ -17,12 +17,11 @@ from shadowzarr_spec import (
     ReferenceFormatError,
     SourceAccessError,
     UnsafePathError,
-    load_rfs,
     rfs_from_json,
     rfs_to_json,
     write_rfs,
 )
-from shadowzarr_store import RfsStore
+from shadowzarr_store import RfsStore, load_rfs
 from shadowzarr_testing import assert_array_equal_exact
 
 if TYPE_CHECKING:

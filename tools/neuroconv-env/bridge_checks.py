@@ -345,24 +345,28 @@ def test_mearec(storage: str, tmp_path: Path) -> None:
 
 
 def test_mearec_filter_without_codec_is_refused_or_copied(tmp_path: Path) -> None:
-    """HDF5's scale-offset filter has no Zarr codec: refused with strict, otherwise NeuroConv's
-    iterator stays and write_virtual_nwb copies its values into the virtual file."""
+    """SZ3 (hdf5plugin, lossy) has no Zarr codec: refused with strict, otherwise NeuroConv's
+    iterator stays and write_virtual_nwb copies its values (as HDF5 decodes them)."""
+    import h5py
+    import hdf5plugin
     from neuroconv.datainterfaces import MEArecRecordingInterface
 
     recording = _writer("mearec", "write_mearec")(
-        tmp_path / "mearec", chunks=(500, 7), scaleoffset=0
+        tmp_path / "mearec", chunks=(500, 7), filters=dict(hdf5plugin.SZ3(absolute=0.5))
     )
     interface = MEArecRecordingInterface(file_path=recording.reader_kwargs["filename"])
     metadata = interface.get_metadata()
     metadata["NWBFile"]["session_start_time"] = START
-    with pytest.raises(NotVirtualizable, match="scale-offset"):
+    with pytest.raises(NotVirtualizable, match="32024"):
         virtualize(interface.create_nwbfile(metadata=metadata))
     nwbfile = interface.create_nwbfile(metadata=metadata)
     assert virtualize(nwbfile, strict=False) == {}
     refs = write_virtual_nwb(nwbfile, tmp_path / "virtual.nwb.shadowzarr")
     with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
         data = io.read().acquisition["ElectricalSeries"].data[:]
-    np.testing.assert_array_equal(data, recording.signals[0, 0, "0"])
+    with h5py.File(recording.reader_kwargs["filename"]) as f:
+        decoded = f["recordings"][: len(data)]
+    np.testing.assert_array_equal(data, decoded)
 
 
 @pytest.mark.parametrize("storage", ["contiguous", "chunked-gzip"])

@@ -2,6 +2,9 @@
 // with CORS variants; request counts asserted from the data servers' counters.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { join } from "node:path";
+import { caseFiles, jsErrorName, load, writeCaseDirectory } from "../conformance.mjs";
+import { expectedRead } from "../conformance-run.mjs";
 import { FIXTURES, manifest } from "../fixtures.mjs";
 import { startServer } from "../server.mjs";
 import { openPage } from "./chromium.mjs";
@@ -50,6 +53,84 @@ function compareInPage(data, options) {
 }
 
 describe("Chromium", () => {
+  test("the format's conformance suite: every case as in Node and Python", async () => {
+    // The case directories are served cross-origin (CORS allows Range, exposes Content-Range).
+    const root = join(FIXTURES, "conformance-browser");
+    const suites = {};
+    for (const name of ["documents", "malformed", "attributes"]) {
+      suites[name] = load(name).cases.map((c, i) => {
+        writeCaseDirectory(c, join(root, `${name}-${i}`));
+        return { ...c, dir: `${name}-${i}` };
+      });
+    }
+    const expressions = load("gen_expressions");
+    const got = await browser.page.evaluate(
+      async ({ data, expressions, suites }) => {
+        const { zarr, shadowzarr } = window.sz;
+        const o = await import("/test/conformance-outcomes.mjs");
+        const openCase = async (c) => {
+          const base = `${data}/${c.dir}/`;
+          const requests = [];
+          const fetch = o.loggingFetch(base, requests, (r) => globalThis.fetch(r));
+          return { store: await shadowzarr.ReferenceStore.fromUrl(base, { fetch }), requests };
+        };
+        const out = {
+          gen_expressions: expressions.cases.map((c) =>
+            o.expressionOutcome(shadowzarr.compileExpression, c, expressions.variables),
+          ),
+          documents: [],
+          malformed: [],
+          attributes: [],
+        };
+        for (const c of suites.documents) out.documents.push(await o.documentOutcomes(openCase, c));
+        for (const c of suites.malformed) out.malformed.push(await o.malformedOutcome(openCase, c));
+        for (const c of suites.attributes) {
+          out.attributes.push(
+            await o.attributeOutcome(openCase, zarr, shadowzarr.decodeAttributes, c),
+          );
+        }
+        return out;
+      },
+      { data: `${servers.full.url}/conformance-browser`, expressions, suites },
+    );
+    const failures = [];
+    const compare = (where, value, wanted) => {
+      try {
+        assert.deepEqual(value, wanted);
+      } catch {
+        failures.push({ where, value, wanted });
+      }
+    };
+    expressions.cases.forEach((c, i) =>
+      compare(
+        `gen_expressions ${i}`,
+        got.gen_expressions[i],
+        "value" in c ? { value: c.value } : { error: jsErrorName(c.error), stage: c.stage },
+      ),
+    );
+    suites.documents.forEach((c, i) => {
+      const files = caseFiles(c);
+      c.reads.forEach((read, r) =>
+        compare(
+          `documents ${i} ${read.key}`,
+          got.documents[i][r],
+          expectedRead(read, files, jsErrorName),
+        ),
+      );
+    });
+    suites.malformed.forEach((c, i) =>
+      compare(`malformed ${i} ${c.name}`, got.malformed[i], { error: jsErrorName(c.error) }),
+    );
+    suites.attributes.forEach((c, i) =>
+      compare(
+        `attributes ${i} ${c.name}`,
+        got.attributes[i],
+        "error" in c.expect ? { error: jsErrorName(c.expect.error) } : c.expect,
+      ),
+    );
+    assert.deepEqual(failures, []);
+  });
+
   test("every fixture array equals h5py/numpy (CORS allows If-Match, exposes headers)", async () => {
     const server = servers.full;
     server.reset();

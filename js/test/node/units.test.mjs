@@ -17,99 +17,71 @@ import {
   spansFor,
   validateSelection,
 } from "../../dist/byte-map.js";
-import { ChunkSizeError, ReferenceFormatError } from "../../dist/errors.js";
+import { ChunkSizeError, GenExpressionError, ReferenceFormatError } from "../../dist/errors.js";
 import { fletcher32, Fletcher32Codec } from "../../dist/fletcher32.js";
 import { GenEntry } from "../../dist/gen.js";
 import { parseJson, quoteLargeFillValues, quoteNonFinite } from "../../dist/json.js";
 import { planMerges } from "../../dist/merge.js";
-import { compileTemplate } from "../../dist/template.js";
+import { compileTemplate, expandNamedTemplates } from "../../dist/template.js";
 import { isDandiDownloadUrl } from "../../dist/dandi.js";
 
 const ev = (src, env = {}) => compileExpression(src).evaluate(env);
 
-test("arithmetic: precedence, parentheses, unary minus, names with _", () => {
+// The language itself (values, refusals, limits) is the conformance suite's (conformance.test.mjs).
+test("arithmetic: evaluated in BigInt, exactly up to the limit and refused beyond it", () => {
   assert.equal(ev("2048 + i * 4194304", { i: 3 }), 2048n + 3n * 4194304n);
-  assert.equal(ev("(a_b + 1) * 2", { a_b: 4 }), 10n);
-  assert.equal(ev("-3 + 10"), 7n);
-  assert.equal(ev("-(2 * 3)"), -6n);
-  assert.equal(ev("2 * -3"), -6n);
-  assert.equal(ev("1 - 2 - 3"), -4n);
-  assert.equal(ev("7 // 2"), 3n);
-  assert.equal(ev("-7 // 2"), -4n); // Python floor division
-  assert.equal(ev("-7 % 3"), 2n); // Python modulo
-  assert.equal(ev("7 % -3"), -2n);
-  assert.equal(ev("2 + 3 * 4 % 5"), 4n);
-  assert.equal(ev("  chunk_i  ", { chunk_i: 9 }), 9n);
-  assert.equal(ev("99999999999 * 99999999999"), 99999999999n * 99999999999n);
+  assert.equal(ev("94906265 * 94906265"), 94906265n * 94906265n);
+  assert.throws(() => ev("94906266 * 94906266"), GenExpressionError);
+  assert.throws(() => ev("i", { i: 0.5 }), GenExpressionError);
+  assert.throws(() => ev("i", { i: 2 ** 60 }), GenExpressionError);
+  assert.ok(new GenExpressionError("x") instanceof ReferenceFormatError);
 });
 
-test("arithmetic: anything else is refused, never evaluated", () => {
-  for (const bad of [
-    "",
-    "1 +",
-    "(1",
-    "1)",
-    "a.b",
-    "2 ** 3",
-    "1 / 2",
-    "f(1)",
-    "x = 1",
-    "alert`1`",
-    "1 2",
-    "'a'",
-    "1e3",
-    "--",
-    "a[0]",
-  ]) {
-    assert.throws(() => ev(bad, { a: 1, f: 1, x: 1 }), ReferenceFormatError, bad);
+test("arithmetic: 20,000 nested parentheses are refused, never a stack overflow", () => {
+  for (const text of ["(".repeat(20000) + "1" + ")".repeat(20000), "-".repeat(999) + "1"]) {
+    assert.throws(() => compileExpression(text), GenExpressionError);
   }
-  assert.throws(() => ev("j + 1", { i: 1 }), ReferenceFormatError);
-  assert.throws(() => ev("1 // 0"), ReferenceFormatError);
-  assert.throws(() => ev("1 % 0"), ReferenceFormatError);
 });
 
-test("templates: names from templates, arithmetic from dimensions", () => {
-  const t = compileTemplate("{{u0}}/part{{i + 1}}.bin");
-  assert.equal(t.render({ i: 4 }, { u0: "https://x" }), "https://x/part5.bin");
-  assert.equal(compileTemplate("{{2048 + i * 4}}").integer({ i: 2 }), 2056n);
-  assert.equal(compileTemplate("64").integer({}), 64n);
-  assert.throws(() => compileTemplate("a{{i}}").integer({ i: 1 }), ReferenceFormatError);
+test("templates: arithmetic from dimensions; named templates inserted as they are", () => {
+  const t = compileTemplate("part{{i + 1}}.bin");
+  assert.equal(t.render({ i: 4 }), "part5.bin");
+  assert.deepEqual([...t.names], ["i"]);
+  assert.equal(compileTemplate("{{2048 + i * 4}}").integer({ i: 2 }, "offset"), 2056);
+  assert.equal(compileTemplate("64").integer({}, "length"), 64);
+  assert.throws(() => compileTemplate("a{{i}}").integer({ i: 1 }, "offset"), GenExpressionError);
+  assert.equal(expandNamedTemplates("{{ u }}/{{i}}", { u: "{x}" }, false), "{x}/{{i}}");
+  assert.throws(() => expandNamedTemplates("{{v}}", { u: "x" }, true), ReferenceFormatError);
 });
 
 test("gen: key matching, dimension ranges and lists, evaluation", () => {
-  const entry = new GenEntry({
-    key: "ts/c/{{i}}/{{j_k}}",
-    url: "{{u0}}",
-    offset: "{{2048 + i * 100 + j_k}}",
-    length: "100",
-    dimensions: { i: { start: 2, stop: 10, step: 2 }, j_k: [0, 5] },
-  });
-  const t = { u0: "https://h/f" };
-  assert.deepEqual(entry.resolve("ts/c/4/5", t), { url: "https://h/f", offset: 2453, size: 100 });
-  assert.equal(entry.resolve("ts/c/3/5", t), undefined); // off step
-  assert.equal(entry.resolve("ts/c/10/5", t), undefined); // stop excluded
-  assert.equal(entry.resolve("ts/c/0/5", t), undefined); // before start
-  assert.equal(entry.resolve("ts/c/4/1", t), undefined); // not in list
-  assert.equal(entry.resolve("ts/c/04/5", t), undefined); // not how integers render
-  assert.equal(entry.resolve("ts/c/4/5/0", t), undefined);
-  assert.equal(entry.resolve("xts/c/4/5", t), undefined);
-  const noStart = new GenEntry({
+  const entry = new GenEntry(
+    {
+      key: "ts/c/{{i}}/{{j_k}}",
+      url: "{{u0}}",
+      offset: "{{2048 + i * 100 + j_k}}",
+      length: "100",
+      dimensions: { i: { start: 2, stop: 10, step: 2 }, j_k: [0, 5] },
+    },
+    { u0: "https://h/f" },
+  );
+  assert.deepEqual(entry.resolve("ts/c/4/5"), { url: "https://h/f", offset: 2453, size: 100 });
+  assert.equal(entry.resolve("ts/c/3/5"), undefined); // off step
+  assert.equal(entry.resolve("ts/c/10/5"), undefined); // stop excluded
+  assert.equal(entry.resolve("ts/c/0/5"), undefined); // before start
+  assert.equal(entry.resolve("ts/c/4/1"), undefined); // not in list
+  assert.equal(entry.resolve("ts/c/04/5"), undefined); // not how integers render
+  assert.equal(entry.resolve("ts/c/4/5/0"), undefined);
+  assert.equal(entry.resolve("xts/c/4/5"), undefined);
+  const dotted = new GenEntry({
     key: "a.b/{{i}}",
     url: "u",
     offset: "{{i}}",
     length: "1",
     dimensions: { i: { stop: 3 } },
   });
-  assert.deepEqual(noStart.resolve("a.b/0", {}), { url: "u", offset: 0, size: 1 });
-  assert.equal(noStart.resolve("aXb/0", {}), undefined); // the dot is literal
-  assert.throws(
-    () => new GenEntry({ key: "a/{{i + 1}}", url: "u", dimensions: { i: { stop: 3 } } }),
-    ReferenceFormatError,
-  );
-  assert.throws(
-    () => new GenEntry({ key: "a/{{k}}", url: "u", dimensions: { i: { stop: 3 } } }),
-    ReferenceFormatError,
-  );
+  assert.deepEqual(dotted.resolve("a.b/0"), { url: "u", offset: 0, size: 1 });
+  assert.equal(dotted.resolve("aXb/0"), undefined); // the dot is literal
 });
 
 test("selection mapping: records, reordered keep ranges, partial ranges", () => {
@@ -241,7 +213,7 @@ test("JSON: bare non-finite tokens, large fill values", () => {
   assert.equal(parsed.s, 'NaN Infinity " NaN');
   assert.equal(parsed.NaN, 1);
   assert.deepEqual(parseJson('{"x": "NaN"}'), { x: "NaN" });
-  assert.throws(() => parseJson("{nope}"), SyntaxError);
+  assert.throws(() => parseJson("{nope}"), ReferenceFormatError);
   assert.equal(
     quoteLargeFillValues('{"fill_value": 18446744073709551615, "n": 1}'),
     '{"fill_value": "18446744073709551615", "n": 1}',
@@ -415,17 +387,20 @@ test("the main entry is browser-safe: nothing it imports uses node: modules", as
 });
 
 test("gen entries are never expanded: a billion keys cost nothing up front", () => {
-  const entry = new GenEntry({
-    key: "big/c/{{i}}/{{j}}",
-    url: "{{u0}}",
-    offset: "{{i * 1000000 + j * 8}}",
-    length: "8",
-    dimensions: { i: { stop: 1_000_000 }, j: { stop: 1_000 } },
-  });
+  const entry = new GenEntry(
+    {
+      key: "big/c/{{i}}/{{j}}",
+      url: "{{u0}}",
+      offset: "{{i * 1000000 + j * 8}}",
+      length: "8",
+      dimensions: { i: { stop: 1_000_000 }, j: { stop: 1_000 } },
+    },
+    { u0: "u" },
+  );
   const t0 = performance.now();
-  for (let k = 0; k < 1000; k++) entry.resolve(`big/c/${k * 997}/${k}`, { u0: "u" });
+  for (let k = 0; k < 1000; k++) entry.resolve(`big/c/${k * 997}/${k}`);
   assert.ok(performance.now() - t0 < 1000);
-  assert.deepEqual(entry.resolve("big/c/999999/999", { u0: "u" }), {
+  assert.deepEqual(entry.resolve("big/c/999999/999"), {
     url: "u",
     offset: 999999 * 1000000 + 999 * 8,
     size: 8,

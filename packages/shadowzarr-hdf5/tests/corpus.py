@@ -496,42 +496,70 @@ def _big_endian(f: h5py.File, _root: Path) -> None:
 
 
 # -- refused -------------------------------------------------------------------------------------
-@refusal("scaleoffset", "scale-offset")
+@corpus("scaleoffset")
 def _scaleoffset(f: h5py.File, _root: Path) -> None:
     f.create_dataset("packed", data=np.arange(5000, dtype="i4"), chunks=(1000,), scaleoffset=0)
 
 
-@refusal("szip", "SZIP")
+@corpus("szip")
 def _szip(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "szipped", data=np.arange(5000, dtype="i4"), chunks=(1000,), compression="szip"
     )
 
 
-@refusal("unknown_filter", "unknown HDF5 filter 32013")
-def _unknown(f: h5py.File, _root: Path) -> None:
+@corpus("zfp")
+def _zfp(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "zfp", data=np.arange(5000, dtype="f4"), chunks=(1000,), **hdf5plugin.Zfp(rate=8)
     )
 
 
-@refusal("blosc2", "the Blosc2 filter")
+@refusal("unknown_filter", r"HDF5 filter 32024 \(SZ3\)")
+def _unknown(f: h5py.File, _root: Path) -> None:
+    data = np.arange(5000, dtype="f4")
+    f.create_dataset("sz3", data=data, chunks=(1000,), **hdf5plugin.SZ3(absolute=1e-2))
+
+
+@corpus("blosc2")
 def _blosc2(f: h5py.File, _root: Path) -> None:
     data = np.arange(5000, dtype="i4")
     f.create_dataset("b2", data=data, chunks=(1000,), **hdf5plugin.Blosc2())
 
 
-@refusal("vlen_sequence", "variable-length sequences")
+@corpus("vlen_sequence")
 def _vlen(f: h5py.File, _root: Path) -> None:
     dset = f.create_dataset("ragged", shape=(2,), dtype=h5py.vlen_dtype("i4"))
     dset[0], dset[1] = [1, 2, 3], [4]
+    many = f.create_dataset("ragged_2d", shape=(30, 40), dtype=h5py.vlen_dtype("f8"))
+    for i in range(30):
+        many[i, i] = np.arange(i * 10) / 7  # big enough for zstd; most elements empty
 
 
-@refusal("bitshuffle_lz4", "bitshuffle filter with LZ4")
+@corpus("compound_array_fields")
+def _compound_arrays(f: h5py.File, _root: Path) -> None:
+    """pandas' table format: an index and blocks of values as array fields; netCDF-4's
+    character arrays in a compound."""
+    table = np.dtype([("index", "<i8"), ("values_block_0", "<f8", (3,)), ("code", "S1", (4,))])
+    values = np.zeros(700, table)
+    values["index"] = np.arange(700)
+    values["values_block_0"] = RNG.standard_normal((700, 3))
+    values["code"] = [list(b"abcd")] * 700
+    f.create_dataset("table", data=values, chunks=(128,), compression="gzip", shuffle=True)
+    nested = np.dtype([("id", ">u2"), ("inner", [("xy", "<f4", (2,)), ("t", "<i2")])])
+    f.create_dataset("nested", data=np.ones(5, nested))
+
+
+@corpus("bitshuffle_lz4")
 def _bitshuffle_lz4(f: h5py.File, _root: Path) -> None:
     f.create_dataset(
         "b", data=np.arange(5000, dtype="i4"), chunks=(1000,), **hdf5plugin.Bitshuffle(cname="lz4")
     )
+
+
+@refusal("long_double", "long double")
+def _long_double(f: h5py.File, _root: Path) -> None:
+    f.create_dataset("extended", data=np.arange(5, dtype=np.longdouble))
 
 
 @refusal("lzf_fletcher32_too_compressible", "followed by numcodecs.fletcher32")
@@ -540,7 +568,7 @@ def _lzf_fletcher_zeros(f: h5py.File, _root: Path) -> None:
     f.create_dataset("zeros", data=data, chunks=(1000,), compression="lzf", fletcher32=True)
 
 
-@refusal("virtual", "virtual datasets")
+@corpus("virtual")
 def _virtual(f: h5py.File, root: Path) -> None:
     source = root / "vds_source.h5"
     with h5py.File(source, "w") as s:

@@ -10,6 +10,7 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+import zarr
 from shadowzarr_spec import UnsupportedFeatureError, decode_attributes
 from shadowzarr_testing.compare import assert_array_equal_exact
 
@@ -23,7 +24,15 @@ assert _spec.loader is not None
 corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
 
-RESERVED = {"_DTYPE", "_REFERENCE_FIELDS", "_LINKS", "_ENUM", "zarr_conventions"}
+RESERVED = {
+    "_DTYPE",
+    "_REFERENCE_FIELDS",
+    "_LINKS",
+    "_ENUM",
+    "_VLEN_DTYPE",
+    "_STRUCTURED_DTYPE",
+    "zarr_conventions",
+}
 LIBVERS = ["earliest", "latest"]
 
 
@@ -90,13 +99,13 @@ def test_unsupported_features_are_refused_by_name(tmp_path: Path, name: str) -> 
     writer, message = corpus.REFUSALS[name]
     path = write(tmp_path, name, writer)
     with pytest.raises(UnsupportedFeatureError, match=message) as caught:
-        generate_rfs(path)
+        generate_rfs(path, strict=True)
     dataset = next(iter(_dataset_names(path)))
     assert repr(dataset) in str(caught.value) or dataset in str(caught.value)
 
 
 def test_refused_small_dataset_inlined_on_request(tmp_path: Path, open_refs: Any) -> None:
-    path = write(tmp_path, "scaleoffset", corpus.REFUSALS["scaleoffset"][0])
+    path = write(tmp_path, "unknown_filter", corpus.REFUSALS["unknown_filter"][0])
     rfs = generate_rfs(path, inline_unsupported_below=100_000)
     compare_file(path, open_refs(rfs))
 
@@ -205,6 +214,21 @@ def _hard_paths(f: h5py.File) -> list[str]:
     return paths
 
 
+def _compare_regions(actual: Any, expected: Any, f: h5py.File, what: str, array: Any) -> None:
+    """Each region reference names its target and reads its selection as h5py does."""
+    from shadowzarr_spec.region_references import region_references
+
+    assert array.attrs["_DTYPE"] == "region_reference"
+    root = zarr.open_group(array.store, mode="r", zarr_format=3)
+    for ours, ref in zip(region_references(actual).ravel(), expected.ravel(), strict=True):
+        if not ref:
+            assert ours.path == "", what
+            continue
+        assert ours.path == f[ref].name, what
+        got = ours.apply(root[ours.path.lstrip("/")])
+        assert_array_equal_exact(got, f[ref][ref], what)
+
+
 def compare_file(path: Path, root: Any) -> None:
     with h5py.File(path) as f:
         compare_attributes(f, root, f)
@@ -237,6 +261,23 @@ def compare_dataset(dset: h5py.Dataset, array: Any, f: h5py.File) -> None:
             got = got.reshape(1)
         assert got.tolist() == np.asarray(want, dtype=object).tolist(), what
         assert array.attrs["_DTYPE"] == "str"
+        return
+    if h5py.check_vlen_dtype(dtype) is not None and h5py.check_string_dtype(dtype) is None:
+        from shadowzarr_spec.hdf5_types import as_sequences
+
+        got = as_sequences(actual, array.attrs)
+        for index, want in np.ndenumerate(expected):
+            assert_array_equal_exact(got[index], np.asarray(want), f"{what}{index}")
+        return
+    if "_STRUCTURED_DTYPE" in array.attrs:
+        from shadowzarr_spec.hdf5_types import as_structured
+
+        records = as_structured(actual, array.attrs)
+        assert records.dtype == dtype, what
+        assert records.tobytes() == expected.tobytes(), what
+        return
+    if h5py.check_ref_dtype(dtype) is h5py.RegionReference:
+        _compare_regions(np.asarray(actual), expected, f, what, array)
         return
     if h5py.check_ref_dtype(dtype) is not None:
         want = [_ref_path(f, r) for r in np.asarray(expected).ravel()]
@@ -327,12 +368,12 @@ def _expected_attribute(value: Any, f: h5py.File) -> Any:
         return rows[0] if array.ndim == 0 else rows
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "c":
-            return [[v.real, v.imag] for v in value.ravel()]
+            return [complex(v) for v in value.ravel()]
         if value.dtype.kind in "OS":
             return [_expected_attribute(v, f) for v in value.ravel()]
         return value.tolist()
     if isinstance(value, complex | np.complexfloating):
-        return [value.real, value.imag]
+        return complex(value)
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -427,3 +468,43 @@ def test_local_copy_of_unreachable_url_records_its_size(tmp_path: Path) -> None:
     rfs = generate_rfs(url, local_hdf5_path=path)
     assert rfs.sources[url].size == path.stat().st_size
     assert rfs.sources[url].etag is None
+
+
+def test_members_keep_creation_order(tmp_path: Path, open_refs: Any) -> None:
+    """A group that tracks creation order lists its members in that order in zarr too."""
+    path = tmp_path / "ordered.h5"
+    names = ["zeta", "alpha", "mid", "beta"]
+    with h5py.File(path, "w", track_order=True) as f:
+        group = f.create_group("ordered", track_order=True)
+        for index, name in enumerate(names):
+            if index % 2:
+                group.create_group(name, track_order=True)
+            else:
+                group.create_dataset(name, data=np.arange(3))
+        expected = list(f["ordered"])
+    assert expected == names
+    root = open_refs(generate_rfs(path))
+    assert [name for name, _ in root["ordered"].members()] == names
+
+
+def test_netcdf_attributes_of_one_element_are_scalars(tmp_path: Path) -> None:
+    """scale_factor [0.5] is 0.5, as h5netcdf gives it: xarray decodes it the same way."""
+    import xarray as xr
+    from shadowzarr_store import RfsStore
+
+    values = np.arange(24.0).reshape(4, 6) / 4
+    dataset = xr.Dataset({"packed": (("y", "x"), values, {"valid_range": [0.0, 10.0]})})
+    path = tmp_path / "packed.nc"
+    encoding = {
+        "packed": {"dtype": "i2", "scale_factor": 0.25, "add_offset": 1.0, "_FillValue": -1}
+    }
+    dataset.to_netcdf(path, engine="h5netcdf", encoding=encoding)
+    rfs = generate_rfs(path)
+    store = RfsStore(rfs)
+    raw = xr.open_zarr(store, consolidated=True, zarr_format=3, mask_and_scale=False)
+    assert raw["packed"].attrs["scale_factor"] == 0.25
+    assert raw["packed"].attrs["valid_range"] == [0.0, 10.0]
+    with xr.open_dataset(path, engine="h5netcdf") as expected:
+        actual = xr.open_zarr(store, consolidated=True, zarr_format=3)
+        assert actual["packed"].dtype == expected["packed"].dtype == np.float64
+        xr.testing.assert_identical(actual.load(), expected.load())

@@ -40,10 +40,10 @@ def test_blosc_configuration_from_cd_values() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (FilterSpec(5, 1, (), "nbit"), "N-bit filter"),
-        (FilterSpec(4, 1, (), "szip"), "SZIP filter"),
-        (FilterSpec(6, 1, (), "scaleoffset"), "scale-offset filter"),
-        (FilterSpec(32099, 1, (), "mystery"), "unknown HDF5 filter 32099 \\(mystery\\)"),
+        (FilterSpec(5, 1, (8, 0, 4, 3, 8, 0, 0, 0), "nbit"), "nbit filter .* on compound"),
+        (FilterSpec(5, 1, (8, 0, 4, 1, 4, 0, 20, 0), "nbit"), "nbit filter .* float32 values"),
+        (FilterSpec(6, 1, (0, 2), "scaleoffset"), "scaleoffset filter .* 2 parameters"),
+        (FilterSpec(32099, 1, (), "mystery"), "HDF5 filter 32099 \\(mystery\\) has no Zarr"),
     ],
 )
 def test_refused_filters_name_dataset_and_filter(spec: FilterSpec, message: str) -> None:

@@ -15,10 +15,9 @@ from shadowzarr_spec import (
     NON_FINITE_CONVENTION,
     RfsBuilder,
     decode_attributes,
-    load_rfs,
     write_rfs,
 )
-from shadowzarr_store import open_rfs
+from shadowzarr_store import load_rfs, open_rfs
 from shadowzarr_testing.nginx import NginxServer
 
 from shadowzarr_icechunk import (

@@ -17,6 +17,7 @@ from .recordings.brainvision import write_brainvision
 from .recordings.edf import write_edf
 from .recordings.elan import write_elan
 from .recordings.intan_per_channel import write_intan_per_channel
+from .recordings.intan_per_signal import write_intan_per_signal
 from .recordings.intan_rhs import write_intan_rhs
 from .recordings.maxwell import write_maxwell
 from .recordings.mearec import write_mearec
@@ -94,6 +95,7 @@ WRITTEN_NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     "neuralynx": write_neuralynx,
     "neuralynx-one-segment": partial(write_neuralynx, segments=1, n_channels=2, inverted=False),
     "intan-one-file-per-channel": write_intan_per_channel,
+    "intan-one-file-per-signal": write_intan_per_signal,
     "intan-rhs": write_intan_rhs,
     "blackrock-2.3": write_blackrock,
     "blackrock-3.0": partial(write_blackrock, spec="3.0", segments=1, n_channels=3, nsx=6),
@@ -119,7 +121,6 @@ NO_BUFFERS: dict[str, Callable[[Path], WrittenRecording]] = {
     **WRITTEN_NO_BUFFERS,
     "intan-rhd-128": _real_intan("sampledata.rhd"),
     "intan-rhd-60": _real_intan("r4_210612_195804_part.rhd"),
-    "intan-one-file-per-signal": _real_intan("one-file-per-signal/info.rhd"),
     "blackrock-ns2": _real_blackrock,
 }
 """Recordings whose NEO readers do not describe their buffers (virtual_arrays_neo only)."""

@@ -55,11 +55,23 @@ def test_channels_by_samples_is_refused(tmp_path: Path) -> None:
 
 
 def test_filter_without_a_codec_is_refused(tmp_path: Path) -> None:
-    """HDF5's scale-offset filter has no Zarr codec: NotVirtualizable, naming the dataset."""
+    """SZ3 (hdf5plugin, lossy) has no Zarr codec: NotVirtualizable, naming the dataset."""
+    import hdf5plugin
+
+    filters = dict(hdf5plugin.SZ3(absolute=0.5))
+    recording = write_mearec(tmp_path, chunks=(100, 7), filters=filters, n_samples=500)
+    with pytest.raises(NotVirtualizable, match=r"recordings.*32024"):
+        virtual_arrays_neo(recording.open())
+
+
+def test_scale_offset_recording_is_referenced(tmp_path: Path) -> None:
+    """HDF5's scale-offset filter reads through shadowzarr-store's codec, equal to NEO."""
     recording = write_mearec(tmp_path, chunks=(100, 7), scaleoffset=0, n_samples=500)
     reader = recording.open()
-    np.testing.assert_array_equal(
-        reader.get_analogsignal_chunk(0, 0, None, None, 0), recording.signals[0, 0, "0"]
-    )
-    with pytest.raises(NotVirtualizable, match=r"recordings.*scale"):
-        virtual_arrays_neo(reader)
+    (array,) = virtual_arrays_neo(reader).values()
+    assert "shadowzarr.hdf5_scaleoffset" in [codec["name"] for codec in array.codecs]
+    builder = RfsBuilder()
+    builder.add_group("")
+    array.add_to(builder, "mearec")
+    stored = open_rfs(builder.build())["mearec"]
+    np.testing.assert_array_equal(stored[:], reader.get_analogsignal_chunk(0, 0, None, None, 0))

@@ -37,7 +37,9 @@ def test_neo_reads_the_values_written(write, tmp_path: Path) -> None:
 
 
 def test_real_recordings_are_there(tmp_path: Path) -> None:
-    assert len(REAL) >= 6
+    """Every file of tests/data/ephys that the cases name is there (see its README)."""
+    axon = ["171116sh_0011", "2018_12_15_0000", "File_axon_7", "multichannelAbf1WithTags"]
+    assert set(REAL) == {"brainvision-real", *(f"axon-{name}" for name in axon)}
     for write in REAL.values():
         reader = write(tmp_path).open()
         assert reader.header["signal_streams"].size >= 1

@@ -101,3 +101,28 @@ def test_other_conventions_are_kept() -> None:
     encoded = encode_attributes({"zarr_conventions": [other], "v": float("nan")})
     assert encoded["zarr_conventions"][0] == other
     assert decode_attributes(encoded)["zarr_conventions"] == [other]
+
+
+def test_complex_numbers_stay_complex() -> None:
+    from shadowzarr_spec import COMPLEX_CONVENTION
+
+    attributes = {
+        "z": 1 + 2j,
+        "zs": [0.5 - 1j, complex(float("nan"), float("inf"))],
+        "pair": [1.0, 2.0],
+        "looks_complex": "complex:1,2",
+    }
+    encoded = encode_attributes(attributes)
+    assert encoded["z"] == "complex:1.0,2.0"
+    assert encoded["zs"][1] == "complex:NaN,Infinity"
+    assert encoded["pair"] == [1.0, 2.0]
+    assert encoded["looks_complex"] == "_str_complex:1,2"
+    assert COMPLEX_CONVENTION in encoded["zarr_conventions"]
+    json.dumps(encoded, allow_nan=False)
+    decoded = decode_attributes(encoded)
+    assert decoded["z"] == 1 + 2j
+    assert decoded["zs"][0] == 0.5 - 1j
+    assert math.isnan(decoded["zs"][1].real)
+    assert decoded["zs"][1].imag == math.inf
+    assert decoded["pair"] == [1.0, 2.0]
+    assert decoded["looks_complex"] == "complex:1,2"

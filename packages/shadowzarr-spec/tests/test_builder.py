@@ -82,6 +82,17 @@ def test_codecs_zarr_refuses_are_reported() -> None:
         builder.build()
 
 
+def test_a_codec_a_known_package_provides_is_accepted_where_it_is_not_installed() -> None:
+    """Generating decodes nothing: an imagecodecs codec is the reader's to install."""
+    builder = RfsBuilder()
+    codecs = [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "imagecodecs_nope"},
+    ]
+    builder.add_array("z", shape=[10], data_type="<i4", codecs=codecs)
+    assert builder.build().refs["z/zarr.json"]
+
+
 def test_columns_selection_joins_neighbours_and_keeps_order() -> None:
     assert columns_selection(385, 2, slice(0, 384)) == (770, [[0, 768]])
     assert columns_selection(4, 2, [3, 0, 1]) == (8, [[6, 8], [0, 4]])

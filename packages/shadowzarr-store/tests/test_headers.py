@@ -10,7 +10,7 @@ import pytest
 import zarr
 
 from shadowzarr_store import RfsStore, StoreOptions, open_rfs
-from shadowzarr_store.fetch.headers import HeaderRules
+from shadowzarr_store.transport.headers import HeaderRules
 
 from .handmade import write_reference_directory, write_sources
 

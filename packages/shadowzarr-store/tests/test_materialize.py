@@ -197,6 +197,22 @@ def test_same_result_on_a_local_dask_cluster(tmp_path: Path) -> None:
         assert files(single) == files(clustered)
 
 
+@pytest.mark.timeout(120)
+def test_an_in_process_cluster_does_not_deadlock(tmp_path: Path) -> None:
+    """Workers in threads of this process (processes=False) share zarr's event loop with the
+    caller, which must not block it while it waits for them."""
+    refs, expected = make_refs(tmp_path, rows=5_000)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        materialize(refs, tmp_path / "copy.zarr", target_chunk_bytes=16_000, client=client)
+    for path, values in expected.items():
+        np.testing.assert_array_equal(zarr.open_array(tmp_path / "copy.zarr", path=path)[:], values)
+
+
 def test_chunks_copied_as_stored_ignore_a_sharded_view(tmp_path: Path) -> None:
     """A sharded view serves an index before each chunk's data: a copy of the stored bytes must
     never take those, whatever store options the caller passes."""

@@ -159,3 +159,21 @@ def test_reference_cache_round_trip(tmp_path: Path) -> None:
 def test_offline_open_without_cached_references(tmp_path: Path) -> None:
     with pytest.raises(OfflineError, match="no cached references"):
         open_remote_array("https://127.0.0.1:9/f.json", cache_dir=tmp_path, offline=True)
+
+
+def test_a_rewritten_local_reference_file_is_never_served_stale(tmp_path: Path) -> None:
+    """References cached from a local reference file follow the file: its identity (size,
+    mtime, sampled hash) is asked at every open, even when sources are assumed immutable."""
+    document, values = _document(tmp_path)
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps(document))
+    first = open_remote_array(str(refs), dataset="a", cache_dir=tmp_path / "cache")
+    np.testing.assert_array_equal(first[:], values)
+    assert open_remote_array(str(refs), dataset="a", cache_dir=tmp_path / "cache").info[
+        "references"
+    ] == "cached on disk"
+    # The same file name, other chunks: the first chunk now points at the last one's bytes.
+    document["refs"]["a/c/0/0"] = document["refs"]["a/c/2/0"]
+    refs.write_text(json.dumps(document))
+    again = open_remote_array(str(refs), dataset="a", cache_dir=tmp_path / "cache")
+    np.testing.assert_array_equal(again[:2], values[4:6])

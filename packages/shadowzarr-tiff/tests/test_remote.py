@@ -11,7 +11,9 @@ from shadowzarr_spec import SourceError, SourceNotFoundError, rfs_to_json
 from shadowzarr_store import open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
 
-from shadowzarr_tiff import HttpRangeFile, generate_rfs_tiff
+from shadowzarr_store.transport import TransportOptions
+
+from shadowzarr_tiff import BlockFile, generate_rfs_tiff
 
 if TYPE_CHECKING:
     from shadowzarr_testing.nginx import NginxServer
@@ -88,7 +90,7 @@ def test_local_copy_of_a_url_records_the_servers_etag(nginx: NginxServer) -> Non
 def test_http_file_reads_exact_bytes(nginx: NginxServer) -> None:
     payload = RNG.integers(0, 255, 300_000, dtype=np.uint8).tobytes()
     nginx.write_file("blob.bin", payload)
-    with HttpRangeFile(nginx.url("blob.bin"), block_size=4096, read_ahead=8192) as handle:
+    with BlockFile(nginx.url("blob.bin"), block_size=4096, read_ahead=8192) as handle:
         assert handle.size == len(payload)
         for start, length in [(0, 10), (4090, 20), (123_456, 70_000), (299_990, 100)]:
             handle.seek(start)
@@ -114,13 +116,13 @@ def test_ifds_far_apart_are_fetched_in_few_requests_with_few_bytes(nginx: NginxS
             tif.write(frame + index, contiguous=False, metadata=None, photometric="minisblack")
     nginx.write_file("far.tif", buffer.getvalue())
     url = nginx.url("far.tif")
-    with HttpRangeFile(url) as handle:
+    with BlockFile(url) as handle:
         with tifffile.TiffFile(handle, name="far.tif") as tif:
             assert len(tif.series[0]) == 200
         assert handle.stats.requests <= 12, handle.stats
         assert handle.stats.bytes < 2_000_000, handle.stats
         assert handle.multipart_ranges is True
-    with HttpRangeFile(url, multipart=False) as handle:
+    with BlockFile(url, transport=TransportOptions(multi_range=False)) as handle:
         with tifffile.TiffFile(handle, name="far.tif") as tif:
             offsets = [page.dataoffsets[0] for page in tif.series[0]]
         assert handle.stats.requests > 12  # one range per request
@@ -179,7 +181,7 @@ def test_server_without_multipart_ranges_falls_back_to_single_ranges(tmp_path) -
     server = _FirstRangeOnly(buffer.getvalue())
     try:
         remote = generate_rfs_tiff(server.url)
-        with HttpRangeFile(server.url) as handle, tifffile.TiffFile(handle, name="s.tif") as tif:
+        with BlockFile(server.url) as handle, tifffile.TiffFile(handle, name="s.tif") as tif:
             assert len(tif.series[0]) == 60
             assert handle.multipart_ranges is False
     finally:
@@ -207,8 +209,8 @@ def test_persistent_failures_name_the_url(make_proxy, nginx: NginxServer) -> Non
     nginx.write_file("down.tif", _uneven_stack(2))
     proxy = make_proxy(nginx.url(""))
     proxy.fail_matching("down", "500")
-    with pytest.raises(SourceError, match=r"down\.tif: the first byte: HTTP 500 \(gave up"):
-        HttpRangeFile(proxy.url("down.tif"), backoff=0.01)
+    with pytest.raises(SourceError, match=r"down\.tif bytes 0-0: HTTP 500 \(gave up"):
+        BlockFile(proxy.url("down.tif"), transport=TransportOptions(backoff=0.01))
 
 
 def test_remote_short_last_strips_are_fetched_together(nginx: NginxServer) -> None:
@@ -250,7 +252,7 @@ def test_nearly_evenly_spaced_ifds_of_compressed_pages_are_guessed(nginx: NginxS
     with tifffile.TiffFile(path) as tif:
         spacing = np.diff([page.offset for page in tif.pages])
         assert spacing.min() != spacing.max()
-    with HttpRangeFile(url) as handle:
+    with BlockFile(url) as handle:
         assert prefetch_ifd_chain(handle) == 200
         walked = handle.stats.requests
         with tifffile.TiffFile(handle, name="compressed.tif") as tif:
@@ -284,7 +286,7 @@ def test_expired_presigned_url_is_renewed(make_proxy, nginx: NginxServer) -> Non
     nginx.write_file("expiring.bin", bytes(range(256)) * 400)
     proxy = make_proxy(nginx.url(""), presign_ttl=0.3)
     proxy.add_asset("aa11", "expiring.bin")
-    with HttpRangeFile(proxy.asset_download_url("aa11"), read_ahead=4096) as handle:
+    with BlockFile(proxy.asset_download_url("aa11"), read_ahead=4096) as handle:
         assert handle.read_range(0, 4) == bytes(range(4))
         time.sleep(0.5)
         assert handle.read_range(80_000, 80_004) == bytes(range(128, 132))

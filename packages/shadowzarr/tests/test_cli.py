@@ -124,7 +124,7 @@ def test_check_and_get_over_nginx(nginx, tmp_path: Path) -> None:  # type: ignor
         (("info", "no/such/refs.json"), "no reference file"),
         (("get", "no/such/refs.json", "x"), "no reference file"),
         (("convert", "no/such/refs.json", "out.json"), "no reference file"),
-        (("generate", "no/such/file.h5", "-o", "out.json"), "No such file"),
+        (("generate", "no/such/file.h5", "-o", "out.json"), "no such source file"),
     ],
 )
 def test_missing_files_are_one_line_errors(
@@ -274,3 +274,17 @@ def test_convert_to_icechunk(raw_refs: tuple[Path, np.ndarray], tmp_path: Path) 
     )
     root = zarr.open_group(repo.readonly_session("main").store, mode="r")
     np.testing.assert_array_equal(root["signal"][:], values)
+
+
+def test_version_lists_every_sub_package() -> None:
+    import importlib.metadata
+
+    result = shadowzarr("--version")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"shadowzarr {importlib.metadata.version('shadowzarr')}"
+    listed = {line.split()[0]: line.split()[1] for line in lines[1:]}
+    names = ["spec", "store", "hdf5", "tiff", "neo", "nwb", "icechunk"]
+    assert listed == {
+        f"shadowzarr-{n}": importlib.metadata.version(f"shadowzarr-{n}") for n in names
+    }

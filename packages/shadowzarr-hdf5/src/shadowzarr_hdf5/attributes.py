@@ -3,7 +3,8 @@
 References become ``{"_REFERENCE": {"source": ".", "path": ...}}``; bytes that are not UTF-8
 and opaque values stay bytes (RfsBuilder.build stores them with the Bytes convention); NaN and
 infinities stay floats (stored with the Non-Finite convention); a null dataspace becomes None;
-compounds become objects keyed by field; complex numbers become ``[real, imag]``.
+compounds become objects keyed by field; complex numbers stay complex (stored with the Complex
+convention as ``"complex:<real>,<imag>"``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import h5py
 import numpy as np
 from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
+from shadowzarr_spec.region_references import REGION_REFERENCE_KEY
 
 from .object_paths import ObjectPaths
 
@@ -139,7 +141,9 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
     """One h5py attribute value as a JSON-ready Python value."""
     if isinstance(value, h5py.Empty):
         return None
-    if isinstance(value, h5py.RegionReference | h5py.Reference):
+    if isinstance(value, h5py.RegionReference):
+        return _region_value(value, paths)
+    if isinstance(value, h5py.Reference):
         return reference_value(paths(value))
     if isinstance(value, np.ndarray):
         if value.dtype.names is not None:
@@ -151,7 +155,7 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
         if value.dtype.kind == "O":
             return nested([to_json(v, paths) for v in value.ravel()], value.shape)
         if value.dtype.kind == "c":
-            return nested([[float(v.real), float(v.imag)] for v in value.ravel()], value.shape)
+            return nested([complex(v) for v in value.ravel()], value.shape)
         if value.dtype.kind == "S":
             return nested([bytes_or_text(bytes(v)) for v in value.ravel()], value.shape)
         if value.dtype.kind == "V":
@@ -164,10 +168,18 @@ def to_json(value: Any, paths: ObjectPaths) -> Any:
     if isinstance(value, bytes | np.bytes_):
         return bytes_or_text(bytes(value))
     if isinstance(value, complex | np.complexfloating):
-        return [float(value.real), float(value.imag)]
+        return complex(value)
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _region_value(value: Any, paths: ObjectPaths) -> dict[str, Any]:
+    """``{"_REGION_REFERENCE": {"source": ".", "path": ..., "selection": ...}}``."""
+    from .region_references import region_reference
+
+    found = region_reference(value, paths.file, paths)
+    return {REGION_REFERENCE_KEY: {"source": ".", **found.to_json()}}
 
 
 def _record(value: Any, paths: ObjectPaths) -> dict[str, Any]:

@@ -18,8 +18,10 @@ class Options:
     chunk_index_threshold: int | None = 1000
     contiguous_chunk_bytes: int = 4 * 2**20
     inline_threshold: int = 1024
-    inline_unsupported_below: int | None = None
-    """Opt-in: datasets of at most this many bytes that no codec reads are inlined instead."""
+    inline_unsupported_below: int | None = 2**20
+    """Datasets of at most this many bytes that no codec reads are inlined, decoded by HDF5."""
+    strict: bool = False
+    """Raise on the first dataset no reference describes, instead of omitting it."""
 
 
 @dataclass(slots=True)
@@ -39,6 +41,8 @@ class Source:
     """Chunk tables parsed ahead of time, by dataset path."""
     netcdf: bool = False
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
+    netcdf_lengths: dict[int, int] = field(default_factory=dict)
+    """netCDF-4: unlimited dimension scale address → the dimension's length."""
     opened: dict[int, Any] = field(default_factory=dict)
     """Datasets already opened, by object address (the first walk opens each once)."""
     headers: Any = None

@@ -8,15 +8,16 @@ from typing import Any
 
 import h5py
 import numpy as np
-from shadowzarr_spec import BuilderError, RfsBuilder, UnsupportedFeatureError
-from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_spec import BuilderError, ChunkDecodeError, RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
 from .attributes import attribute_names, read_attributes
-from .context import Options, Source
+from .chunk_decode import decode_stored_chunks
+from .context import ChunkLocations, Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
 from .filters import codecs_for, read_filters
-from .inline import string_codecs
+from .inline import chunk_region, string_codecs, vlen_bytes_codecs
 from .layouts import (
     add_chunked,
     add_contiguous,
@@ -30,10 +31,13 @@ from .layouts import (
 )
 from .lzf import LZF_MAX_RATIO, overcompressed
 from .native.dataset import HeaderDataset
-from .netcdf import netcdf_attributes
+from .native_decode import decoded_values
+from .netcdf import is_netcdf_char, netcdf_attributes
+from .netcdf_dimensions import check_padding, netcdf_shape, padded
 from .verify import needs_verification, verify_chunk
+from .virtual_datasets import add_virtual
 
-__all__ = ["add_dataset"]
+__all__ = ["add_dataset", "add_decoded"]
 
 DTYPE_ATTR = "_DTYPE"
 ENUM_ATTR = "_ENUM"
@@ -50,25 +54,11 @@ def add_dataset(
 ) -> None:
     """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
     cached specifications of old HDMF files)."""
-    if isinstance(dataset, HeaderDataset):
-        stored_names, attributes = dataset.attribute_names, dict(dataset.attributes)
-    else:
-        stored_names = attribute_names(dataset)
-        attributes = read_attributes(dataset, source.paths, stored_names)
-    plan = plan_type(dataset.dtype, path)
-    if source.netcdf:
-        attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
-    if plan.dtype_attr is not None and not source.netcdf:  # xarray would show it as metadata
-        attributes[DTYPE_ATTR] = plan.dtype_attr
-    if plan.reference_fields:
-        attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
-    if plan.enum is not None:
-        attributes[ENUM_ATTR] = plan.enum
-    names = dimension_names(dataset, stored_names)
+    plan, attributes, names = _described(dataset, path, source)
     if dataset.shape is None:  # null dataspace: no elements at all
         _add_empty(builder, path, plan, (0,), attributes, None)
         return
-    shape = tuple(dataset.shape) + plan.extra_shape
+    shape = netcdf_shape(dataset, source) + plan.extra_shape
     if names is not None:
         names = names + [None] * len(plan.extra_shape)
     if not plan.stored:
@@ -78,6 +68,67 @@ def add_dataset(
         _add_empty(builder, path, plan, shape, attributes, names)
         return
     _add_stored(builder, path, dataset, source, options, plan, shape, attributes, names)
+
+
+def add_decoded(
+    builder: RfsBuilder, path: str, dataset: h5py.Dataset | HeaderDataset, source: Source
+) -> None:
+    """Add ``dataset`` with every value decoded by HDF5 and held in the references: the policy
+    for a small dataset whose stored bytes no codec reads (see :mod:`.unsupported`)."""
+    plan, attributes, names = _described(dataset, path, source)
+    if not plan.stored or dataset.shape is None:
+        raise UnsupportedFeatureError(f"dataset {path!r}: its values cannot be held inline")
+    shape = tuple(dataset.shape) + plan.extra_shape
+    if names is not None:
+        names = names + [None] * len(plan.extra_shape)
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+    values = as_storage(decoded_values(opened, path), plan.storage)
+    chunks = opened.chunks
+    chunk_shape = (
+        (*chunks, *plan.extra_shape) if chunks is not None else tuple(max(1, n) for n in shape)
+    )
+    codecs = [bytes_codec(plan.storage)]
+    fill = _fill_value(opened, plan.storage)
+    builder.add_array(
+        path, shape=shape, data_type=plan.storage, chunk_shape=chunk_shape, codecs=codecs,
+        fill_value=fill, attributes=attributes, dimension_names=names,
+    )  # fmt: skip
+    add_inline(
+        builder, path, values, shape=shape, data_type=plan.storage, chunk_shape=chunk_shape,
+        codecs=codecs, fill_value=fill,
+    )  # fmt: skip
+
+
+def as_storage(values: Any, storage: np.dtype) -> np.ndarray:
+    """Values read by h5py in the array's stored type (records as raw bytes: a view)."""
+    array = np.asarray(values)
+    if storage.kind == "V" and storage.names is None and array.dtype.names is not None:
+        return np.ascontiguousarray(array).view(storage)
+    return array.astype(storage, copy=False)
+
+
+def _described(
+    dataset: h5py.Dataset | HeaderDataset, path: str, source: Source
+) -> tuple[TypePlan, dict[str, Any], list[str | None] | None]:
+    """The storage plan, the attributes and the dimension names of a dataset's array."""
+    if isinstance(dataset, HeaderDataset):
+        stored_names, attributes = dataset.attribute_names, dict(dataset.attributes)
+    else:
+        stored_names = attribute_names(dataset)
+        attributes = read_attributes(dataset, source.paths, stored_names)
+    plan = plan_type(dataset.dtype, path)
+    if source.netcdf and is_netcdf_char(dataset.dtype):
+        plan = TypePlan(TypeKind.STORED, np.dtype("S1"), (), None)
+    if source.netcdf:
+        attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
+    if plan.dtype_attr is not None and not source.netcdf:  # xarray would show it as metadata
+        attributes[DTYPE_ATTR] = plan.dtype_attr
+    if plan.reference_fields:
+        attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
+    if plan.enum is not None:
+        attributes[ENUM_ATTR] = plan.enum
+    attributes.update(plan.attributes)
+    return plan, attributes, dimension_names(dataset, stored_names)
 
 
 def dimension_names(
@@ -133,7 +184,9 @@ def _fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
     if array.dtype.names is not None or array.dtype.kind == "V":
         if not array.tobytes().strip(b"\x00"):
             return None
-        return np.asarray(fill).astype(storage)[()] if array.dtype.names else array.tobytes()
+        if array.dtype.names and storage.names:
+            return np.asarray(fill).astype(storage)[()]
+        return array.tobytes()  # raw records (or opaque values): the stored bytes
     if array.ndim:  # an HDF5 array type's fill is an array: Zarr needs one scalar
         flat = array.ravel()
         if not np.all(flat == flat[0]):
@@ -152,7 +205,7 @@ def _add_empty(
     attributes: dict[str, Any],
     names: list[str | None] | None,
 ) -> None:
-    data_type = plan.storage if plan.stored else "string"
+    data_type = plan.storage if plan.stored or plan.kind is TypeKind.VLEN_SEQUENCE else "string"
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
         data_type = np.dtype([("empty", "u1")])  # never read: there are no elements
     builder.add_array(
@@ -176,11 +229,13 @@ def _add_converted(
     scalar_strings: bool,
 ) -> None:
     """Strings, references and compounds holding them: values converted and held inline."""
-    shape = tuple(dataset.shape)
+    shape = netcdf_shape(dataset, source)
     if math.prod(shape) == 0:
         _add_empty(builder, path, plan, shape, attributes, names)
         return
     values = convert_values(_values(dataset, source), plan, source.paths, dataset)
+    if values.shape != shape:  # a netCDF variable on a longer unlimited dimension
+        values = padded(values, shape, "" if plan.kind is TypeKind.STRING else None)
     if scalar_strings and plan.kind is TypeKind.STRING and shape == (1,):
         values, shape, names = values.reshape(()), (), None
     chunk_shape = _inline_chunks(shape)
@@ -188,6 +243,8 @@ def _add_converted(
         data_type: Any = values.dtype
         codecs = [bytes_codec(values.dtype)]
         fill = None
+    elif plan.kind is TypeKind.VLEN_SEQUENCE:
+        data_type, codecs, fill = VLEN_BYTES, vlen_bytes_codecs(values, chunk_shape), None
     else:
         data_type, codecs, fill = "string", string_codecs(values, chunk_shape), ""
     builder.add_array(
@@ -237,6 +294,7 @@ def _add_stored(
     fill = _fill_value(dataset, dtype)
     plain_codecs = [bytes_codec(dtype)]
     extra = plan.extra_shape
+    extent = tuple(int(n) for n in dataset.shape) + extra
 
     def add(chunk_shape: tuple[int, ...], codecs: list[dict[str, Any]]) -> None:
         try:
@@ -253,21 +311,24 @@ def _add_stored(
         except BuilderError as exc:
             raise UnsupportedFeatureError(f"dataset {path!r}: {exc}") from exc
 
-    def inline(chunk_shape: tuple[int, ...]) -> None:
+    def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> None:
         add(chunk_shape, plain_codecs)
-        values = np.asarray(_values(dataset, source)).astype(dtype, copy=False)
+        found = _values(dataset, source) if decoded is None else decoded
+        values = padded(as_storage(found, dtype), shape, fill)
         add_inline(
             builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
             codecs=plain_codecs, fill_value=fill,
         )  # fmt: skip
 
     if layout == "virtual":
-        if _may_inline_unsupported(options, nbytes):
-            inline(tuple(max(1, s) for s in shape))
-            return
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: virtual datasets (VDS) map other datasets and are not supported"
-        )
+        if extra:
+            raise UnsupportedFeatureError(f"dataset {path!r}: a virtual dataset of array types")
+        opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+        add_virtual(
+            builder, path, opened, source, data_type=dtype, fill_value=fill,
+            attributes=attributes, names=names,
+        )  # fmt: skip
+        return
     if layout == "compact":
         inline(tuple(max(1, s) for s in shape))
         return
@@ -294,21 +355,22 @@ def _add_stored(
     chunk_shape = tuple(dataset.chunks) + extra
     filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
     if nbytes <= options.inline_threshold:
-        inline(chunk_shape)
+        decoded = None
+        if filters:
+            decoded = _small_filtered_values(
+                dataset, path, source, filters, shape=extent, chunk_shape=chunk_shape,
+                data_type=dtype, fill_value=fill,
+            )  # fmt: skip
+        inline(chunk_shape, decoded)
         return
     locations = chunk_locations(dataset, source)
     mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
-    try:
-        codecs = codecs_for(filters, dtype, path, skip_mask=mask)
-        _check_bitshuffle(codecs, chunk_shape, path)
-        _verify_first_chunk(
-            dataset, path, source, locations, mask, dtype, shape, chunk_shape, codecs
-        )
-    except UnsupportedFeatureError:
-        if _may_inline_unsupported(options, nbytes):
-            inline(chunk_shape)
-            return
-        raise
+    codecs = codecs_for(filters, dtype, path, skip_mask=mask)
+    _verify_first_chunk(dataset, path, source, locations, mask, dtype, extent, chunk_shape, codecs)
+    check_padding(
+        path, source, locations, extent=extent, shape=shape, chunk_shape=chunk_shape,
+        data_type=dtype, codecs=codecs, fill_value=fill,
+    )  # fmt: skip
     add(chunk_shape, codecs)
     rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
     add_chunked(
@@ -317,6 +379,50 @@ def _add_stored(
         has_filters=bool(filters),
         rewrite=rewrite,
     )  # fmt: skip
+
+
+def _small_filtered_values(
+    dataset: h5py.Dataset | HeaderDataset,
+    path: str,
+    source: Source,
+    filters: tuple[Any, ...],
+    *,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    data_type: np.dtype,
+    fill_value: Any,
+) -> Any:
+    """The values of a small filtered dataset, decoded by the codecs its references would use,
+    else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
+    locations = chunk_locations(dataset, source)
+    values: np.ndarray | None = None
+    try:
+        # Chunks that skipped a filter (HDF5's filter mask) decode with that filter left out.
+        for mask in np.unique(locations.masks).tolist() or [0]:
+            chosen = locations.masks == mask
+            part = decode_stored_chunks(
+                source,
+                ChunkLocations(locations.coords[chosen], locations.offsets[chosen],
+                               locations.sizes[chosen], locations.masks[chosen]),
+                shape=shape, chunk_shape=chunk_shape, data_type=data_type,
+                codecs=codecs_for(filters, data_type, path, skip_mask=int(mask)),
+                fill_value=fill_value,
+            )  # fmt: skip
+            if part is None:
+                break
+            if values is None:
+                values = part
+                continue
+            extra = (0,) * (len(shape) - locations.coords.shape[1])
+            for coords in locations.coords[chosen].tolist():
+                region = chunk_region((*coords, *extra), chunk_shape, shape)
+                values[region] = part[region]
+        else:
+            return values
+    except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
+        pass  # no codec reads these chunks here: HDF5 decodes them
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+    return decoded_values(opened, path)
 
 
 def _contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
@@ -379,19 +485,3 @@ def _lzf_rewrites(
 
 _LZF_INLINE_LIMIT = 64 * 2**20
 """At most this many bytes of LZF chunks are rewritten into the references."""
-
-
-def _check_bitshuffle(
-    codecs: list[dict[str, Any]], chunk_shape: tuple[int, ...], path: str
-) -> None:
-    # The HDF5 filter copies the last (n % 8) elements unshuffled; imagecodecs does not.
-    if codecs[0].get("name") == "imagecodecs_bitshuffle" and math.prod(chunk_shape) % 8:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: bitshuffle over chunks of {math.prod(chunk_shape)} elements (not "
-            "a multiple of 8) has no Zarr codec"
-        )
-
-
-def _may_inline_unsupported(options: Options, nbytes: int) -> bool:
-    limit = options.inline_unsupported_below
-    return limit is not None and nbytes <= limit

@@ -65,6 +65,8 @@ def _chunk_encoder(
                 steps.append(_zstd(codecs[-1]))
             return _Encoder("" if fill_value is None else str(fill_value), steps)
         return None
+    if isinstance(data_type, str):  # variable-length bytes: left to zarr-python
+        return None
     dtype = np.dtype(data_type)
     if names != ["bytes"] or dtype.kind not in "biuf" or dtype.subdtype is not None:
         return None

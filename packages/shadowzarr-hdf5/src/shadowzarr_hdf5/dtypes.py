@@ -17,9 +17,13 @@ from typing import Any
 import h5py
 import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
+from shadowzarr_spec.hdf5_types import STRUCTURED_DTYPE_ATTR, VLEN_DTYPE_ATTR, structured_descr
+from shadowzarr_spec.metadata import VLEN_BYTES
 from shadowzarr_spec.nwb_convention import OBJECT_REFERENCE_DTYPE, STRING_DTYPE
+from shadowzarr_spec.region_references import REGION_REFERENCE_DTYPE
 
 from .object_paths import ObjectPaths
+from .region_references import region_reference
 
 __all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type"]
 
@@ -29,8 +33,12 @@ class TypeKind(Enum):
     """The file's bytes are the Zarr array's bytes."""
     STRING = "string"
     REFERENCE = "reference"
+    REGION_REFERENCE = "region_reference"
+    """Stored as JSON text: target path and selection (:mod:`shadowzarr_spec.region_references`)."""
     CONVERTED_COMPOUND = "converted_compound"
     """A compound with string or reference fields (or padding): converted, stored inline."""
+    VLEN_SEQUENCE = "vlen_sequence"
+    """Variable-length sequences of numbers: each one's bytes, stored inline (``_VLEN_DTYPE``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,8 @@ class TypePlan:
     """The ``_DTYPE`` attribute (None for compounds)."""
     reference_fields: tuple[str, ...] = ()
     enum: dict[str, int] | None = None
+    attributes: tuple[tuple[str, Any], ...] = ()
+    """Attributes the representation needs (``_STRUCTURED_DTYPE``, ``_VLEN_DTYPE``)."""
 
     @property
     def stored(self) -> bool:
@@ -54,12 +64,25 @@ def plan_type(dtype: np.dtype, path: str) -> TypePlan:
     """How a dataset of HDF5 type ``dtype`` (h5py's numpy form) is stored."""
     if h5py.check_string_dtype(dtype) is not None:
         return TypePlan(TypeKind.STRING, "string", (), STRING_DTYPE)
+    if h5py.check_ref_dtype(dtype) is h5py.RegionReference:
+        return TypePlan(TypeKind.REGION_REFERENCE, "string", (), REGION_REFERENCE_DTYPE)
     if h5py.check_ref_dtype(dtype) is not None:
         return TypePlan(TypeKind.REFERENCE, "string", (), OBJECT_REFERENCE_DTYPE)
-    if h5py.check_vlen_dtype(dtype) is not None:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: variable-length sequences of {h5py.check_vlen_dtype(dtype)} have "
-            "no Zarr data type"
+    base = h5py.check_vlen_dtype(dtype)
+    if base is not None:
+        number = np.dtype(base)
+        if number.kind not in "biuf" or number.names is not None or number.subdtype is not None:
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: variable-length sequences of {base} have no Zarr data type"
+            )
+        # h5py hands the sequences over in native byte order, whatever the file's order
+        native = number.newbyteorder("=") if number.itemsize > 1 else number
+        return TypePlan(
+            TypeKind.VLEN_SEQUENCE,
+            VLEN_BYTES,
+            (),
+            None,
+            attributes=((VLEN_DTYPE_ATTR, native.str),),
         )
     if dtype.subdtype is not None:
         base, extra = dtype.subdtype
@@ -74,9 +97,12 @@ def plan_type(dtype: np.dtype, path: str) -> TypePlan:
     enum = h5py.check_enum_dtype(dtype)
     plain = np.dtype(dtype.str)
     if plain.kind in "iufcb":
-        if plain.kind == "f" and plain.itemsize not in (2, 4, 8):
+        widths = (2, 4, 8) if plain.kind == "f" else (8, 16)
+        if plain.kind in "fc" and plain.itemsize not in widths:
+            what = "complex numbers" if plain.kind == "c" else "floats"
             raise UnsupportedFeatureError(
-                f"dataset {path!r}: {plain.itemsize * 8}-bit floats have no Zarr data type"
+                f"dataset {path!r}: {plain.itemsize * 8}-bit {what} (long double) have no Zarr "
+                "data type"
             )
         mapping = (
             None if enum is None or plain.kind == "b" else {k: int(v) for k, v in enum.items()}
@@ -88,15 +114,17 @@ def plan_type(dtype: np.dtype, path: str) -> TypePlan:
 
 
 def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
+    if _has_array_field(dtype):
+        return _raw_records(dtype, path)
     fields: list[tuple[str, Any]] = []
     references: list[str] = []
     converted = not _is_packed(dtype)
     for name in dtype.names or ():
         field_dtype = dtype.fields[name][0]  # type: ignore[index]
-        if field_dtype.subdtype is not None:
+        if h5py.check_ref_dtype(field_dtype) is h5py.RegionReference:
             raise UnsupportedFeatureError(
-                f"dataset {path!r}: compound field {name!r} is an array type, which Zarr "
-                "structured data types cannot hold"
+                f"dataset {path!r}: compound field {name!r} holds region references, which "
+                "compound arrays cannot carry without losing the region"
             )
         if h5py.check_ref_dtype(field_dtype) is not None:
             references.append(name)
@@ -113,6 +141,36 @@ def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
         return TypePlan(TypeKind.STORED, np.dtype(fields), (), None)
     return TypePlan(
         TypeKind.CONVERTED_COMPOUND, np.dtype(object), (), None, reference_fields=tuple(references)
+    )
+
+
+def _has_array_field(dtype: np.dtype) -> bool:
+    for name in dtype.names or ():
+        field_dtype = dtype.fields[name][0]  # type: ignore[index]
+        if field_dtype.subdtype is not None or (
+            field_dtype.names is not None and _has_array_field(field_dtype)
+        ):
+            return True
+    return False
+
+
+def _raw_records(dtype: np.dtype, path: str) -> TypePlan:
+    """A compound with array fields, which Zarr structs cannot hold: raw records pointing into
+    the file, their layout in ``_STRUCTURED_DTYPE`` (:mod:`shadowzarr_spec.hdf5_types`)."""
+    for name in dtype.names or ():
+        field_dtype = dtype.fields[name][0]  # type: ignore[index]
+        base = field_dtype.subdtype[0] if field_dtype.subdtype is not None else field_dtype
+        if base.hasobject or (h5py.check_string_dtype(base) is not None and base.kind != "S"):
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: compound field {name!r} ({base}) lives outside the record, "
+                "beside array fields that Zarr structured types cannot hold"
+            )
+    return TypePlan(
+        TypeKind.STORED,
+        np.dtype(f"V{dtype.itemsize}"),
+        (),
+        None,
+        attributes=((STRUCTURED_DTYPE_ATTR, structured_descr(dtype)),),
     )
 
 
@@ -187,8 +245,17 @@ def convert_values(
     if plan.kind is TypeKind.REFERENCE:
         flat = _reference_paths(array, paths, dataset)
         return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
+    if plan.kind is TypeKind.REGION_REFERENCE:
+        texts = [region_reference(v, paths.file, paths).text() for v in array.ravel()]
+        return np.array(texts, dtype=np.dtypes.StringDType()).reshape(array.shape)
     if plan.kind is TypeKind.CONVERTED_COMPOUND:
         return _convert_compound(array, paths)
+    if plan.kind is TypeKind.VLEN_SEQUENCE:
+        base = np.dtype(dict(plan.attributes)[VLEN_DTYPE_ATTR])
+        out = np.empty(array.shape, dtype=object)
+        for index, item in np.ndenumerate(array):
+            out[index] = np.asarray(item, dtype=base).tobytes()
+        return out
     return array
 
 

@@ -1,10 +1,29 @@
 """HDF5 filter pipelines → Zarr v3 codec chains.
 
 Each HDF5 filter becomes the codec that decodes exactly the bytes the filter wrote (checked
-against h5py's ``read_direct_chunk``): deflate is a zlib stream (not gzip), shuffle needs the
-element size, fletcher32 appends a 4-byte checksum, h5py's LZF has no header, the HDF5 LZ4
-filter has its own block framing (``imagecodecs_lz4h5``). Filters whose output no codec reads
-are refused with an error that names the dataset and the filter.
+against h5py on files the filter's own plugin wrote):
+
+=================  ======  ================================================================
+filter             id      codec
+=================  ======  ================================================================
+deflate            1       ``numcodecs.zlib`` (a zlib stream, not gzip)
+shuffle            2       ``numcodecs.shuffle`` with the element size
+fletcher32         3       ``numcodecs.fletcher32`` (4-byte checksum at the end)
+SZIP               4       ``imagecodecs_szip`` with the filter's parameters, HDF5's size header
+N-bit              5       ``shadowzarr.hdf5_nbit`` (integers)
+scale-offset       6       ``shadowzarr.hdf5_scaleoffset``
+bzip2              307     ``numcodecs.bz2`` (a plain bzip2 stream)
+LZF                32000   ``imagecodecs_lzf`` without header
+Blosc              32001   ``numcodecs.blosc``
+LZ4                32004   ``imagecodecs_lz4h5`` (HDF5's own block framing)
+bitshuffle         32008   ``shadowzarr.hdf5_bitshuffle`` (none, LZ4 or Zstd blocks)
+ZFP                32013   ``shadowzarr.hdf5_zfp`` (the zfp header kept in cd_values)
+Zstd               32015   ``numcodecs.zstd``
+Blosc2             32026   ``shadowzarr.hdf5_blosc2`` (B2ND frames)
+=================  ======  ================================================================
+
+The ``shadowzarr.*`` codecs live in shadowzarr-store (:mod:`shadowzarr_store.hdf5_codecs`).
+Filters whose output no codec reads are refused with an error naming the dataset and filter.
 """
 
 from __future__ import annotations
@@ -20,13 +39,17 @@ __all__ = ["FilterSpec", "codecs_for", "read_filters"]
 
 DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
 LZF, BLOSC, LZ4, BITSHUFFLE, BZIP2, ZSTD, BLOSC2 = 32000, 32001, 32004, 32008, 307, 32015, 32026
+ZFP = 32013
 
-_REFUSED = {
-    SZIP: "SZIP",
-    NBIT: "N-bit",
-    SCALEOFFSET: "scale-offset",
-    BLOSC2: "Blosc2",  # its chunks are Blosc2 frames with a B2ND header, not plain chunks
+_KNOWN_NAMES = {
+    32017: "SZ",
+    32018: "FCIDECOMP",
+    32024: "SZ3",
+    32028: "Sperr",
+    32033: "HTJ2K",
 }
+"""Other filters hdf5plugin writes: lossy or image codecs with no Zarr codec reproducing them."""
+_NBIT_ATOMIC = 1
 _BLOSC_COMPRESSORS = {0: "blosclz", 1: "lz4", 2: "lz4hc", 3: "snappy", 4: "zlib", 5: "zstd"}
 _BLOSC_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
@@ -59,27 +82,17 @@ def codecs_for(
 
     ``skip_mask`` has bit i set when filter i was skipped for a chunk (HDF5's filter mask).
     """
-    serializer: dict[str, Any] = bytes_codec(dtype)
     after: list[dict[str, Any]] = []
     for i, spec in enumerate(filters):
         if skip_mask & (1 << i):
             continue
-        codec = _codec(spec, dtype, path)
-        if codec is None:
-            continue
-        if codec.get("name") == "imagecodecs_bitshuffle":
-            if after or (dtype.byteorder == ">" and dtype.itemsize > 1):
-                raise UnsupportedFeatureError(
-                    f"dataset {path!r}: the bitshuffle filter after another filter or on "
-                    "big-endian data has no Zarr codec"
-                )
-            serializer = codec
-            continue
-        after.append(codec)
-    return [serializer, *after]
+        codec = _codec(spec, dtype, path, first=not after)
+        if codec is not None:
+            after.append(codec)
+    return [bytes_codec(dtype), *after]
 
 
-def _codec(spec: FilterSpec, dtype: np.dtype, path: str) -> dict[str, Any] | None:
+def _codec(spec: FilterSpec, dtype: np.dtype, path: str, *, first: bool) -> dict[str, Any] | None:
     code, values = spec.code, spec.values
     if code == DEFLATE:
         return {"name": "numcodecs.zlib", "configuration": {"level": values[0] if values else 4}}
@@ -97,21 +110,72 @@ def _codec(spec: FilterSpec, dtype: np.dtype, path: str) -> dict[str, Any] | Non
         return {"name": "imagecodecs_lz4h5"}
     if code == BLOSC:
         return _blosc(values)
+    if code == BZIP2:
+        level = values[0] if values else 9
+        return {"name": "numcodecs.bz2", "configuration": {"level": int(level)}}
     if code == BITSHUFFLE:
-        compression = values[4] if len(values) > 4 else 0
-        if compression != 0:
-            raise UnsupportedFeatureError(
-                f"dataset {path!r}: the bitshuffle filter with LZ4 or Zstd compression "
-                "(filter 32008) writes a block format no Zarr codec reads"
-            )
-        return {"name": "imagecodecs_bitshuffle", "configuration": {"blocksize": 0}}
-    if code in _REFUSED:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: the {_REFUSED[code]} filter (HDF5 filter {code}) has no Zarr "
-            "codec that reproduces its values"
-        )
+        return _cd_values_codec("shadowzarr.hdf5_bitshuffle", values)
+    if code == ZFP:
+        return _cd_values_codec("shadowzarr.hdf5_zfp", values)
+    if code == BLOSC2:
+        return _cd_values_codec("shadowzarr.hdf5_blosc2", values)
+    if code == SCALEOFFSET:
+        if len(values) != 20:
+            raise _refused(path, spec, f"{len(values)} parameters instead of 20")
+        return _cd_values_codec("shadowzarr.hdf5_scaleoffset", values)
+    if code == NBIT:
+        return _nbit(spec, dtype, path, first=first)
+    if code == SZIP:
+        return _szip(spec, path)
+    name = _KNOWN_NAMES.get(code, spec.name or "unnamed")
     raise UnsupportedFeatureError(
-        f"dataset {path!r}: unknown HDF5 filter {code} ({spec.name or 'unnamed'}) has no Zarr codec"
+        f"dataset {path!r}: HDF5 filter {code} ({name}) has no Zarr codec that reproduces "
+        "its values"
+    )
+
+
+def _cd_values_codec(name: str, values: tuple[int, ...]) -> dict[str, Any]:
+    return {"name": name, "configuration": {"cd_values": [int(v) for v in values]}}
+
+
+def _nbit(spec: FilterSpec, dtype: np.dtype, path: str, *, first: bool) -> dict[str, Any] | None:
+    """N-bit: integers of one atomic type, decoded last (HDF5 converts their bits to the
+    memory type after every filter; the codec does that conversion)."""
+    values = spec.values
+    if len(values) < 8 or values[3] != _NBIT_ATOMIC:
+        raise _refused(path, spec, "on compound or array types")
+    if values[1]:  # "nothing to pack": the filter passes the data through
+        return None
+    if dtype.kind not in "iu" or dtype.itemsize != values[4]:
+        raise _refused(path, spec, f"on {dtype} values (integers only)")
+    if not first:
+        raise _refused(path, spec, "after another filter in the pipeline")
+    return {
+        "name": "shadowzarr.hdf5_nbit",
+        "configuration": {"cd_values": [int(v) for v in values[:8]], "signed": dtype.kind == "i"},
+    }
+
+
+def _szip(spec: FilterSpec, path: str) -> dict[str, Any]:
+    values = spec.values
+    if len(values) < 4:
+        raise _refused(path, spec, f"{len(values)} parameters instead of 4")
+    return {
+        "name": "imagecodecs_szip",
+        "configuration": {
+            "options_mask": int(values[0]),
+            "pixels_per_block": int(values[1]),
+            "bits_per_pixel": int(values[2]),
+            "pixels_per_scanline": int(values[3]),
+            "header": True,
+        },
+    }
+
+
+def _refused(path: str, spec: FilterSpec, why: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        f"dataset {path!r}: the {spec.name or spec.code} filter (HDF5 filter {spec.code}) {why} "
+        "has no Zarr codec"
     )
 
 

@@ -4,8 +4,10 @@ Only headers and chunk indexes are read (plus the values of strings and referenc
 in heaps a byte range cannot address, and small datasets that are inlined). The header reader
 (:mod:`shadowzarr_hdf5.native`) answers for the groups, attributes and datasets it fully parses;
 h5py answers for the rest. Remote files are read through
-:class:`shadowzarr_hdf5.remote.RemoteFile`, which reads chunk indexes ahead a level at a time;
-all chunk indexes are parsed in one lockstep pass before the walk.
+:class:`shadowzarr_hdf5.remote.RemoteFile` over the store's transport (the user's headers,
+``allowed_urls`` and ``storage_options``; ``If-Match`` with the ETag seen first, so a file
+replaced during generation raises `SourceChangedError`), which reads chunk indexes ahead a level
+at a time; all chunk indexes are parsed in one lockstep pass before the walk.
 """
 
 from __future__ import annotations
@@ -13,14 +15,22 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import h5py
-from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError
+from shadowzarr_spec import ReferenceFileSystem, RfsBuilder, SourceError, UnsupportedFeatureError
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
+from shadowzarr_store.transport import (
+    RangeSource,
+    Transport,
+    TransportOptions,
+    is_local,
+    redact,
+    run_blocking,
+)
 
 from .attributes import read_attributes
 from .context import Options, Source, object_address
@@ -31,9 +41,10 @@ from .matlab import userblock_offset_shift
 from .native import HeaderFile, NotNative
 from .native.dataset import HeaderDataset
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
+from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
-from .sources import dandi_asset_url, is_url, source_state
+from .unsupported import handle_unsupported, warn_omitted
 
 __all__ = ["ProgressCallback", "generate_rfs"]
 
@@ -50,19 +61,24 @@ def generate_rfs(
     chunk_index_threshold: int | None = 1000,
     contiguous_chunk_bytes: int = 4 * 2**20,
     inline_threshold: int = 1024,
-    inline_unsupported_below: int | None = None,
+    inline_unsupported_below: int | None = 2**20,
+    strict: bool | None = None,
     progress: ProgressCallback | bool | None = None,
     record_source: bool = True,
     parse_indexes: bool = True,
     bare_non_finite: bool | None = None,
     datasets: Iterable[str] | None = None,
+    headers: Mapping[str, Mapping[str, str]] | None = None,
+    allowed_urls: Iterable[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ReferenceFileSystem:
     """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file.
 
     Parameters
     ----------
     url_or_path
-        Where chunk references point: an http(s) URL or a local path.
+        Where chunk references point: a local path, an http(s) URL or an ``s3://``,
+        ``gs://`` or ``az://`` URL.
     local_hdf5_path
         A local copy to read the headers from instead of ``url_or_path``.
     chunk_index_threshold
@@ -73,8 +89,14 @@ def generate_rfs(
     inline_threshold
         Datasets of at most this many bytes are stored in the references themselves.
     inline_unsupported_below
-        Opt-in: a dataset that would be refused (unsupported filter, virtual dataset) of at most
-        this many bytes is read and inlined instead.
+        A dataset no reference can describe (a filter without a Zarr codec, an unsupported type
+        or layout) of at most this many bytes (1 MiB) is decoded by HDF5, with hdf5plugin's
+        filters when installed, and held inline; None or 0: never.
+    strict
+        Raise `UnsupportedFeatureError` for the first dataset no reference can describe. False:
+        such datasets are inlined (see ``inline_unsupported_below``) or left out, recorded in
+        the result's ``unsupported`` (and ``omitted``) and named in one
+        `UnsupportedDatasetWarning`. None (default): strict only when ``datasets`` names them.
     progress
         ``progress(done, total, path)`` after each dataset; True shows a bar on stderr; None
         (default) shows it when stderr is a terminal; False shows nothing.
@@ -90,6 +112,9 @@ def generate_rfs(
     datasets
         Only these dataset paths (and the groups above them): the headers of everything else
         are never read, so one dataset of a large remote file costs a few requests.
+    headers, allowed_urls, storage_options
+        As for ``open_rfs``: headers bound to URL prefixes, the prefixes requests may go to
+        (a URL outside them is refused before any request), object-store settings.
     """
     url = os.fspath(url_or_path)
     wanted = None if datasets is None else _wanted_paths(datasets)
@@ -98,11 +123,15 @@ def generate_rfs(
         contiguous_chunk_bytes=contiguous_chunk_bytes,
         inline_threshold=inline_threshold,
         inline_unsupported_below=inline_unsupported_below,
+        strict=datasets is not None if strict is None else strict,
     )
-    reference_url = url if is_url(url) else os.path.abspath(url)
+    transport = TransportOptions(
+        headers=headers, allowed_urls=allowed_urls, storage_options=storage_options
+    )
+    reference_url = os.path.abspath(url) if is_local(url) else url
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
     with ExitStack() as stack:
-        raw = _open_raw(read_from, stack, remote=is_url(read_from), whole=wanted is None)
+        raw = _open_raw(read_from, stack, transport, whole=wanted is None)
         file = stack.enter_context(h5py.File(raw, "r"))
         source = Source(
             file=file,
@@ -123,34 +152,38 @@ def generate_rfs(
             else _named_datasets(file, wanted)
         )
         source.opened = {_address(d): d for d in found}
+        if source.netcdf:
+            source.netcdf_lengths = unlimited_lengths(found)
         if parse_indexes:
             source.tables = _chunk_tables(raw, found)
         report = _progress(progress, len(found))
         _Walker(builder, source, options, report, wanted).run()
         if record_source:
-            _record_source(builder, reference_url, raw, local_hdf5_path)
+            _record_source(builder, reference_url, raw, local_hdf5_path, transport)
         bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
     rfs = builder.build()
+    warn_omitted(rfs.omitted, url)
     return bare_non_finite_attributes(rfs) if bare else rfs
 
 
 def _base(url: str) -> str:
-    if is_url(url):
+    if not is_local(url):
         return url.rsplit("/", 1)[0] + "/"
     return str(Path(url).parent)
 
 
-def _open_raw(location: str, stack: ExitStack, *, remote: bool, whole: bool) -> Any:
-    """A file object h5py reads: RemoteFile (HTTP, prefetching) or a plain local path.
+def _open_raw(location: str, stack: ExitStack, transport: TransportOptions, *, whole: bool) -> Any:
+    """A file object h5py reads: RemoteFile (any URL, prefetching) or a plain local path.
 
     A small file is read whole when every object will be visited; when only some datasets are
     wanted, only their headers are."""
-    if not remote:
+    if is_local(location):
         return location
     from .remote import RemoteFile
 
-    limit = {} if whole else {"whole_file_below": 0}
-    return stack.enter_context(RemoteFile(location, multi_range=True, **limit))
+    if whole:
+        return stack.enter_context(RemoteFile(location, transport=transport))
+    return stack.enter_context(RemoteFile(location, transport=transport, whole_file_below=0))
 
 
 def _reader(raw: Any) -> Callable[[int, int], bytes] | None:
@@ -233,12 +266,12 @@ def _chunk_tables(raw: Any, datasets: list[h5py.Dataset | HeaderDataset]) -> dic
     addresses = [_address(d) for d in chunked]
     if not chunked:
         return {}
-    from .remote import LocalRangeFetcher, read_chunk_tables
+    from .remote import read_chunk_tables
     from .remote.errors import Hdf5FormatError
 
     try:
         if isinstance(raw, str):
-            with LocalRangeFetcher(raw) as fetcher:
+            with RangeSource(raw) as fetcher:
                 tables = read_chunk_tables(fetcher, addresses)
         else:
             tables = raw.prefetch_dataset_indexes(addresses)
@@ -399,7 +432,12 @@ class _Walker:
         in_specs = self.specloc is not None and (
             path == self.specloc or path.startswith(self.specloc + "/")
         )
-        add_dataset(self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs)
+        try:
+            add_dataset(
+                self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs
+            )
+        except UnsupportedFeatureError as exc:
+            handle_unsupported(self.builder, path, dataset, self.source, self.options, exc)
         self.report(path)
 
 
@@ -453,20 +491,40 @@ def _terminal_bar(total: int) -> Callable[[str], None]:
 
 
 def _record_source(
-    builder: RfsBuilder, url: str, raw: Any, local_copy: str | os.PathLike[str] | None
+    builder: RfsBuilder,
+    url: str,
+    raw: Any,
+    local_copy: str | os.PathLike[str] | None,
+    transport: TransportOptions,
 ) -> None:
-    """Size and ETag of where the references point (the remote file, even when the headers
-    came from a local copy; the copy's size when the remote cannot be reached)."""
-    known = local_copy is None and not isinstance(raw, str) and dandi_asset_url(url) is None
-    size = getattr(raw, "size", None) if known else None
-    etag = getattr(raw, "etag", None) if known else None
-    if size is None or (is_url(url) and etag is None):
+    """What identifies where the references point: the remote file's size and ETag (as the
+    reads saw them, or asked for when the headers came from a local copy; the copy's size when
+    the remote cannot be reached), or a local file's size, mtime and sampled hash."""
+    if local_copy is None and not isinstance(raw, str):
+        info = raw.fetcher.info
+    elif is_local(url):
+        info = RangeSource(url).info
+    else:
         try:
-            state = source_state(url)
+            info = run_blocking(_probe(url, transport))
         except OSError as exc:
-            if local_copy is None:
-                raise SourceError(f"cannot read the size and ETag of {url}: {exc}") from exc
-            logger.warning("%s is not reachable (%s); recording the local copy's size", url, exc)
-            state = source_state(os.fspath(local_copy))
-        size, etag = state.size, state.etag if etag is None else etag
-    builder.add_source(url, size=size, etag=etag)
+            logger.warning(
+                "%s is not reachable (%s); recording the local copy's size", redact(url), exc
+            )
+            info = RangeSource(os.fspath(local_copy or url)).info
+            info = type(info)(size=info.size)
+    builder.add_source(
+        url,
+        size=info.size,
+        etag=info.etag,
+        mtime_ns=info.mtime_ns,
+        sample_hash=info.sample_hash,
+    )
+
+
+async def _probe(url: str, options: TransportOptions) -> Any:
+    transport = Transport(options)
+    try:
+        return await transport.probe(url)
+    finally:
+        await transport.aclose()

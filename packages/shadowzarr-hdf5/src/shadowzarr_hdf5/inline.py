@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import zarr
 from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.metadata import array_metadata, default_codecs, zarr_data_type
+from shadowzarr_spec.metadata import VLEN_BYTES, array_metadata, default_codecs, zarr_data_type
 from zarr.core.buffer import cpu
 from zarr.storage import MemoryStore
 
@@ -30,6 +30,7 @@ __all__ = [
     "encode_with_zarr",
     "memory_array_store",
     "string_codecs",
+    "vlen_bytes_codecs",
 ]
 
 ZSTD_THRESHOLD = 4096
@@ -136,6 +137,18 @@ def string_codecs(values: np.ndarray, chunk_shape: Sequence[int]) -> list[dict[s
         size = 4 + sum(4 + len(str(v).encode("utf-8", "surrogatepass")) for v in part)
         largest = max(largest, size)
         if largest >= ZSTD_THRESHOLD:
+            return [*plain, ZSTD_CODEC]
+    return plain
+
+
+def vlen_bytes_codecs(values: np.ndarray, chunk_shape: Sequence[int]) -> list[dict[str, Any]]:
+    """vlen-bytes, plus zstd when an encoded chunk would be ``ZSTD_THRESHOLD`` bytes or more."""
+    plain = default_codecs(VLEN_BYTES)
+    per_chunk = max(1, math.prod(chunk_shape) if chunk_shape else 1)
+    flat = values.ravel()
+    for start in range(0, max(1, flat.size), per_chunk):
+        part = flat[start : start + per_chunk]
+        if 4 + sum(4 + len(v) for v in part) >= ZSTD_THRESHOLD:
             return [*plain, ZSTD_CODEC]
     return plain
 

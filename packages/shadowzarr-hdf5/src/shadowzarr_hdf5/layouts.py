@@ -169,7 +169,9 @@ def add_chunked(
     """References (or an index) for the chunks of a chunked dataset whose codecs skip the
     filters of ``mask``; chunks flagged in ``rewrite`` are re-encoded inline too."""
     extra = len(shape) - len(dataset.shape)
-    in_grid = _inside_grid(locations.coords, shape[: len(dataset.shape)], chunk_shape)
+    # Chunks that meet the HDF5 extent: a netCDF variable's shape may reach further (its
+    # unlimited dimension's length), but chunks past its extent are stale if they exist.
+    in_grid = _inside_grid(locations.coords, tuple(dataset.shape), chunk_shape)
     skipped = (locations.masks != mask) & has_filters & in_grid
     if rewrite is not None:
         skipped |= rewrite & in_grid

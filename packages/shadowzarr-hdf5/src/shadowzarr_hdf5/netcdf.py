@@ -4,6 +4,11 @@ netCDF keeps its bookkeeping in HDF5 attributes (``_Netcdf4Dimid``, ``_NCPropert
 scale ``CLASS``/``NAME``) and stores dimensions without a variable as placeholder datasets; none
 of that is data, and xarray would show it as variables. ``_FillValue`` is stored the way xarray's
 Zarr backend reads it (floats as base64 of a little-endian double).
+
+netCDF stores every attribute as a one-dimensional array, and netCDF readers (netCDF4-python,
+h5netcdf, so xarray) hand an array of one element over as that element: ``scale_factor`` is
+0.5, not [0.5]. The references do the same, so ``xr.open_zarr`` decodes as ``xr.open_dataset``
+does. Only netCDF-4 files get this: h5py (and HDMF, for NWB) keep one-element arrays as arrays.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-__all__ = ["is_netcdf4", "is_placeholder_dimension", "netcdf_attributes"]
+__all__ = ["is_netcdf4", "is_netcdf_char", "is_placeholder_dimension", "netcdf_attributes"]
 
 _BOOKKEEPING = frozenset(
     {"_Netcdf4Dimid", "_Netcdf4Coordinates", "_NCProperties", "_nc3_strict", "CLASS", "NAME"}
@@ -27,6 +32,12 @@ def is_netcdf4(file: h5py.File) -> bool:
     return "_NCProperties" in file.attrs
 
 
+def is_netcdf_char(dtype: np.dtype) -> bool:
+    """netCDF ``char`` (one-byte fixed strings): kept as bytes, which xarray joins into strings
+    along the last dimension as it does reading the file."""
+    return dtype.kind == "S" and dtype.itemsize == 1 and dtype.names is None
+
+
 def is_placeholder_dimension(dataset: h5py.Dataset) -> bool:
     name = dataset.attrs.get("NAME")
     if isinstance(name, bytes | np.bytes_):
@@ -35,13 +46,17 @@ def is_placeholder_dimension(dataset: h5py.Dataset) -> bool:
 
 
 def netcdf_attributes(attributes: dict[str, Any], dtype: np.dtype | None) -> dict[str, Any]:
-    out = {k: v for k, v in attributes.items() if k not in _BOOKKEEPING}
+    out = {k: _unwrapped(v) for k, v in attributes.items() if k not in _BOOKKEEPING}
     if "_FillValue" in out and dtype is not None:
-        value = out["_FillValue"]
-        if isinstance(value, list) and len(value) == 1:
-            value = value[0]
-        out["_FillValue"] = _xarray_fill(value, dtype)
+        out["_FillValue"] = _xarray_fill(out["_FillValue"], dtype)
     return out
+
+
+def _unwrapped(value: Any) -> Any:
+    """A one-element list as its element (h5netcdf's and netCDF4-python's rule)."""
+    if isinstance(value, list) and len(value) == 1 and not isinstance(value[0], list):
+        return value[0]
+    return value
 
 
 def _xarray_fill(value: Any, dtype: np.dtype) -> Any:

@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 import h5py
-from shadowzarr_spec import NON_FINITE_CONVENTION, InlineRef, ReferenceFileSystem
-from shadowzarr_spec.attribute_conventions import decode_attributes
+from shadowzarr_spec import BYTES_CONVENTION, NON_FINITE_CONVENTION, InlineRef, ReferenceFileSystem
+from shadowzarr_spec.attribute_conventions import ESCAPE, NON_FINITE_STRINGS, decode_attributes
 
 __all__ = ["bare_non_finite_attributes", "is_nwb"]
 
@@ -67,11 +67,29 @@ def _decoded(attributes: dict[str, Any]) -> dict[str, Any]:
         for c in attributes.get(_CONVENTIONS) or []
         if not (isinstance(c, dict) and c.get("uuid") == NON_FINITE_CONVENTION["uuid"])
     ]
+    if any(isinstance(c, dict) and c.get("uuid") == BYTES_CONVENTION["uuid"] for c in conventions):
+        # The Bytes convention stays: its escapes ("_str_base64:…", "_str__str_…") must stay
+        # too, so only the escapes of non-finite words are undone.
+        decoded = {k: _only_non_finite(v) for k, v in attributes.items() if k != _CONVENTIONS}
+        decoded[_CONVENTIONS] = conventions
+        return decoded
     only_non_finite = {**attributes, _CONVENTIONS: [dict(NON_FINITE_CONVENTION)]}
     decoded = decode_attributes(only_non_finite)
     decoded.pop(_CONVENTIONS, None)
     if conventions:
-        # Bytes values were decoded to bytes only if that convention was listed; it was not,
-        # so they are still their stored strings. Re-register the remaining conventions.
         decoded[_CONVENTIONS] = conventions
     return decoded
+
+
+def _only_non_finite(value: Any) -> Any:
+    if isinstance(value, str):
+        if value in NON_FINITE_STRINGS:
+            return NON_FINITE_STRINGS[value]
+        if value.startswith(ESCAPE) and value[len(ESCAPE) :] in NON_FINITE_STRINGS:
+            return value[len(ESCAPE) :]
+        return value
+    if isinstance(value, dict):
+        return {k: _only_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_only_non_finite(v) for v in value]
+    return value

@@ -59,6 +59,11 @@ class ObjectPaths:
         # Not reachable by a hard link from the root (e.g. an anonymous object): ask HDF5.
         return str(target.name or "")
 
+    @property
+    def file(self) -> h5py.File:
+        """The file whose objects these are."""
+        return self._file
+
     def at_address(self, address: int) -> str | None:
         """The path of the object whose header is at ``address`` (a reference's stored value;
         "" for the null address), None when no hard link from the root reaches it."""

@@ -7,6 +7,7 @@ rather than misread.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,15 +15,21 @@ from typing import Any
 import h5py
 import numpy as np
 import zarr
-from shadowzarr_spec import UnsupportedFeatureError
+from shadowzarr_spec import SourceError, UnsupportedFeatureError
 
 from .inline import chunk_region, memory_array_store
+from .native_decode import load_filter_plugins
 
 __all__ = ["needs_verification", "verify_chunk"]
 
+logger = logging.getLogger(__name__)
+
 
 def needs_verification(codecs: list[dict[str, Any]]) -> bool:
-    return any(str(c.get("name", "")).startswith("imagecodecs_") for c in codecs)
+    return any(str(c.get("name", "")).startswith(_CHECKED) for c in codecs)
+
+
+_CHECKED = ("imagecodecs_", "shadowzarr.")
 
 
 def verify_chunk(
@@ -50,7 +57,16 @@ def verify_chunk(
     )
     region = chunk_region(coords, chunk_shape, shape)
     own = region[: dataset.ndim]
-    expected = np.asarray(dataset[own] if own else dataset[()])
+    load_filter_plugins()
+    try:
+        expected = np.asarray(dataset[own] if own else dataset[()])
+    except SourceError:
+        raise
+    except OSError:
+        # HDF5 has no plugin for a filter here, so nothing to compare with: the codecs are
+        # the ones the test suite checks against the filters' own plugins.
+        logger.info("%s: not verified, HDF5 cannot decode its chunks here", path)
+        return
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 import h5py
 import numpy as np
 import pytest
+from shadowzarr_store.transport import RangeSource
 
-from shadowzarr_hdf5.remote import LocalRangeFetcher, read_chunk_table
+from shadowzarr_hdf5.remote import read_chunk_table
 from shadowzarr_hdf5.remote.btree2 import header_size, parse_header
 from shadowzarr_hdf5.remote.chunk_table import dataset_address, read_dataset_index
 from shadowzarr_hdf5.remote.layout import IndexKind
@@ -31,7 +32,7 @@ def check_file(path: Path, *, chunk_iter_wrong: set[str] = frozenset()) -> dict[
     """Every chunked dataset: table == chunk_iter, and bytes == read_direct_chunk."""
     kinds: dict[str, IndexKind] = {}
     raw = path.read_bytes()
-    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+    with h5py.File(path, "r") as f, RangeSource(path) as source:
         for name, dset in f.items():
             table = read_chunk_table(source, dset)
             kinds[name] = table.index_kind
@@ -86,7 +87,7 @@ def test_index_kinds_match_h5py(
     path = write_h5(tmp_path / "f.h5", writer, libver, filters)
     kinds = check_file(path)
     if libver == "v110":
-        with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+        with h5py.File(path, "r") as f, RangeSource(path) as source:
             name = "a" if "a" in f else "small"
             index = read_dataset_index(source, read_superblock(source), dataset_address(f[name]))
             assert index.layout.version == 4
@@ -116,7 +117,7 @@ def test_extensible_array_unlimited_dim_not_first(
     path = write_h5(tmp_path / "f.h5", "unlimited_not_first", "latest", "gzip")
     kinds = check_file(path, chunk_iter_wrong={"a", "b"})
     assert set(kinds.values()) == {IndexKind.EXTENSIBLE_ARRAY}
-    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+    with h5py.File(path, "r") as f, RangeSource(path) as source:
         table = read_chunk_table(source, f["b"])
         expected = {(i, j, k) for i in range(3) for j in range(7) for k in range(3)}
         assert {tuple(int(x) for x in c) for c in table.coords} == expected
@@ -159,7 +160,7 @@ def test_paged_extensible_array(tmp_path: Path) -> None:
         d[:50_000] = 1
         d[131_100:131_200] = 2
         d[139_500:] = 3
-    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+    with h5py.File(path, "r") as f, RangeSource(path) as source:
         dset = f["a"]
         table = read_chunk_table(source, dset)
         assert table.index_kind == IndexKind.EXTENSIBLE_ARRAY
@@ -182,7 +183,7 @@ def test_v2_btree_of_depth_two(tmp_path: Path, compression: str | None) -> None:
         for start in range(0, 2_500, 50):
             d.resize((start + 50, 4))
             d[start:] = np.arange(200).reshape(50, 4) + start
-    with h5py.File(path, "r") as f, LocalRangeFetcher(path) as source:
+    with h5py.File(path, "r") as f, RangeSource(path) as source:
         dset = f["a"]
         sb = read_superblock(source)
         layout = read_dataset_index(source, sb, dataset_address(dset)).layout

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 import h5py
 import numpy as np
 import pytest
+from shadowzarr_store.transport import RangeSource
 
-from shadowzarr_hdf5.remote import HttpRangeFetcher, RemoteFile, read_chunk_table
+from shadowzarr_hdf5.remote import RemoteFile, read_chunk_table
 from shadowzarr_hdf5.remote.chunk_table import dataset_address, read_chunk_tables
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ def test_many_datasets_cost_rounds_per_level_not_per_dataset(
     with h5py.File(path, "r") as f:
         addresses = [dataset_address(f[f"d{i}"]) for i in range(30)]
         expected = [count_chunks(f[f"d{i}"]) for i in range(30)]
-    with HttpRangeFetcher(range_server.url("many.h5")) as fetcher:
+    with RangeSource(range_server.url("many.h5")) as fetcher:
         tables = read_chunk_tables(fetcher, addresses)
         # Superblock, first header blocks, continuations, roots, leaves: one batch each (one
         # dataset after another would take >= 90 rounds).

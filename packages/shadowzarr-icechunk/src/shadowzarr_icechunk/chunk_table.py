@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from types import EllipsisType
 from typing import TYPE_CHECKING
@@ -20,7 +18,6 @@ from shadowzarr_spec import (
     FileRef,
     IndexRef,
     ReferenceFileSystem,
-    SourceError,
     SourceNotFoundError,
     UnsupportedFeatureError,
     VirtualArray,
@@ -28,6 +25,7 @@ from shadowzarr_spec import (
 )
 from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
 from shadowzarr_spec.virtual.layout import AffinePiece, TablePiece
+from shadowzarr_store.transport import Transport, run_blocking
 
 from shadowzarr_icechunk.locations import UrlFor, local_path, location_of
 
@@ -250,7 +248,7 @@ def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
 
 def source_size(rfs: ReferenceFileSystem, url: str, url_for: UrlFor | None = None) -> int | None:
     """The size of a source file: recorded under ``sources``, else the local file's, else what
-    an HTTP server answers to HEAD; None when none of them says."""
+    its server or object store reports; None when none of them says."""
     source = rfs.sources.get(url)
     if source is not None and source.size is not None:
         return source.size
@@ -261,15 +259,16 @@ def source_size(rfs: ReferenceFileSystem, url: str, url_for: UrlFor | None = Non
             return os.stat(path).st_size
         except FileNotFoundError as exc:
             raise SourceNotFoundError(f"the referenced file {path} does not exist") from exc
-    if location.startswith(("http://", "https://")):
-        request = urllib.request.Request(location, method="HEAD")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                length = response.headers.get("Content-Length")
-        except (urllib.error.URLError, TimeoutError) as exc:
-            raise SourceError(f"asking {location} for its size failed: {exc}") from exc
-        return int(length) if length is not None else None
-    return None
+    return run_blocking(_probe_size(location))
+
+
+async def _probe_size(location: str) -> int | None:
+    """The size a server (or object store) reports, through the store's transport."""
+    transport = Transport()
+    try:
+        return (await transport.probe(location)).size
+    finally:
+        await transport.aclose()
 
 
 def _whole_file_size(rfs: ReferenceFileSystem, url: str) -> int:

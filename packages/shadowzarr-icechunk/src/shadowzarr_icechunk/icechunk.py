@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shadowzarr_spec import ReferenceFileSystem, array_info, array_paths, load_rfs
+from shadowzarr_spec import ReferenceFileSystem, array_info, array_paths
+from shadowzarr_store import load_rfs
 from shadowzarr_spec.keys import chunk_key, metadata_key
 from shadowzarr_spec.model import FileRef, InlineRef
 

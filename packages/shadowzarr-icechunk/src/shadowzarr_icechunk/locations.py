@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import posixpath
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from shadowzarr_store.transport import local_path as transport_local_path
 
 __all__ = ["UrlFor", "container_prefix", "is_covered", "local_path", "location_of"]
 
@@ -55,4 +56,4 @@ def local_path(location: str) -> str | None:
     """The filesystem path of a ``file://`` URL, else None."""
     if not location.startswith("file://"):
         return None
-    return urllib.request.url2pathname(urllib.parse.urlsplit(location).path)
+    return transport_local_path(location)

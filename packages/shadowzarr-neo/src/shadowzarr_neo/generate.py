@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from shadowzarr_spec import MISSING_CHUNK, RfsBuilder
 from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_store.transport import is_local, local_path
+from shadowzarr_store.transport.local import probe_local
 
 from shadowzarr_neo.layouts import ChunkedLayout, ContiguousLayout, Layout, buffer_layout
 from shadowzarr_neo.streams import buffer_streams
@@ -99,7 +101,15 @@ def generate_rfs_neo(
                 }
                 _add_buffer(builder, path, layout, url, attributes, chunk_samples)
     for local, url in sources.items():
-        builder.add_source(url, size=os.path.getsize(local))
+        # A file referenced by its own path is identified as the reads will check it (size,
+        # mtime, sampled hash); one served elsewhere only by its size.
+        info = probe_local(local)
+        if is_local(url) and os.path.abspath(local_path(url)) == os.path.abspath(local):
+            builder.add_source(
+                url, size=info.size, mtime_ns=info.mtime_ns, sample_hash=info.sample_hash
+            )
+        else:
+            builder.add_source(url, size=info.size)
     return builder.build()
 
 

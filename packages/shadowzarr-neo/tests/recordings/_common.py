@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,13 +46,5 @@ def random_samples(
 
 
 def ephys_data() -> Path:
-    """The shared folder of real recordings (``SHADOWZARR_EPHYS_DATA`` overrides it)."""
-    candidates = [
-        os.environ.get("SHADOWZARR_EPHYS_DATA", ""),
-        Path(__file__).resolve().parents[5] / "shared" / "data" / "ephys",
-        "/work/shared/data/ephys",
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return Path("/work/shared/data/ephys")
+    """The real recordings kept with the tests (``tests/data/ephys``; sources in its README)."""
+    return Path(__file__).resolve().parents[1] / "data" / "ephys"

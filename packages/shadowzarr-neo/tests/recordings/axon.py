@@ -1,4 +1,4 @@
-"""Axon ABF1 and ABF2 files: the real ones in ``/work/shared/data/ephys/axon`` (see SOURCES.md).
+"""Axon ABF1 and ABF2 files: the real ones in ``tests/data/ephys/axon`` (see its README).
 
 Writing ABF headers by hand would only test our reading of the specification against itself,
 so these come from real acquisitions: gap-free, episodic, int16 and float32 files.

@@ -1,6 +1,6 @@
 """Intan "one file per channel": ``info.rhd`` (the header alone) and one ``.dat`` per channel.
 
-The header is the real one of ``shared/data/ephys/intan/one-file-per-signal`` (linked, not
+The header is the real one of ``tests/data/ephys/intan/one-file-per-signal`` (linked, not
 copied); the channel files are written here as Intan names them (``amp-A-000.dat`` int16,
 ``aux-A-AUX1.dat`` uint16, ``board-DIGITAL-IN-12.dat`` uint16, ``time.dat`` int32).
 """

@@ -10,7 +10,7 @@ MEArec's loader reads any dataset of that name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
@@ -34,6 +34,7 @@ def write_mearec(
     chunks: tuple[int, int] | None = None,
     compression: str | None = None,
     scaleoffset: int | None = None,
+    filters: dict[str, Any] | None = None,
 ) -> WrittenRecording:
     import MEArec
     import neo
@@ -84,13 +85,9 @@ def write_mearec(
         with h5py.File(path, "a") as f:
             attributes = dict(f["recordings"].attrs)
             del f["recordings"]
-            stored = f.create_dataset(
-                "recordings",
-                data=data,
-                chunks=chunks,
-                compression=compression,
-                scaleoffset=scaleoffset,
-            )
+            options = {"compression": compression, "scaleoffset": scaleoffset}
+            options.update(filters or {})  # e.g. an hdf5plugin filter's compression options
+            stored = f.create_dataset("recordings", data=data, chunks=chunks, **options)
             stored.attrs.update(attributes)
     n_read = int(sampling_rate * duration)  # what NEO reads
     return WrittenRecording(

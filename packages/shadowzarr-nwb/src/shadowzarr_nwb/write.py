@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +22,7 @@ from shadowzarr_spec import (
     write_rfs,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, metadata_key
+from shadowzarr_store.transport import local_path
 
 from shadowzarr_nwb.structure import write_structure
 from shadowzarr_nwb.virtual_metadata import merge_array_metadata
@@ -153,7 +152,7 @@ def _local_sources(chunks: ReferenceFileSystem) -> dict[str, SourceInfo]:
 
 def _local_path(url: str) -> Path | None:
     if url.startswith("file://"):
-        return Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+        return Path(local_path(url))
     if "://" in url or "{{" in url:
         return None
     return Path(url)

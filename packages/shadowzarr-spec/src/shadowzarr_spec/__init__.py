@@ -5,6 +5,7 @@ from __future__ import annotations
 from shadowzarr_spec.arrays import ArrayInfo, array_info, array_paths
 from shadowzarr_spec.attribute_conventions import (
     BYTES_CONVENTION,
+    COMPLEX_CONVENTION,
     NON_FINITE_CONVENTION,
     decode_attributes,
     encode_attributes,
@@ -23,6 +24,7 @@ from shadowzarr_spec.errors import (
     SourceError,
     SourceNotFoundError,
     UnsafePathError,
+    UnsupportedDatasetWarning,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.gen import Dimension, GenEntry
@@ -38,8 +40,10 @@ from shadowzarr_spec.model import (
     ReferenceFileSystem,
     Selection,
     SourceInfo,
+    UnsupportedDataset,
 )
 from shadowzarr_spec.parse import rfs_from_json
+from shadowzarr_spec.region_references import RegionReference, region_references
 from shadowzarr_spec.serialize import rfs_to_json
 from shadowzarr_spec.virtual import VirtualArray, stack
 
@@ -47,6 +51,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BYTES_CONVENTION",
+    "COMPLEX_CONVENTION",
     "MISSING_CHUNK",
     "NON_FINITE_CONVENTION",
     "REFS_FILE",
@@ -64,6 +69,7 @@ __all__ = [
     "Ref",
     "ReferenceFileSystem",
     "ReferenceFormatError",
+    "RegionReference",
     "RfsBuilder",
     "Selection",
     "ShadowzarrError",
@@ -73,6 +79,8 @@ __all__ = [
     "SourceInfo",
     "SourceNotFoundError",
     "UnsafePathError",
+    "UnsupportedDataset",
+    "UnsupportedDatasetWarning",
     "UnsupportedFeatureError",
     "VirtualArray",
     "array_info",
@@ -85,6 +93,7 @@ __all__ = [
     "load_index_table",
     "load_rfs",
     "parse_json",
+    "region_references",
     "rfs_from_json",
     "rfs_to_json",
     "stack",

@@ -8,6 +8,7 @@ returns a :class:`~shadowzarr_spec.model.ReferenceFileSystem`.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,11 +18,18 @@ from typing import Any
 import numpy as np
 
 from shadowzarr_spec.attribute_conventions import encode_attributes
+from shadowzarr_spec.codec_packages import codec_names, package_for_codec
 from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
-from shadowzarr_spec.metadata import array_metadata, default_codecs, group_metadata, zarr_data_type
+from shadowzarr_spec.metadata import (
+    VLEN_BYTES,
+    array_metadata,
+    default_codecs,
+    group_metadata,
+    zarr_data_type,
+)
 from shadowzarr_spec.model import (
     FileRef,
     IndexRef,
@@ -30,6 +38,8 @@ from shadowzarr_spec.model import (
     ReferenceFileSystem,
     Selection,
     SourceInfo,
+    UnsupportedDataset,
+    UnsupportedOutcome,
 )
 
 __all__ = ["RfsBuilder", "columns_selection"]
@@ -61,6 +71,9 @@ class RfsBuilder:
         self._indexes: dict[str, IndexRef] = {}
         self._selections: dict[str, Selection] = {}
         self._sources: dict[str, SourceInfo] = {}
+        self._unsupported: dict[str, UnsupportedDataset] = {}
+        self._order: list[str] = []
+        """Node paths in the order they were added (consolidated metadata keeps it)."""
 
     # -- nodes -----------------------------------------------------------------------------
     def add_group(self, path: str, attributes: Mapping[str, Any] | None = None) -> None:
@@ -68,6 +81,7 @@ class RfsBuilder:
         path = _node_path(path)
         self._check_free(path)
         self._groups[path] = dict(attributes or {})
+        self._order.append(path)
 
     def add_array(
         self,
@@ -103,10 +117,11 @@ class RfsBuilder:
             )
         dtype: Any = (
             data_type
-            if isinstance(data_type, str) and data_type == "string"
+            if isinstance(data_type, str) and data_type in ("string", VLEN_BYTES)
             else np.dtype(data_type)
         )
         json_type, json_fill = zarr_data_type(dtype, fill_value)
+        self._order.append(path)
         self._arrays[path] = _Array(
             shape=shape,
             chunk_shape=chunk_shape,
@@ -250,9 +265,32 @@ class RfsBuilder:
             raise BuilderError(f"array {path!r}: {exc}") from exc
         self._selections[_node_path(path)] = selection
 
-    def add_source(self, url: str, *, size: int | None = None, etag: str | None = None) -> None:
+    def discard(self, path: str) -> None:
+        """Forget an array added before, with its chunks, gen entries, index and selection
+        (a generator that finds it cannot finish an array it started)."""
+        path = _node_path(path)
+        if path in self._arrays:
+            self._order.remove(path)
+        self._arrays.pop(path, None)
+        self._indexes.pop(path, None)
+        self._selections.pop(path, None)
+        self._gen = [(p, entry) for p, entry in self._gen if p != path]
+
+    def record_unsupported(self, path: str, outcome: UnsupportedOutcome, reason: str) -> None:
+        """Note that the source's dataset at ``path`` was omitted or inlined, and why."""
+        self._unsupported[_node_path(path)] = UnsupportedDataset(outcome, reason)
+
+    def add_source(
+        self,
+        url: str,
+        *,
+        size: int | None = None,
+        etag: str | None = None,
+        mtime_ns: int | None = None,
+        sample_hash: str | None = None,
+    ) -> None:
         """Record what a source file looks like now, so readers can detect a change."""
-        self._sources[url] = SourceInfo(size, etag)
+        self._sources[url] = SourceInfo(size, etag, mtime_ns, sample_hash)
 
     def has_source(self, url: str) -> bool:
         """Whether a source has been recorded for ``url``."""
@@ -284,7 +322,11 @@ class RfsBuilder:
             for coords, ref in array.chunks.items():
                 refs[chunk_key(path, coords)] = ref
         if consolidate and "" in documents:
-            documents[""] = {**documents[""], "consolidated_metadata": _consolidated(documents)}
+            order = [p for p in dict.fromkeys([*self._order, *documents]) if p in documents]
+            documents[""] = {
+                **documents[""],
+                "consolidated_metadata": _consolidated(documents, order),
+            }
         for path, document in documents.items():
             refs[metadata_key(path)] = InlineRef(dumps_strict(document).encode("utf-8"))
         for path, _entry in self._gen:
@@ -295,6 +337,7 @@ class RfsBuilder:
             indexes=dict(self._indexes),
             selections=dict(self._selections),
             sources=dict(self._sources),
+            unsupported=dict(self._unsupported),
         )
         rfs.version = rfs.required_version
         return rfs
@@ -383,9 +426,12 @@ def _node_path(path: str) -> str:
     return path
 
 
-def _consolidated(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _consolidated(documents: dict[str, dict[str, Any]], order: list[str]) -> dict[str, Any]:
+    """Consolidated metadata listing the nodes in the order they were added: zarr-python lists
+    a group's members in this order (an HDF5 group tracking creation order keeps it)."""
     metadata = {}
-    for path, document in sorted(documents.items()):
+    for path in order:
+        document = documents[path]
         if not path:
             continue
         if document["node_type"] == "group":
@@ -433,6 +479,8 @@ def _validate_with_zarr(path: str, array: _Array, accepted: set[str]) -> None:
     columns) are asked about once: ``accepted`` holds what zarr-python took already."""
     try:
         from zarr.core.metadata.v3 import ArrayV3Metadata
+        from zarr.errors import UnknownCodecError
+        from zarr.registry import get_codec_class
     except ImportError:
         return
     rank = len(array.shape)
@@ -450,12 +498,26 @@ def _validate_with_zarr(path: str, array: _Array, accepted: set[str]) -> None:
         data_type=array.data_type,
         chunk_shape=array.chunk_shape,
         fill_value=array.fill_value,
-        codecs=array.codecs,
+        # A copy: a codec's from_dict may rewrite its configuration in place (imagecodecs'
+        # JPEG codec turns the base64 tables it was given into bytes, which JSON cannot hold).
+        codecs=copy.deepcopy(array.codecs),
         attributes={},
         dimension_names=array.dimension_names,
     )
     try:
         ArrayV3Metadata.from_dict(document)
+    except UnknownCodecError as exc:
+        unknown = []
+        for name in codec_names(array.codecs):
+            try:
+                get_codec_class(name)
+            except UnknownCodecError:
+                unknown.append(name)
+        if not unknown or any(package_for_codec(name) is None for name in unknown):
+            raise BuilderError(f"array {path!r}: zarr-python refuses its metadata: {exc}") from exc
+        # A codec this machine lacks but a known package provides (imagecodecs' LZF where only
+        # h5py is installed) is the reader's to have: generating references decodes nothing.
+        return
     except (TypeError, ValueError, KeyError) as exc:
         raise BuilderError(f"array {path!r}: zarr-python refuses its metadata: {exc}") from exc
     accepted.add(kind)

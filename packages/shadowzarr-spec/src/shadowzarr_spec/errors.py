@@ -20,6 +20,9 @@ Every error is chained to its cause (``raise ... from exc``) and its message nam
 or URL and what went wrong. A message never carries a credential: the user name and password of
 any URL in it and credential-like query values (signatures, tokens, keys) are replaced by
 ``***`` when the error is made, whatever code made it.
+
+``UnsupportedDatasetWarning`` (a ``UserWarning``) says that a generator left datasets out or
+inlined them instead of refusing the whole file; the references record which and why.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "SourceError",
     "SourceNotFoundError",
     "UnsafePathError",
+    "UnsupportedDatasetWarning",
     "UnsupportedFeatureError",
     "redact_credentials",
 ]
@@ -105,3 +109,7 @@ class SourceAccessError(SourceError, PermissionError):
 
 class ChunkDecodeError(SourceError):
     """A chunk's bytes are corrupt: a checksum mismatch, or more data than the chunk can hold."""
+
+
+class UnsupportedDatasetWarning(UserWarning):
+    """Some datasets could not be referenced and were omitted (or inlined) instead."""

@@ -15,7 +15,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from shadowzarr_spec.errors import GenExpressionError, ReferenceFormatError
-from shadowzarr_spec.gen_expr import Expression, render_template, split_template
+from shadowzarr_spec.gen_expr import (
+    MAX_MAGNITUDE,
+    Expression,
+    expand_named_templates,
+    is_name,
+    render_integer,
+    render_template,
+    split_template,
+)
+from shadowzarr_spec.json_text import json_integer
 from shadowzarr_spec.model import FileRef
 
 __all__ = ["Dimension", "GenEntry"]
@@ -55,19 +64,16 @@ class Dimension:
     @classmethod
     def from_json(cls, name: str, value: object) -> Dimension:
         if isinstance(value, list):
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-                raise ReferenceFormatError(f"gen dimension {name!r} must list integers")
-            return cls(values=tuple(value))
-        if isinstance(value, int) and not isinstance(value, bool):
-            return cls(stop=value)
+            values = [_dimension_integer(name, v) for v in value]
+            return cls(values=tuple(values))
+        if json_integer(value) is not None:
+            return cls(stop=_dimension_integer(name, value))
         if isinstance(value, dict):
             try:
-                start, stop, step = value.get("start", 0), value["stop"], value.get("step", 1)
+                raw = value.get("start", 0), value["stop"], value.get("step", 1)
             except KeyError:
                 raise ReferenceFormatError(f"gen dimension {name!r} has no 'stop'") from None
-            for part in (start, stop, step):
-                if not isinstance(part, int) or isinstance(part, bool):
-                    raise ReferenceFormatError(f"gen dimension {name!r} must hold integers")
+            start, stop, step = (_dimension_integer(name, part) for part in raw)
             if step == 0:
                 raise ReferenceFormatError(f"gen dimension {name!r} has step 0")
             return cls(start=start, stop=stop, step=step)
@@ -114,7 +120,11 @@ class GenEntry:
         if len(dimensions) > MAX_GEN_DIMENSIONS:
             raise ReferenceFormatError(f"gen entry {key!r} has too many dimensions")
         self.key = key
-        self.url = _expand_named_templates(url, templates or {})
+        templates = templates or {}
+        shared = sorted(set(templates) & set(dimensions))
+        if shared:
+            raise ReferenceFormatError(f"gen entry {key!r}: {shared} are templates and dimensions")
+        self.url = expand_named_templates(url, templates, strict=False)
         self.offset = str(offset)
         self.length = str(length)
         self.dimensions = dict(dimensions)
@@ -151,8 +161,8 @@ class GenEntry:
             return None
         variables: dict[str, int] = {}
         for name, text in match.groupdict().items():
-            if len(text) > 24:
-                return None  # no dimension reaches that far (gen values stay below 2**70)
+            if len(text) > 17:  # beyond 2**53 - 1, so in no dimension (and int() has a limit)
+                return None
             value = int(text)
             if str(value) != text or value not in self.dimensions[name]:
                 return None
@@ -160,24 +170,11 @@ class GenEntry:
         return self.render(variables)
 
     def render(self, variables: Mapping[str, int]) -> FileRef:
-        offset = self._integer(self._offset_parts, variables, "offset")
-        length = self._integer(self._length_parts, variables, "length")
-        if offset + length > 2**63:
-            raise ReferenceFormatError(
-                f"gen entry {self.key!r}: offset {offset} and length {length} out of range"
-            )
+        offset = render_integer(self._offset_parts, variables, "offset")
+        length = render_integer(self._length_parts, variables, "length")
+        if offset + length > MAX_MAGNITUDE:
+            raise GenExpressionError(f"gen entry {self.key!r}: offset + length beyond 2**53 - 1")
         return FileRef(render_template(self._url_parts, variables), offset, length)
-
-    def _integer(
-        self, parts: list[str | Expression], variables: Mapping[str, int], what: str
-    ) -> int:
-        text = render_template(parts, variables)
-        try:
-            return int(text)
-        except ValueError:
-            raise GenExpressionError(
-                f"gen entry {self.key!r}: its {what} renders as {text[:80]!r}, not an integer"
-            ) from None
 
     def items(self) -> Iterator[tuple[str, FileRef]]:
         """Every (key, reference) this entry describes, one at a time (for writing version 1
@@ -243,9 +240,12 @@ class GenEntry:
             raise ReferenceFormatError(f"gen entry lacks {exc.args[0]!r}") from None
         if not isinstance(key, str) or not isinstance(url, str):
             raise ReferenceFormatError("gen entry key and url must be strings")
-        for value in (offset, length):
-            if not isinstance(value, str | int) or isinstance(value, bool):
-                raise ReferenceFormatError(f"gen entry {key!r}: offset and length must be text")
+        if not isinstance(offset, str):
+            offset = json_integer(offset)
+        if not isinstance(length, str):
+            length = json_integer(length)
+        if offset is None or length is None:
+            raise ReferenceFormatError(f"gen entry {key!r}: offset and length must be text")
         if not isinstance(raw_dimensions, dict):
             raise ReferenceFormatError(f"gen entry {key!r}: dimensions must be an object")
         dimensions = {str(n): Dimension.from_json(str(n), v) for n, v in raw_dimensions.items()}
@@ -295,7 +295,7 @@ def _compile_key(key: str, dimensions: Mapping[str, Dimension]) -> tuple[re.Patt
             pattern.append(re.escape(part))
             continue
         name = part.source
-        if name not in dimensions or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if name not in dimensions or not is_name(name):
             raise GenExpressionError(
                 f"gen key {key!r} may use only bare dimension names in '{{{{ }}}}', got {name!r}"
             )
@@ -309,13 +309,10 @@ def _compile_key(key: str, dimensions: Mapping[str, Dimension]) -> tuple[re.Patt
     return re.compile("".join(pattern)), literal_prefix
 
 
-def _expand_named_templates(url: str, templates: Mapping[str, str]) -> str:
-    """Replace ``{{u0}}``-style references to the file's templates, keep arithmetic."""
-    if not templates or "{{" not in url:
-        return url
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1).strip()
-        return templates.get(name, match.group(0))
-
-    return re.sub(r"\{\{(.*?)\}\}", replace, url)
+def _dimension_integer(name: str, value: object) -> int:
+    integer = json_integer(value)
+    if integer is None or abs(integer) > MAX_MAGNITUDE:
+        raise ReferenceFormatError(
+            f"gen dimension {name!r} must hold integers of magnitude at most 2**53 - 1"
+        )
+    return integer

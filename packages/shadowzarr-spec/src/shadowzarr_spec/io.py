@@ -5,13 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import shutil
-import tempfile
-import urllib.parse
-import urllib.request
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -28,7 +26,6 @@ from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
 from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
-from shadowzarr_spec.url_read import read_url
 
 __all__ = ["REFS_FILE", "load_index_table", "load_rfs", "refs_url_of", "write_rfs"]
 
@@ -58,22 +55,23 @@ def write_rfs(
     return _write_directory(rfs, target, chunk_index_threshold)
 
 
-def load_rfs(
-    source: str | os.PathLike[str] | dict[str, Any], *, headers: Mapping[str, str] | None = None
-) -> ReferenceFileSystem:
-    """Read a reference file system from a JSON file, a directory, a URL to either, or a dict.
+def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
+    """Read a reference file system from a local JSON file, a local directory, or a dict.
 
-    Index arrays are not read here: they stay on disk or remote until a reader needs them.
-    ``headers`` go with the request for a reference file at a URL (and with redirects to the
-    same origin, never elsewhere).
+    Index arrays are not read here: they stay on disk until a reader needs them. This package
+    makes no requests: references at a URL are read by ``shadowzarr_store.load_rfs`` (also
+    ``shadowzarr.load_rfs``), through the store's transport.
     """
     if isinstance(source, dict):
         return rfs_from_json(source)
     text = os.fspath(source)
-    if text.startswith(("http://", "https://")):
-        return _load_url(text, headers or {})
+    if "://" in text and not text.lower().startswith("file://"):
+        raise SourceError(
+            f"{text.split('://', 1)[0]}:// references are read by shadowzarr_store.load_rfs "
+            "(or shadowzarr.load_rfs); shadowzarr_spec reads local files only"
+        )
     if text.startswith("file://"):
-        text = urllib.request.url2pathname(urllib.parse.urlparse(text).path)
+        text = unquote(urlsplit(text).path)
     local = Path(text)
     if local.is_dir():
         refs_path = local / REFS_FILE
@@ -133,7 +131,7 @@ def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | No
         )
     rfs = _indexed(rfs, threshold)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = _new_directory(target.parent, f".{target.name}.")
     try:
         index_paths: dict[str, str] = {}
         for array_path, index in rfs.indexes.items():
@@ -211,14 +209,44 @@ def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
 
 def _atomic_write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    handle, temporary = _new_file(target.parent, f".{target.name}.")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+# References are published next to the data (nginx, S3 sync): they get the permissions any file
+# or folder gets under the user's umask. tempfile.mkstemp and mkdtemp make them private (0600 and
+# 0700), which a web server then refuses to serve; so the staging names are made here, created
+# exclusively like theirs but with the ordinary modes, which the kernel masks with the umask.
+_ATTEMPTS = 100
+
+
+def _new_file(folder: Path, prefix: str) -> tuple[int, Path]:
+    """A new empty file in ``folder`` (mode 0666 less the umask), opened for writing."""
+    for _ in range(_ATTEMPTS):
+        path = folder / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def _new_directory(folder: Path, prefix: str) -> Path:
+    """A new empty directory in ``folder`` (mode 0777 less the umask)."""
+    for _ in range(_ATTEMPTS):
+        path = folder / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            path.mkdir(0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def refs_url_of(url: str) -> tuple[str, str]:
@@ -227,16 +255,3 @@ def refs_url_of(url: str) -> tuple[str, str]:
         return url, url.rsplit("/", 1)[0]
     base = url.rstrip("/")
     return base + "/" + REFS_FILE, base
-
-
-def _load_url(url: str, headers: Mapping[str, str]) -> ReferenceFileSystem:
-    refs_url, base = refs_url_of(url)
-    try:
-        raw = read_url(refs_url, headers)
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise SourceNotFoundError(f"no reference file at {refs_url}") from exc
-        raise SourceError(f"reading {refs_url} failed: HTTP {exc.code}") from exc
-    except urllib.error.URLError as exc:
-        raise SourceError(f"reading {refs_url} failed: {exc.reason}") from exc
-    return rfs_from_json(parse_json(raw), base=base)

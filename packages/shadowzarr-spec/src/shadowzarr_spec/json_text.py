@@ -7,7 +7,7 @@ from typing import Any
 
 from shadowzarr_spec.errors import ReferenceFormatError
 
-__all__ = ["dumps_strict", "parse_json"]
+__all__ = ["dumps_strict", "json_integer", "parse_json"]
 
 MAX_NESTING = 200
 
@@ -29,3 +29,18 @@ def dumps_strict(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     except ValueError as exc:
         raise ReferenceFormatError(f"value is not valid JSON (non-finite number?): {exc}") from exc
+
+
+def json_integer(value: object) -> int | None:
+    """``value`` as an integer if it is a JSON number with an integral value, else None.
+
+    JSON has one number type: ``64`` and ``64.0`` are the same number, and a JavaScript reader
+    cannot tell them apart, so neither does this one. Booleans are not numbers.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

@@ -45,12 +45,17 @@ def array_of_chunk_key(key: str) -> tuple[str, tuple[int, ...]] | None:
     for position in range(len(parts) - 1, -1, -1):
         if parts[position] == "c":
             tail = parts[position + 1 :]
-            if all(p.isdigit() for p in tail):
+            if all(_is_coordinate(p) for p in tail):
                 return "/".join(parts[:position]), tuple(int(p) for p in tail)
             return None
-        if not parts[position].isdigit():
+        if not _is_coordinate(parts[position]):
             return None
     return None
+
+
+def _is_coordinate(part: str) -> bool:
+    """A chunk coordinate as zarr writes it: ASCII digits without leading zeros ("0", "12")."""
+    return part.isascii() and part.isdigit() and (part == "0" or part[0] != "0")
 
 
 def check_key(key: object) -> None:

@@ -10,13 +10,20 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from shadowzarr_spec.errors import BuilderError
 
-__all__ = ["array_metadata", "bytes_codec", "default_codecs", "group_metadata", "zarr_data_type"]
+__all__ = [
+    "VLEN_BYTES",
+    "array_metadata",
+    "bytes_codec",
+    "default_codecs",
+    "group_metadata",
+    "zarr_data_type",
+]
 
 _NUMERIC_NAMES = {
     "b": {1: "bool"},
@@ -39,7 +46,13 @@ def bytes_codec(dtype: np.dtype) -> dict[str, Any]:
     return {"name": "bytes", "configuration": {"endian": order}}
 
 
+VLEN_BYTES: Final = "variable_length_bytes"
+"""The data type name of arrays of variable-length byte strings (``vlen-bytes`` codec)."""
+
+
 def default_codecs(dtype: np.dtype | str) -> list[dict[str, Any]]:
+    if isinstance(dtype, str) and dtype == VLEN_BYTES:
+        return [{"name": "vlen-bytes", "configuration": {}}]
     if (isinstance(dtype, str) and dtype == "string") or (
         isinstance(dtype, np.dtype) and dtype.kind in "OT"
     ):
@@ -51,6 +64,10 @@ def zarr_data_type(dtype: np.dtype | str, fill_value: Any) -> tuple[Any, Any]:
     """(data_type JSON, fill_value JSON) for a numpy dtype (or the name "string")."""
     if isinstance(dtype, str) and dtype == "string":
         return "string", "" if fill_value is None else str(fill_value)
+    if isinstance(dtype, str) and dtype == VLEN_BYTES:
+        if fill_value not in (None, b""):
+            raise BuilderError("variable-length bytes arrays take no fill value but empty bytes")
+        return VLEN_BYTES, ""  # base64 of no bytes
     native = np.dtype(dtype)
     try:
         zdtype = _zarr_dtype(native)

@@ -8,7 +8,7 @@ file share one string.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -26,6 +26,8 @@ __all__ = [
     "ReferenceFileSystem",
     "Selection",
     "SourceInfo",
+    "UnsupportedDataset",
+    "UnsupportedOutcome",
 ]
 
 MISSING_CHUNK = np.uint64(2**64 - 1)
@@ -101,18 +103,49 @@ class Selection:
 
 @dataclass(frozen=True, slots=True)
 class SourceInfo:
-    """What a source file looked like when the references were made, to detect changes."""
+    """What a source file looked like when the references were made, to detect changes.
+
+    Remote sources have a size and an ETag. A local file has no ETag: its modification time
+    (``mtime_ns``) and ``sample_hash`` (a hash of a few fixed samples of its bytes, see the
+    README) identify it, so a rewrite of the same size is noticed.
+    """
 
     size: int | None = None
     etag: str | None = None
+    mtime_ns: int | None = None
+    sample_hash: str | None = None
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {}
-        if self.size is not None:
-            out["size"] = self.size
-        if self.etag is not None:
-            out["etag"] = self.etag
+        for name in ("size", "etag", "mtime_ns", "sample_hash"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
+
+
+type UnsupportedOutcome = Literal["omitted", "inlined"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedDataset:
+    """A dataset no reference can describe, and what the generator did with it.
+
+    ``omitted``: it is not in the references at all; ``inlined``: its values (decoded by the
+    native library) are held in the references instead of pointing into the source.
+    """
+
+    outcome: UnsupportedOutcome
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.outcome not in ("omitted", "inlined"):
+            raise ReferenceFormatError(
+                f"unknown outcome {self.outcome!r} of an unsupported dataset"
+            )
+
+    def to_json(self) -> dict[str, str]:
+        return {"outcome": self.outcome, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -155,6 +188,14 @@ class ReferenceFileSystem:
     sources: dict[str, SourceInfo] = field(default_factory=dict)
     version: int = 1
     base: str | None = None
+    unsupported: dict[str, UnsupportedDataset] = field(default_factory=dict)
+    """Datasets of the source that no reference describes (path → outcome and reason). Stored
+    under the top-level key ``unsupported``, which Zarr readers never see."""
+
+    @property
+    def omitted(self) -> dict[str, str]:
+        """Path → reason of every dataset left out of the references."""
+        return {p: u.reason for p, u in self.unsupported.items() if u.outcome == "omitted"}
 
     @property
     def required_version(self) -> int:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import sys
 from collections.abc import Mapping
 from typing import Any
 
+from shadowzarr_spec.base64_text import decode_base64
 from shadowzarr_spec.errors import ReferenceFormatError
 from shadowzarr_spec.gen import GenEntry
+from shadowzarr_spec.gen_expr import MAX_MAGNITUDE, expand_named_templates
+from shadowzarr_spec.json_text import json_integer
 from shadowzarr_spec.keys import check_key, check_relative_path
 from shadowzarr_spec.model import (
     FileRef,
@@ -19,11 +20,21 @@ from shadowzarr_spec.model import (
     ReferenceFileSystem,
     Selection,
     SourceInfo,
+    UnsupportedDataset,
 )
 
 __all__ = ["parse_ref", "rfs_from_json"]
 
-_KNOWN_KEYS = {"version", "templates", "refs", "gen", "indexes", "selections", "sources"}
+_KNOWN_KEYS = {
+    "version",
+    "templates",
+    "refs",
+    "gen",
+    "indexes",
+    "selections",
+    "sources",
+    "unsupported",
+}
 
 
 def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem:
@@ -58,6 +69,7 @@ def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem
         sources=_parse_sources(document.get("sources", {})),
         version=max(int(version), 1),
         base=base,
+        unsupported=_parse_unsupported(document.get("unsupported", {})),
     )
     if rfs.version < rfs.required_version and (rfs.indexes or rfs.selections):
         raise ReferenceFormatError("a reference file with indexes or selections must be version 2")
@@ -68,10 +80,7 @@ def parse_ref(key: str, value: object, templates: Mapping[str, str]) -> Ref:
     """Parse one value of ``refs``."""
     if isinstance(value, str):
         if value.startswith("base64:"):
-            try:
-                return InlineRef(base64.b64decode(value[7:], validate=True))
-            except binascii.Error as exc:
-                raise ReferenceFormatError(f"reference {key!r}: invalid base64") from exc
+            return InlineRef(decode_base64(value[7:], f"reference {key!r}"))
         return InlineRef(value.encode("utf-8"))
     if isinstance(value, list) and len(value) in (1, 3):
         url = value[0]
@@ -80,10 +89,10 @@ def parse_ref(key: str, value: object, templates: Mapping[str, str]) -> Ref:
         url = sys.intern(_expand(url, templates))
         if len(value) == 1:
             return FileRef(url)
-        offset, size = value[1], value[2]
-        if not _is_int(offset) or not _is_int(size):
+        offset, size = json_integer(value[1]), json_integer(value[2])
+        if offset is None or size is None:
             raise ReferenceFormatError(f"reference {key!r}: offset and size must be integers")
-        if offset < 0 or size < 0 or offset + size > 2**63:
+        if offset < 0 or size < 0 or offset + size > MAX_MAGNITUDE:
             raise ReferenceFormatError(
                 f"reference {key!r}: offset {offset} and size {size} out of range"
             )
@@ -94,24 +103,18 @@ def parse_ref(key: str, value: object, templates: Mapping[str, str]) -> Ref:
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return json_integer(value) is not None
 
 
 def _expand(url: str, templates: Mapping[str, str]) -> str:
-    if "{{" not in url:
-        return url
-    for name, value in templates.items():
-        url = url.replace("{{" + name + "}}", value)
-    if "{{" in url:
-        raise ReferenceFormatError(f"reference URL {url!r} uses an undefined template")
-    return url
+    return expand_named_templates(url, templates, strict=True)
 
 
 def _parse_templates(raw: object) -> dict[str, str]:
     if not isinstance(raw, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+        isinstance(k, str) and isinstance(v, str) and "{{" not in v for k, v in raw.items()
     ):
-        raise ReferenceFormatError("'templates' must map names to strings")
+        raise ReferenceFormatError("'templates' must map names to strings without '{{'")
     return dict(raw)
 
 
@@ -151,8 +154,8 @@ def _parse_selections(raw: object) -> dict[str, Selection]:
         for item in keep:
             if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
                 raise ReferenceFormatError(f"selection of {path!r}: keep holds [start, stop] pairs")
-            ranges.append((item[0], item[1]))
-        selections[path] = Selection(record_size, tuple(ranges))  # type: ignore[arg-type]
+            ranges.append((int(item[0]), int(item[1])))
+        selections[path] = Selection(int(record_size), tuple(ranges))  # type: ignore[arg-type]
     return selections
 
 
@@ -164,9 +167,34 @@ def _parse_sources(raw: object) -> dict[str, SourceInfo]:
         if not isinstance(entry, dict):
             raise ReferenceFormatError(f"source {url!r} must be an object")
         size, etag = entry.get("size"), entry.get("etag")
-        if size is not None and (not _is_int(size) or size < 0):
+        if size is not None and (not _is_int(size) or not 0 <= size <= MAX_MAGNITUDE):
             raise ReferenceFormatError(f"source {url!r}: size must be a non-negative integer")
         if etag is not None and not isinstance(etag, str):
             raise ReferenceFormatError(f"source {url!r}: etag must be a string")
-        sources[url] = SourceInfo(size, etag)
+        mtime_ns, sample_hash = entry.get("mtime_ns"), entry.get("sample_hash")
+        if mtime_ns is not None and not _is_int(mtime_ns):
+            raise ReferenceFormatError(f"source {url!r}: mtime_ns must be an integer")
+        if sample_hash is not None and not isinstance(sample_hash, str):
+            raise ReferenceFormatError(f"source {url!r}: sample_hash must be a string")
+        sources[url] = SourceInfo(
+            None if size is None else int(size),
+            etag,
+            None if mtime_ns is None else int(mtime_ns),
+            sample_hash,
+        )
     return sources
+
+
+def _parse_unsupported(raw: object) -> dict[str, UnsupportedDataset]:
+    if not isinstance(raw, dict):
+        raise ReferenceFormatError("'unsupported' must be an object")
+    found: dict[str, UnsupportedDataset] = {}
+    for path, entry in raw.items():
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("outcome"), str)
+            and isinstance(entry.get("reason"), str)
+        ):
+            raise ReferenceFormatError(f"unsupported dataset {path!r}: needs outcome and reason")
+        found[path] = UnsupportedDataset(entry["outcome"], entry["reason"])
+    return found

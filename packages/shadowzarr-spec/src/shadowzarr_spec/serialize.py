@@ -65,6 +65,8 @@ def rfs_to_json(
         document["selections"] = {p: s.to_json() for p, s in rfs.selections.items()}
     if rfs.sources:
         document["sources"] = {u: s.to_json() for u, s in rfs.sources.items()}
+    if rfs.unsupported:
+        document["unsupported"] = {p: u.to_json() for p, u in rfs.unsupported.items()}
     uses_v2 = (
         bool(document.get("gen") and not expand)
         or "indexes" in document

@@ -13,9 +13,10 @@ from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWa
 from shadowzarr_store.materialize import ArrayReport, MaterializeError, MaterializeReport, materialize
 from shadowzarr_store.memory_cache import MemoryCache
 from shadowzarr_store.open_rfs import open_array, open_rfs
+from shadowzarr_store.references import load_rfs
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.stats import StatsSnapshot, StoreStats
+from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "StatsSnapshot",
     "StoreOptions",
     "StoreStats",
+    "load_rfs",
     "materialize",
     "open_array",
     "open_rfs",

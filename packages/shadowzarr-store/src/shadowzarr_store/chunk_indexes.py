@@ -34,7 +34,7 @@ from shadowzarr_spec import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Iterator
 
-    from shadowzarr_store.stats import StoreStats
+    from shadowzarr_store.transport.stats import StoreStats
 
 __all__ = ["ChunkIndexReader", "index_location"]
 

@@ -8,6 +8,8 @@ says about itself. So every codec of an array falls in one of these roles:
 - a compressor kind (``deflate``, ``bz2``, ``lzma``, ``blosc``, ``zstd``, ``lz4``, ``lz4h5``,
   ``bounded``): `shadowzarr_store.decode_limits` checks its frame or decodes it with an output
   bound before the chunk reaches zarr.
+- ``checked``: shadowzarr's own HDF5 filter codecs (``shadowzarr.hdf5_*``), which check their
+  streams and decode to exactly the chunk's size themselves.
 - ``image``: an image codec whose header `shadowzarr_store.image_headers` parses for the size
   it declares.
 - ``refused``: a native decoder shadowzarr does not check (any other ``imagecodecs_*`` codec,
@@ -37,6 +39,7 @@ type CodecRole = Literal[
     "lz4",
     "lz4h5",
     "bounded",
+    "checked",
     "image",
     "refused",
     "opaque",
@@ -104,6 +107,8 @@ def codec_role(name: str) -> CodecRole:
     role = _ROLES.get(name)
     if role is not None:
         return role
+    if name.startswith("shadowzarr.hdf5_"):
+        return "checked"
     return "refused" if name.startswith("imagecodecs_") else "opaque"
 
 
@@ -115,7 +120,9 @@ def compressed_bound(role: CodecRole, size: int) -> int | None:
             return size
         case "checksum":
             return size + 4
-        case "deflate" | "bz2" | "lzma" | "blosc" | "zstd" | "lz4" | "lz4h5" | "bounded":
+        case (
+            "deflate" | "bz2" | "lzma" | "blosc" | "zstd" | "lz4" | "lz4h5" | "bounded" | "checked"
+        ):
             # Fixed-Huffman deflate of incompressible data grows by 1/8; gzip headers may hold
             # a file name; LZW's 12-bit codes grow by 1/2.
             return size + size // 2 + (64 << 10)

@@ -1,65 +1,23 @@
-"""Make sure every codec the arrays name can be found before the first chunk is decoded.
+"""HDF5's Fletcher-32 checksums, verified with errors that name the chunk and its source.
 
 zarr-python ships the ``numcodecs.*`` codecs HDF5 needs (``numcodecs.fletcher32`` verifies its
 checksum). imagecodecs' codecs (``imagecodecs_*``) come from the imagecodecs-zarr entry points;
-when they are missing the error says what to install, rather than failing mid-read.
+an array whose codec is missing is refused at its first read (`missing_codecs`).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 import numcodecs
-from shadowzarr_spec import ChunkDecodeError, UnsupportedFeatureError, array_info, array_paths
-from zarr.errors import UnknownCodecError
-from zarr.registry import get_codec_class
+from shadowzarr_spec import ChunkDecodeError
 
 if TYPE_CHECKING:
-    from shadowzarr_spec import ArrayInfo, ReferenceFileSystem
+    from shadowzarr_spec import ArrayInfo
 
-__all__ = ["check_codecs", "ends_with_fletcher32", "verify_fletcher32"]
+__all__ = ["ends_with_fletcher32", "verify_fletcher32"]
 
 _FLETCHER32 = numcodecs.Fletcher32()
-
-
-def _codec_names(codecs: object) -> list[str]:
-    names: list[str] = []
-    if not isinstance(codecs, list | tuple):
-        return names
-    for codec in codecs:
-        if isinstance(codec, dict) and isinstance(codec.get("name"), str):
-            names.append(codec["name"])
-            configuration = codec.get("configuration")
-            if isinstance(configuration, dict):
-                names.extend(_codec_names(configuration.get("codecs")))
-                names.extend(_codec_names(configuration.get("index_codecs")))
-    return names
-
-
-def check_codecs(rfs: ReferenceFileSystem) -> None:
-    """Raise `UnsupportedFeatureError` naming the array if one of its codecs is unavailable."""
-    for path in array_paths(rfs):
-        info = array_info(rfs, path)
-        assert info is not None
-        for name in _codec_names(list(info.codecs)):
-            try:
-                get_codec_class(name)
-            except UnknownCodecError as exc:
-                if name.startswith("imagecodecs_") and _load_imagecodecs():
-                    continue
-                hint = " (pip install imagecodecs-zarr)" if name.startswith("imagecodecs_") else ""
-                raise UnsupportedFeatureError(
-                    f"array {path!r} needs codec {name!r}, which is not available{hint}"
-                ) from exc
-
-
-def _load_imagecodecs() -> bool:
-    try:
-        importlib.import_module("imagecodecs.zarr")
-    except ImportError:
-        return False
-    return True
 
 
 def ends_with_fletcher32(info: ArrayInfo) -> bool:

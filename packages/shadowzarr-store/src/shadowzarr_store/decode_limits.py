@@ -276,5 +276,6 @@ _DECODERS: Final[dict[str, Callable[[Layer, bytes, ArraySpec], bytes]]] = {
     "bounded": _decode_bounded,
     "transform": _zarr_decode,
     "checksum": _zarr_decode,
+    "checked": _zarr_decode,
     "opaque": _zarr_decode,
 }

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING
 import zarr
 from shadowzarr_spec import SourceError
 
+from shadowzarr_store.transport.coalesce import coalesce
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from shadowzarr_store.options import StoreOptions
-    from shadowzarr_store.stats import StoreStats
+    from shadowzarr_store.transport.stats import StoreStats
 
 __all__ = ["HEAD_START_BYTES", "RangeMerger", "head_start", "plan_runs"]
 
@@ -48,21 +50,9 @@ class _Pending:
 
 
 def plan_runs[T: _Pending](reads: list[T], merge_gap: int, max_merge_size: int) -> list[list[T]]:
-    """Group reads of one URL (sorted by start) into runs that one request can serve."""
-    runs: list[list[T]] = []
-    run_start = run_end = 0
-    for read in reads:
-        if (
-            runs
-            and read.start - run_end <= merge_gap
-            and max(run_end, read.end) - run_start <= max_merge_size
-        ):
-            runs[-1].append(read)
-            run_end = max(run_end, read.end)
-        else:
-            runs.append([read])
-            run_start, run_end = read.start, read.end
-    return runs
+    """Group reads of one URL into runs that one request can serve (the transport's rule)."""
+    runs = coalesce([(read.start, read.end) for read in reads], merge_gap, max_merge_size)
+    return [[reads[i] for i in run.members] for run in runs]
 
 
 def head_start[T: _Pending](run: list[T], min_bytes: int = HEAD_START_BYTES) -> list[list[T]]:

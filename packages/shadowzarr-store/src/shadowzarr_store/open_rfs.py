@@ -6,17 +6,15 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import zarr
-from shadowzarr_spec import ReferenceFileSystem, load_rfs
-from shadowzarr_spec.io import refs_url_of
+from shadowzarr_spec import ReferenceFileSystem
 
-from shadowzarr_store.codecs import check_codecs
-from shadowzarr_store.fetch.headers import HeaderRules
+from shadowzarr_store.references import load_rfs
 from shadowzarr_store.rfs_store import RfsStore
 
 if TYPE_CHECKING:
     from zarr import Array, Group
 
-__all__ = ["load_references", "open_array", "open_rfs"]
+__all__ = ["open_array", "open_rfs"]
 
 
 def open_rfs(
@@ -27,8 +25,8 @@ def open_rfs(
     Parameters
     ----------
     source
-        A ``.json`` reference file, a reference directory, an http(s) URL to either, an
-        in-memory rfs dict or a `ReferenceFileSystem`.
+        A ``.json`` reference file, a reference directory, an http(s), ``s3://``, ``gs://`` or
+        ``az://`` URL to either, an in-memory rfs dict or a `ReferenceFileSystem`.
     **options
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
@@ -45,20 +43,6 @@ def open_array(
 
 
 def _store(source: Any, options: dict[str, Any]) -> RfsStore:
-    """The store over ``source``'s references, refused early if a codec is not available."""
-    rfs = load_references(source, options.get("headers"))
-    check_codecs(rfs)
-    return RfsStore(rfs, **options)
-
-
-def load_references(
-    source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
-    headers: HeaderRules | Any = None,
-) -> ReferenceFileSystem:
-    """``load_rfs``, sending the store's user headers that are bound to a remote reference file."""
-    if isinstance(source, ReferenceFileSystem):
-        return source
-    if isinstance(source, str) and source.startswith(("http://", "https://")) and headers:
-        refs_url, _ = refs_url_of(source)
-        return load_rfs(source, headers=HeaderRules.parse(headers).for_url(refs_url))
-    return load_rfs(source)
+    """The store over ``source``'s references (an array whose codec is not installed opens, and
+    refuses its first read)."""
+    return RfsStore(load_rfs(source, **options), **options)

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from shadowzarr_store.fetch.headers import HeaderRules
+from shadowzarr_store.transport.headers import HeaderRules
+from shadowzarr_store.transport.options import (
+    DEFAULT_DANDI_API_HOSTS,
+    ResolveUrl,
+    TransportOptions,
+)
 
 if TYPE_CHECKING:
     from shadowzarr_store.local_cache import LocalCache
     from shadowzarr_store.memory_cache import MemoryCache
 
 __all__ = ["DEFAULT_DANDI_API_HOSTS", "ResolveUrl", "StoreOptions"]
-
-type ResolveUrl = Callable[[str], str | Awaitable[str | None] | None]
-"""Maps a reference URL to the URL to read (None: not handled, use the default resolution)."""
-
-DEFAULT_DANDI_API_HOSTS: Mapping[str, str] = {
-    "api.dandiarchive.org": "DANDI_API_KEY",
-    "api.sandbox.dandiarchive.org": "DANDI_SANDBOX_API_KEY",
-    "api-staging.dandiarchive.org": "DANDI_SANDBOX_API_KEY",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +33,7 @@ class StoreOptions:
     memory_cache: MemoryCache | None = None
     max_connections: int = 64
     timeout: float = 60.0
+    deadline: float = 300.0
     retries: int = 5
     backoff: float = 0.1
     max_backoff: float = 5.0
@@ -53,6 +50,8 @@ class StoreOptions:
     allow_local_files: bool | None = None
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
     """``{"https://host[:port][/path]": {"Name": "value"}}``, normalised to `HeaderRules`."""
+    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    """Object-store settings (credentials, region, endpoint…); never shown or written."""
 
     def __post_init__(self) -> None:
         for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
@@ -81,6 +80,24 @@ class StoreOptions:
         """``headers`` after validation (a mapping given by the user becomes `HeaderRules`)."""
         assert isinstance(self.headers, HeaderRules)
         return self.headers
+
+    def transport(self, *, allow_local_files: bool) -> TransportOptions:
+        """The settings of this store's `Transport` (local files as the store decided)."""
+        return TransportOptions(
+            headers=self.headers,
+            allowed_urls=self.allowed_urls,
+            allow_local_files=allow_local_files,
+            storage_options=self.storage_options,
+            max_connections=self.max_connections,
+            timeout=self.timeout,
+            deadline=self.deadline,
+            retries=self.retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+            resolve_url=self.resolve_url,
+            dandi_api_hosts=self.dandi_api_hosts,
+            presigned_url_ttl=self.presigned_url_ttl,
+        )
 
     @classmethod
     def from_kwargs(cls, options: Mapping[str, Any]) -> StoreOptions:

@@ -45,6 +45,7 @@ __all__ = [
     "Resolver",
     "SourceValue",
     "byte_window",
+    "finish_inline",
     "finish_whole",
     "plan_read",
 ]
@@ -255,6 +256,20 @@ def finish_whole(
         data = bytes(data) + fill_pattern(layout.fill, len(data), layout.chunk_nbytes - len(data))
     start, end = byte_window(byte_range, len(data))
     return data[start:end]
+
+
+def finish_inline(
+    key: str, layout: ChunkLayout | None, inline: bytes, byte_range: ByteRequest | None
+) -> bytes | memoryview:
+    """The logical bytes of an inline value: a short uncompressed chunk padded like a file's.
+
+    No selection: an inline value holds the chunk's own bytes (``add_inline_chunk``).
+    """
+    if layout is None or layout.chunk_nbytes is None:
+        start, end = byte_window(byte_range, len(inline))
+        return inline[start:end]
+    plain = ChunkLayout(chunk_nbytes=layout.chunk_nbytes, fill=layout.fill, selection=None)
+    return finish_whole(SourceValue(key, "inline reference", None, None, plain), inline, byte_range)
 
 
 def chunk_layout(info: ArrayInfo, selection: Selection | None) -> ChunkLayout | None:

@@ -9,32 +9,29 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shadowzarr_spec import (
-    InlineRef,
-    ReferenceFileSystem,
-    ReferenceFormatError,
-    ShadowzarrError,
-    load_rfs,
-)
+from shadowzarr_spec import InlineRef, ReferenceFileSystem, ReferenceFormatError, ShadowzarrError
 from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.loop_shutdown import note_loop
 from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
+from shadowzarr_store.missing_codecs import MissingCodecs
 from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.references import load_rfs
 from shadowzarr_store.resolve import (
     ReadPlan,
     Resolver,
     SourceValue,
     byte_window,
     fill_pattern,
+    finish_inline,
     finish_whole,
     plan_read,
 )
 from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
-from shadowzarr_store.stats import StoreStats
+from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator
@@ -59,8 +56,8 @@ class RfsStore(Store):
     Parameters
     ----------
     rfs
-        A `ReferenceFileSystem`, or anything `load_rfs` accepts (a ``.json`` file, a directory,
-        a URL to either, a dict).
+        A `ReferenceFileSystem`, or anything `shadowzarr_store.load_rfs` accepts (a ``.json``
+        file, a directory, an http(s)/s3/gs/az URL to either, a dict).
     validate_sources
         Send ``If-Match`` with the recorded ETag, compare the total size a server reports and the
         size of local files with ``sources``; a mismatch raises `SourceChangedError`.
@@ -73,9 +70,11 @@ class RfsStore(Store):
         Seconds to wait for more reads before sending (0: the next event-loop tick).
     local_cache, memory_cache
         A `LocalCache` (SQLite on disk) and/or a `MemoryCache` of source byte ranges.
-    max_connections, timeout, retries, backoff, max_backoff
-        HTTP: connections per event loop, socket timeout in seconds, retries of transient
-        failures with exponential backoff from ``backoff`` up to ``max_backoff`` seconds.
+    max_connections, timeout, deadline, retries, backoff, max_backoff
+        HTTP: connections per event loop, socket timeout in seconds, the most seconds one
+        request may take with its retries (``SourceTimeoutError`` after it; 300), retries of
+        transient failures (resets, 5xx, short bodies, wrong Content-Range) with exponential
+        backoff from ``backoff`` up to ``max_backoff`` seconds.
     resolve_url
         ``url -> url | None`` (or a coroutine function): the URL to read for a reference URL;
         None falls back to the default (DANDI download URLs are resolved automatically).
@@ -93,8 +92,10 @@ class RfsStore(Store):
         bytes, for chunks at least twice as large. Metadata and chunk values then differ from
         the stored ones, so code copying chunk bytes must leave it off.
     allowed_urls
-        URL prefixes (``["https://host/path/"]``) that every request, redirect and presigned
-        URL must fall under (None: any); others raise `SourceAccessError` before any request.
+        URL prefixes (``["https://host/path/"]``, ``["s3://bucket/prefix/"]``) that every
+        request, redirect hop and presigned URL must fall under, compared in whole path segments
+        after percent-decoding and ``..`` are resolved as the server would (None: any); others
+        raise `SourceAccessError` before any request.
     allow_local_files
         Whether references may read local files (None: yes, unless they were loaded from a URL).
     headers
@@ -102,6 +103,14 @@ class RfsStore(Store):
         requests to that scheme, host and port under that path (the longest prefix wins), also
         not after a redirect elsewhere. Values are never logged, shown in errors or reprs, or
         written to references, caches or materialized copies.
+    storage_options
+        Object-store settings for ``s3://``, ``gs://`` and ``az://`` sources (read through
+        obstore): ``anon=True`` for a public bucket, ``region``, ``endpoint``, ``allow_http``,
+        credentials (``access_key_id``/``secret_access_key`` or fsspec's ``key``/``secret``;
+        otherwise the environment's ``AWS_*``…). Never shown or written anywhere.
+
+    Local sources are checked for their recorded size on every read and, once per source per
+    store, for their identity (modification time, else the sampled hash of ``sources``).
 
     max_chunk_bytes
         Most bytes one decoded chunk may hold (2 GiB); an array with larger chunks is refused
@@ -130,8 +139,8 @@ class RfsStore(Store):
         if not read_only:
             raise ValueError("RfsStore is read-only; it cannot be opened with read_only=False")
         super().__init__(read_only=True)
-        self._rfs = rfs if isinstance(rfs, ReferenceFileSystem) else load_rfs(rfs)
         self._options = StoreOptions.from_kwargs(options)
+        self._rfs = load_rfs(rfs, **options)
         self._start()
 
     def _start(self) -> None:
@@ -142,6 +151,7 @@ class RfsStore(Store):
         )
         self._resolver = Resolver(self._rfs, self._indexes)
         self._gate = MetadataGate(self._rfs, self._options.max_chunk_bytes)
+        self._missing_codecs = MissingCodecs()
         self._view = (
             ShardedView(self._rfs, self._options.sharded_view)
             if self._options.sharded_view
@@ -173,11 +183,15 @@ class RfsStore(Store):
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
         note_loop(asyncio.get_running_loop())
+        self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
         checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
         value = await self._resolver.resolve(key)
         if value is None:
             return None
         if is_metadata_key(key):
+            if isinstance(value, InlineRef):
+                # stand-ins for codecs this install lacks, before zarr or the gate parses it
+                self._missing_codecs.note_metadata(key, value.data)
             value = InlineRef(self._gate.serve(key, value))
         if self._view is not None:
             shown = await self._get_in_view(key, value, byte_range)
@@ -190,8 +204,7 @@ class RfsStore(Store):
         data: bytes | memoryview
         match value:
             case InlineRef(data=inline):
-                start, end = byte_window(byte_range, len(inline))
-                data = inline[start:end]
+                data = finish_inline(key, self._resolver.layout_of_key(key), inline, byte_range)
                 if whole is not None:
                     whole.check_stored_size(len(inline), key, "inline reference")
                     await whole.verify(data, key, "inline reference")

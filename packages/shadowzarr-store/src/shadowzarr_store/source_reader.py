@@ -1,38 +1,33 @@
 """Bytes of source files for one store: where they are, what they cost, whether they changed.
 
-Routes a reference URL to a local read or an HTTP request (through the resolve hook or the DANDI
-resolver), consults the caches, and parks small HTTP reads in the merge queue of the running
-event loop. Sessions, merge queues and in-flight futures are kept per event loop, because aiohttp
-sessions and futures cannot cross loops (zarr's own loop, users' loops, forked children).
+Turns a reference URL into an absolute location, consults the caches, and parks reads in the
+merge queue of the running event loop; the requests themselves are the transport's. Merge queues
+are kept per event loop, because futures cannot cross loops (zarr's own loop, users' loops,
+forked children).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import dataclasses
-import inspect
 import os
 import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from shadowzarr_spec import SourceAccessError, SourceInfo
-from shadowzarr_spec.errors import redact_credentials
+from shadowzarr_spec import SourceInfo
 
-from shadowzarr_store.access import AccessPolicy
-from shadowzarr_store.dandi import DandiResolver
-from shadowzarr_store.fetch.http import RetryPolicy, fetch_range, new_session
-from shadowzarr_store.fetch.local import is_local, read_local
+
 from shadowzarr_store.merge import RangeMerger
+from shadowzarr_store.transport.client import Transport, close_all
+from shadowzarr_store.transport.locations import join_location, redact
 
 if TYPE_CHECKING:
-    import aiohttp
     from shadowzarr_spec import ReferenceFileSystem
 
     from shadowzarr_store.options import StoreOptions
-    from shadowzarr_store.stats import StoreStats
+    from shadowzarr_store.transport.stats import StoreStats
 
 __all__ = ["SourceReader"]
 
@@ -40,17 +35,11 @@ _NO_SOURCE = SourceInfo()
 _LOCAL_CACHE_WINDOW = 0.002
 
 
-class _LoopState:
-    """What one event loop owns: its HTTP session and its merge queue."""
-
-    def __init__(self, reader: SourceReader) -> None:
-        self.session: aiohttp.ClientSession | None = None
-        self.merger = RangeMerger(reader.fetch, reader.merge_options, reader.stats)
-
-    def http(self, options: StoreOptions) -> aiohttp.ClientSession:
-        if self.session is None or self.session.closed:
-            self.session = new_session(options.max_connections, options.timeout)
-        return self.session
+def allows_local_files(rfs: ReferenceFileSystem, options: StoreOptions) -> bool:
+    """Local files are allowed unless the references came from a URL or the options say no."""
+    if options.allow_local_files is not None:
+        return options.allow_local_files
+    return rfs.base is None or "://" not in rfs.base
 
 
 class SourceReader:
@@ -60,20 +49,18 @@ class SourceReader:
         self.rfs = rfs
         self.options = options
         self.stats = stats
-        self.policy = RetryPolicy(
-            attempts=options.retries + 1, backoff=options.backoff, max_backoff=options.max_backoff
+        self.transport = Transport(
+            options.transport(allow_local_files=allows_local_files(rfs, options)), stats
         )
-        self.dandi = DandiResolver(options.dandi_api_hosts, options.presigned_url_ttl)
-        self.access = AccessPolicy.for_references(rfs, options)
+        self.access = self.transport.access
         self.merge_options = options
         if options.local_cache is not None and options.merge_window < _LOCAL_CACHE_WINDOW:
             # Cache look-ups finish in worker threads at different times; wait for the stragglers.
             self.merge_options = dataclasses.replace(options, merge_window=_LOCAL_CACHE_WINDOW)
         self._lock = threading.Lock()
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+        self._mergers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RangeMerger] = (
             weakref.WeakKeyDictionary()
         )
-        self._finalizer = weakref.finalize(self, _close_soon, self._loops)
         _READERS.add(self)
 
     # -- addresses ------------------------------------------------------------------------------
@@ -81,11 +68,7 @@ class SourceReader:
     def absolute(self, url: str) -> str:
         """A reference URL made absolute against the directory holding the references."""
         base = self.rfs.base
-        if base is None or "://" in url or os.path.isabs(url):
-            return url
-        if "://" in base:
-            return f"{base.rstrip('/')}/{url}"
-        return os.path.join(base, url)
+        return url if base is None else join_location(base, url)
 
     def source_info(self, url: str) -> SourceInfo:
         if not self.options.validate_sources:
@@ -97,18 +80,20 @@ class SourceReader:
         credentials in its URL are not part of it (nor written to a cache)."""
         info = self.rfs.sources.get(url, _NO_SOURCE)
         return (
-            f"{redact_credentials(self.absolute(url))}\x00{info.etag or ''}\x00{'' if info.size is None else info.size}"
+            f"{redact(self.absolute(url))}\x00{info.etag or ''}"
+            f"\x00{'' if info.size is None else info.size}"
+            f"\x00{info.mtime_ns or ''}\x00{info.sample_hash or ''}"
         )
 
-    # -- per-loop state -------------------------------------------------------------------------
-
-    def _state(self) -> _LoopState:
+    def _merger(self) -> RangeMerger:
         loop = asyncio.get_running_loop()
         with self._lock:
-            state = self._loops.get(loop)
-            if state is None:
-                state = self._loops[loop] = _LoopState(self)
-            return state
+            merger = self._mergers.get(loop)
+            if merger is None:
+                merger = self._mergers[loop] = RangeMerger(
+                    self.fetch, self.merge_options, self.stats
+                )
+            return merger
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -120,7 +105,7 @@ class SourceReader:
         if cached is not None:
             return cached, True
         # Local reads are merged too: one worker-thread hop per run instead of one per chunk.
-        return await self._state().merger.read(url, start, end), False
+        return await self._merger().read(url, start, end), False
 
     async def read_whole(self, url: str) -> tuple[bytes, bool]:
         """The whole of reference URL ``url``, and whether it came from a cache."""
@@ -137,94 +122,14 @@ class SourceReader:
     async def read_index(self, location: str) -> bytes:
         """One chunk of a stored index array (a path or URL next to the references)."""
         self.access.check_index(location, self.rfs.base)
-        if is_local(location):
-            data = await read_local(location, 0, None)
-        else:
-            state = self._state()
-            data = await fetch_range(
-                state.http(self.options),
-                location,
-                0,
-                None,
-                policy=self.policy,
-                on_retry=self._count_retry,
-                check_url=self.access.check,
-                headers=self.options.header_rules,
-            )
-        self.stats.add(requests=1, bytes=len(data))
-        return data
+        return await self.transport.read_whole(location)
 
     async def fetch(self, url: str, start: int, end: int | None) -> bytes:
         """One physical read, no cache, no merging (the merge queue calls this)."""
-        info = self.source_info(url)
-        target = self.absolute(url)
-        self.access.check(target)
-        if is_local(target):
-            data = await read_local(target, start, end, info.size)
-        else:
-            data = await self._fetch_http(url, target, start, end, info)
-        self.stats.add(requests=1, bytes=len(data))
-        return data
-
-    async def _fetch_http(
-        self, url: str, target: str, start: int, end: int | None, info: SourceInfo
-    ) -> bytes:
-        state = self._state()
-        session = state.http(self.options)
-        physical, renewable = await self._physical_url(session, target)
-        self.access.check(physical)
-        try:
-            return await self._get(session, physical, start, end, info, url)
-        except SourceAccessError:
-            if not renewable:
-                raise
-        # An expired or refused presigned URL: ask DANDI for a fresh one and read again.
-        self.dandi.forget(target, physical)
-        physical, _ = await self._physical_url(session, target)
-        self.access.check(physical)
-        return await self._get(session, physical, start, end, info, url)
-
-    async def _get(
-        self,
-        session: aiohttp.ClientSession,
-        physical: str,
-        start: int,
-        end: int | None,
-        info: SourceInfo,
-        url: str,
-    ) -> bytes:
-        return await fetch_range(
-            session,
-            physical,
-            start,
-            end,
-            etag=info.etag,
-            expected_size=info.size,
-            policy=self.policy,
-            name=url,
-            on_retry=self._count_retry,
-            check_url=self.access.check,
-            headers=self.options.header_rules,
+        answer = await self.transport.read(
+            self.absolute(url), start, end, expect=self.source_info(url), name=url
         )
-
-    async def _physical_url(self, session: aiohttp.ClientSession, url: str) -> tuple[str, bool]:
-        """The URL to request for ``url`` and whether it can be renewed after a refusal."""
-        hook = self.options.resolve_url
-        if hook is not None:
-            resolved = hook(url)
-            if inspect.isawaitable(resolved):
-                resolved = await resolved
-            if resolved is not None:
-                self.stats.add(url_resolutions=1)
-                return resolved, False
-        if self.dandi.handles(url):
-            if self.dandi.cached(url) is None:
-                self.stats.add(url_resolutions=1)
-            return await self.dandi.resolve(session, url, self.policy), True
-        return url, False
-
-    def _count_retry(self) -> None:
-        self.stats.add(retries=1)
+        return answer.data
 
     # -- caches ---------------------------------------------------------------------------------
 
@@ -262,60 +167,21 @@ class SourceReader:
 
     async def aclose(self) -> None:
         """Close the session of the running loop."""
-        loop = asyncio.get_running_loop()
         with self._lock:
-            state = self._loops.pop(loop, None)
-        if state is not None and state.session is not None:
-            await state.session.close()
+            self._mergers.pop(asyncio.get_running_loop(), None)
+        await self.transport.aclose()
 
     def close(self) -> None:
         """Close the sessions of every loop still running (from outside those loops)."""
         with self._lock:
-            states = list(self._loops.items())
-            self._loops.clear()
-        current = _running_loop()
-        for loop, state in states:
-            session = state.session
-            if session is None or session.closed:
-                continue
-            if loop is current:
-                loop.create_task(session.close())
-            elif loop.is_running() and not loop.is_closed():
-                future = asyncio.run_coroutine_threadsafe(session.close(), loop)
-                with contextlib.suppress(TimeoutError, RuntimeError):
-                    future.result(timeout=5)
+            self._mergers.clear()
+        self.transport.close()
 
     def forget_loops(self) -> None:
-        """After a fork: the parent's loops and sessions are not ours to use."""
-        self._finalizer.detach()
+        """After a fork: the parent's loops, queues and sessions are not ours to use."""
         self._lock = threading.Lock()
-        self._loops = weakref.WeakKeyDictionary()
-        self._finalizer = weakref.finalize(self, _close_soon, self._loops)
-
-
-def _close_soon(loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]) -> None:
-    """A store was garbage collected: close its sessions on loops that can still run them."""
-    for loop, state in list(loops.items()):
-        session = state.session
-        if session is None or session.closed or loop.is_closed():
-            continue
-        with contextlib.suppress(RuntimeError):
-            asyncio.run_coroutine_threadsafe(session.close(), loop)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-_READERS: weakref.WeakSet[SourceReader] = weakref.WeakSet()
-
-
-def _close_all() -> None:
-    for reader in list(_READERS):
-        reader.close()
+        self._mergers = weakref.WeakKeyDictionary()
+        self.transport.forget_loops()
 
 
 def _after_fork() -> None:
@@ -323,6 +189,8 @@ def _after_fork() -> None:
         reader.forget_loops()
 
 
+_READERS: weakref.WeakSet[SourceReader] = weakref.WeakSet()
+
 # zarr is imported above (through merge), so this hook runs before zarr stops its loop.
-atexit.register(_close_all)
+atexit.register(close_all)
 os.register_at_fork(after_in_child=_after_fork)

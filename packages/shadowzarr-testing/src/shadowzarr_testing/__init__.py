@@ -1,8 +1,9 @@
 """Shared, unpublished test machinery of the shadowzarr workspace.
 
-A real nginx on loopback (`NginxServer`), a reverse proxy with latency, bandwidth, faults and a
-DANDI-like API (`LatencyProxy`), bit-exact array comparison, and the pytest plugin that provides
-them as fixtures.
+A real nginx on loopback (`NginxServer`), moto's S3 server on loopback (`MotoS3`), a reverse
+proxy with latency, bandwidth, faults, an S3-like ranges mode and a DANDI-like API
+(`LatencyProxy`), bit-exact array comparison, and the pytest plugin that provides them as
+fixtures.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from shadowzarr_testing.nginx import (
     find_nginx,
 )
 from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, ProxyError
+from shadowzarr_testing.s3 import MotoS3, MotoS3Error
 
 __all__ = [
     "AccessLogEntry",
@@ -25,6 +27,8 @@ __all__ = [
     "FaultKind",
     "FaultRule",
     "LatencyProxy",
+    "MotoS3",
+    "MotoS3Error",
     "NginxError",
     "NginxNotFoundError",
     "NginxServer",

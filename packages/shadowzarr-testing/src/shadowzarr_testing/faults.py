@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_RANDOM_KINDS", "FaultKind", "FaultPlan", "FaultRule", "parse_single_range"]
 
 FaultKind = Literal[
-    "reset", "500", "503", "429", "truncate", "stall", "ignore_range", "wrong_range", "short_end"
+    "reset",
+    "500",
+    "503",
+    "429",
+    "truncate",
+    "stall",
+    "trickle",
+    "ignore_range",
+    "wrong_range",
+    "ignore_if_match",
+    "short_end",
 ]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 _SINGLE_RANGE = re.compile(r"^bytes=(?P<start>\d+)-(?P<end>\d*)$")
@@ -37,8 +47,11 @@ class FaultRule:
     answer that status; ``429`` answers with ``Retry-After: retry_after``; ``truncate`` sends
     the real headers (full ``Content-Length``) but only part of the body, then closes;
     ``stall`` hangs ``stall_seconds`` (before the headers, or after ``after_bytes`` body bytes)
-    and then drops the connection; ``ignore_range`` drops the ``Range`` header so the client
-    gets 200 and the whole file; ``wrong_range`` answers 206 for the range shifted by
+    and then drops the connection; ``trickle`` sends the body one byte every ``stall_seconds``
+    (a server that never times a socket read out but never finishes either);
+    ``ignore_if_match`` drops the ``If-Match`` header, as a server that ignores it would (the
+    answer then carries the file's new ETag); ``ignore_range`` drops the ``Range`` header so
+    the client gets 200 and the whole file; ``wrong_range`` answers 206 for the range shifted by
     ``shift`` bytes with a ``Content-Range`` that claims the requested range (``honest=False``)
     or truthfully names the shifted one (``honest=True``); ``short_end`` answers 206 with the
     first half of the range and a ``Content-Range`` claiming the file ends there (a well-formed

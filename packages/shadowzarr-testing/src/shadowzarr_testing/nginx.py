@@ -113,7 +113,9 @@ _PREFLIGHT = """
 """
 
 
-def _render_conf(*, root: Path, port: int, work: Path, cors: CorsMode, token: str) -> str:
+def _render_conf(
+    *, root: Path, port: int, work: Path, cors: CorsMode, token: str, user: str | None = None
+) -> str:
     if cors is None:
         cors_block = ""
     elif cors in ("full", "no-expose"):
@@ -122,9 +124,12 @@ def _render_conf(*, root: Path, port: int, work: Path, cors: CorsMode, token: st
     else:
         raise ValueError(f"cors must be None, 'full' or 'no-expose', not {cors!r}")
     temp = work / "temp"
+    # One process as the caller by default; with ``user``, a master and a worker that runs as
+    # that user, as a deployed nginx serves (it needs the master to start as root).
+    processes = "master_process off;" if user is None else f"master_process on;\nuser {user};"
     return f"""
 daemon off;
-master_process off;
+{processes}
 worker_processes 1;
 pid {work}/nginx.pid;
 error_log {work}/error.log warn;
@@ -194,15 +199,21 @@ class NginxServer:
         ``If-Match``, expose ``Content-Range``, ``ETag``, ``Content-Length``, ``Accept-Ranges``;
         OPTIONS preflights answer 204) or ``"no-expose"`` (allow, but expose nothing, the
         misconfiguration browsers punish by hiding ``Content-Range``).
+    user
+        Serve as this user (``"nobody nogroup"``), as a deployed nginx does: files that user may
+        not read answer 403. Needs this process to run as root; None serves as the caller.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, cors: CorsMode = "full") -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, cors: CorsMode = "full", user: str | None = None
+    ) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"nginx root {self.root} is not a directory")
         if cors not in (None, "full", "no-expose"):
             raise ValueError(f"cors must be None, 'full' or 'no-expose', not {cors!r}")
         self.cors: CorsMode = cors
+        self.user = user
         self.port = 0
         self._binary = find_nginx()
         self._work: Path | None = None
@@ -235,7 +246,12 @@ class NginxServer:
         conf = self._work / "nginx.conf"
         conf.write_text(
             _render_conf(
-                root=self.root, port=self.port, work=self._work, cors=self.cors, token=self._token
+                root=self.root,
+                port=self.port,
+                work=self._work,
+                cors=self.cors,
+                token=self._token,
+                user=self.user,
             )
         )
         (self._work / "access.jsonl").write_bytes(b"")

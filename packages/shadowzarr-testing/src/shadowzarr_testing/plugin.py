@@ -1,9 +1,10 @@
 """pytest plugin of the shadowzarr workspace (registered through the ``pytest11`` entry point).
 
-Fixtures: ``nginx_root``, ``nginx``, ``make_nginx``, ``proxy``, ``make_proxy``. In CI (the
-``CI`` environment variable set to anything but ``""``, ``0``, ``false`` or ``no``) a skipped test
-is reported as a failure: CI must prove that everything ran, and a missing tool or file has to be
-fixed, not skipped.
+Fixtures: ``nginx_root``, ``nginx``, ``make_nginx``, ``proxy``, ``make_proxy``, ``moto_s3``
+(one moto S3 server per test session) and ``s3_bucket_name`` (a fresh bucket name per test).
+In CI (the ``CI`` environment variable set to anything but ``""``, ``0``, ``false`` or ``no``)
+a skipped test is reported as a failure: CI must prove that everything ran, and a missing tool
+or file has to be fixed, not skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from shadowzarr_testing._ports import free_port
 from shadowzarr_testing.nginx import CorsMode, NginxServer
 from shadowzarr_testing.proxy import LatencyProxy
+from shadowzarr_testing.s3 import MotoS3
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
@@ -31,9 +33,11 @@ __all__ = [
     "in_ci",
     "make_nginx",
     "make_proxy",
+    "moto_s3",
     "nginx",
     "nginx_root",
     "proxy",
+    "s3_bucket_name",
 ]
 
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
@@ -108,6 +112,23 @@ def make_proxy(request: pytest.FixtureRequest) -> Iterator[MakeProxy]:
 def proxy(make_proxy: MakeProxy, nginx: NginxServer) -> LatencyProxy:
     """`LatencyProxy` in front of the ``nginx`` fixture, no latency, no faults, for one test."""
     return make_proxy(nginx.url(""))
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[MotoS3]:
+    """moto's S3 server on loopback, shared by the tests of a session (buckets per test)."""
+    with MotoS3() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket_name(request: pytest.FixtureRequest) -> str:
+    """A bucket name no other test of the session uses (S3 wants 3 to 63 characters)."""
+    _BUCKETS[0] += 1
+    return f"sz-test-{_BUCKETS[0]}"
+
+
+_BUCKETS = [0]
 
 
 def _skip_reason(report: TestReport | CollectReport) -> str:

@@ -25,7 +25,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import aiohttp
@@ -152,9 +152,13 @@ class LatencyProxy:
         Token the DANDI-like API wants (``Authorization: token <api_key>``) for embargoed assets.
     chunk_size
         Largest piece streamed at once (pieces shrink to ~20 ms of ``bandwidth``).
+    ranges
+        ``"server"``: range requests are answered as the upstream answers them (nginx answers
+        multi-range requests with ``multipart/byteranges``). ``"s3"``: as S3 answers them, one
+        range per request, and a multi-range request with 200 and the whole object.
 
-    Attributes ``latency``, ``bandwidth``, ``presign_ttl`` and ``api_key`` may be changed while
-    the proxy runs; ``faults`` too (assigning it replaces the plan).
+    Attributes ``latency``, ``bandwidth``, ``presign_ttl``, ``api_key`` and ``ranges`` may be
+    changed while the proxy runs; ``faults`` too (assigning it replaces the plan).
     """
 
     def __init__(
@@ -169,6 +173,7 @@ class LatencyProxy:
         presign_ttl: float = 600.0,
         api_key: str = "shadowzarr-test-api-key",
         chunk_size: int = 64 * 1024,
+        ranges: Literal["server", "s3"] = "server",
     ) -> None:
         if not upstream.startswith(("http://", "https://")):
             raise ValueError(f"upstream must be an http(s) URL, not {upstream!r}")
@@ -178,6 +183,9 @@ class LatencyProxy:
         self.presign_ttl = presign_ttl
         self.api_key = api_key
         self.chunk_size = chunk_size
+        if ranges not in ("server", "s3"):
+            raise ValueError(f"ranges must be 'server' or 's3', not {ranges!r}")
+        self.ranges = ranges
         self._fault_kinds = tuple(fault_kinds)
         self._plan = FaultPlan(seed)
         self._plan.configure(faults, self._fault_kinds)
@@ -508,8 +516,12 @@ class LatencyProxy:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
         requested = parse_single_range(request.headers.get("Range"))
         kind = fault.kind if fault is not None else None
-        if kind == "ignore_range":
+        several = "," in request.headers.get("Range", "")
+        if kind == "ignore_range" or (self.ranges == "s3" and several):
+            # S3 answers a multi-range request with 200 and the whole object.
             headers = [(k, v) for k, v in headers if k.lower() != "range"]
+        elif kind == "ignore_if_match":
+            headers = [(k, v) for k, v in headers if k.lower() != "if-match"]
         elif kind == "wrong_range" and fault is not None and requested is not None:
             start, end = requested
             shifted_start = max(0, start + fault.shift)
@@ -562,9 +574,10 @@ class LatencyProxy:
                 limit = fault.after_bytes if fault.after_bytes is not None else (length or 0) // 2
             elif kind == "stall" and fault is not None:
                 limit = fault.after_bytes
+            pace = fault.stall_seconds if kind == "trickle" and fault is not None else None
             try:
                 await response.prepare(request)
-                await self._stream(upstream, response, entry, limit)
+                await self._stream(upstream, response, entry, limit, pace)
                 if kind == "truncate":
                     # Close after the partial body is flushed: the client sees a short body.
                     if request.transport is not None:
@@ -585,11 +598,17 @@ class LatencyProxy:
         response: web.StreamResponse,
         entry: dict[str, Any],
         limit: int | None,
+        pace: float | None = None,
     ) -> None:
         sent = 0
         if limit == 0:
             return
-        async for piece in upstream.content.iter_chunked(self._piece_size()):
+        size = 1 if pace is not None else self._piece_size()
+        async for piece in upstream.content.iter_chunked(size):
+            if pace is not None:
+                await self._stall(pace)
+                if self._stopping is not None and self._stopping.is_set():
+                    return
             if limit is not None:
                 piece = piece[: limit - sent]
             await self._throttle.spend(len(piece), self.bandwidth)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from shadowzarr_tiff.block_file import BlockFile
 from shadowzarr_tiff.codecs import register_tiff_codecs
 from shadowzarr_tiff.generate import generate_rfs_tiff
-from shadowzarr_tiff.http_file import HttpFileStats, HttpRangeFile
 
 __version__ = "0.1.0"
 
-__all__ = ["HttpFileStats", "HttpRangeFile", "generate_rfs_tiff", "register_tiff_codecs"]
+__all__ = ["BlockFile", "generate_rfs_tiff", "register_tiff_codecs"]

@@ -27,6 +27,8 @@ _BYTES_COMPRESSORS: dict[int, str] = {
     5: "imagecodecs_lzw",
     8: "numcodecs.zlib",  # Adobe deflate
     32946: "numcodecs.zlib",  # deflate
+    50013: "numcodecs.zlib",  # PixTIFF: deflate too
+    34926: "numcodecs.zstd",  # the Zstd code before 50000
     32773: "imagecodecs_packbits",
     34925: "imagecodecs_lzma",
     50000: "numcodecs.zstd",
@@ -34,6 +36,7 @@ _BYTES_COMPRESSORS: dict[int, str] = {
 # TIFF Compression tag → image codec name: these decode straight to pixels (array ← bytes).
 _IMAGE_COMPRESSORS: dict[int, str] = {
     7: "imagecodecs_jpeg",
+    34892: "imagecodecs_jpeg",  # DNG lossy JPEG
     33003: "imagecodecs_jpeg2k",
     33004: "imagecodecs_jpeg2k",
     33005: "imagecodecs_jpeg2k",
@@ -43,6 +46,7 @@ _IMAGE_COMPRESSORS: dict[int, str] = {
     22610: "imagecodecs_jpegxr",
     34934: "imagecodecs_jpegxr",
     50001: "imagecodecs_webp",
+    34927: "imagecodecs_webp",  # the WebP code before 50001
     50002: "imagecodecs_jpegxl",
     52546: "imagecodecs_jpegxl",
 }
@@ -177,7 +181,7 @@ def _refuse_unsupported(page: TiffPage, where: str) -> None:
 
 def _image_codec(page: TiffPage, compression: int, where: str) -> dict[str, Any]:
     name = _IMAGE_COMPRESSORS[compression]
-    if name == "imagecodecs_jpeg":
+    if name == "imagecodecs_jpeg":  # and DNG lossy JPEG, which tifffile decodes alike
         from tifffile.tifffile import jpeg_decode_colorspace
 
         colorspace_jpeg, colorspace_data = jpeg_decode_colorspace(

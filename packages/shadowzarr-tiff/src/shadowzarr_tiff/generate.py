@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from shadowzarr_spec import Dimension, GenEntry, RfsBuilder, UnsupportedFeatureError
 from shadowzarr_spec.model import MISSING_CHUNK
+from shadowzarr_store.transport import TransportOptions
 
 from shadowzarr_tiff.attributes import (
     multiscales_attributes,
@@ -35,6 +36,8 @@ from shadowzarr_tiff.short_strips import ReadRanges, is_short_strip_page, split_
 from shadowzarr_tiff.source import open_source
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from shadowzarr_spec import ReferenceFileSystem
     from tifffile import TiffFile, TiffPageSeries
 
@@ -64,14 +67,18 @@ def generate_rfs_tiff(
     max_inline_bytes: int = 4 * 2**20,
     read_ahead: int = 2**16,
     max_concurrency: int = 16,
+    headers: Mapping[str, Mapping[str, str]] | None = None,
+    allowed_urls: Iterable[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ReferenceFileSystem:
     """References for every series (and pyramid level) of a TIFF file.
 
     Parameters
     ----------
     url_or_path
-        A local path or an http(s) URL. A URL is read with range requests: tifffile's reads of
-        the IFDs go through a block cache that reads ahead along the IFD chain.
+        A local path or a URL (http(s), ``s3://``, ``gs://``, ``az://``). A URL is read with
+        range requests through the store's transport (``If-Match`` with the ETag seen first):
+        tifffile's reads of the IFDs go through a block cache that reads ahead along the chain.
     url
         Where the references point, when ``url_or_path`` is a local path (default: the path).
     local_path
@@ -84,6 +91,9 @@ def generate_rfs_tiff(
         decoded, padded and kept inline; beyond it such series are refused.
     read_ahead, max_concurrency
         Bytes read after an unpredictable read of a remote file, and parallel requests.
+    headers, allowed_urls, storage_options
+        As for ``open_rfs``: headers bound to URL prefixes, the prefixes requests may go to
+        (a URL outside them is refused before any request), object-store settings.
 
     Raises
     ------
@@ -98,6 +108,9 @@ def generate_rfs_tiff(
         local_path=local_path,
         read_ahead=read_ahead,
         max_concurrency=max_concurrency,
+        transport=TransportOptions(
+            headers=headers, allowed_urls=allowed_urls, storage_options=storage_options
+        ),
     ) as source:
         import tifffile
 
@@ -115,7 +128,14 @@ def generate_rfs_tiff(
                 file_size=source.size,
             )
             _add_file(target, tif)
-        builder.add_source(source.ref_url, size=source.size, etag=source.etag)
+        info = source.info
+        builder.add_source(
+            source.ref_url,
+            size=info.size,
+            etag=info.etag,
+            mtime_ns=info.mtime_ns,
+            sample_hash=info.sample_hash,
+        )
     rfs = builder.build()
     # RfsBuilder writes gen entries along one axis; pages spread over several axes (T, Z, C of
     # a hyperstack) get theirs here, built so that every key stays inside the chunk grid.

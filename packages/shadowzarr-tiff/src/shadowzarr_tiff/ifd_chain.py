@@ -18,7 +18,7 @@ import struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shadowzarr_tiff.http_file import HttpRangeFile
+    from shadowzarr_tiff.block_file import BlockFile
 
 __all__ = ["prefetch_ifd_chain"]
 
@@ -28,7 +28,7 @@ _MAX_MARGIN = 16 * 1024
 
 
 def prefetch_ifd_chain(
-    handle: HttpRangeFile, *, max_ifds: int = 1_000_000, max_ahead: int = 512
+    handle: BlockFile, *, max_ifds: int = 1_000_000, max_ahead: int = 512
 ) -> int:
     """Read the main IFD chain of ``handle`` into its cache; return the number of IFDs."""
     header = handle.read_range(0, min(16, handle.size))

@@ -1,27 +1,34 @@
 """Where a TIFF is read from and where its references point.
 
-A URL is read over HTTP range requests unless a local copy is given; a local path is read
-directly and referenced by its absolute path unless ``url`` says where it will be served.
+A URL (http(s), s3, gs, az) is read through the store's transport unless a local copy is given;
+a local path is read directly and referenced by its absolute path unless ``url`` says where it
+will be served.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-import requests
-from shadowzarr_spec import SourceChangedError, SourceNotFoundError
+from shadowzarr_spec import SourceChangedError, SourceInfo, SourceNotFoundError
+from shadowzarr_store.transport import RangeSource, Transport, is_local, redact, run_blocking
 
-from shadowzarr_tiff.http_file import HttpRangeFile
+from shadowzarr_tiff.block_file import BlockFile
 from shadowzarr_tiff.ifd_chain import prefetch_ifd_chain
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["OpenedSource", "is_url", "open_source"]
+    from shadowzarr_store.transport import TransportOptions
+
+__all__ = ["OpenedSource", "open_source"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,14 +38,15 @@ class OpenedSource:
     name: str
     ref_url: str
     """What the references point to."""
-    size: int
-    etag: str | None
+    info: SourceInfo
+    """What to record under ``sources`` for ``ref_url``."""
     read_ranges: Callable[[list[tuple[int, int]]], list[bytes]]
     """Bytes of [start, stop) ranges of the file read (not of ``ref_url``)."""
 
-
-def is_url(text: str) -> bool:
-    return text.startswith(("http://", "https://"))
+    @property
+    def size(self) -> int:
+        assert self.info.size is not None
+        return self.info.size
 
 
 @contextlib.contextmanager
@@ -49,61 +57,60 @@ def open_source(
     local_path: str | os.PathLike[str] | None,
     read_ahead: int,
     max_concurrency: int,
+    transport: TransportOptions,
 ) -> Iterator[OpenedSource]:
     text = os.fspath(url_or_path)
-    if is_url(text) and local_path is None:
-        remote = HttpRangeFile(text, max_concurrency=max_concurrency, read_ahead=read_ahead)
+    if not is_local(text) and local_path is None:
+        options = dataclasses.replace(transport, max_connections=max_concurrency)
+        remote = BlockFile(text, transport=options, read_ahead=read_ahead)
         try:
             prefetch_ifd_chain(remote)
             yield OpenedSource(
                 cast("IO[bytes]", remote),
                 Path(text.split("?")[0]).name,
                 url or text,
-                remote.size,
-                remote.etag,
+                SourceInfo(remote.size, remote.etag),
                 remote.read_ranges,
             )
         finally:
             remote.close()
         return
     local = Path(local_path if local_path is not None else text)
+    if not local.is_file():
+        raise SourceNotFoundError(f"no such file: {local}")
+    reader = RangeSource(local)
+    if not is_local(text):
+        info = _remote_info(text, reader.size, transport)
+    elif url is not None:
+        info = SourceInfo(reader.size)  # served elsewhere: only the size says anything there
+    else:
+        info = reader.info
+    ref_url = url or (str(local.resolve()) if is_local(text) else text)
+    yield OpenedSource(str(local), local.name, ref_url, info, _ranges(reader))
+
+
+def _ranges(reader: RangeSource) -> Callable[[list[tuple[int, int]]], list[bytes]]:
+    return lambda ranges: reader.fetch_many([(start, stop - start) for start, stop in ranges])
+
+
+def _remote_info(url: str, local_size: int, options: TransportOptions) -> SourceInfo:
+    """Size and ETag of the file the local copy stands for, checking that the sizes agree; the
+    copy's size alone when the server cannot be asked (the copy is used offline)."""
+
+    async def probe() -> SourceInfo:
+        transport = Transport(options)
+        try:
+            return await transport.probe(url)
+        finally:
+            await transport.aclose()
+
     try:
-        size = local.stat().st_size
-    except FileNotFoundError:
-        raise SourceNotFoundError(f"no such file: {local}") from None
-    if is_url(text):
-        etag = _remote_etag(text, size)
-        yield OpenedSource(str(local), local.name, url or text, size, etag, _file_reader(local))
-        return
-    yield OpenedSource(
-        str(local), local.name, url or str(local.resolve()), size, None, _file_reader(local)
-    )
-
-
-def _file_reader(path: Path) -> Callable[[list[tuple[int, int]]], list[bytes]]:
-    def read_ranges(ranges: list[tuple[int, int]]) -> list[bytes]:
-        out = []
-        with path.open("rb") as handle:
-            for start, stop in ranges:
-                handle.seek(start)
-                out.append(handle.read(stop - start))
-        return out
-
-    return read_ranges
-
-
-def _remote_etag(url: str, local_size: int) -> str | None:
-    """The ETag of the file the local copy stands for, checking that the sizes agree; None when
-    the server cannot be asked (the copy is used offline)."""
-    try:
-        response = requests.head(url, allow_redirects=True, timeout=30)
-    except requests.RequestException:
-        return None
-    if response.status_code != 200:
-        return None
-    length = response.headers.get("Content-Length")
-    if length is not None and int(length) != local_size:
+        info = run_blocking(probe())
+    except OSError as exc:
+        logger.warning("%s is not reachable (%s); recording the copy's size", redact(url), exc)
+        return SourceInfo(local_size)
+    if info.size is not None and info.size != local_size:
         raise SourceChangedError(
-            f"{url} holds {length} bytes but the local copy holds {local_size}"
+            f"{redact(url)} holds {info.size} bytes but the local copy holds {local_size}"
         )
-    return response.headers.get("ETag")
+    return info

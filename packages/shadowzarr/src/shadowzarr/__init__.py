@@ -32,12 +32,11 @@ if TYPE_CHECKING:
         VirtualArray,
         columns_selection,
         decode_attributes,
-        load_rfs,
         parse_json,
         stack,
         write_rfs,
     )
-    from shadowzarr_store import LocalCache, RfsStore, materialize, open_rfs
+    from shadowzarr_store import LocalCache, RfsStore, load_rfs, materialize, open_rfs
     from shadowzarr_store.remote import CachePolicy, OfflineError, RemoteArray
     from shadowzarr_tiff import generate_rfs_tiff
 

@@ -29,7 +29,6 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
             "VirtualArray",
             "columns_selection",
             "decode_attributes",
-            "load_rfs",
             "parse_json",
             "stack",
             "write_rfs",
@@ -37,7 +36,7 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
     },
     **{
         name: ("shadowzarr_store", None)
-        for name in ("LocalCache", "RfsStore", "materialize", "open_rfs")
+        for name in ("LocalCache", "RfsStore", "load_rfs", "materialize", "open_rfs")
     },
     "open_array": ("shadowzarr.remote_array", None),
     **{

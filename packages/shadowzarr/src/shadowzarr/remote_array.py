@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from shadowzarr._lazy import import_module_for
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from shadowzarr_spec import ReferenceFileSystem
     from shadowzarr_store.remote import Address, RemoteArray, SourceFormat
 
@@ -49,7 +51,10 @@ def open_array(
     **options
         `shadowzarr_store.remote.open_remote_array` options: ``cache`` ("none", "memory",
         "disk"), ``max_cache_bytes``, ``cache_dir``, ``assume_immutable``, ``offline``,
-        ``max_concurrency``, ``memory_cache``/``local_cache`` (shared), and `RfsStore` options.
+        ``max_concurrency``, ``memory_cache``/``local_cache`` (shared), and `RfsStore` options;
+        ``headers``, ``allowed_urls`` and ``storage_options`` also go to the generator, so the
+        first request (the source's identity) already carries the headers, and a source outside
+        ``allowed_urls`` is refused before any request.
     """
     from shadowzarr_store.remote import open_remote_array
 
@@ -62,22 +67,24 @@ def open_array(
         dataset=dataset if dataset is not None else path,
         source_format=source_format,
         generators={
-            "hdf5": lambda address: _hdf5(address, hdf5),
-            "tiff": lambda address: _tiff(address, tiff_path),
+            "hdf5": lambda address, access: _hdf5(address, access, hdf5),
+            "tiff": lambda address, access: _tiff(address, access, tiff_path),
         },
         generator_tag=repr(sorted(hdf5.items())) + f"|tiff:{tiff_path}",
         **options,
     )
 
 
-def _hdf5(address: Address, options: dict[str, Any]) -> tuple[ReferenceFileSystem, str]:
+def _hdf5(
+    address: Address, access: Mapping[str, Any], options: dict[str, Any]
+) -> tuple[ReferenceFileSystem, str]:
     if not address.dataset:
         raise ValueError(
             f"{address.container}: name the dataset (file.h5::/group/data or dataset=…)"
         )
     module = import_module_for("shadowzarr_hdf5", "hdf5", "shadowzarr.open_array of HDF5 files")
     rfs = module.generate_rfs(
-        address.container, datasets=[address.dataset], **{"progress": False, **options}
+        address.container, datasets=[address.dataset], **{"progress": False, **options, **access}
     )
     return rfs, address.dataset
 
@@ -88,11 +95,13 @@ def _tiff_path(series: int | None, level: int | None) -> str | None:
     return f"{series or 0}" + ("" if level is None else f"/{level}")
 
 
-def _tiff(address: Address, chosen: str | None) -> tuple[ReferenceFileSystem, str]:
+def _tiff(
+    address: Address, access: Mapping[str, Any], chosen: str | None
+) -> tuple[ReferenceFileSystem, str]:
     from shadowzarr_spec.keys import join
 
     module = import_module_for("shadowzarr_tiff", "tiff", "shadowzarr.open_array of TIFF files")
-    rfs = module.generate_rfs_tiff(address.container)
+    rfs = module.generate_rfs_tiff(address.container, **access)
     path = address.dataset or chosen or "0"
     if _is_group(rfs, path):  # a pyramid: its full-resolution level unless one was named
         path = join(path, "0")

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import h5py
+from shadowzarr_store.transport import RangeSource
 
 from ..object_paths import ObjectPaths
 from ..remote.errors import Hdf5FormatError
 from ..remote.object_header import ObjectHeader, header_walk
-from ..remote.ranges import LocalRangeFetcher
 from ..remote.superblock import Superblock, read_superblock
 from .attributes import decode_attributes, stored_attributes
 from .dataset import HeaderDataset
@@ -88,7 +88,7 @@ class HeaderFile:
         try:
             if isinstance(raw, str):
                 read = _mapped_reader(raw)
-                with LocalRangeFetcher(raw) as fetcher:
+                with RangeSource(raw) as fetcher:
                     superblock = read_superblock(fetcher)
             else:
                 whole = raw.whole()

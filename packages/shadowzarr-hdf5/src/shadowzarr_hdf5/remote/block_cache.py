@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .ranges import RangeFetcher
+    from .fetcher import RangeFetcher
 
 __all__ = ["BlockCache"]
 

@@ -23,7 +23,7 @@ from .superblock import Superblock, read_superblock
 from .walk import IndexRecords, Walk, drive
 
 if TYPE_CHECKING:
-    from .ranges import RangeFetcher
+    from .fetcher import RangeFetcher
 
 __all__ = ["ChunkTable", "DatasetIndex", "index_walk", "read_chunk_table", "read_chunk_tables"]
 

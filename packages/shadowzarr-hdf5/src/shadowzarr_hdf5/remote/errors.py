@@ -7,8 +7,10 @@
     │   └── Hdf5FormatError                 bytes that are not the HDF5 structure expected there
     └── SourceError (OSError)
         ├── SourceNotFoundError (FileNotFoundError)   HTTP 404 / no such file
-        ├── SourceChangedError                         the ETag or size changed between requests
-        └── RangeRequestError                          the server answered a range request wrongly
+        └── SourceChangedError                         the ETag or size changed between requests
+
+Errors of requests (timeouts, framing, access) are the transport's:
+``shadowzarr_store.transport.errors``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from shadowzarr_spec.errors import (
 __all__ = [
     "Hdf5FormatError",
     "NotChunkedError",
-    "RangeRequestError",
     "SourceChangedError",
     "SourceError",
     "SourceNotFoundError",
@@ -33,10 +34,6 @@ __all__ = [
 
 class Hdf5FormatError(UnsupportedFeatureError):
     """The bytes at an address are not the HDF5 structure that should be there (or one we skip)."""
-
-
-class RangeRequestError(SourceError):
-    """A range request failed: wrong status, a mismatched Content-Range, or too many retries."""
 
 
 class NotChunkedError(Hdf5FormatError):

@@ -17,7 +17,7 @@ from .walk import drive
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-    from .ranges import RangeFetcher
+    from .fetcher import RangeFetcher
     from .superblock import Superblock
 
 __all__ = [

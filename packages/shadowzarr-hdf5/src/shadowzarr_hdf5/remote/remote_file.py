@@ -13,17 +13,19 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from shadowzarr_store.transport import RangeSource, TransportOptions
+
 from .block_cache import BlockCache
 from .chunk_table import read_chunk_tables
 from .errors import Hdf5FormatError
-from .http_fetcher import HttpRangeFetcher
 from .prefetch import INDEX_SIGNATURES, RangeCache, recognise_index
-from .ranges import FetchStats, LocalRangeFetcher, RangeFetcher
 from .superblock import Superblock, read_superblock
 from .walk import drive
 
 if TYPE_CHECKING:
-    from collections.abc import Buffer, Mapping
+    from collections.abc import Buffer
+
+    from shadowzarr_store.transport import StatsSnapshot
 
     from .chunk_table import ChunkTable
 
@@ -42,18 +44,20 @@ class ReadStats:
 
 
 class RemoteFile(io.RawIOBase):
-    """Read-only file object over HTTP ranges (or a local file) with index prefetch.
+    """Read-only file object over the transport's ranges (any location) with index prefetch.
 
     Parameters
     ----------
     source
-        A URL (``http://``/``https://``), a local path, or any ``RangeFetcher``.
+        A URL (``http(s)://``, ``s3://``, ``gs://``, ``az://``), a local path, or a
+        `RangeSource` (which the caller then closes).
     prefetch
         Recognise chunk-index roots in reads and fetch whole indexes level by level.
     block_size, max_run_blocks
         Metadata read-ahead: block size, and the cap on blocks loaded by one miss.
-    headers, max_concurrency, timeout, multi_range
-        Passed to the ``HttpRangeFetcher`` made for a URL.
+    transport
+        The `TransportOptions` of the `RangeSource` made for a location (headers,
+        ``allowed_urls``, ``storage_options``, retries, multi-range requests…).
     whole_file_below
         A file no larger than this is read whole with the first batch: its metadata is spread
         through it, and at 200 Mbit/s 8 MiB cost about as much as 15 one-block round trips.
@@ -61,27 +65,21 @@ class RemoteFile(io.RawIOBase):
 
     def __init__(
         self,
-        source: str | os.PathLike[str] | RangeFetcher,
+        source: str | os.PathLike[str] | RangeSource,
         *,
         prefetch: bool = True,
         block_size: int = 64 * 1024,
         max_run_blocks: int = 256,
-        headers: Mapping[str, str] | None = None,
-        max_concurrency: int = 32,
-        timeout: float = 60.0,
-        multi_range: bool = False,
+        transport: TransportOptions | None = None,
         whole_file_below: int = 8 * 2**20,
     ) -> None:
         super().__init__()
-        self._owns_fetcher = not isinstance(source, RangeFetcher)
-        if isinstance(source, RangeFetcher):
-            self.fetcher = source
-        elif str(source).startswith(("http://", "https://")):
-            self.fetcher = HttpRangeFetcher(
-                str(source), headers, max_concurrency, timeout, multi_range=multi_range
-            )
-        else:
-            self.fetcher = LocalRangeFetcher(source)
+        self._owns_fetcher = not isinstance(source, RangeSource)
+        self.fetcher = (
+            source
+            if isinstance(source, RangeSource)
+            else RangeSource(source, transport or TransportOptions())
+        )
         # The first block answers h5py's first reads and, through Content-Range, the size:
         # no separate HEAD round trip.
         try:
@@ -105,8 +103,8 @@ class RemoteFile(io.RawIOBase):
     # -- counters -----------------------------------------------------------------------------
 
     @property
-    def stats(self) -> FetchStats:
-        """Requests, bytes and sequential rounds sent to the source."""
+    def stats(self) -> StatsSnapshot:
+        """Requests, bytes, retries and sequential rounds sent to the source."""
         return self.fetcher.stats
 
     @property
@@ -181,9 +179,7 @@ class RemoteFile(io.RawIOBase):
     def _close_fetcher(self) -> None:
         # Also called from __del__ of an instance whose __init__ failed half way.
         if getattr(self, "_owns_fetcher", False) and hasattr(self, "fetcher"):
-            close = getattr(self.fetcher, "close", None)
-            if close is not None:
-                close()
+            self.fetcher.close()
 
     # -- RangeFetcher protocol (so index parsers can read through the caches) -----------------
 

@@ -9,7 +9,7 @@ from .binary import uint, undefined
 from .errors import Hdf5FormatError
 
 if TYPE_CHECKING:
-    from .ranges import RangeFetcher
+    from .fetcher import RangeFetcher
 
 __all__ = ["SIGNATURE", "Superblock", "read_superblock"]
 

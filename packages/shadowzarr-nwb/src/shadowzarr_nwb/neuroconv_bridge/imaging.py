@@ -24,6 +24,8 @@ import numpy as np
 from shadowzarr_spec import VirtualArray
 from shadowzarr_spec.errors import NotVirtualizable, UnsupportedFeatureError
 
+from shadowzarr_nwb.neuroconv_bridge.extra import missing_extra
+
 __all__ = ["imaging_array"]
 
 # roiextractors' per-file readers whose frame ``i`` is page ``i`` of their ``file_path``.
@@ -145,7 +147,10 @@ def _ifd_field(table: Any) -> str:
 
 def _page_bytes(locations: Sequence[PageLocation]) -> list[PageBytes]:
     """Each page's pixel bytes, each file opened once."""
-    import tifffile
+    try:
+        import tifffile
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc, "virtualizing TIFF imaging") from exc
 
     found: list[PageBytes] = []
     with ExitStack() as stack:
@@ -171,7 +176,10 @@ class _TiffSource:
 
 
 def _one_page(source: _TiffSource, location: PageLocation) -> PageBytes:
-    from shadowzarr_tiff.codecs import codec_chain, stored_dtype
+    try:
+        from shadowzarr_tiff.codecs import codec_chain, stored_dtype
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc, "virtualizing TIFF imaging") from exc
 
     page = source.tif.pages[location.ifd]
     where = f"{location.path.name} page {location.ifd}"
@@ -226,8 +234,12 @@ def _frames(
 def _hdf5_frames(extractor: Any) -> VirtualArray:
     """roiextractors' HDF5 movies are (channel, frame, row, column); NeuroConv writes the first
     channel's frames as (frame, column, row)."""
-    from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_spec.virtual import NeedsDataError
+
+    try:
+        from shadowzarr_hdf5 import generate_rfs
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc, "virtualizing HDF5 imaging") from exc
 
     path = Path(extractor._file.filename)
     field = str(extractor._mov_field).strip("/")

@@ -17,6 +17,8 @@ from shadowzarr_spec import VirtualArray
 from shadowzarr_spec.errors import NotVirtualizable
 from shadowzarr_spec.virtual import NeedsDataError
 
+from shadowzarr_nwb.neuroconv_bridge.extra import missing_extra
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -67,7 +69,10 @@ def _base_array(recording: Any, segment_index: int) -> tuple[VirtualArray, list[
 
 
 def _neo_array(recording: Any, segment_index: int) -> tuple[VirtualArray, list[str]]:
-    from shadowzarr_neo import virtual_arrays_neo
+    try:
+        from shadowzarr_neo import virtual_arrays_neo
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc, "virtualizing a NEO-based recording") from exc
 
     arrays = virtual_arrays_neo(
         recording.neo_reader,

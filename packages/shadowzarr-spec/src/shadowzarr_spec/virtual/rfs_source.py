@@ -120,7 +120,13 @@ def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: st
 
 def _native(data_type: Any, fill_value: Any, codecs: list[dict[str, Any]]) -> tuple[np.dtype, Any]:
     """The numpy dtype (byte order from the ``bytes`` codec) and fill value of a Zarr type."""
-    from zarr.core.dtype import get_data_type_from_json
+    try:
+        from zarr.core.dtype import get_data_type_from_json
+    except ModuleNotFoundError as exc:
+        raise ImportError(
+            "VirtualArray.from_rfs reads Zarr data types with zarr-python, which is not "
+            "installed: pip install 'shadowzarr-spec[zarr]'"
+        ) from exc
 
     zdtype = get_data_type_from_json(data_type, zarr_format=3)
     dtype = np.dtype(zdtype.to_native_dtype())

@@ -21,16 +21,16 @@ from typing import Any
 
 import zarr
 import zarr.api.asynchronous as zarr_async
+from shadowzarr_spec import ReferenceFileSystem
+from shadowzarr_spec.errors import ShadowzarrError
+from shadowzarr_spec.json_text import dumps_strict
+from shadowzarr_spec.keys import array_of_chunk_key, chunk_grid_shape, join, metadata_key
 from zarr.abc.store import Store
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.buffer.cpu import Buffer
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore
 
-from shadowzarr_spec import ReferenceFileSystem
-from shadowzarr_spec.errors import ShadowzarrError
-from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.keys import array_of_chunk_key, chunk_grid_shape, join, metadata_key
 from shadowzarr_store.materialize.engine import copy_regions, for_each, verify_regions
 from shadowzarr_store.materialize.plan import (
     TARGET_CHUNK_BYTES,
@@ -40,7 +40,9 @@ from shadowzarr_store.materialize.plan import (
     regions,
 )
 from shadowzarr_store.materialize.progress_log import ProgressLog
-from shadowzarr_store.open_rfs import load_references
+from shadowzarr_store.references import load_rfs
+from shadowzarr_store.transport.locations import kind_of
+from shadowzarr_store.transport.object_store import store_for
 
 __all__ = ["ArrayReport", "MaterializeError", "MaterializeReport", "materialize"]
 
@@ -136,9 +138,9 @@ async def _materialize(
     store_options: dict[str, Any],
 ) -> MaterializeReport:
     started = time.perf_counter()
-    rfs = load_references(refs, store_options.get("headers"))
+    rfs = load_rfs(refs, **store_options)
     source_store = _source_store(rfs, store_options)
-    dest_store = _destination_store(destination)
+    dest_store = _destination_store(destination, store_options.get("storage_options"))
     log = ProgressLog(_progress_store(destination))
     report = MaterializeReport()
     source_root = await zarr_async.open_group(store=source_store, mode="r", zarr_format=3)
@@ -303,8 +305,11 @@ async def _rewrite_on_cluster(
     )
     from distributed import as_completed
 
-    for future in as_completed(futures):
-        for index in future.result():
+    # This coroutine runs on zarr's event loop; waiting for the cluster on it would block the
+    # loop a worker thread of an in-process cluster (processes=False) needs to open its arrays.
+    finished = as_completed(futures, with_results=True)
+    while (item := await asyncio.to_thread(next, finished, None)) is not None:
+        for index in item[1]:
             await record(index)
 
 
@@ -331,7 +336,7 @@ def _copy_batch_on_worker(
     store_options: dict[str, Any],
 ) -> list[int]:
     source = zarr.open_array(
-        _source_store(load_references(refs, store_options.get("headers")), store_options),
+        _source_store(load_rfs(refs, **store_options), store_options),
         path=path,
         mode="r",
         zarr_format=3,
@@ -397,9 +402,15 @@ def _materialize_zip(refs: Any, destination: Path, **options: Any) -> Materializ
     return report
 
 
-def _destination_store(destination: Any) -> Store:
+def _destination_store(destination: Any, storage_options: Any = None) -> Store:
     if isinstance(destination, Store):
         return destination
+    if isinstance(destination, str) and kind_of(destination) == "object_store":
+        # s3://bucket/prefix (gs://, az://): zarr's own ObjectStore over obstore, configured
+        # like the transport reads object stores.
+        from zarr.storage import ObjectStore
+
+        return ObjectStore(store_for(destination.rstrip("/"), storage_options), read_only=False)
     Path(destination).mkdir(parents=True, exist_ok=True)
     return LocalStore(str(destination))
 
@@ -407,7 +418,9 @@ def _destination_store(destination: Any) -> Store:
 def _progress_store(destination: Any) -> Store:
     """Where progress is kept: beside a local destination (so the destination holds only the
     Zarr hierarchy, and a zip needs no deletes); in memory for other stores (no resume)."""
-    if isinstance(destination, str | Path):
+    if isinstance(destination, Path) or (
+        isinstance(destination, str) and kind_of(destination) == "local"
+    ):
         target = Path(destination)
         return LocalStore(target.parent / f".{target.name}.materialize-progress")
     if isinstance(destination, LocalStore):

@@ -1,24 +1,35 @@
-"""Who a source is right now: its URL plus ETag or size, read with one HEAD (or a stat)."""
+"""Who a source is right now: its URL plus ETag and size (a local file: its identity), as the
+transport's probe found it; the key under which generated references are kept."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import aiohttp
-from shadowzarr_spec import SourceError, SourceNotFoundError
+if TYPE_CHECKING:
+    from shadowzarr_spec import SourceInfo
+
+    from shadowzarr_store.transport import Transport
 
 __all__ = ["SourceIdentity", "probe_identity"]
 
 
 @dataclass(frozen=True, slots=True)
 class SourceIdentity:
-    """A source as it is now; a replaced file has a different ETag or size."""
+    """A source as it is now; a replaced file has a different ETag or size (a local file: a
+    different modification time and sampled hash, written into ``etag``)."""
 
     url: str
     etag: str | None
     size: int | None
+
+    @classmethod
+    def of(cls, url: str, info: SourceInfo) -> SourceIdentity:
+        etag = info.etag
+        if etag is None and (info.mtime_ns is not None or info.sample_hash is not None):
+            etag = f"local:{info.mtime_ns}:{info.sample_hash}"
+        return cls(url, etag, info.size)
 
     @property
     def digest(self) -> str:
@@ -27,27 +38,6 @@ class SourceIdentity:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-async def probe_identity(url: str, *, timeout: float = 60.0) -> SourceIdentity:
-    """The current ETag and size of ``url`` (HEAD), or the size and mtime of a local file."""
-    if "://" not in url or url.startswith("file://"):
-        path = url.removeprefix("file://")
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError as exc:
-            raise SourceNotFoundError(f"no such source: {path}") from exc
-        # A local file has no ETag; its mtime stands in so a rewrite of equal size is noticed.
-        return SourceIdentity(url, f"mtime:{stat.st_mtime_ns}", stat.st_size)
-    client_timeout = aiohttp.ClientTimeout(total=timeout)
-    async with aiohttp.ClientSession(timeout=client_timeout) as session:
-        try:
-            async with session.head(url, allow_redirects=True) as response:
-                if response.status == 404:
-                    raise SourceNotFoundError(f"{url}: not found (HTTP 404)")
-                if response.status >= 400:
-                    raise SourceError(f"{url}: HEAD answered HTTP {response.status}")
-                length = response.headers.get("Content-Length")
-                return SourceIdentity(
-                    url, response.headers.get("ETag"), int(length) if length else None
-                )
-        except aiohttp.ClientError as exc:
-            raise SourceError(f"{url}: {exc}") from exc
+async def probe_identity(transport: Transport, url: str) -> SourceIdentity:
+    """The current identity of ``url`` (one 1-byte ranged GET, a HEAD, or a local probe)."""
+    return SourceIdentity.of(url, await transport.probe(url))

@@ -14,9 +14,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem, load_rfs
-from zarr.core.sync import sync
+from shadowzarr_spec import REFS_FILE, ReferenceFileSystem
 
+from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.references import load_rfs
 from shadowzarr_store.remote.address import Address, SourceFormat, parse_address
 from shadowzarr_store.remote.errors import OfflineError
 from shadowzarr_store.remote.identity import SourceIdentity, probe_identity
@@ -25,24 +26,43 @@ from shadowzarr_store.remote.reference_cache import ReferenceCache
 from shadowzarr_store.remote.remote_array import RemoteArray
 from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
 from shadowzarr_store.rfs_store import RfsStore
+from shadowzarr_store.transport import Transport, is_local, local_path, run_blocking
 
-__all__ = ["Generate", "open_remote_array"]
+__all__ = ["ACCESS_OPTIONS", "Generate", "open_remote_array"]
 
-type Generate = Callable[[Address], tuple[ReferenceFileSystem, str]]
-"""Make references for ``address``: the references and the array's path inside them."""
+type Generate = Callable[[Address, Mapping[str, Any]], tuple[ReferenceFileSystem, str]]
+"""Make references for ``address`` with the caller's access options (`ACCESS_OPTIONS`): the
+references and the array's path inside them."""
+
+ACCESS_OPTIONS = ("headers", "allowed_urls", "storage_options")
+"""Store options that generators take too, so generation asks as the reads will."""
 
 _UNSET: Any = object()
 
 
-def _zarr(address: Address) -> tuple[ReferenceFileSystem, str]:
-    return sync(zarr_references(address.container, address.dataset)), address.dataset
+def _zarr(address: Address, access: Mapping[str, Any]) -> tuple[ReferenceFileSystem, str]:
+    transport = _transport(address, access)
+
+    async def read() -> ReferenceFileSystem:
+        try:
+            return await zarr_references(transport, address.container, address.dataset)
+        finally:
+            await transport.aclose()
+
+    return run_blocking(read()), address.dataset
 
 
-def _references(address: Address) -> tuple[ReferenceFileSystem, str]:
-    return load_rfs(address.container), address.dataset
+def _references(address: Address, access: Mapping[str, Any]) -> tuple[ReferenceFileSystem, str]:
+    return load_rfs(address.container, **access), address.dataset
 
 
 BUILT_IN: dict[str, Generate] = {"zarr": _zarr, "references": _references}
+
+
+def _transport(address: Address, access: Mapping[str, Any]) -> Transport:
+    """The transport for the container itself (a local container is the caller's own choice)."""
+    options = StoreOptions.from_kwargs(dict(access))
+    return Transport(options.transport(allow_local_files=True))
 
 
 def open_remote_array(
@@ -131,14 +151,16 @@ def open_remote_array(
     )
     request = f"{address.format}\x00{address.container}\x00{address.dataset}\x00{generator_tag}"
     opened: dict[str, str] = {}
+    access = {name: store_options[name] for name in ACCESS_OPTIONS if name in store_options}
+    transport = _transport(address, access)
 
     def reopen(
         _known: SourceIdentity | None,
     ) -> tuple[SourceIdentity | None, ReferenceFileSystem]:
-        identity = sync(probe_identity(_identity_url(address)))
+        identity = run_blocking(probe_identity(transport, _identity_url(address)))
         found = references.get(request, identity) if references is not None else None
         if found is None:
-            rfs, path = generate(address)
+            rfs, path = generate(address, access)
             opened["how"] = "generated"
             if references is not None:
                 references.put(request, identity, rfs, path)
@@ -150,17 +172,23 @@ def open_remote_array(
         opened["path"] = path
         return identity, rfs
 
+    # A local container is asked who it is at every open (a stat and a few small reads), so
+    # references cached from a file that was rewritten since are never served.
+    local = is_local(address.container)
     latest = references.latest(request) if references is not None else None
     header_requests = 0
     identity: SourceIdentity | None
-    if latest is not None and (assume_immutable or offline):
+    if latest is not None and (offline or (assume_immutable and not local)):
         identity, rfs, path = latest
         how = "cached on disk (no header reads)"
     elif offline:
         raise OfflineError(f"offline: no cached references for {address}")
     else:
-        identity, rfs = reopen(None)
-        header_requests = 1 if "://" in address.container else 0
+        try:
+            identity, rfs = reopen(None)
+        finally:
+            run_blocking(transport.aclose())
+        header_requests = 0 if local else 1
         path = opened["path"]
         how = "cached on disk" if opened["how"] == "cached" else "generated"
     return RemoteArray(
@@ -180,6 +208,9 @@ def open_remote_array(
 def _identity_url(address: Address) -> str:
     """What stands for the source: the file, or for a Zarr store (a folder) the array's
     ``zarr.json`` (Zarr chunks are assumed immutable under one metadata document)."""
+    if address.format == "references" and is_local(address.container):
+        folder = local_path(address.container)
+        return os.path.join(folder, REFS_FILE) if os.path.isdir(folder) else address.container
     if address.format != "zarr":
         return address.container
     inner = f"/{address.dataset}" if address.dataset else ""

@@ -18,13 +18,12 @@ import zarr
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
-from shadowzarr_store.codecs import check_codecs
 from shadowzarr_store.remote.errors import OfflineError
 from shadowzarr_store.remote.offline import OfflineGuard, OfflineSwitch
 from shadowzarr_store.remote.progress import ProgressCallback, progress_reporter
 from shadowzarr_store.remote.selection import chunk_keys
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.stats import StatsSnapshot
+from shadowzarr_store.transport.stats import StatsSnapshot
 
 if TYPE_CHECKING:
     import os
@@ -102,7 +101,6 @@ class RemoteArray:
         self._build(rfs)
 
     def _build(self, rfs: ReferenceFileSystem) -> None:
-        check_codecs(rfs)
         shared = {
             **self._store_options,
             "memory_cache": self._caches.memory,

@@ -1,20 +1,17 @@
-"""References for one array of a Zarr v3 store (local or HTTP): its metadata inline, each chunk
-a whole-file reference. One read of ``zarr.json``; chunks are read as they are needed."""
+"""References for one array of a Zarr v3 store (local, HTTP, an object store): its metadata
+inline, each chunk a whole-file reference. One read of ``zarr.json``; chunks are read on demand."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import math
-import os
 from typing import TYPE_CHECKING
 
-import aiohttp
 from shadowzarr_spec import (
     FileRef,
     InlineRef,
     ReferenceFileSystem,
-    SourceError,
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
@@ -27,16 +24,20 @@ if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
 
+    from shadowzarr_store.transport import Transport
+
 __all__ = ["MAX_ZARR_CHUNKS", "ZarrSourceStore", "zarr_references"]
 
 MAX_ZARR_CHUNKS = 1_000_000
 _ROOT = InlineRef(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}).encode())
 
 
-async def zarr_references(container: str, dataset: str) -> ReferenceFileSystem:
+async def zarr_references(
+    transport: Transport, container: str, dataset: str
+) -> ReferenceFileSystem:
     """References for the array ``dataset`` of the Zarr v3 store at ``container``."""
     base = container.rstrip("/") + (f"/{dataset}" if dataset else "")
-    document = await _read(f"{base}/zarr.json")
+    document = await transport.read_whole(f"{base}/zarr.json")
     metadata = json.loads(document)
     if metadata.get("zarr_format") != 3 or metadata.get("node_type") != "array":
         raise UnsupportedFeatureError(f"{base}: not a Zarr v3 array (zarr.json)")
@@ -57,25 +58,6 @@ async def zarr_references(container: str, dataset: str) -> ReferenceFileSystem:
         chunk_key = parsed.encode_chunk_key(coords)
         refs[prefix + chunk_key] = FileRef(f"{base}/{chunk_key}")
     return ReferenceFileSystem(refs=refs)
-
-
-async def _read(location: str) -> bytes:
-    if "://" not in location:
-        try:
-            with open(os.fspath(location), "rb") as handle:
-                return handle.read()
-        except FileNotFoundError as exc:
-            raise SourceNotFoundError(f"no such file: {location}") from exc
-    async with aiohttp.ClientSession() as session:
-        try:
-            async with session.get(location) as response:
-                if response.status == 404:
-                    raise SourceNotFoundError(f"{location}: not found (HTTP 404)")
-                if response.status != 200:
-                    raise SourceError(f"{location}: HTTP {response.status}")
-                return await response.read()
-        except aiohttp.ClientError as exc:
-            raise SourceError(f"{location}: {exc}") from exc
 
 
 class ZarrSourceStore(RfsStore):

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from shadowzarr.cli import cache, check, convert, demo, generate, get, info, materialize_cmd
+from shadowzarr.cli.version import VersionAction
 
 __all__ = ["main"]
 
@@ -26,6 +27,7 @@ EPILOG = """examples:
   shadowzarr check session.shadowzarr
   shadowzarr materialize session.shadowzarr session.zarr
   shadowzarr demo
+  shadowzarr --version
 """
 
 
@@ -38,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more output; -vv debug")
     parser.add_argument("-q", "--quiet", action="store_true", help="only errors")
+    parser.add_argument(
+        "--version", action=VersionAction, help="versions of shadowzarr and its sub-packages"
+    )
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(subcommands)

@@ -1,15 +1,18 @@
-"""``shadowzarr check REFS``: is every source still reachable and unchanged (size and ETag)?"""
+"""``shadowzarr check REFS``: is every source still reachable and unchanged (size and ETag,
+or a local file's identity)?"""
 
 from __future__ import annotations
 
 import argparse
-import os
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 
-from shadowzarr_spec import SourceInfo, load_rfs
+from shadowzarr_spec import SourceInfo, SourceNotFoundError
+from shadowzarr_store import load_rfs
+from shadowzarr_store.transport import Transport, TransportOptions, run_blocking
+from shadowzarr_store.transport.client import same_etag
+from shadowzarr_store.transport.locations import join_location
+
+from shadowzarr.cli.access import access_kwargs, add_access_arguments, transport_options
 
 __all__ = ["SourceStatus", "check_source", "register"]
 
@@ -25,56 +28,66 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
     parser = subcommands.add_parser(
         "check",
         help="check that every source file is reachable and unchanged",
-        description="Compare each source's size and ETag with the ones recorded in the references.",
+        description="Compare each source's size and ETag (a local file: size, modification "
+        "time and sampled hash) with the ones recorded in the references.",
         epilog="example: shadowzarr check session.shadowzarr; exit status 1 if any source changed",
     )
     parser.add_argument("refs")
+    add_access_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    rfs = load_rfs(args.refs)
+    options = transport_options(args)
+    rfs = load_rfs(args.refs, **access_kwargs(args))
     if not rfs.sources:
         print("no sources recorded: nothing to check")
         return 0
     failures = 0
     for url, recorded in rfs.sources.items():
-        status = check_source(url, recorded, rfs.base)
+        status = check_source(url, recorded, rfs.base, options)
         failures += not status.ok
-        print(f"{'ok     ' if status.ok else 'CHANGED'} {url}  {status.detail}")
+        print(f"{'ok     ' if status.ok else 'CHANGED'} {status.url}  {status.detail}")
     return 1 if failures else 0
 
 
-def check_source(url: str, recorded: SourceInfo, base: str | None) -> SourceStatus:
-    if url.startswith(("http://", "https://")):
-        request = urllib.request.Request(url, method="HEAD")
+def check_source(
+    url: str, recorded: SourceInfo, base: str | None, options: TransportOptions | None = None
+) -> SourceStatus:
+    """Ask the source who it is now (one small request, or a local probe) and compare."""
+    from shadowzarr_store.transport import redact
+
+    location = url if base is None else join_location(base, url)
+    shown = redact(url)
+
+    async def probe() -> SourceInfo:
+        transport = Transport(options or TransportOptions())
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-                size = response.headers.get("Content-Length")
-                etag = response.headers.get("ETag")
-        except urllib.error.HTTPError as exc:
-            return SourceStatus(url, False, f"HTTP {exc.code}")
-        except urllib.error.URLError as exc:
-            return SourceStatus(url, False, f"unreachable: {exc.reason}")
-        size_now = int(size) if size is not None else None
-    else:
-        path = urllib.parse.urlparse(url).path if url.startswith("file://") else url
-        if base and not os.path.isabs(path) and "://" not in base:
-            path = os.path.join(base, path)
-        try:
-            size_now = os.stat(path).st_size
-        except OSError as exc:
-            return SourceStatus(url, False, f"unreadable: {exc.strerror}")
-        etag = None
+            return await transport.probe(location)
+        finally:
+            await transport.aclose()
+
+    try:
+        now = run_blocking(probe())
+    except SourceNotFoundError as exc:
+        return SourceStatus(shown, False, f"not found: {exc}")
+    except OSError as exc:
+        return SourceStatus(shown, False, f"unreachable: {exc}")
     problems = []
-    if recorded.size is not None and size_now is not None and size_now != recorded.size:
-        problems.append(f"size {size_now} != recorded {recorded.size}")
-    if recorded.etag is not None and etag is not None and _bare(etag) != _bare(recorded.etag):
-        problems.append(f"ETag {etag} != recorded {recorded.etag}")
+    if recorded.size is not None and now.size is not None and now.size != recorded.size:
+        problems.append(f"size {now.size} != recorded {recorded.size}")
+    if (
+        recorded.etag is not None
+        and now.etag is not None
+        and not same_etag(now.etag, recorded.etag)
+    ):
+        problems.append(f"ETag {now.etag} != recorded {recorded.etag}")
+    if (
+        recorded.mtime_ns is not None
+        and now.mtime_ns != recorded.mtime_ns
+        and (recorded.sample_hash is None or now.sample_hash != recorded.sample_hash)
+    ):
+        problems.append("rewritten since the references were made (mtime and sampled bytes)")
     if problems:
-        return SourceStatus(url, False, "; ".join(problems))
-    return SourceStatus(url, True, f"size={size_now} etag={etag}")
-
-
-def _bare(etag: str) -> str:
-    return etag.removeprefix("W/").strip('"')
+        return SourceStatus(shown, False, "; ".join(problems))
+    return SourceStatus(shown, True, f"size={now.size} etag={now.etag}")

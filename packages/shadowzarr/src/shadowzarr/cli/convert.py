@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from shadowzarr_spec import load_rfs, write_rfs
+from shadowzarr_spec import write_rfs
+from shadowzarr_store import load_rfs
 
 __all__ = ["register"]
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shadowzarr_store.transport import TransportOptions
+
+from shadowzarr.cli.access import access_kwargs, add_access_arguments
 from shadowzarr.cli.progress import Progress
 from shadowzarr.cli.sources import detect_format, expand_sources
 
-__all__ = ["generate_one", "register"]
+__all__ = ["Generated", "generate_one", "register"]
 
 SUFFIXES = {"directory": ".shadowzarr", "json": ".shadowzarr.json"}
 
@@ -44,18 +48,44 @@ def register(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[t
     parser.add_argument("--json", action="store_true", help="with many sources: one JSON file each")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--chunk-index-threshold", type=int, default=1000)
+    add_access_arguments(parser)
     parser.set_defaults(run=run)
 
 
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """What one generation wrote, and the datasets it could not reference."""
+
+    output: str
+    omitted: dict[str, str] = field(default_factory=dict)
+    """Path → reason of the datasets left out."""
+    inlined: dict[str, str] = field(default_factory=dict)
+    """Path → reason of the datasets held inline, decoded, because no codec reads them."""
+
+    def summary(self) -> str:
+        lines = [f"wrote {self.output}"]
+        for label, found in (("omitted", self.omitted), ("inlined (decoded)", self.inlined)):
+            if found:
+                lines.append(f"  {len(found)} dataset(s) {label}:")
+                lines.extend(f"    {path}: {reason}" for path, reason in found.items())
+        return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
-    sources = expand_sources(args.source)
+    access = access_kwargs(args)
+    sources = expand_sources(args.source, TransportOptions(**access))
     mapping = [tuple(item.split("=", 1)) for item in args.url_for]
     if any(len(pair) != 2 for pair in mapping):
         raise ValueError("--url-for takes PREFIX=URL")
-    options = {"format": args.format, "url_for": mapping, "threshold": args.chunk_index_threshold}
+    options = {
+        "format": args.format,
+        "url_for": mapping,
+        "threshold": args.chunk_index_threshold,
+        "access": access,
+    }
     if len(sources) == 1:
         written = generate_one(sources[0], args.output, local_path=args.local_path, **options)
-        print(f"wrote {written}")
+        print(written.summary())
         return 0
     if args.local_path:
         raise ValueError("--local-path goes with a single SOURCE")
@@ -71,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         }
         for done, future in enumerate(as_completed(futures), 1):
             try:
-                print(f"wrote {future.result()}")
+                print(future.result().summary())
             except (OSError, ValueError, ImportError) as exc:
                 failures += 1
                 print(f"failed {futures[future]}: {' '.join(str(exc).split())}")
@@ -84,28 +114,43 @@ def generate_one(
     source: str,
     output: str,
     *,
-    format: str = "auto",  # noqa: A002 - the command-line option's name
+    format: str = "auto",
     local_path: str | None = None,
     url_for: list[tuple[str, ...]] | None = None,
     threshold: int = 1000,
-) -> str:
-    from shadowzarr_spec import write_rfs
+    access: dict[str, Any] | None = None,
+) -> Generated:
+    """References for ``source`` written to ``output``; ``access`` holds ``headers``,
+    ``allowed_urls`` and ``storage_options`` for every request (the format sniffing too)."""
+    import warnings
 
-    kind = detect_format(local_path or source) if format == "auto" else format
-    rfs = _generator(kind)(source, local_path, _url_mapper(url_for or []))
+    from shadowzarr_spec import UnsupportedDatasetWarning, write_rfs
+
+    access = {k: v for k, v in (access or {}).items() if v is not None}
+    sniff = TransportOptions(**access) if local_path is None else TransportOptions()
+    kind = detect_format(local_path or source, sniff) if format == "auto" else format
+    with warnings.catch_warnings():
+        # the summary names every dataset left out; the warning would say it twice
+        warnings.simplefilter("ignore", UnsupportedDatasetWarning)
+        rfs = _generator(kind, access)(source, local_path, _url_mapper(url_for or []))
     write_rfs(rfs, output, chunk_index_threshold=threshold)
-    return output
+    inlined = {p: u.reason for p, u in rfs.unsupported.items() if u.outcome == "inlined"}
+    return Generated(output, rfs.omitted, inlined)
 
 
-def _generator(kind: str) -> Any:
+def _generator(kind: str, access: dict[str, Any]) -> Any:
     from shadowzarr._lazy import import_module_for
 
     if kind == "hdf5":
         module = import_module_for("shadowzarr_hdf5", "hdf5", "generating from HDF5")
-        return lambda source, local, _url_for: module.generate_rfs(source, local_hdf5_path=local)
+        return lambda source, local, _url_for: module.generate_rfs(
+            source, local_hdf5_path=local, **access
+        )
     if kind == "tiff":
         module = import_module_for("shadowzarr_tiff", "tiff", "generating from TIFF")
-        return lambda source, local, _url_for: module.generate_rfs_tiff(source, local_path=local)
+        return lambda source, local, _url_for: module.generate_rfs_tiff(
+            source, local_path=local, **access
+        )
     if kind == "neo" or kind.startswith("neo:"):
         module = import_module_for("shadowzarr_neo", "neo", "generating from NEO recordings")
         reader_name = kind.partition(":")[2] or None

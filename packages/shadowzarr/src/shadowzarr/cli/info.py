@@ -7,9 +7,10 @@ import json
 import math
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem, array_info, load_rfs, parse_json
+from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_spec.model import InlineRef
+from shadowzarr_store import load_rfs
 
 __all__ = ["describe", "register"]
 

@@ -31,9 +31,10 @@ def run(args: argparse.Namespace) -> int:
 
     client = None
     if args.scheduler:
-        from distributed import Client
+        from shadowzarr._lazy import import_module_for
 
-        client = Client(args.scheduler)
+        distributed = import_module_for("distributed", "dask", "materialize --scheduler")
+        client = distributed.Client(args.scheduler)
     bar = Progress("materialize")
     try:
         report = materialize(

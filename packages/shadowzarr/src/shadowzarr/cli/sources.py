@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
-import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from shadowzarr_store.transport import (
+    RangeNotSatisfiable,
+    Transport,
+    TransportOptions,
+    is_local,
+    run_blocking,
+)
+from shadowzarr_store.transport.dandi import token_header
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 __all__ = ["HDF5_SIGNATURE", "detect_format", "expand_sources", "read_head"]
 
@@ -15,21 +28,35 @@ SOURCE_SUFFIXES = {".h5", ".hdf5", ".nwb", ".mat", ".he5", ".nc", ".tif", ".tiff
 DANDISET_MARKER = "/api/dandisets/"
 
 
-def read_head(source: str, size: int = 4096) -> bytes:
-    """The first ``size`` bytes of a local file or URL (one range request)."""
-    if source.startswith(("http://", "https://")):
-        request = urllib.request.Request(source, headers={"Range": f"bytes=0-{size - 1}"})
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            return bytes(response.read(size))
-    with open(source, "rb") as stream:
-        return stream.read(size)
+def _through_transport[T](options: TransportOptions, use: Callable[[Transport], Awaitable[T]]) -> T:
+    async def run() -> T:
+        transport = Transport(options)
+        try:
+            return await use(transport)
+        finally:
+            await transport.aclose()
+
+    return run_blocking(run())
 
 
-def detect_format(source: str) -> str:
+def read_head(source: str, size: int = 4096, options: TransportOptions | None = None) -> bytes:
+    """The first ``size`` bytes of a local file or URL (one range request, as the generators
+    would send it: their headers, their ``allowed_urls``)."""
+
+    async def head(transport: Transport) -> bytes:
+        try:
+            return (await transport.read(source, 0, size)).data
+        except RangeNotSatisfiable:
+            return b""  # an empty file
+
+    return _through_transport(options or TransportOptions(), head)
+
+
+def detect_format(source: str, options: TransportOptions | None = None) -> str:
     """``hdf5``, ``tiff`` or ``neo`` (a directory, or a file no other generator reads)."""
-    if not source.startswith(("http://", "https://")) and Path(source).is_dir():
+    if is_local(source) and Path(source).is_dir():
         return "neo"
-    head = read_head(source, 4096)
+    head = read_head(source, 4096, options)
     if head[:4] in TIFF_SIGNATURES:
         return "tiff"
     for offset in (0, 512, 1024, 2048):
@@ -38,34 +65,41 @@ def detect_format(source: str) -> str:
     return "neo"
 
 
-def expand_sources(source: str) -> list[str]:
+def expand_sources(source: str, options: TransportOptions | None = None) -> list[str]:
     """One source, the files of a folder, the lines of an ``@list`` file, or a dandiset's assets."""
     if source.startswith("@"):
         lines = Path(source[1:]).read_text(encoding="utf-8").splitlines()
         return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     if DANDISET_MARKER in source and "/assets/" not in source.split(DANDISET_MARKER, 1)[1]:
-        return _dandiset_assets(source)
+        return _dandiset_assets(source, options or TransportOptions())
     path = Path(source)
-    if not source.startswith(("http://", "https://")) and path.is_dir():
+    if is_local(source) and path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() in SOURCE_SUFFIXES)
         return [str(p) for p in files] or [source]
     return [source]
 
 
-def _dandiset_assets(url: str) -> list[str]:
-    """Download URLs of every asset of a dandiset version (follows the API's pagination)."""
+def _dandiset_assets(url: str, options: TransportOptions) -> list[str]:
+    """Download URLs of every asset of a dandiset version (follows the API's pagination); the
+    API key goes only to the DANDI API host it belongs to, and never over plain http."""
     api = url.split(DANDISET_MARKER, 1)[0]
-    listing = url.rstrip("/") + "/assets/?page_size=1000"
-    headers = {}
-    token = os.environ.get("DANDI_API_KEY")
-    if token and "api.dandiarchive.org" in api:
-        headers["Authorization"] = f"token {token}"
-    urls: list[str] = []
-    while listing:
-        request = urllib.request.Request(listing, headers=headers)
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            page = json.loads(response.read())
-        for asset in page.get("results", []):
-            urls.append(f"{api}/api/assets/{asset['asset_id']}/download/")
-        listing = page.get("next")
-    return urls
+    variable = options.dandi_api_hosts.get(urlsplit(api).netloc)
+    token = token_header(api, variable) if variable else {}
+    listing_options = _with_headers(options, {f"{api}/api/": token}) if token else options
+
+    async def pages(transport: Transport) -> list[str]:
+        urls: list[str] = []
+        listing: str | None = url.rstrip("/") + "/assets/?page_size=1000"
+        while listing:
+            page = json.loads(await transport.read_whole(listing))
+            for asset in page.get("results", []):
+                urls.append(f"{api}/api/assets/{asset['asset_id']}/download/")
+            listing = page.get("next")
+        return urls
+
+    return _through_transport(listing_options, pages)
+
+
+def _with_headers(options: TransportOptions, extra: dict[str, dict[str, str]]) -> TransportOptions:
+    rules = {rule.prefix: dict(rule.headers) for rule in options.header_rules.rules}
+    return dataclasses.replace(options, headers={**rules, **extra})

@@ -34,7 +34,9 @@ def run_demo(*, seconds: int = 20, latency: float = 0.0, echo: Callable[[str], N
     through NWBZarrIO and compare with h5py over the same server. Returns 0 when equal."""
     from shadowzarr._lazy import import_module_for
 
-    import_module_for("hdmf_zarr", "nwb", "shadowzarr demo")
+    import_module_for("pynwb", "demo", "shadowzarr demo")
+    import_module_for("hdmf_zarr", "demo", "shadowzarr demo")
+    import_module_for("fsspec", "demo", "shadowzarr demo")
     from shadowzarr.demo.nwb_example import write_example_nwb
 
     with tempfile.TemporaryDirectory(prefix="shadowzarr-demo-") as tmp:

@@ -1,0 +1,60 @@
+/**
+ * The metadata zarrita is shown.
+ *
+ * - Non-finite tokens and large fill values are rewritten so that `JSON.parse` reads them
+ *   (json.ts).
+ * - An array whose chunks end with HDF5's Fletcher-32 checksum is shown without that codec: the
+ *   store verifies and removes the checksum itself (naming the chunk and its file when it does
+ *   not match), so reading such arrays does not depend on a codec registered with the very copy
+ *   of zarrita the application uses. With an installed folder (`npm install file:…`) or
+ *   `npm link` there are two copies, and a registration in one is invisible to the other.
+ * - A struct array, which zarrita 0.7.5 cannot open, is shown as uint8 with the bytes of one
+ *   element as a last axis (struct.ts).
+ */
+import { arrayInfoFromMetadata, endsWithFletcher32 } from "./array-metadata.js";
+import { normalizeMetadataText, parseJson } from "./json.js";
+import { structAsBytes } from "./struct.js";
+
+type Json = Record<string, unknown>;
+
+export interface ViewOptions {
+  /** Show struct arrays as uint8 bytes (default true). */
+  readonly structAsBytes: boolean;
+}
+
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+function forZarrita(node: unknown, options: ViewOptions): unknown {
+  if (!isObject(node)) return node;
+  let out = node;
+  if (node.node_type === "array") {
+    if (endsWithFletcher32(node.codecs)) {
+      out = { ...out, codecs: (node.codecs as unknown[]).slice(0, -1) };
+    }
+    if (options.structAsBytes && isObject(node.data_type)) {
+      const struct = arrayInfoFromMetadata("", out).struct;
+      if (struct !== undefined) out = structAsBytes(out, struct.layout, struct.fillByte ?? 0);
+    }
+  }
+  const consolidated = node.consolidated_metadata;
+  if (isObject(consolidated) && isObject(consolidated.metadata)) {
+    const metadata = Object.fromEntries(
+      Object.entries(consolidated.metadata).map(([path, child]) => [
+        path,
+        forZarrita(child, options),
+      ]),
+    );
+    out = { ...out, consolidated_metadata: { ...consolidated, metadata } };
+  }
+  return out;
+}
+
+/** The text of a zarr.json (or .zattrs, .zarray) as the store hands it to zarrita. */
+export function metadataForZarrita(text: string, options: ViewOptions): string {
+  const normal = normalizeMetadataText(text);
+  const rewrite =
+    normal.includes("numcodecs.fletcher32") ||
+    (options.structAsBytes && normal.includes('"struct"'));
+  return rewrite ? JSON.stringify(forZarrita(parseJson(normal), options)) : normal;
+}

@@ -1,0 +1,61 @@
+"""The one transport: every byte the project reads from a file, a URL or an object store.
+
+`Transport` (async) and `RangeSource` (synchronous, for h5py's file object and tifffile) are the
+only ways the packages of this workspace make requests: chunk reads of `RfsStore`, the
+generators' header and index reads, probes of a source's size and ETag, reference files,
+DANDI resolution, index arrays and Zarr sources.
+
+Modules, one job each: `locations` (kinds of location, redaction), `access` (``allowed_urls``,
+``allow_local_files``), `headers` (user headers bound to URL prefixes), `options`, `status`
+(the one status map), `errors`, `http` (aiohttp), `object_store` (obstore), `local`
+(local files and their identity), `dandi` (DANDI download URLs), `multipart` (the one
+``multipart/byteranges`` parser), `coalesce` (the one range-coalescing rule), `stats`,
+`client` (the facade) and `blocking` (the synchronous face on a private loop thread).
+
+Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
+signs requests and finds credentials the way their users expect; writing signing code is not
+ours to do. Plain HTTP(S) stays on aiohttp, because there we need what obstore's HTTP store does
+not give: each redirect hop checked against ``allowed_urls`` before it is requested and given
+only the headers bound to its own origin (a token must not follow a redirect to S3), DANDI's
+redirect to a presigned URL resolved once and reused, our own header rules, strict
+Content-Range validation of every 206, and multi-range requests (``multipart/byteranges``)
+where a server answers them. Neither S3 nor the servers we read speak HTTP/2 for these files
+(S3 is HTTP/1.1), so aiohttp's connection pool gives the same concurrency.
+"""
+
+from __future__ import annotations
+
+from shadowzarr_store.transport.access import AccessPolicy
+from shadowzarr_store.transport.blocking import RangeSource, run_blocking
+from shadowzarr_store.transport.client import Transport
+from shadowzarr_store.transport.errors import (
+    FramingError,
+    RangeNotSatisfiable,
+    SourceTimeoutError,
+    TransientError,
+)
+from shadowzarr_store.transport.headers import HeaderRules
+from shadowzarr_store.transport.http import Answer
+from shadowzarr_store.transport.locations import is_local, kind_of, local_path, redact
+from shadowzarr_store.transport.options import TransportOptions
+from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
+
+__all__ = [
+    "AccessPolicy",
+    "Answer",
+    "FramingError",
+    "HeaderRules",
+    "RangeNotSatisfiable",
+    "RangeSource",
+    "SourceTimeoutError",
+    "StatsSnapshot",
+    "StoreStats",
+    "TransientError",
+    "Transport",
+    "TransportOptions",
+    "is_local",
+    "kind_of",
+    "local_path",
+    "redact",
+    "run_blocking",
+]

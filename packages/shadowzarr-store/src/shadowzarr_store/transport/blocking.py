@@ -1,0 +1,191 @@
+"""The synchronous face of the transport, for code that cannot await (h5py's file object,
+tifffile, the command line): the async `Transport` runs on one private event-loop thread.
+
+`RangeSource` is one file read in ranges. It learns the file's size and ETag from the first
+answer and holds every later request to them (``If-Match``, and the answers' ETag and size
+compared), so a file replaced while a generator reads it raises `SourceChangedError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo
+
+from shadowzarr_store.transport.client import Transport, same_etag
+from shadowzarr_store.transport.local import probe_local, read_local
+from shadowzarr_store.transport.locations import kind_of, redact
+from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from shadowzarr_store.transport.http import Answer
+    from shadowzarr_store.transport.options import TransportOptions
+
+__all__ = ["DEFAULT_MAX_GAP", "RangeSource", "run_blocking"]
+
+DEFAULT_MAX_GAP = 16 * 1024
+"""Ranges closer than this share a request: ~ bandwidth x RTT / requests in flight."""
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+
+def _loop_thread() -> asyncio.AbstractEventLoop:
+    global _loop, _thread
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            _thread = threading.Thread(
+                target=_loop.run_forever, name="shadowzarr-transport", daemon=True
+            )
+            _thread.start()
+        return _loop
+
+
+def _forget_loop() -> None:
+    global _loop, _lock, _thread
+    _lock = threading.Lock()
+    _loop = _thread = None
+
+
+os.register_at_fork(after_in_child=_forget_loop)
+
+
+def run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the transport's loop thread and wait for it (not from that thread)."""
+    loop = _loop_thread()
+    if threading.current_thread() is _thread:
+        coro.close()
+        raise RuntimeError("run_blocking was called from the transport's own loop thread")
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+class RangeSource:
+    """Ranges of one file (local path, URL or object-store URL), read synchronously.
+
+    Parameters
+    ----------
+    location
+        What to read.
+    options
+        The transport's settings (headers, allowed_urls, storage_options, retries…).
+    max_gap
+        Ranges of one `fetch_many` closer than this many bytes share a request.
+    expect
+        What the file must look like (its recorded size and ETag), if known already.
+    """
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        options: TransportOptions | None = None,
+        *,
+        max_gap: int = DEFAULT_MAX_GAP,
+        expect: SourceInfo | None = None,
+    ) -> None:
+        self.url = os.fspath(location)
+        self._stats = StoreStats()
+        self._transport = Transport(options, self._stats)
+        self._kind = kind_of(self.url)
+        self._transport.access.check(self.url)
+        self._max_gap = max_gap
+        self._expect = expect or SourceInfo()
+        self._closed = False
+        if self._kind == "local":
+            self._expect = probe_local(self.url)
+
+    # -- what the file is -----------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """Total size: from the first answer (one byte is asked for when nothing was read)."""
+        if self._expect.size is None:
+            self.fetch_many([(0, 1)])
+        if self._expect.size is None:
+            raise SourceError(f"{redact(self.url)}: the server does not say the size of the file")
+        return self._expect.size
+
+    @property
+    def etag(self) -> str | None:
+        return self._expect.etag
+
+    @property
+    def info(self) -> SourceInfo:
+        """What to record under ``sources`` (size and ETag, or a local file's identity)."""
+        self.size  # noqa: B018 - learn it if nothing was read yet
+        return self._expect
+
+    @property
+    def stats(self) -> StatsSnapshot:
+        """Requests, bytes, retries and rounds sent so far."""
+        return self._stats.snapshot()
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each ``(offset, size)``, clipped at the end of the file, in one round."""
+        if self._closed:
+            raise SourceError(f"{redact(self.url)} is closed")
+        size = self._expect.size
+        spans = [
+            (offset, offset + (n if size is None else max(0, min(n, size - offset))))
+            for offset, n in ranges
+        ]
+        if self._kind == "local":
+            wanted = [(a, b) for a, b in spans if b > a]
+            blobs = iter(read_local(self.url, list(wanted), size)[0] if wanted else [])
+            if wanted:
+                self._stats.add(requests=len(wanted), bytes=sum(b - a for a, b in wanted), rounds=1)
+            return [next(blobs) if b > a else b"" for a, b in spans]
+        answers = run_blocking(
+            self._transport.read_many(self.url, spans, expect=self._expect, max_gap=self._max_gap)
+        )
+        self._learn(answers)
+        return [answer.data for answer in answers]
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` (fewer at the end of the file)."""
+        return self.fetch_many([(start, stop - start)])[0]
+
+    def _learn(self, answers: list[Answer]) -> None:
+        size, etag = self._expect.size, self._expect.etag
+        for answer in answers:
+            if answer.total is not None and size is not None and answer.total != size:
+                raise SourceChangedError(
+                    f"{redact(self.url)}: size changed from {size} to {answer.total} while reading"
+                )
+            if answer.etag and etag and not same_etag(answer.etag, etag):
+                raise SourceChangedError(
+                    f"{redact(self.url)}: ETag changed from {etag} to {answer.etag} while reading"
+                )
+            size = answer.total if size is None else size
+            etag = answer.etag if etag is None else etag
+        self._expect = SourceInfo(size, etag)
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._kind != "local" and _loop is not None and _loop.is_running():
+            run_blocking(self._transport.aclose())
+
+    def __enter__(self) -> RangeSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RangeSource({redact(self.url)!r})"

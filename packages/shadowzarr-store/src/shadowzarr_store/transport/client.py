@@ -1,0 +1,370 @@
+"""Transport: every request of the project, whatever the location, through one front door.
+
+A location is routed to local files, HTTP (after the ``resolve_url`` hook and DANDI
+resolution) or an object store. Around each backend it does, once for all of them: the access
+check, the comparison of what the answer says about the file (size, ETag) with what the caller
+recorded (a server ignoring ``If-Match`` still returns the new ETag: `SourceChangedError`),
+retries of transient failures with backoff, an overall deadline per request
+(`SourceTimeoutError`), coalescing of many ranges into few requests, multi-range requests where
+a server answers them, and the counters in ``stats``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING
+
+from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError, SourceInfo
+
+from shadowzarr_store.transport.coalesce import Run, coalesce
+from shadowzarr_store.transport.dandi import DandiResolver
+from shadowzarr_store.transport.errors import (
+    RangeNotSatisfiable,
+    SourceTimeoutError,
+    TransientError,
+)
+from shadowzarr_store.transport.http import Answer, HttpBackend
+from shadowzarr_store.transport.local import check_identity, probe_local, read_local
+from shadowzarr_store.transport.locations import kind_of, redact
+from shadowzarr_store.transport.object_store import ObjectStoreBackend
+from shadowzarr_store.transport.options import TransportOptions
+from shadowzarr_store.transport.stats import StoreStats
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+__all__ = ["Transport", "same_etag"]
+
+_UNKNOWN = SourceInfo()
+
+
+def same_etag(a: str, b: str) -> bool:
+    """ETags compared as opaque strings (S3's multipart ETags are no MD5), weakness ignored."""
+    return a.removeprefix("W/") == b.removeprefix("W/")
+
+
+def _describe(url: str, start: int, end: int | None) -> str:
+    shown = redact(url)
+    if start == 0 and end is None:
+        return shown
+    return f"{shown} bytes {start}-{'' if end is None else end - 1}"
+
+
+class Transport:
+    """Reads locations under one set of `TransportOptions`; safe to share between event loops.
+
+    ``stats`` counts ``requests`` (physical reads, a local read included), ``bytes``,
+    ``retries``, ``rounds`` (calls of `read_many` that sent anything) and ``url_resolutions``.
+    """
+
+    def __init__(self, options: TransportOptions | None = None, stats: StoreStats | None = None):
+        self.options = options if options is not None else TransportOptions()
+        self.stats = stats if stats is not None else StoreStats()
+        self.access = self.options.access
+        self.http = HttpBackend(self.options, self.access)
+        self.objects = ObjectStoreBackend(self.options)
+        self.dandi = DandiResolver(self.options.dandi_api_hosts, self.options.presigned_url_ttl)
+        self._lock = threading.Lock()
+        self._verified: set[str] = set()
+        self._single_range: dict[str, bool] = {}
+        self._redirects: dict[str, tuple[str, float]] = {}
+        self._finalizer = weakref.finalize(self, self.http.close_soon)
+        _TRANSPORTS.add(self)
+
+    # -- one range ------------------------------------------------------------------------------
+
+    async def read(
+        self,
+        url: str,
+        start: int,
+        end: int | None,
+        *,
+        expect: SourceInfo | None = None,
+        name: str | None = None,
+    ) -> Answer:
+        """Bytes ``[start, end)`` of ``url`` (``end`` None: to the end; ``0, None``: all of it);
+        fewer only where the file ends. ``expect`` is what the file looked like when recorded
+        (size, ETag, local identity); ``name`` the location shown in errors."""
+        expect = expect or _UNKNOWN
+        shown = _describe(name or url, start, end)
+        self.access.check(url)
+        kind = kind_of(url)
+        if expect.size is not None and end is not None and end > start >= expect.size:
+            raise RangeNotSatisfiable(
+                f"{shown}: starts past the end of the file ({expect.size} bytes recorded)"
+            )
+        if kind == "local":
+            return await asyncio.to_thread(self._read_local, url, [(start, end)], expect, shown)
+
+        async def attempt(target: str) -> Answer:
+            if kind_of(target) == "object_store":
+                return await self.objects.get(target, start, end, expect.etag, shown)
+            return await self.http.get(target, start, end, expect.etag, shown)
+
+        answer = await self._remote(url, shown, attempt)
+        self._check(answer, expect, shown)
+        self.stats.add(requests=1, bytes=len(answer.data))
+        return answer
+
+    async def read_whole(self, url: str, *, expect: SourceInfo | None = None) -> bytes:
+        return (await self.read(url, 0, None, expect=expect)).data
+
+    async def probe(self, url: str) -> SourceInfo:
+        """What ``url`` is now: size and ETag (one 1-byte ranged GET, which a presigned URL
+        answers where a HEAD is refused; HEAD on object stores), or a local file's identity."""
+        self.access.check(url)
+        kind = kind_of(url)
+        if kind == "local":
+            return await asyncio.to_thread(probe_local, url)
+        shown = redact(url)
+
+        async def attempt(target: str) -> Answer:
+            # A 1-byte GET, not a HEAD: what a presigned URL or a GetObject-only policy allows.
+            if kind_of(target) == "object_store":
+                return await self.objects.get(target, 0, 1, None, shown)
+            return await self.http.get(target, 0, 1, None, shown)
+
+        try:
+            answer = await self._remote(url, shown, attempt)
+        except RangeNotSatisfiable:
+            return SourceInfo(size=0)
+        self.stats.add(requests=1, bytes=len(answer.data))
+        return SourceInfo(size=answer.total, etag=answer.etag)
+
+    # -- many ranges ----------------------------------------------------------------------------
+
+    async def read_many(
+        self,
+        url: str,
+        ranges: list[tuple[int, int]],
+        *,
+        expect: SourceInfo | None = None,
+        max_gap: int = 0,
+        max_span: int | None = None,
+    ) -> list[Answer]:
+        """The answers for each ``[start, end)`` range, read concurrently in one round.
+
+        Ranges closer than ``max_gap`` bytes share a request (up to ``max_span`` bytes each);
+        over HTTP several runs go in one multi-range request while the server answers them with
+        their parts. A server that does not (S3's 200 with the whole object) is asked that once
+        per source, without its body being read, and singly from then on.
+        """
+        expect = expect or _UNKNOWN
+        self.access.check(url)
+        out = [Answer(b"", expect.size, expect.etag)] * len(ranges)
+        wanted = [i for i, (a, b) in enumerate(ranges) if b > a]
+        runs = coalesce([ranges[i] for i in wanted], max_gap, max_span)
+        if not runs:
+            return out
+        self.stats.add(rounds=1)
+        kind = kind_of(url)
+        if kind == "local":
+            shown = redact(url)
+            spans: list[tuple[int, int | None]] = [(r.start, r.end) for r in runs]
+            answers = await asyncio.to_thread(self._read_local_many, url, spans, expect, shown)
+        elif kind == "http" and self.options.multi_range and len(runs) > 1:
+            answers = await self._read_multi(url, runs, expect)
+        else:
+            answers = list(
+                await asyncio.gather(*(self.read(url, r.start, r.end, expect=expect) for r in runs))
+            )
+        for run, answer in zip(runs, answers, strict=True):
+            for member in run.members:
+                a, b = ranges[wanted[member]]
+                out[wanted[member]] = Answer(
+                    answer.data[a - run.start : b - run.start], answer.total, answer.etag
+                )
+        return out
+
+    async def _read_multi(self, url: str, runs: list[Run], expect: SourceInfo) -> list[Answer]:
+        per = self.options.max_ranges_per_request
+        groups = [runs[i : i + per] for i in range(0, len(runs), per)]
+        answers: list[list[Answer]] = []
+        if self.multi_range_known(url) is None:
+            # Ask once, alone: a server that answers with the whole object costs one answer's
+            # headers, not one whole object per group.
+            answers.append(await self._read_group(url, groups[0], expect))
+            groups = groups[1:]
+        answers.extend(
+            await asyncio.gather(*(self._read_group(url, group, expect) for group in groups))
+        )
+        return [answer for group in answers for answer in group]
+
+    def multi_range_known(self, url: str) -> bool | None:
+        """Whether ``url`` answered a multi-range request with its parts (None: not asked)."""
+        with self._lock:
+            return self._single_range.get(url)
+
+    async def _read_group(self, url: str, runs: list[Run], expect: SourceInfo) -> list[Answer]:
+        if len(runs) == 1 or self.multi_range_known(url) is False:
+            return list(
+                await asyncio.gather(*(self.read(url, r.start, r.end, expect=expect) for r in runs))
+            )
+        spans = [(r.start, r.end) for r in runs]
+        shown = f"{redact(url)} ({len(runs)} ranges from {runs[0].start} to {runs[-1].end - 1})"
+
+        async def attempt(target: str) -> list[Answer] | None:
+            if kind_of(target) != "http":
+                return None  # resolved to an object store: one range per request
+            return await self.http.get_many(target, spans, expect.etag, shown)
+
+        parts = await self._remote(url, shown, attempt)
+        with self._lock:
+            self._single_range[url] = parts is not None
+        if parts is None:
+            self.stats.add(requests=1)
+            return list(
+                await asyncio.gather(*(self.read(url, r.start, r.end, expect=expect) for r in runs))
+            )
+        for part in parts:
+            self._check(part, expect, shown)
+        self.stats.add(requests=1, bytes=sum(len(part.data) for part in parts))
+        return parts
+
+    # -- backends -------------------------------------------------------------------------------
+
+    def _read_local(
+        self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str
+    ) -> Answer:
+        return self._read_local_many(url, spans, expect, shown)[0]
+
+    def _read_local_many(
+        self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str
+    ) -> list[Answer]:
+        """In a worker thread: the identity once per file per transport, the size every time."""
+        if (expect.mtime_ns is not None or expect.sample_hash is not None) and (
+            url not in self._verified
+        ):
+            check_identity(url, expect)
+            with self._lock:
+                self._verified.add(url)
+        blobs, size = read_local(url, spans, expect.size)
+        self.stats.add(requests=len(blobs), bytes=sum(len(blob) for blob in blobs))
+        return [Answer(blob, size, None) for blob in blobs]
+
+    async def _remote[T](self, url: str, shown: str, attempt: Callable[[str], Awaitable[T]]) -> T:
+        """``attempt(physical URL)`` with retries and a deadline, after the ``resolve_url``
+        hook and DANDI resolution; an expired or refused presigned URL is resolved again once."""
+        physical, renewable = await self._physical(url, shown)
+        try:
+            result = await self._deadline(shown, lambda: attempt(physical))
+        except SourceAccessError:
+            if not renewable:
+                raise
+            self.dandi.forget(url, physical)
+            with self._lock:
+                self._redirects.pop(url, None)
+            physical, _ = await self._physical(url, shown)
+            result = await self._deadline(shown, lambda: attempt(physical))
+        self._note_redirect(url, physical, result)
+        return result
+
+    def _note_redirect(self, url: str, physical: str, result: object) -> None:
+        """Remember where ``url`` redirected to (a presigned URL, a mirror), so the next
+        requests go there directly, until it is refused or ``presigned_url_ttl`` passes."""
+        first = result[0] if isinstance(result, list) and result else result
+        final = first.final if isinstance(first, Answer) else None
+        if final is not None and final != physical:
+            with self._lock:
+                self._redirects[url] = (final, time.monotonic() + self.options.presigned_url_ttl)
+
+    async def _physical(self, url: str, shown: str) -> tuple[str, bool]:
+        """The URL to request for ``url`` and whether it can be renewed after a refusal."""
+        hook = self.options.resolve_url
+        if hook is not None:
+            resolved = hook(url)
+            if inspect.isawaitable(resolved):
+                resolved = await resolved
+            if resolved is not None:
+                self.stats.add(url_resolutions=1)
+                self.access.check(resolved)
+                return resolved, False
+        if self.dandi.handles(url):
+            if self.dandi.cached(url) is None:
+                self.stats.add(url_resolutions=1)
+            presigned = await self._deadline(
+                shown, lambda: self.dandi.resolve(self.http, url, self.options)
+            )
+            self.access.check(presigned)
+            return presigned, True
+        with self._lock:
+            remembered = self._redirects.get(url)
+        if remembered is not None and remembered[1] > time.monotonic():
+            self.access.check(remembered[0])
+            return remembered[0], True
+        return url, False
+
+    async def _deadline[T](self, shown: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()`` retried on transient failures, all of it within ``deadline`` seconds."""
+        options = self.options
+        scope = asyncio.timeout(options.deadline)
+        try:
+            async with scope:
+                last: TransientError | None = None
+                for number in range(options.attempts):
+                    if number:
+                        self.stats.add(retries=1)
+                        assert last is not None
+                        await asyncio.sleep(options.delay(number - 1, last.retry_after))
+                    try:
+                        return await attempt()
+                    except TransientError as exc:
+                        last = exc
+                assert last is not None
+                raise SourceError(f"{last} (gave up after {options.attempts} attempts)") from last
+        except TimeoutError as exc:
+            if not scope.expired() or isinstance(exc, SourceTimeoutError):
+                raise
+            raise SourceTimeoutError(
+                f"{shown}: no complete answer within the {options.deadline} s deadline"
+            ) from exc
+
+    @staticmethod
+    def _check(answer: Answer, expect: SourceInfo, shown: str) -> None:
+        """What the answer says about the file must match what was recorded."""
+        if expect.size is not None and answer.total is not None and answer.total != expect.size:
+            raise SourceChangedError(
+                f"{shown}: the source is now {answer.total} bytes, the references were made for "
+                f"{expect.size} bytes: the source has changed"
+            )
+        if expect.etag and answer.etag and not same_etag(answer.etag, expect.etag):
+            raise SourceChangedError(
+                f"{shown}: the ETag is now {answer.etag}, the references were made for "
+                f"{expect.etag}: the source has changed"
+            )
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the HTTP session of the running loop."""
+        await self.http.aclose()
+
+    def close(self) -> None:
+        """Close the HTTP sessions of every loop still running."""
+        self.http.close()
+
+    def forget_loops(self) -> None:
+        """After a fork: sessions and in-flight state of the parent are not ours."""
+        self.http.forget_loops()
+        self._lock = threading.Lock()
+
+
+_TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
+
+
+def close_all() -> None:
+    for transport in list(_TRANSPORTS):
+        transport.close()
+
+
+def _after_fork() -> None:
+    for transport in list(_TRANSPORTS):
+        transport.forget_loops()
+
+
+os.register_at_fork(after_in_child=_after_fork)

@@ -1,0 +1,44 @@
+"""Errors of the transport that callers handle on purpose, in the shared error tree.
+
+::
+
+    SourceError (OSError)
+    ├── RangeNotSatisfiable        the range starts at or past the end of the file (HTTP 416)
+    ├── SourceTimeoutError         the request's deadline passed (TimeoutError too)
+    └── TransientError             worth trying again: reset, 5xx, 429, short body, bad framing
+        └── FramingError           the answer's Content-Range or length is not what was asked
+"""
+
+from __future__ import annotations
+
+from shadowzarr_spec import SourceError
+
+__all__ = ["FramingError", "RangeNotSatisfiable", "SourceTimeoutError", "TransientError"]
+
+
+class RangeNotSatisfiable(SourceError):
+    """The range starts at or past the end of the file (HTTP 416).
+
+    An error for a chunk that must be there; for the part of an uncompressed chunk that a short
+    last slab leaves past the end of the file it means "all padding".
+    """
+
+
+class SourceTimeoutError(SourceError, TimeoutError):
+    """A request (with its retries) did not finish within its deadline."""
+
+
+class TransientError(SourceError):
+    """A failure worth trying again; raised to the caller only when the retries ran out."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class FramingError(TransientError):
+    """A short body or a Content-Range other than the one asked for.
+
+    The file did not change (that is what the size and ETag say); the answer was cut or mangled
+    on the way, so it is retried like a reset connection.
+    """

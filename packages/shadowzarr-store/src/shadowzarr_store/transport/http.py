@@ -1,0 +1,292 @@
+"""HTTP(S) with aiohttp: one attempt of a range, multi-range or redirect request.
+
+Redirects are followed here, one hop at a time, so that every hop is checked against the access
+policy before it is requested and carries only the user headers bound to its own URL. Each
+answer is framed strictly: a 206 must carry the Content-Range asked for and exactly that many
+bytes (a `FramingError` otherwise, retried by the client), a 200 is accepted only for a whole-file
+read. One aiohttp session per event loop (sessions cannot cross loops), created lazily.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import threading
+import weakref
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
+
+import aiohttp
+from shadowzarr_spec import SourceError
+from yarl import URL
+
+from shadowzarr_store.transport.errors import FramingError, TransientError
+from shadowzarr_store.transport.locations import redact
+from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
+from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from shadowzarr_store.transport.access import AccessPolicy
+    from shadowzarr_store.transport.options import TransportOptions
+
+__all__ = ["Answer", "HttpBackend"]
+
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+_MAX_REDIRECTS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """Bytes read, and what the server said about the whole file."""
+
+    data: bytes
+    total: int | None
+    """The file's size (Content-Range's total, or the length of a whole-file answer)."""
+    etag: str | None
+    final: str | None = None
+    """Where redirects led, when the answer came from another URL than the one asked for."""
+
+
+class HttpBackend:
+    """One transport's HTTP requests, one aiohttp session per event loop."""
+
+    def __init__(self, options: TransportOptions, access: AccessPolicy) -> None:
+        self._options = options
+        self._access = access
+        self._lock = threading.Lock()
+        self._sessions: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, aiohttp.ClientSession
+        ] = weakref.WeakKeyDictionary()
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            session = self._sessions.get(loop)
+            if session is None or session.closed:
+                limit = self._options.max_connections
+                timeout = self._options.timeout
+                session = aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
+                    timeout=aiohttp.ClientTimeout(
+                        total=None, sock_connect=timeout, sock_read=timeout
+                    ),
+                    auto_decompress=False,
+                )
+                self._sessions[loop] = session
+            return session
+
+    async def aclose(self) -> None:
+        """Close the session of the running loop."""
+        with self._lock:
+            session = self._sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
+
+    def close(self) -> None:
+        """Close the sessions of every loop still running (from outside those loops)."""
+        with self._lock:
+            sessions = list(self._sessions.items())
+            self._sessions.clear()
+        current = _running_loop()
+        for loop, session in sessions:
+            if session.closed or loop.is_closed():
+                continue
+            if loop is current:
+                loop.create_task(session.close())
+            elif loop.is_running():
+                future = asyncio.run_coroutine_threadsafe(session.close(), loop)
+                with contextlib.suppress(TimeoutError, RuntimeError):
+                    future.result(timeout=5)
+
+    def close_soon(self) -> None:
+        """Schedule closing every session without waiting (garbage collection, interpreter exit)."""
+        with self._lock:
+            sessions = list(self._sessions.items())
+        for loop, session in sessions:
+            if not session.closed and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):
+                    asyncio.run_coroutine_threadsafe(session.close(), loop)
+
+    def forget_loops(self) -> None:
+        """After a fork: the parent's loops and sessions are not ours to use."""
+        self._lock = threading.Lock()
+        self._sessions = weakref.WeakKeyDictionary()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _request(
+        self, url: str, headers: dict[str, str], shown: str
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The answer of the last hop of ``url``'s redirects (each hop checked first)."""
+        session = self._session()
+        target = url
+        rules = self._options.header_rules
+        for _ in range(_MAX_REDIRECTS + 1):
+            sent = {**rules.for_url(target), **headers}
+            address = URL(target)
+            self._access.check(str(address))  # the URL as aiohttp will send it
+            try:
+                async with session.get(address, headers=sent, allow_redirects=False) as response:
+                    location = response.headers.get("Location")
+                    if response.status not in REDIRECTS or not location:
+                        yield response
+                        return
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                raise TransientError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
+            except TimeoutError as exc:
+                raise TransientError(
+                    f"{shown}: no answer within {self._options.timeout} s"
+                ) from exc
+            except aiohttp.ClientError as exc:
+                raise SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
+            target = urljoin(target, location)
+            self._access.check_redirect(target)
+        raise SourceError(f"{shown}: more than {_MAX_REDIRECTS} redirects")
+
+    async def ask_redirect(
+        self, url: str, headers: dict[str, str], shown: str
+    ) -> tuple[int, str | None, float | None]:
+        """One GET without following redirects: status, absolute Location, Retry-After."""
+        session = self._session()
+        self._access.check(str(URL(url)))
+        try:
+            async with session.get(URL(url), headers=headers, allow_redirects=False) as response:
+                location = response.headers.get("Location")
+                wait = retry_after(response.headers.get("Retry-After"))
+                return response.status, urljoin(url, location) if location else None, wait
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            raise TransientError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
+        except TimeoutError as exc:
+            raise TransientError(f"{shown}: no answer within {self._options.timeout} s") from exc
+        except aiohttp.ClientError as exc:
+            raise SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
+
+    async def get(
+        self, url: str, start: int, end: int | None, etag: str | None, shown: str
+    ) -> Answer:
+        """Bytes ``[start, end)`` (``0, None``: the whole file; fewer only where it ends)."""
+        whole = start == 0 and end is None
+        headers: dict[str, str] = {}
+        if not whole:
+            headers["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
+        if etag:
+            headers["If-Match"] = etag
+        async with self._request(url, headers, shown) as response:
+            status = response.status
+            if status == 206 and not whole:
+                first, last, total = _content_range(response, shown)
+                _check_range(first, last, total, start, end, shown)
+                body = await _body(response, shown)
+                if len(body) != last - first + 1:
+                    raise FramingError(
+                        f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
+                    )
+                return Answer(body, total, response.headers.get("ETag"), _final(response, url))
+            if status == 200 and whole:
+                body = await _body(response, shown)
+                length = response.content_length
+                if length is not None and len(body) != length:
+                    raise FramingError(
+                        f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
+                    )
+                return Answer(body, len(body), response.headers.get("ETag"), _final(response, url))
+            if status == 200:
+                raise SourceError(f"{shown}: the server ignored the Range header (200, not 206)")
+            raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
+        raise AssertionError("unreachable")
+
+    async def get_many(
+        self, url: str, ranges: list[tuple[int, int]], etag: str | None, shown: str
+    ) -> list[Answer] | None:
+        """Several ranges in one multi-range request; None when the server does not answer
+        with their parts (S3's 200 with the whole object: its body is never read)."""
+        spec = ",".join(f"{start}-{end - 1}" for start, end in ranges)
+        headers = {"Range": f"bytes={spec}"}
+        if etag:
+            headers["If-Match"] = etag
+        async with self._request(url, headers, shown) as response:
+            status = response.status
+            boundary = boundary_of(response.headers.get("Content-Type", ""))
+            if status == 206 and boundary is not None:
+                body = await _body(response, shown)
+                tag = response.headers.get("ETag")
+                parts = parse_byteranges(body, boundary, shown)
+                final = _final(response, url)
+                return [_part_for(parts, start, end, tag, final, shown) for start, end in ranges]
+            if status in (200, 206, 400, 416, 501):
+                # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
+                # reject multi-range requests (MinIO). Close without reading the body.
+                response.close()
+                return None
+            raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
+        raise AssertionError("unreachable")
+
+
+def _part_for(
+    parts: list[Part], start: int, end: int, etag: str | None, final: str | None, shown: str
+) -> Answer:
+    """The bytes of ``[start, end)`` from the part holding them (servers may merge ranges; a
+    part cut at the end of the file serves a range running past it)."""
+    for part in parts:
+        stop = part.start + len(part.data)
+        if part.start <= start and (end <= stop or (part.total is not None and stop == part.total)):
+            return Answer(part.data[start - part.start : end - part.start], part.total, etag, final)
+    raise FramingError(f"{shown}: no part of the multipart answer holds bytes {start}-{end - 1}")
+
+
+def _final(response: aiohttp.ClientResponse, asked: str) -> str | None:
+    final = str(response.url)
+    return None if final == asked or final == str(URL(asked)) else final
+
+
+async def _body(response: aiohttp.ClientResponse, shown: str) -> bytes:
+    try:
+        return await response.read()
+    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+        raise TransientError(f"{shown}: body cut short: {type(exc).__name__}") from exc
+
+
+def _content_range(response: aiohttp.ClientResponse, shown: str) -> tuple[int, int, int | None]:
+    header = response.headers.get("Content-Range", "")
+    match = _CONTENT_RANGE.match(header.strip())
+    if match is None:
+        raise FramingError(f"{shown}: 206 answer with an unusable Content-Range {header[:80]!r}")
+    total = None if match[3] == "*" else int(match[3])
+    return int(match[1]), int(match[2]), total
+
+
+def _check_range(
+    first: int, last: int, total: int | None, start: int, end: int | None, shown: str
+) -> None:
+    """The server may stop early only at the end of the file."""
+    at_end = total is not None and last == total - 1
+    if (
+        first != start
+        or last < first
+        or (end is None and not at_end)
+        or (end is not None and last != end - 1 and not (last < end - 1 and at_end))
+    ):
+        raise FramingError(
+            f"{shown}: the server answered Content-Range bytes {first}-{last}/{total}, "
+            "not the range asked for"
+        )
+
+
+def _said(exc: BaseException) -> str:
+    """What an aiohttp error says, with any URL in it redacted."""
+    return " ".join(redact(word) if "://" in word else word for word in str(exc).split())
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,75 @@
+"""What reading has cost so far (``store.stats``), so users and benchmarks see a read's price."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+
+__all__ = ["StatsSnapshot", "StoreStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """Counters at one moment; subtract two snapshots to get the cost of what ran in between."""
+
+    requests: int = 0
+    """Physical reads sent to sources (HTTP requests, local file reads, index chunks)."""
+    bytes: int = 0
+    """Bytes received from sources."""
+    merged_requests: int = 0
+    """Requests that served more than one chunk."""
+    merged_chunks: int = 0
+    """Chunks served by merged requests."""
+    cache_hits: int = 0
+    """Reads answered by the local or in-memory cache."""
+    index_chunk_reads: int = 0
+    """Chunk-index chunks fetched (each also counts as a request)."""
+    retries: int = 0
+    """Requests sent again after a transient failure."""
+    url_resolutions: int = 0
+    """DANDI (or ``resolve_url``) resolutions of a URL to the one actually read."""
+    rounds: int = 0
+    """Sequential rounds: calls asking for many ranges at once (``read_many``) that sent any."""
+
+    def __sub__(self, other: StatsSnapshot) -> StatsSnapshot:
+        return StatsSnapshot(
+            **{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)}
+        )
+
+
+class StoreStats:
+    """Thread-safe counters shared by every event loop that reads through one store."""
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys((f.name for f in fields(StatsSnapshot)), 0)
+
+    def add(self, **increments: int) -> None:
+        with self._lock:
+            for name, value in increments.items():
+                self._counts[name] += value
+
+    def snapshot(self) -> StatsSnapshot:
+        with self._lock:
+            return StatsSnapshot(**self._counts)
+
+    def reset(self) -> None:
+        with self._lock:
+            for name in self._counts:
+                self._counts[name] = 0
+
+    def __getattr__(self, name: str) -> int:
+        try:
+            counts = object.__getattribute__(self, "_counts")
+        except AttributeError:
+            raise AttributeError(name) from None
+        if name in counts:
+            return counts[name]  # type: ignore[no-any-return]
+        raise AttributeError(name)
+
+    def __repr__(self) -> str:
+        snapshot = self.snapshot()
+        inner = ", ".join(f"{f.name}={getattr(snapshot, f.name)}" for f in fields(snapshot))
+        return f"StoreStats({inner})"

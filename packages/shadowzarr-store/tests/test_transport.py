@@ -1,0 +1,412 @@
+"""The one transport against nginx, the project's proxy and hostile locations."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import http.server
+import json
+import os
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import zarr
+from shadowzarr_spec import (
+    SourceAccessError,
+    SourceChangedError,
+    SourceError,
+    SourceInfo,
+    SourceNotFoundError,
+)
+from shadowzarr_testing import FaultRule
+
+from shadowzarr_store import RfsStore, load_rfs
+from shadowzarr_store.transport import (
+    AccessPolicy,
+    RangeSource,
+    SourceTimeoutError,
+    Transport,
+    TransportOptions,
+    redact,
+    run_blocking,
+)
+from shadowzarr_store.transport.dandi import token_header
+
+if TYPE_CHECKING:
+    from shadowzarr_testing import LatencyProxy, NginxServer
+
+pytestmark = pytest.mark.network
+
+WORKSPACE = Path(__file__).resolve().parents[3]
+NETWORK_MODULES = ("aiohttp", "requests", "urllib.request", "urllib.error", "http.client")
+NETWORK_MODULES += ("obstore", "httpx", "urllib3", "yarl")
+TRANSPORT = WORKSPACE / "packages/shadowzarr-store/src/shadowzarr_store/transport"
+
+
+def _read(url: str, start: int, end: int | None, **options: object) -> bytes:
+    async def go() -> bytes:
+        transport = Transport(TransportOptions(**options))  # type: ignore[arg-type]
+        try:
+            return (await transport.read(url, start, end)).data
+        finally:
+            await transport.aclose()
+
+    return run_blocking(go())
+
+
+def test_http_is_made_only_inside_the_transport() -> None:
+    """No package but the transport imports an HTTP or object-store client (the test server
+    machinery of shadowzarr-testing and the demo's range *server* are not clients)."""
+    offenders = []
+    for path in sorted(WORKSPACE.glob("packages/*/src/**/*.py")):
+        if TRANSPORT in path.parents or "shadowzarr-testing" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            for name in names:
+                if any(name == m or name.startswith(m + ".") for m in NETWORK_MODULES):
+                    offenders.append(f"{path.relative_to(WORKSPACE)}:{node.lineno}: {name}")
+    assert offenders == []
+    spec = WORKSPACE / "packages/shadowzarr-spec/src"
+    assert not [p for p in spec.rglob("*.py") if "urllib.request" in p.read_text()]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://host/public-secret/x",
+        "http://host/public/../private/x",
+        "http://host/public/%2e%2e/private/x",
+        "http://host/public/%2E%2E/private/x",
+        "http://host/public/./../private",
+        "http://host/public%2f..%2fprivate/x",
+        "http://host:8080/public/x",
+        "https://host/public/x",
+        "http://other/public/x",
+        "http://host@evil/public/x",
+        "ws://host/public/x",
+        "ftp://host/public/x",
+        "gopher://host/public/x",
+        "unix:///var/run/x.sock",
+        "s3://host/public/x",
+    ],
+)
+def test_allow_list_bypasses_are_refused(url: str) -> None:
+    policy = AccessPolicy.of(("http://host/public",), allow_local_files=False)
+    with pytest.raises(SourceAccessError):
+        policy.check(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://host/public",
+        "http://host/public/x",
+        "http://HOST:80/public/a/../b",
+        "http://host/public/%78",
+        "http://user:pw@host/public/x",
+    ],
+)
+def test_allow_list_admits_whole_segments(url: str) -> None:
+    AccessPolicy.of(("http://host/public",), allow_local_files=False).check(url)
+
+
+def test_object_store_prefixes_and_redirects() -> None:
+    policy = AccessPolicy.of(("s3://bucket/data/",), allow_local_files=True)
+    policy.check("s3://bucket/data/a.h5")
+    for refused in ("s3://bucket/datab/x", "s3://other/data/x", "gs://bucket/data/x"):
+        with pytest.raises(SourceAccessError):
+            policy.check(refused)
+    for hop in ("file:///etc/passwd", "unix:///tmp/s", "/etc/passwd", "s3://bucket/data/x"):
+        with pytest.raises(SourceAccessError, match="redirect"):
+            policy.check_redirect(hop)
+
+
+def test_refused_before_any_request(nginx: NginxServer, nginx_root: Path) -> None:
+    (nginx_root / "public").mkdir()
+    (nginx_root / "private").mkdir()
+    (nginx_root / "private" / "x.bin").write_bytes(b"secret")
+    allowed = (nginx.url("public"),)
+    for url in (nginx.url("public/../private/x.bin"), nginx.url("public/%2e%2e/private/x.bin")):
+        with pytest.raises(SourceAccessError):
+            _read(url, 0, 4, allowed_urls=allowed)
+    with pytest.raises(SourceAccessError):
+        _read(nginx.url("public-secret/x"), 0, 4, allowed_urls=allowed)
+    assert nginx.count() == 0
+
+
+def test_relative_sources_of_remote_references_are_resolved_before_the_check(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    (nginx_root / "public").mkdir()
+    (nginx_root / "private.bin").write_bytes(b"\1" * 8)
+    meta = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [8],
+        "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "bytes"}],
+    }
+    refs = json.dumps(
+        {
+            "version": 1,
+            "refs": {
+                "zarr.json": json.dumps({"zarr_format": 3, "node_type": "group"}),
+                "x/zarr.json": json.dumps(meta),
+                "x/c/0": ["../private.bin", 0, 8],
+            },
+        }
+    )
+    (nginx_root / "public" / "refs.json").write_text(refs)
+    store = RfsStore(nginx.url("public/refs.json"), allowed_urls=[nginx.url("public/")])
+    with pytest.raises(SourceAccessError):
+        zarr.open_array(store, path="x", mode="r")[:]
+    assert [e.uri for e in nginx.entries()] == ["/public/refs.json"]
+
+
+def test_a_trickling_server_hits_the_deadline(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    (nginx_root / "slow.bin").write_bytes(os.urandom(100))
+    proxy: LatencyProxy = make_proxy(nginx.url(""), faults=FaultRule("trickle", stall_seconds=0.5))
+    started = time.monotonic()
+    with pytest.raises(SourceTimeoutError, match="deadline"):
+        _read(proxy.url("slow.bin"), 0, 100, deadline=2.0, timeout=1.0)
+    assert time.monotonic() - started < 3.5
+    assert isinstance(SourceTimeoutError("x"), TimeoutError | SourceError)
+
+
+def test_a_server_ignoring_if_match_is_caught_by_the_etag(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    (nginx_root / "f.bin").write_bytes(b"a" * 4096)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), faults=FaultRule("ignore_if_match"))
+    url = proxy.url("f.bin")
+    with RangeSource(url) as source:
+        assert source.fetch_many([(0, 10)]) == [b"a" * 10]
+        etag = source.etag
+        assert etag
+        time.sleep(1.1)  # nginx's ETag holds the mtime in seconds
+        nginx.write_file("f.bin", b"b" * 4096)  # same size, new ETag
+        with pytest.raises(SourceChangedError, match="ETag"):
+            source.fetch_many([(100, 10)])
+    sent = [e for e in proxy.log if e["range"] == "bytes=100-109"]
+    assert sent
+    assert all(e["headers"].get("if-match") == etag for e in sent)
+    assert all(e["status"] == 206 for e in sent)  # the server did not refuse: we did
+
+
+def test_a_short_body_is_retried_not_a_changed_source(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    data = os.urandom(50_000)
+    (nginx_root / "f.bin").write_bytes(data)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), faults=FaultRule("truncate", times=2))
+    info = SourceInfo(size=len(data))
+    transport = Transport(TransportOptions(backoff=0))
+
+    async def go() -> bytes:
+        try:
+            return (await transport.read(proxy.url("f.bin"), 100, 40_100, expect=info)).data
+        finally:
+            await transport.aclose()
+
+    assert run_blocking(go()) == data[100:40_100]
+    assert transport.stats.snapshot().retries == 2
+
+
+def test_s3_like_server_is_noticed_once_and_its_body_never_read(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    data = os.urandom(4_000_000)
+    (nginx_root / "big.bin").write_bytes(data)
+    # A bandwidth cap, so that what the proxy pushes before the client hangs up is measurable.
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3", bandwidth=20e6)
+    ranges = [(i * 200_000, 100) for i in range(10)]
+    with RangeSource(proxy.url("big.bin"), max_gap=0) as source:
+        assert source.fetch_many(ranges) == [data[o : o + n] for o, n in ranges]
+        assert source.fetch_many(ranges[:5]) == [data[o : o + n] for o, n in ranges[:5]]
+    proxy.wait_idle()
+    several = [e for e in proxy.log if e["range"] and "," in e["range"]]
+    assert len(several) == 1  # asked once per source
+    assert several[0]["status"] == 200
+    assert proxy.bytes_sent() < len(data) / 4  # the whole object was not downloaded
+    assert len([e for e in proxy.log if e["range"] and "," not in e["range"]]) == 15
+
+
+def test_multi_range_server_answers_many_ranges_per_request(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    data = os.urandom(2_000_000)
+    (nginx_root / "blob.bin").write_bytes(data)
+    ranges = [(i * 9_973, 100 + i) for i in range(200)]
+    with RangeSource(nginx.url("blob.bin"), max_gap=0) as source:
+        assert source.fetch_many(ranges) == [data[o : o + n] for o, n in ranges]
+        assert source.stats.requests == nginx.count("GET") == 2
+        assert source.stats.rounds == 1
+        tail = [(1_000, 10), (500_000, 10), (1_999_990, 100)]  # past the end too
+        assert source.fetch_many(tail) == [data[o : o + n] for o, n in tail]
+    assert source.transport.multi_range_known(nginx.url("blob.bin")) is True
+
+
+def test_dandi_token_never_goes_over_plain_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SZ_TOKEN", "t0ken")
+    assert token_header("http://api.example.org/api/assets/a/download/", "SZ_TOKEN") == {}
+    assert token_header("https://api.example.org/api/assets/a/download/", "SZ_TOKEN") == {
+        "Authorization": "token t0ken"
+    }
+    # This machine: the request never leaves it.
+    assert token_header("http://127.0.0.1:8000/api/assets/a/download/", "SZ_TOKEN")
+    monkeypatch.delenv("SZ_TOKEN")
+    assert token_header("https://api.example.org/api/", "SZ_TOKEN") == {}
+
+
+def test_a_password_in_a_url_never_reaches_a_message(
+    nginx: NginxServer, nginx_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret_url = nginx.url("missing.bin").replace("://", "://reader:hunter2@")
+    assert "hunter2" not in redact(secret_url)
+    assert "hunter2" not in redact(secret_url + "?X-Amz-Signature=abc&sig=hunter2")
+    with pytest.raises(SourceNotFoundError) as caught:
+        _read(secret_url, 0, 10)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "hunter2" not in shown
+    assert "missing.bin" in shown
+    with pytest.raises(SourceAccessError) as refused:
+        _read(secret_url.replace("http://", "ws://"), 0, 10)
+    assert "hunter2" not in str(refused.value)
+    assert "hunter2" not in caplog.text
+    transport = Transport(TransportOptions(storage_options={"secret_access_key": "hunter2"}))
+    assert "hunter2" not in repr(transport.options)
+
+
+def test_the_user_headers_go_with_the_first_request(
+    nginx: NginxServer, nginx_root: Path, make_proxy
+) -> None:
+    (nginx_root / "f.bin").write_bytes(b"x" * 100)
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    headers = {proxy.url(""): {"Authorization": "Bearer abc"}}
+    assert _read(proxy.url("f.bin"), 0, 10, headers=headers) == b"x" * 10
+    assert proxy.log[0]["headers"]["authorization"] == "Bearer abc"
+
+
+async def test_sessions_per_loop_and_concurrent_reads(nginx: NginxServer, nginx_root: Path) -> None:
+    data = os.urandom(100_000)
+    (nginx_root / "d.bin").write_bytes(data)
+    transport = Transport()
+    answers = await asyncio.gather(
+        *(transport.read(nginx.url("d.bin"), i * 1000, i * 1000 + 10) for i in range(50))
+    )
+    assert [a.data for a in answers] == [data[i * 1000 : i * 1000 + 10] for i in range(50)]
+    await transport.aclose()
+
+
+def test_local_identity_catches_a_same_size_rewrite(tmp_path: Path) -> None:
+    path = tmp_path / "data.bin"
+    values = np.arange(10_000, dtype="<i4")
+    path.write_bytes(values.tobytes())
+    with RangeSource(path) as source:
+        info = source.info
+    assert info.size == values.nbytes
+    assert info.mtime_ns
+    assert info.sample_hash
+    document = {
+        "version": 1,
+        "refs": {
+            "zarr.json": '{"zarr_format":3,"node_type":"group"}',
+            "v/zarr.json": (
+                '{"zarr_format":3,"node_type":"array","shape":[10000],"data_type":"int32",'
+                '"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[1000]}},'
+                '"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},'
+                '"fill_value":0,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}]}'
+            ),
+            **{f"v/c/{i}": [str(path), i * 4000, 4000] for i in range(10)},
+        },
+        "sources": {str(path): info.to_json()},
+    }
+    np.testing.assert_array_equal(
+        zarr.open_array(RfsStore(load_rfs(document)), path="v")[:], values
+    )
+    # A copy (new mtime, same bytes) still reads.
+    os.utime(path, ns=(info.mtime_ns + 5_000_000_000, info.mtime_ns + 5_000_000_000))
+    np.testing.assert_array_equal(
+        zarr.open_array(RfsStore(load_rfs(document)), path="v")[:], values
+    )
+    # A rewrite of the same size is caught, however the bytes were asked for.
+    path.write_bytes(values[::-1].tobytes())
+    with pytest.raises(SourceChangedError, match="rewritten"):
+        zarr.open_array(RfsStore(load_rfs(document)), path="v")[:]
+
+
+@contextmanager
+def _server(seen: list[tuple[str, str | None]], redirects: dict[str, str]) -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((f"{self.server.server_port}{self.path}", self.headers.get("X-Key")))
+            target = redirects.get(self.path.removesuffix("/refs.json"))
+            if target is not None:
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.end_headers()
+                return
+            body = b'{"version": 1, "refs": {}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_reference_file_headers_follow_redirects_within_their_prefix_only() -> None:
+    """A reference file at a URL is read by the transport: the caller's headers go to their
+    own prefix, along a redirect within it, never along one to another origin."""
+    seen: list[tuple[str, str | None]] = []
+    with (
+        _server(seen, {}) as other,
+        _server(seen, {"/same": "/refs.json", "/away": other + "/refs.json"}) as home,
+    ):
+        headers = {home: {"X-Key": "secret"}}
+        assert load_rfs(home + "/same/refs.json", headers=headers).refs == {}
+        assert load_rfs(home + "/away/refs.json", headers=headers).refs == {}
+    home_port = home.rsplit(":", 1)[1]
+    other_port = other.rsplit(":", 1)[1]
+    assert (f"{home_port}/same/refs.json", "secret") in seen
+    assert (f"{home_port}/refs.json", "secret") in seen  # a redirect on the same origin keeps it
+    assert (f"{other_port}/refs.json", None) in seen  # another port is another origin: dropped
+    assert all(key is None for where, key in seen if where.startswith(other_port))
+
+
+@pytest.mark.parametrize("target", ["file:///etc/passwd", "unix:///run/x.sock", "ws://h/x"])
+def test_a_redirect_to_another_scheme_is_refused_with_our_error(target: str) -> None:
+    seen: list[tuple[str, str | None]] = []
+    with (
+        _server(seen, {"/hop": target}) as home,
+        pytest.raises(SourceAccessError, match="redirect"),
+    ):
+        load_rfs(home + "/hop/refs.json")
+    assert len(seen) == 1  # the hop itself, nothing after it

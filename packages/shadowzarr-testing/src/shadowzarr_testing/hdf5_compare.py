@@ -1,0 +1,281 @@
+"""Compare an HDF5 file, as its native reader sees it, with the references made for it.
+
+Every dataset is read by h5py (hdf5plugin's filters loaded) and by zarr through the references,
+and compared in the representation the unified convention gives it (strings, object and region
+references, variable-length sequences, raw records, compounds, numbers bit for bit). Every
+attribute is compared too, as h5py gives it, or, for netCDF-4 files, as h5netcdf gives it (one-
+element arrays as scalars, bookkeeping left out). A dataset the references record as
+unsupported is checked against its outcome: inlined values must equal, an omitted one must be
+absent. Imported by tests only (h5py, hdf5plugin and shadowzarr-spec are in the dev group).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shadowzarr_testing.compare import assert_array_equal_exact
+
+__all__ = ["Hdf5Comparison", "compare_hdf5"]
+
+RESERVED = frozenset(
+    {
+        "_DTYPE", "_REFERENCE_FIELDS", "_LINKS", "_ENUM", "_VLEN_DTYPE", "_STRUCTURED_DTYPE",
+        "zarr_conventions",
+    }
+)  # fmt: skip
+NETCDF_BOOKKEEPING = frozenset(
+    {"_Netcdf4Dimid", "_Netcdf4Coordinates", "_NCProperties", "_nc3_strict", "CLASS", "NAME",
+     "DIMENSION_LIST", "REFERENCE_LIST", "_FillValue"}
+)  # fmt: skip
+_PLACEHOLDER = "This is a netCDF dimension but not a netCDF variable"
+
+
+@dataclass
+class Hdf5Comparison:
+    """What a comparison looked at."""
+
+    datasets: list[str] = field(default_factory=list)
+    """Datasets compared value by value (referenced, or inlined by the policy)."""
+    outcomes: dict[str, str] = field(default_factory=dict)
+    """Path → "omitted" or "inlined", for the datasets the references call unsupported."""
+    attributes: int = 0
+
+
+def compare_hdf5(path: Any, root: Any, rfs: Any) -> Hdf5Comparison:
+    """Assert that every dataset and attribute of the file at ``path`` reads the same through
+    the zarr group ``root`` opened on ``rfs`` (or is recorded unsupported, as checked)."""
+    import h5py
+    import hdf5plugin  # noqa: F401 - registers the filters h5py needs to read the file
+
+    result = Hdf5Comparison()
+    with h5py.File(path, "r") as f:
+        netcdf = "_NCProperties" in f.attrs
+        objects: list[tuple[str, Any]] = []
+
+        def collect(name: str, obj: Any) -> None:
+            objects.append((name, obj))
+
+        f.visititems(collect)
+        _compare_attributes(f, root, netcdf, result)
+        for name, obj in objects:
+            if isinstance(obj, h5py.Group):
+                _compare_attributes(obj, root[name], netcdf, result)
+                continue
+            if not isinstance(obj, h5py.Dataset):
+                continue
+            if netcdf and _is_placeholder(obj):
+                assert name not in root, f"{name}: a netCDF placeholder dimension"
+                continue
+            unsupported = rfs.unsupported.get(name)
+            if unsupported is not None:
+                result.outcomes[name] = unsupported.outcome
+                assert unsupported.reason, name
+                if unsupported.outcome == "omitted":
+                    assert name not in root, f"{name} is omitted but in the references"
+                    continue
+            array = root[name]
+            _compare_values(f, obj, array, root, name)
+            _compare_attributes(obj, array, netcdf, result)
+            result.datasets.append(name)
+    return result
+
+
+def _is_placeholder(dataset: Any) -> bool:
+    label = dataset.attrs.get("NAME")
+    if isinstance(label, bytes | np.bytes_):
+        label = bytes(label).decode("utf-8", "replace")
+    return isinstance(label, str) and label.startswith(_PLACEHOLDER)
+
+
+def _compare_values(f: Any, dataset: Any, array: Any, root: Any, name: str) -> None:
+    import h5py
+
+    dtype = dataset.dtype
+    if dataset.shape is None:
+        assert array.shape == (0,), name
+        return
+    expected = dataset[()]
+    actual = array[...] if array.ndim else array[()]
+    if array.shape != dataset.shape and array.ndim == dataset.ndim:
+        # a netCDF variable on a longer unlimited dimension: the rest reads as its fill value
+        assert "_NCProperties" in f.attrs, f"{name}: shape {array.shape} != {dataset.shape}"
+        fill = "" if h5py.check_string_dtype(dtype) is not None else dataset.fillvalue
+        grown = np.full(array.shape, fill, dtype=object if isinstance(fill, str) else dtype)
+        grown[tuple(slice(0, n) for n in dataset.shape)] = expected
+        expected = grown
+    if np.asarray(actual).dtype.kind == "S":  # netCDF char arrays stay bytes
+        assert np.asarray(actual).tobytes() == np.asarray(expected).tobytes(), name
+        return
+    if h5py.check_string_dtype(dtype) is not None:
+        want = [_text(v) for v in np.asarray(expected, dtype=object).ravel()]
+        assert [str(v) for v in np.asarray(actual, dtype=object).ravel()] == want, name
+        return
+    if h5py.check_ref_dtype(dtype) is h5py.RegionReference:
+        from shadowzarr_spec.region_references import region_references
+
+        for ours, ref in zip(region_references(actual).ravel(), np.ravel(expected), strict=True):
+            assert ours.path == (f[ref].name if ref else ""), name
+            if ref:
+                assert_array_equal_exact(ours.apply(root[ours.path.lstrip("/")]), f[ref][ref])
+        return
+    if h5py.check_ref_dtype(dtype) is not None:
+        want = [f[r].name if r else "" for r in np.ravel(expected)]
+        assert [str(v) for v in np.asarray(actual, dtype=object).ravel()] == want, name
+        return
+    if h5py.check_vlen_dtype(dtype) is not None:
+        from shadowzarr_spec.hdf5_types import as_sequences
+
+        got = as_sequences(actual, array.attrs)
+        for index, want in np.ndenumerate(np.asarray(expected, dtype=object)):
+            assert_array_equal_exact(got[index], np.asarray(want), f"{name}{index}")
+        return
+    if "_STRUCTURED_DTYPE" in array.attrs:
+        from shadowzarr_spec.hdf5_types import as_structured
+
+        records = as_structured(actual, array.attrs)
+        assert records.dtype == dtype, name
+        assert records.tobytes() == np.asarray(expected).tobytes(), name
+        return
+    if dtype.names is not None:
+        _compare_records(f, np.asarray(actual), np.asarray(expected), name)
+        return
+    expected = np.asarray(expected)
+    native = expected.dtype.newbyteorder("=") if expected.dtype.itemsize > 1 else expected.dtype
+    if expected.dtype.kind in "biufc":
+        expected = expected.astype(native)
+    assert_array_equal_exact(np.asarray(actual).reshape(expected.shape), expected, name)
+
+
+def _compare_records(f: Any, actual: np.ndarray, expected: np.ndarray, name: str) -> None:
+    import h5py
+
+    for field_name in expected.dtype.names or ():
+        field_dtype = expected.dtype.fields[field_name][0]  # type: ignore[index]
+        got, want = actual[field_name], expected[field_name]
+        what = f"{name}[{field_name}]"
+        if h5py.check_ref_dtype(field_dtype) is not None:
+            assert [str(v) for v in got.ravel()] == [f[r].name if r else "" for r in want.ravel()]
+        elif h5py.check_string_dtype(field_dtype) is not None:
+            assert [str(v) for v in got.ravel()] == [_text(v) for v in want.ravel()], what
+        elif field_dtype.names is not None:
+            _compare_records(f, got, want, what)
+        else:
+            assert_array_equal_exact(got, want.astype(got.dtype), what)
+
+
+def _compare_attributes(obj: Any, node: Any, netcdf: bool, result: Hdf5Comparison) -> None:
+    from shadowzarr_spec import decode_attributes
+
+    actual = {k: v for k, v in decode_attributes(dict(node.attrs)).items() if k not in RESERVED}
+    if netcdf:
+        actual.pop("_FillValue", None)  # stored as xarray's Zarr backend reads it: checked there
+        expected = _netcdf_attributes(obj)
+    else:
+        expected = {
+            key: _expected_attribute(obj.attrs[key], obj.file)
+            for key in obj.attrs
+            if key not in ("DIMENSION_LIST", "REFERENCE_LIST")
+        }
+    assert _same(actual, expected), f"{obj.name}: {actual} != {expected}"
+    result.attributes += len(expected)
+
+
+def _netcdf_attributes(obj: Any) -> dict[str, Any]:
+    """The attributes as h5netcdf gives them (the netCDF reader xarray uses)."""
+    import h5netcdf
+
+    with h5netcdf.File(obj.file.filename, "r") as nc:
+        target = nc if obj.name == "/" else nc[obj.name]
+        return {
+            key: _plain(value)
+            for key, value in target.attrs.items()
+            if key not in NETCDF_BOOKKEEPING
+        }
+
+
+def _expected_attribute(value: Any, f: Any) -> Any:
+    import h5py
+
+    if isinstance(value, h5py.Empty):
+        return None
+    if isinstance(value, h5py.RegionReference):
+        return {"_REGION_REFERENCE": {"source": ".", "path": f[value].name if value else ""}}
+    if isinstance(value, h5py.Reference):
+        return {"_REFERENCE": {"source": ".", "path": f[value].name if value else ""}}
+    if isinstance(value, np.ndarray | np.void) and value.dtype.names is not None:
+        array = np.asarray(value)
+        names = array.dtype.names or ()
+        rows = [{n: _expected_attribute(r[n], f) for n in names} for r in array.ravel()]
+        return rows[0] if array.ndim == 0 else rows
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "OSc":
+            flat = [_expected_attribute(v, f) for v in value.ravel()]
+            return _nested(flat, value.shape)
+        if value.dtype.kind == "V":
+            return _nested([bytes(v) for v in value.ravel()], value.shape)
+        return value.tolist()
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes | np.bytes_):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(value)
+    if isinstance(value, np.void):
+        return bytes(value)
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()] if value.ndim else _plain(value[()])
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.complexfloating | complex):
+        return complex(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _nested(flat: list[Any], shape: tuple[int, ...]) -> Any:
+    if len(shape) <= 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            return False
+        if "_REGION_REFERENCE" in expected:  # the selection is checked where it is read
+            return bool(
+                actual["_REGION_REFERENCE"]["path"] == expected["_REGION_REFERENCE"]["path"]
+            )
+        return all(_same(actual[k], expected[k]) for k in expected)
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(_same(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    if isinstance(expected, float) and math.isnan(expected):
+        return isinstance(actual, float) and math.isnan(actual)
+    if isinstance(expected, complex) and (math.isnan(expected.real) or math.isnan(expected.imag)):
+        return isinstance(actual, complex) and str(actual) == str(expected)
+    if isinstance(actual, int | float) and not isinstance(actual, bool):
+        return isinstance(expected, int | float) and actual == expected  # 1 == 1.0: numbers
+    return type(actual) is type(expected) and actual == expected
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | np.bytes_):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    return str(value)

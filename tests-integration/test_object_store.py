@@ -1,0 +1,144 @@
+"""s3:// sources, references, open_array addresses and materialize, against moto's real S3
+server on loopback: anonymous (a public bucket) and with credentials (passed in, or from the
+environment), and a replaced object detected by its ETag."""
+
+from __future__ import annotations
+
+import traceback
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+import pytest
+import zarr
+from shadowzarr import open_array
+from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_spec import SourceAccessError, SourceChangedError, write_rfs
+from shadowzarr_store import materialize, open_rfs
+from shadowzarr_testing import assert_array_equal_exact
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadowzarr_testing import MotoS3
+
+pytestmark = pytest.mark.network
+
+
+def _h5(path: Path, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    values = {
+        "x": rng.integers(0, 1000, size=(300, 40), dtype="<i4"),
+        "group/y": rng.standard_normal(5000).astype("<f8"),
+    }
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=values["x"], chunks=(50, 40), compression="gzip")
+        f.create_dataset("group/y", data=values["group/y"], chunks=(1000,))
+    return values
+
+
+@pytest.fixture
+def bucket(
+    moto_s3: MotoS3, s3_bucket_name: str, tmp_path: Path
+) -> tuple[str, dict[str, np.ndarray]]:
+    """A private bucket holding file.h5."""
+    moto_s3.create_bucket(s3_bucket_name)
+    values = _h5(tmp_path / "file.h5")
+    moto_s3.put(s3_bucket_name, "data/file.h5", (tmp_path / "file.h5").read_bytes())
+    return s3_bucket_name, values
+
+
+def test_generate_open_and_replace_with_credentials(
+    moto_s3: MotoS3, bucket: tuple[str, dict[str, np.ndarray]], tmp_path: Path
+) -> None:
+    name, values = bucket
+    url = f"s3://{name}/data/file.h5"
+    options = moto_s3.storage_options()
+    rfs = generate_rfs(url, storage_options=options, progress=False)
+    assert rfs.sources[url].etag
+    assert rfs.sources[url].size
+    group = open_rfs(rfs, storage_options=options)
+    for path, expected in values.items():
+        assert_array_equal_exact(group[path][:], expected, path)
+
+    # References stored in the bucket, opened by their s3:// URL.
+    write_rfs(rfs, tmp_path / "refs.shadowzarr")
+    moto_s3.upload_tree(name, "refs/file.shadowzarr", tmp_path / "refs.shadowzarr")
+    remote = open_rfs(f"s3://{name}/refs/file.shadowzarr", storage_options=options)
+    assert_array_equal_exact(remote["x"][:], values["x"], "x through s3 references")
+
+    # Without credentials the private bucket refuses, with our error type.
+    with pytest.raises(SourceAccessError):
+        open_rfs(rfs, storage_options=moto_s3.storage_options(anonymous=True))["x"][:]
+
+    # The object replaced (same size, other bytes): the recorded ETag no longer matches.
+    other = tmp_path / "other.h5"
+    _h5(other, seed=1)
+    moto_s3.put(name, "data/file.h5", other.read_bytes())
+    with pytest.raises(SourceChangedError) as caught:
+        open_rfs(rfs, storage_options=options)["x"][:]
+    shown = "".join(traceback.format_exception(caught.value))
+    assert options["secret_access_key"] not in shown
+    assert options["secret_access_key"] not in repr(open_rfs(rfs, storage_options=options).store)
+
+
+def test_anonymous_public_bucket_and_open_array(
+    moto_s3: MotoS3, s3_bucket_name: str, tmp_path: Path
+) -> None:
+    moto_s3.create_bucket(s3_bucket_name, public=True)
+    values = _h5(tmp_path / "file.h5")
+    moto_s3.put(s3_bucket_name, "file.h5", (tmp_path / "file.h5").read_bytes())
+    anonymous = moto_s3.storage_options(anonymous=True)
+    array = open_array(
+        f"s3://{s3_bucket_name}/file.h5::/group/y",
+        storage_options=anonymous,
+        cache="none",
+        cache_dir=tmp_path / "cache",
+    )
+    assert_array_equal_exact(array[:], values["group/y"], "open_array over s3")
+    assert array.identity is not None
+    assert array.identity.etag
+
+
+def test_credentials_from_the_environment(
+    moto_s3: MotoS3,
+    bucket: tuple[str, dict[str, np.ndarray]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name, values = bucket
+    for variable, value in moto_s3.environment().items():
+        monkeypatch.setenv(variable, value)
+    rfs = generate_rfs(f"s3://{name}/data/file.h5", progress=False)
+    assert_array_equal_exact(open_rfs(rfs)["x"][:], values["x"], "x with AWS_* credentials")
+
+
+def test_materialize_from_and_to_s3(
+    moto_s3: MotoS3, bucket: tuple[str, dict[str, np.ndarray]], tmp_path: Path
+) -> None:
+    name, values = bucket
+    options = moto_s3.storage_options()
+    rfs = generate_rfs(f"s3://{name}/data/file.h5", storage_options=options, progress=False)
+    write_rfs(rfs, tmp_path / "refs.shadowzarr")
+    moto_s3.upload_tree(name, "refs/r.shadowzarr", tmp_path / "refs.shadowzarr")
+
+    local = tmp_path / "copy.zarr"
+    materialize(f"s3://{name}/refs/r.shadowzarr", local, storage_options=options)
+    assert_array_equal_exact(zarr.open_group(local, mode="r")["x"][:], values["x"], "to local")
+
+    report = materialize(rfs, f"s3://{name}/out.zarr", storage_options=options)
+    assert report.arrays
+    assert "out.zarr/zarr.json" in moto_s3.keys(name, "out.zarr")
+    from obstore.store import S3Store
+    from zarr.storage import ObjectStore
+
+    store = S3Store(
+        name,
+        prefix="out.zarr",
+        endpoint=moto_s3.endpoint,
+        region="us-east-1",
+        access_key_id=options["access_key_id"],
+        secret_access_key=options["secret_access_key"],
+        client_options={"allow_http": True},
+    )
+    written = zarr.open_group(ObjectStore(store, read_only=True), mode="r")
+    assert_array_equal_exact(written["group/y"][:], values["group/y"], "written to s3")
