@@ -2,7 +2,7 @@
 
 zarr-python writes each index here with its own choices (chunk shapes unlike ours, the last
 axis cut in two, zstd, gzip, no compressor, big-endian, transposed, ``v2`` keys, a fill value
-of 0 with empty chunks never written); every table must load equal to the one written (the
+of 0 with empty chunks never written, which is refused); every table must load equal to the one written (the
 store's reading of them: shadowzarr-store's ``test_index_arrays``). Compressed index chunks are
 checked before any native decoder runs: a Blosc index chunk claiming 512 MiB is refused from
 its header.
@@ -24,6 +24,7 @@ from shadowzarr_spec import (
     MISSING_CHUNK,
     ReferenceFormatError,
     RfsBuilder,
+    SourceNotFoundError,
     UnsupportedFeatureError,
     load_index_table,
     load_rfs,
@@ -100,15 +101,16 @@ def test_an_index_written_by_zarr_python_loads_equal(tmp_path: Path, writer: str
     np.testing.assert_array_equal(load_index_table(rfs, "a"), table)
 
 
-def test_missing_index_chunks_read_as_the_index_fill_value(tmp_path: Path) -> None:
-    """A fill value of 0 and chunks never written (all entries equal to it): (0, 0) entries."""
+def test_a_missing_index_chunk_is_an_error_not_the_fill_value(tmp_path: Path) -> None:
+    """Empty index chunks left unwritten (write_empty_chunks=False): refused, since a lost
+    file would otherwise read every chunk it covers as never written."""
     directory, table = _directory(tmp_path)
     sparse = np.zeros_like(table)
     sparse[:600] = table[:600]
     _rewrite_index(directory, sparse, 0, chunks=(600, 2))
-    assert len(list((directory / "index" / "a" / "c").rglob("0"))) >= 1
     assert not (directory / "index" / "a" / "c" / "5" / "0").exists()
-    np.testing.assert_array_equal(load_index_table(load_rfs(directory), "a"), sparse)
+    with pytest.raises(SourceNotFoundError, match="chunk c/1/0 is missing"):
+        load_index_table(load_rfs(directory), "a")
 
 
 def test_a_blosc_index_chunk_claiming_512_mib_is_refused_from_its_header(tmp_path: Path) -> None:

@@ -44,7 +44,6 @@ __all__ = [
     "UnsafePathError",
     "UnsupportedDatasetWarning",
     "UnsupportedFeatureError",
-    "redact_credentials",
 ]
 
 

@@ -11,7 +11,8 @@ size and its frame checked before a native decoder sees it (`check_blosc_frame`,
 `zstd_decoded_bound`). Supported: the ``bytes`` serializer (either byte order), ``transpose``,
 and at most one of ``blosc``, ``zstd``, ``gzip``, ``numcodecs.zlib``, ``numcodecs.lz4``; a
 sharded or otherwise encoded index is refused by name. A decoded index chunk may hold at most
-:data:`MAX_INDEX_CHUNK_BYTES`.
+:data:`MAX_INDEX_CHUNK_BYTES`. Every index chunk must exist: a missing one is an error, never the
+fill value (which would read every data chunk it covers as never written if a file were lost).
 """
 
 from __future__ import annotations

@@ -111,8 +111,8 @@ def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
         key = layout.chunk_key(block)
         try:
             data = (root / key).read_bytes()
-        except FileNotFoundError:
-            continue
+        except FileNotFoundError as exc:  # never the fill value: a lost file would read as such
+            raise SourceNotFoundError(f"{where}: its chunk {key} is missing") from exc
         except OSError as exc:
             raise SourceError(f"{where}: cannot read chunk {key}: {exc.strerror or exc}") from exc
         values = layout.decode(data, f"{where}, chunk {key}")

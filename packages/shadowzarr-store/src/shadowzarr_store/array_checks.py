@@ -7,8 +7,8 @@ few hundred bytes cannot push the reader past:
 
 - a decoded chunk holds at most ``max_chunk_bytes`` (a store option, 2 GiB by default; an
   element of variable size counts as :data:`OBJECT_ELEMENT_BYTES`);
-- a chunk grid has at most :data:`MAX_GRID_CHUNKS` chunks and at most :data:`MAX_DIMENSIONS`
-  dimensions;
+- an array has at most :data:`MAX_DIMENSIONS` dimensions (its grid may be huge: nothing walks
+  a grid, listing and copying follow the references, see `GenEntry.keys_in_grid`);
 - every codec is one whose decoder the store checks (`shadowzarr_store.codec_policy`).
 
 Then each chunk of a compressed (or otherwise encoded) array is decoded once before zarr sees
@@ -46,20 +46,19 @@ from zarr.errors import UnknownCodecError
 from shadowzarr_store.codec_policy import CodecRole, codec_role, compressed_bound
 from shadowzarr_store.decode_limits import Layer, decode_layer, variable_bound
 from shadowzarr_store.image_headers import image_size
+from shadowzarr_store.missing_codecs import is_stand_in
 
 if TYPE_CHECKING:
     from zarr.abc.codec import ArrayArrayCodec, ArrayBytesCodec, Codec
 
 __all__ = [
     "MAX_DIMENSIONS",
-    "MAX_GRID_CHUNKS",
     "METADATA_ERRORS",
     "OBJECT_ELEMENT_BYTES",
     "ArrayChecks",
     "ShardFormat",
 ]
 
-MAX_GRID_CHUNKS: Final = 2**32
 MAX_DIMENSIONS: Final = 32
 OBJECT_ELEMENT_BYTES: Final = 64
 """What one element of variable size (a string, an object) costs at least once decoded."""
@@ -129,14 +128,6 @@ class ArrayChecks:
         if len(chunk_shape) > MAX_DIMENSIONS:
             raise UnsupportedFeatureError(
                 f"array {path!r} has {len(chunk_shape)} dimensions, more than {MAX_DIMENSIONS}"
-            )
-        chunks = math.prod(
-            math.ceil(s / c) for s, c in zip(metadata.shape, chunk_shape, strict=True)
-        )
-        if chunks > MAX_GRID_CHUNKS:
-            raise UnsupportedFeatureError(
-                f"array {path!r} has {chunks} chunks, more than the {MAX_GRID_CHUNKS} an array "
-                "of references may have"
             )
         elements = math.prod(chunk_shape)
         native = metadata.data_type.to_native_dtype()
@@ -250,7 +241,7 @@ def _build(
         return _build_sharded(path, codecs[0], chunk_shape, data_type, fill_value, chunk_bytes)
     for codec in codecs:
         name = _name(codec)
-        if codec_role(name) == "refused":
+        if codec_role(name) == "refused" and not is_stand_in(name):
             raise UnsupportedFeatureError(
                 f"array {path!r} uses codec {name!r}, whose decoder shadowzarr cannot check "
                 "before it runs, so it does not read it from references"

@@ -6,7 +6,8 @@ shape, key encoding, byte order, fill value, supported compressor), whoever wrot
 is asked for (from the reference directory, local or over HTTP), its frame checked before it is
 decoded, and recent ones stay in memory. So reading one chunk of a cold array costs the index's
 metadata and one index chunk plus the data read, and a warm one only the data read. An index
-chunk that does not exist reads as the index's fill value, as Zarr reads it.
+chunk that does not exist is an error (`SourceNotFoundError`): reading it as the fill value
+would read every chunk it covers as never written, silently, if the file were lost.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from shadowzarr_spec import (
     ReferenceFileSystem,
     ReferenceFormatError,
     ShadowzarrError,
-    SourceNotFoundError,
     UnsupportedFeatureError,
     array_info,
     parse_json,
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["ChunkIndexReader", "index_location"]
 
 _MISSING = int(MISSING_CHUNK)
-_ABSENT: Any = object()
-"""Cached in place of an index chunk that does not exist (it reads as the fill value)."""
 
 
 def index_location(base: str | None, index_path: str, key: str) -> str:
@@ -130,7 +128,7 @@ class ChunkIndexReader:
     async def _entry(self, path: str, layout: IndexArrayLayout, element: tuple[int, ...]) -> int:
         block_coords, inside = layout.locate(element)
         block = await self._block(path, layout, block_coords)
-        return layout.fill if block is _ABSENT else int(block[inside])
+        return int(block[inside])
 
     async def _block(
         self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
@@ -173,16 +171,12 @@ class ChunkIndexReader:
         self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
     ) -> Any:
         location = self._location(path, layout.chunk_key(block_coords))
+        data = await self._fetch(location)  # a missing index chunk is an error, never fill
+        self._stats.add(index_chunk_reads=1)
         try:
-            data = await self._fetch(location)
-        except SourceNotFoundError:
-            block = _ABSENT
-        else:
-            self._stats.add(index_chunk_reads=1)
-            try:
-                block = layout.decode(data, f"index of {path!r} ({location})")
-            except ReferenceFormatError as exc:
-                block = exc  # a damaged index chunk stays damaged: refused without a fetch
+            block: Any = layout.decode(data, f"index of {path!r} ({location})")
+        except ReferenceFormatError as exc:
+            block = exc  # a damaged index chunk stays damaged: refused without a fetch
         with self._lock:
             self._blocks[(path, block_coords)] = block
             while len(self._blocks) > self._capacity:
@@ -215,12 +209,7 @@ class ChunkIndexReader:
                 block_coords, inside = layout.locate((*(r.start for r in region), k))
                 block = await self._block(path, layout, block_coords)
                 local = tuple(slice(0, r.stop - r.start) for r in region)
-                if block is _ABSENT:
-                    parts.append(
-                        np.full(tuple(r.stop - r.start for r in region), layout.fill, np.uint64)
-                    )
-                else:
-                    parts.append(block[(*local, inside[-1])])
+                parts.append(block[(*local, inside[-1])])
             found.extend(
                 _present(np.asarray(parts[0]), np.asarray(parts[1]), tuple(r.start for r in region))
             )

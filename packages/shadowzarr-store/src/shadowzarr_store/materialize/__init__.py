@@ -9,6 +9,7 @@ after an interruption resumes, and can spread over a Dask cluster.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import shutil
