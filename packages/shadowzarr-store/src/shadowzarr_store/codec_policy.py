@@ -6,8 +6,8 @@ says about itself. So every codec of an array falls in one of these roles:
 - ``transform``: decoded by Python, numpy or code whose output size is its input's (``bytes``,
   ``transpose``, shuffles, checksums, deltas, ``vlen-*``…): nothing to check beforehand.
 - a compressor kind (``deflate``, ``bz2``, ``lzma``, ``blosc``, ``zstd``, ``lz4``, ``lz4h5``,
-  ``bounded``): `shadowzarr_store.decode_limits` checks its frame or decodes it with an output
-  bound before the chunk reaches zarr.
+  ``szip``, ``bounded``): `shadowzarr_store.decode_limits` checks its frame or decodes it with
+  an output bound before the chunk reaches zarr.
 - ``checked``: shadowzarr's own HDF5 filter codecs (``shadowzarr.hdf5_*``), which check their
   streams and decode to exactly the chunk's size themselves.
 - ``image``: an image codec whose header `shadowzarr_store.image_headers` parses for the size
@@ -38,6 +38,7 @@ type CodecRole = Literal[
     "zstd",
     "lz4",
     "lz4h5",
+    "szip",
     "bounded",
     "checked",
     "image",
@@ -89,6 +90,7 @@ _ROLES: Final[dict[str, CodecRole]] = {
     "imagecodecs_lzw": "bounded",
     "imagecodecs_packbits": "bounded",
     "imagecodecs_lzf": "bounded",
+    "imagecodecs_szip": "szip",
     "imagecodecs_jpeg": "image",
     "imagecodecs_png": "image",
     "imagecodecs_webp": "image",

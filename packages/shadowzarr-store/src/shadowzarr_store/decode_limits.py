@@ -250,6 +250,7 @@ _BOUNDED: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "imagecodecs_packbits": ("packbits_decode", ()),
     "imagecodecs_lzf": ("lzf_decode", ("header",)),
 }
+_SZIP_OPTIONS: Final = ("options_mask", "pixels_per_block", "bits_per_pixel", "pixels_per_scanline")
 
 
 def _decode_bounded(layer: Layer, data: bytes, _: ArraySpec) -> bytes:
@@ -265,7 +266,24 @@ def _decode_bounded(layer: Layer, data: bytes, _: ArraySpec) -> bytes:
     return bytes(decode(data, out=layer.limit + 1, **arguments))
 
 
+def _decode_szip(layer: Layer, data: bytes, _: ArraySpec) -> bytes:
+    """HDF5's SZIP filter: a little-endian 32-bit decoded size, then the libaec stream, decoded
+    into a buffer of exactly that size (libaec refuses other sizes)."""
+    import imagecodecs
+
+    if not getattr(layer.codec, "header", False):
+        raise ChunkDecodeError("SZIP streams without a size header are not read")
+    if len(data) < 4:
+        raise ChunkDecodeError(f"{len(data)} bytes, shorter than its header")
+    declared = int.from_bytes(data[:4], "little")
+    if declared > layer.limit:
+        raise _too_large(layer, declared)
+    options = {name: getattr(layer.codec, name) for name in _SZIP_OPTIONS}
+    return bytes(imagecodecs.szip_decode(data, header=True, out=declared, **options))
+
+
 _DECODERS: Final[dict[str, Callable[[Layer, bytes, ArraySpec], bytes]]] = {
+    "szip": _decode_szip,
     "deflate": _decode_deflate,
     "bz2": _decode_streams,
     "lzma": _decode_streams,

@@ -150,7 +150,7 @@ class MetadataGate:
             # zarr opens a child from its consolidated entry: it must be the child's own
             # zarr.json, which is what the store checks (and serves when opened alone).
             own = self._rfs.refs.get(metadata_key(join(path, str(child))))
-            if not isinstance(own, InlineRef) or _parsed(own.data) != child_document:
+            if not isinstance(own, InlineRef) or _node(_parsed(own.data)) != _node(child_document):
                 return False
             if isinstance(child_document, dict) and child_document.get("node_type") == "array":
                 try:
@@ -160,6 +160,13 @@ class MetadataGate:
                 except ShadowzarrError:
                     return False
         return True
+
+
+def _node(document: Any) -> Any:
+    """A node's document without the consolidated metadata a group entry may carry."""
+    if isinstance(document, dict) and "consolidated_metadata" in document:
+        return {k: v for k, v in document.items() if k != "consolidated_metadata"}
+    return document
 
 
 def _parsed(data: bytes) -> Any:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from shadowzarr_spec import SourceInfo
 
-
 from shadowzarr_store.merge import RangeMerger
 from shadowzarr_store.transport.client import Transport, close_all
 from shadowzarr_store.transport.locations import join_location, redact
