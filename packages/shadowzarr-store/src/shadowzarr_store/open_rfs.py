@@ -6,7 +6,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import zarr
-from shadowzarr_spec import ReferenceFileSystem
+from shadowzarr_spec import ReferenceFileSystem, ReferenceFormatError
+from zarr.errors import NodeNotFoundError
 
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.rfs_store import RfsStore
@@ -30,7 +31,13 @@ def open_rfs(
     **options
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
-    return zarr.open_group(_store(source, options), mode="r", zarr_format=3)
+    store = _store(source, options)
+    try:
+        return zarr.open_group(store, mode="r", zarr_format=3)
+    except NodeNotFoundError as exc:
+        raise ReferenceFormatError(
+            f"{store!r}: the references hold no root group (no zarr.json at the root)"
+        ) from exc
 
 
 def open_array(
@@ -39,7 +46,11 @@ def open_array(
     **options: Any,
 ) -> Array[Any]:
     """Open one array of references as a read-only `zarr.Array` (``path`` inside the rfs)."""
-    return zarr.open_array(_store(source, options), path=path, mode="r", zarr_format=3)
+    store = _store(source, options)
+    try:
+        return zarr.open_array(store, path=path, mode="r", zarr_format=3)
+    except NodeNotFoundError as exc:
+        raise ReferenceFormatError(f"{store!r}: the references hold no array {path!r}") from exc
 
 
 def _store(source: Any, options: dict[str, Any]) -> RfsStore:
