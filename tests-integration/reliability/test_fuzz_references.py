@@ -1,7 +1,7 @@
 """A bounded fuzzing run: hostile and mutated reference files give typed errors or right values.
 
 Budget (seeded, about a minute on two loaded cores): the 70-odd hostile references of
-``tools/fuzz/hostile.py`` and 300 reference files mutated from valid ones of both forms (100
+``tools/fuzz/hostile.py`` and 240 reference files mutated from valid ones of both forms (80
 each of plain kerchunk v1 JSON, v2 JSON with gen entries, templates, a selection and recorded
 sizes, and a reference directory with index arrays written by shadowzarr and by zarr-python,
 with Blosc, zstd, zlib and gzip data chunks and inline chunks). Each case runs in a child
@@ -31,7 +31,7 @@ from fuzz.runner import Pool, Tally  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-MUTATED = 300
+MUTATED = 240
 SEED = 7
 
 
