@@ -27,6 +27,7 @@ import numpy as np
 import zarr
 from shadowzarr_spec import RfsBuilder, load_index_table, load_rfs, rfs_to_json, write_rfs
 from shadowzarr_spec.json_text import dumps_strict
+from shadowzarr_store.transport.local import probe_local
 
 __all__ = ["FORMS", "Corpus", "build_corpus"]
 
@@ -244,7 +245,16 @@ def _references(
     builder.add_inline_chunk("strings", (0,), bytes(numcodecs.VLenUTF8().encode(words)))
     if not v1:
         for name in ("plain.bin", "chunks.bin", "raw.bin", "records.bin", "indexed.bin"):
-            builder.add_source(url(name), size=(data / name).stat().st_size)
+            if base_url:
+                builder.add_source(url(name), size=(data / name).stat().st_size)  # + ETag later
+            else:  # what a generator records for a local file: size, mtime, sampled hash
+                found = probe_local(str(data / name))
+                builder.add_source(
+                    url(name),
+                    size=found.size,
+                    mtime_ns=found.mtime_ns,
+                    sample_hash=found.sample_hash,
+                )
     return builder
 
 

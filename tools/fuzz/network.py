@@ -41,6 +41,8 @@ FAULTS: dict[str, list[FaultRule]] = {
     "429": [FaultRule("429", probability=0.1, retry_after=0)],
     "truncate": [FaultRule("truncate", probability=0.1)],
     "stall": [FaultRule("stall", probability=0.1, stall_seconds=3.0)],
+    "trickle": [FaultRule("trickle", probability=0.1, stall_seconds=0.5)],
+    "ignore_if_match": [FaultRule("ignore_if_match", probability=0.5)],
     "ignore_range": [FaultRule("ignore_range", probability=0.1)],
     "wrong_range": [FaultRule("wrong_range", probability=0.1, shift=7, honest=True)],
     "short_end": [FaultRule("short_end", probability=0.1)],
@@ -56,6 +58,7 @@ FAULT_OPTIONS: dict[str, Any] = {
     "backoff": 0.01,
     "max_backoff": 0.1,
     "max_connections": 16,
+    "deadline": 4.0,
 }
 
 
