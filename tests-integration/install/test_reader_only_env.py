@@ -99,6 +99,11 @@ def _write_version_2_directory(www: Path, base_url: str) -> dict[str, np.ndarray
         ],
         "selections": {"picked": {"record_size": 10, "keep": [[0, 8]]}},
         "indexes": {"series": {"url": f"{base_url}/series.bin", "index": "index/series"}},
+        # The recorded size proves the last slab short: padding needs that proof.
+        "sources": {
+            f"{base_url}/{name}": {"size": (data / name).stat().st_size}
+            for name in ("raw.bin", "records.bin")
+        },
     }
     refs_dir.mkdir()
     (refs_dir / "refs.json").write_text(json.dumps(document))

@@ -191,3 +191,27 @@ def test_a_stall_past_the_timeout_is_retried_not_hung(
 
     assert_array_equal_exact(asyncio.run(read()), pattern.expected, "after stalls")
     assert array.store.stats.snapshot().retries >= 2
+
+
+@pytest.mark.parametrize("sized", [False, True], ids=["no-size-recorded", "size-recorded"])
+def test_a_short_answer_claiming_the_end_of_the_file_is_never_padded_nor_cached(
+    nginx_root: Path, make_pattern, make_proxy, tmp_path: Path, sized: bool
+) -> None:
+    """Every range answered 206 with half its bytes and a Content-Range saying the file ends
+    there. Plain kerchunk references (no size recorded) cannot tell that from a short file, so
+    the short read is an error, never fill values; with the size recorded the lie is seen. In
+    both, nothing reaches the LocalCache, and once the fault is gone every value reads right."""
+    pattern = make_pattern(nginx_root / "p.bin", chunks=12, chunk_items=256)
+    proxy = make_proxy(faults=[FaultRule("short_end")])
+    url = proxy.url("p.bin")
+    refs = pattern.references(url, size=pattern.path.stat().st_size if sized else None)
+    cache = LocalCache(tmp_path / "cache")
+    array = _open(refs, **UNMERGED, retries=1, backoff=0.01, local_cache=cache)
+    for chunk in range(pattern.chunks):
+        window = slice(chunk * 256, (chunk + 1) * 256)
+        with pytest.raises(SourceError, match=r"p\.bin"):
+            array[window]
+    assert len(cache) == 0
+    proxy.clear_faults()
+    assert_array_equal_exact(array[:], pattern.expected, "after the fault")
+    assert len(cache) == pattern.chunks

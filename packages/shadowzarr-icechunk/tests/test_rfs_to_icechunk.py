@@ -197,7 +197,7 @@ def test_selection_refused_unless_copied(tmp_path: Path, sample_folder: Path) ->
     builder = RfsBuilder()
     builder.add_array("ch1", shape=(20,), data_type="<i2", chunk_shape=(8,))
     for i in range(3):
-        builder.add_chunk("ch1", (i,), url, i * 48, 48)
+        builder.add_chunk("ch1", (i,), url, i * 48, min(48, 120 - i * 48))  # the file's 20 records
     builder.add_selection("ch1", 6, [[2, 4]])
     rfs = builder.build()
     repo = make_repository(tmp_path / "repo", local_container(sample_folder))

@@ -216,6 +216,12 @@ def handmade_document(sources: Sources, base_url: str, *, index_dir: bool) -> di
         "refs": refs,
         "gen": sources.gen,
         "selections": sources.selections,
+        # Sizes as generators record them: the proof that lets a last slab run past the end.
+        "sources": {
+            f"{base_url}/{path.name}": {"size": path.stat().st_size}
+            for path in sorted(sources.root.iterdir())
+            if path.is_file()
+        },
     }
     if index_dir:
         document["indexes"] = {

@@ -7,6 +7,7 @@ chunk (64 KiB chunks, 1 MiB bombs) except where noted, so the tests stay fast.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from typing import TYPE_CHECKING, Any
 
@@ -14,14 +15,12 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import ArrayInfo, ChunkDecodeError, RfsBuilder
+from shadowzarr_spec import ChunkDecodeError, RfsBuilder
 
 from shadowzarr_store import RfsStore
-from shadowzarr_store.decode_limits import (
-    DEFLATE_MAX_RATIO,
-    VARIABLE_FLOOR,
-    chunk_guard,
-)
+from shadowzarr_store.array_checks import ArrayChecks
+from shadowzarr_store.codec_policy import compressed_bound
+from shadowzarr_store.decode_limits import VARIABLE_FLOOR
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -120,7 +119,7 @@ def test_legitimate_chunk_reads_exactly_and_a_bomb_is_refused(
     bomb = codec.encode(bytes(16 * CHUNK_BYTES))
     assert len(bomb) < CHUNK_BYTES // 8
     array = _open(tmp_path, [BYTES, entry], bomb, inline=inline)
-    with pytest.raises(ChunkDecodeError, match=r"chunk 'a/c/0' would decompress") as caught:
+    with pytest.raises(ChunkDecodeError, match=r"chunk 'a/c/0': would decompress") as caught:
         array[:]
     assert str(CHUNK_BYTES) in str(caught.value)
     assert ("inline reference" in str(caught.value)) is inline
@@ -199,11 +198,11 @@ def test_zstd_frames_without_a_content_size_are_bounded_by_their_blocks(tmp_path
 @pytest.mark.parametrize(
     ("name", "chunk", "why"),
     [
-        ("blosc", b"\x02\x01", "shorter than its header"),
+        ("blosc", b"\x02\x01", "shorter than the 16-byte header"),
         ("numcodecs.lz4", b"\x01", "shorter than its header"),
         ("zstd", b"not a zstd frame", "no zstd frame"),
         ("zstd", _zstd_frame(_block(2, 10, b"", last=True)), "ends early"),
-        ("numcodecs.zlib", b"\x78\x9c" + b"\xff" * 8000, "not valid"),
+        ("numcodecs.zlib", b"\x78\x9c" + b"\xff" * 8000, "not valid numcodecs.zlib data"),
     ],
 )
 def test_malformed_headers_and_streams_are_chunk_decode_errors(
@@ -211,6 +210,21 @@ def test_malformed_headers_and_streams_are_chunk_decode_errors(
 ) -> None:
     with pytest.raises(ChunkDecodeError, match=why):
         _open(tmp_path, [BYTES, CODECS[name][1]], chunk, inline=True)[:]
+
+
+def _checks(*codecs: dict[str, Any], items: int = ITEMS, data_type: Any = "float32") -> Any:
+    document = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [items],
+        "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [items]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": "" if data_type == "string" else 0,
+        "codecs": list(codecs),
+        "attributes": {},
+    }
+    return ArrayChecks.from_document("a", document, 2 << 30)
 
 
 def test_variable_size_strings_get_a_generous_bound(tmp_path: Path) -> None:
@@ -223,60 +237,84 @@ def test_variable_size_strings_get_a_generous_bound(tmp_path: Path) -> None:
         tmp_path, [vlen, entry], chunk, inline=True, items=16, data_type="string", fill_value=""
     )
     assert list(array[:]) == list(words)
-    info = ArrayInfo("s", (16,), (16,), "string", "", (vlen, entry), {})
-    guard = chunk_guard(info)
-    assert guard is not None
-    assert guard.layers[0].limit == VARIABLE_FLOOR
+    checks = _checks(vlen, entry, items=16, data_type="string")
+    assert checks.layers[0].limit == VARIABLE_FLOOR
     bomb = codec.encode(bytes(VARIABLE_FLOOR + 1))
-    with pytest.raises(ChunkDecodeError):
-        guard.check(bomb, "s/c/0", "test")
+    with pytest.raises(ChunkDecodeError, match="would decompress"):
+        asyncio.run(checks.verify(bomb, "a/c/0", "test"))
 
 
-def test_guards_only_arrays_with_a_checkable_compressor() -> None:
-    def info(*codecs: dict[str, Any]) -> ArrayInfo:
-        return ArrayInfo("a", (ITEMS,), (ITEMS,), "float32", 0, codecs, {})
-
-    assert chunk_guard(info(BYTES)) is None
-    assert chunk_guard(info(BYTES, SHUFFLE, FLETCHER)) is None
-    assert chunk_guard(info({"name": "imagecodecs_jpeg"})) is None
-    # An unknown codec outside the compressor hides it.
-    assert chunk_guard(info(BYTES, CODECS["zstd"][1], {"name": "imagecodecs_lzw"})) is None
-    guard = chunk_guard(info(BYTES, SHUFFLE, CODECS["numcodecs.zlib"][1], FLETCHER))
-    assert guard is not None
-    assert [(layer.kind, layer.limit) for layer in guard.layers] == [
-        ("checksum", guard.layers[1].limit + guard.layers[1].limit // 8 + 1024),
-        ("deflate", CHUNK_BYTES),
-        ("shuffle", CHUNK_BYTES),
+def test_layers_and_their_limits_follow_the_chain_inside_out() -> None:
+    checks = _checks(BYTES, SHUFFLE, CODECS["numcodecs.zlib"][1], FLETCHER)
+    assert [(layer.role, layer.name, layer.limit) for layer in checks.layers] == [
+        ("checksum", "numcodecs.fletcher32", compressed_bound("deflate", CHUNK_BYTES)),
+        ("deflate", "numcodecs.zlib", CHUNK_BYTES),
+        ("transform", "numcodecs.shuffle", CHUNK_BYTES),
     ]
+    assert checks.stored_bound == compressed_bound("deflate", CHUNK_BYTES) + 4
+    assert checks.verified
+    plain = _checks(BYTES)
+    assert not plain.verified
+    assert plain.stored_bound == CHUNK_BYTES
+    # A codec shadowzarr does not know: decoded as zarr decodes it, with no size bound.
+    assert _checks(BYTES, {"name": "crc32c"}).stored_bound == CHUNK_BYTES + 4
 
 
-def test_small_deflate_streams_are_not_inflated_and_large_ones_are(tmp_path: Path) -> None:
-    """A stream too short to reach the limit even at deflate's best ratio is never inflated."""
-    guard = chunk_guard(
-        ArrayInfo("a", (ITEMS,), (ITEMS,), "float32", 0, (BYTES, CODECS["gzip"][1]), {})
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("numcodecs.zlib", lambda chunk: chunk[: len(chunk) // 2]),  # cut
+        ("gzip", lambda chunk: chunk[:-4] + b"\0\0\0\0"),  # wrong length in the trailer
+        ("zstd", lambda chunk: chunk[:12] + bytes(len(chunk) - 12)),  # blocks zeroed
+        ("blosc", lambda chunk: chunk[:-1]),  # shorter than its header says
+        ("numcodecs.lz4", lambda chunk: chunk[:4] + bytes(len(chunk) - 4)),
+        ("numcodecs.bz2", lambda chunk: chunk[:40]),
+        ("numcodecs.lzma", lambda chunk: chunk[:-8] + b"\xff" * 8),
+    ],
+)
+def test_damaged_streams_are_chunk_decode_errors_before_zarr_sees_them(
+    tmp_path: Path, name: str, damage: Any
+) -> None:
+    """Streams zarr's own decoder would refuse with its own error type are refused here with
+    ours, naming the chunk and its file."""
+    codec, entry = CODECS[name]
+    chunk = bytes(damage(bytes(codec.encode(_values().tobytes()))))
+    with pytest.raises(ChunkDecodeError, match=r"chunk\.bin: chunk 'a/c/0'"):
+        _open(tmp_path, [BYTES, entry], chunk, inline=False)[:]
+
+
+def test_a_failed_fletcher32_checksum_is_a_chunk_decode_error(tmp_path: Path) -> None:
+    chunk = bytearray(numcodecs.Fletcher32().encode(_values().tobytes()))
+    chunk[100] ^= 1
+    with pytest.raises(ChunkDecodeError, match=r"'a/c/0'.*fletcher32"):
+        _open(tmp_path, [BYTES, FLETCHER], bytes(chunk), inline=False)[:]
+    with pytest.raises(ChunkDecodeError, match=r"'a/c/0'.*fletcher32"):
+        _open(tmp_path, [BYTES, FLETCHER], b"\x01\x02", inline=True)[:]  # shorter than a sum
+
+
+def test_a_reference_larger_than_any_compressed_chunk_is_refused_before_reading(
+    tmp_path: Path,
+) -> None:
+    """A 4-byte file referenced as 2 GiB of zstd for a 64 KiB chunk: refused from the sizes
+    alone (no read: the file is far shorter than the reference)."""
+    path = tmp_path / "tiny.bin"
+    path.write_bytes(b"tiny")
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array(
+        "a",
+        shape=(ITEMS,),
+        data_type="<f4",
+        chunk_shape=(ITEMS,),
+        fill_value=0,
+        codecs=[BYTES, CODECS["zstd"][1]],
     )
-    assert guard is not None
-    short = b"\x1f\x8b" + b"\xff" * (CHUNK_BYTES // DEFLATE_MAX_RATIO - 2)  # not even gzip
-    guard.check(short, "a/c/0", "test")  # accepted unread: zarr reports the damage
-    with pytest.raises(ChunkDecodeError, match="not valid"):
-        guard.check(short + b"\xff" * 64, "a/c/0", "test")
-
-
-def test_only_header_reads_and_small_inflates_run_on_the_event_loop() -> None:
-    def guard(*codecs: dict[str, Any]) -> Any:
-        found = chunk_guard(ArrayInfo("a", (1 << 20,), (1 << 20,), "float32", 0, codecs, {}))
-        assert found is not None
-        return found
-
-    values = _values(1 << 20).tobytes()  # 4 MiB chunks
-    zlib_entry, zstd_entry = CODECS["numcodecs.zlib"][1], CODECS["zstd"][1]
-    blosc_codec, blosc_entry = CODECS["numcodecs.blosc"]
-    assert guard(BYTES, blosc_entry).cheap(blosc_codec.encode(values))
-    assert not guard(BYTES, zlib_entry).cheap(numcodecs.Zlib(1).encode(values))
-    assert guard(BYTES, zlib_entry).cheap(b"x" * 4000)  # cannot reach 4 MiB: not inflated
-    assert not guard(BYTES, zstd_entry).cheap(numcodecs.Zstd(1).encode(values))
-    assert guard(BYTES, zstd_entry).cheap(numcodecs.Zstd(1).encode(bytes(1 << 22)))
-    assert not guard(BYTES, zlib_entry, blosc_entry).cheap(b"x" * 100)
+    builder.add_chunk("a", (0,), str(path), 0, 2**31)
+    store = RfsStore(builder.build())
+    array = zarr.open_array(store, path="a", mode="r", zarr_format=3)
+    with pytest.raises(ChunkDecodeError, match=r"holds 2147483648 bytes, more than the \d+ bytes"):
+        array[:]
+    assert store.stats.snapshot().requests == 0
 
 
 def test_a_damaged_outer_layer_of_nested_compressors_is_a_chunk_decode_error(
@@ -287,5 +325,5 @@ def test_a_damaged_outer_layer_of_nested_compressors_is_a_chunk_decode_error(
     # zlib level 0 stores, so blosc has something to compress (and check) in its blocks.
     chunk = blosc_codec.encode(numcodecs.Zlib(0).encode(bytes(CHUNK_BYTES)))
     truncated = chunk[: len(chunk) // 2]  # an honest header over half the blocks
-    with pytest.raises(ChunkDecodeError, match=r"not valid numcodecs\.blosc data"):
+    with pytest.raises(ChunkDecodeError, match=r"not valid Blosc data"):
         _open(tmp_path, [BYTES, zlib_entry, blosc_entry], truncated, inline=True)[:]

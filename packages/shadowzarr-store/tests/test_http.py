@@ -93,6 +93,8 @@ def test_merging_off_sends_one_request_per_chunk(nginx: NginxServer, nginx_root:
 
 
 def test_indexed_array_over_http_costs_one_index_read(nginx: NginxServer, nginx_root: Path) -> None:
+    """A cold read costs the index's zarr.json (read as its own metadata says), one index
+    chunk and the data; a warm one only the data."""
     sources = write_sources(nginx_root / "data")
     write_reference_directory(sources, nginx_root / "refs.shadowzarr", nginx.url("data"))
     root = open_rfs(nginx.url("refs.shadowzarr"))
@@ -100,7 +102,11 @@ def test_indexed_array_over_http_costs_one_index_read(nginx: NginxServer, nginx_
     nginx.reset()
     np.testing.assert_array_equal(root["indexed"][260:290], expected[260:290])
     uris = [entry.uri for entry in nginx.entries()]
-    assert sorted(uris) == ["/data/indexed.bin", "/refs.shadowzarr/index/indexed/c/0/0"]
+    assert sorted(uris) == [
+        "/data/indexed.bin",
+        "/refs.shadowzarr/index/indexed/c/0/0",
+        "/refs.shadowzarr/index/indexed/zarr.json",
+    ]
     nginx.reset()
     np.testing.assert_array_equal(root["indexed"][500:520], expected[500:520])
     assert [entry.uri for entry in nginx.entries()] == ["/data/indexed.bin"]
@@ -411,7 +417,14 @@ def test_byte_range_past_the_end_of_a_short_slab_reads_as_fill(
             store.get("slabs/c/3/0", PROTOTYPE, RangeByteRequest(start, stop))
         )
         assert part.to_bytes() == whole[start:stop]
-    # A compressed chunk cannot be padded: past the end of the file is an error.
+    # A chunk starting past the recorded end of its file is an error, not fill values; so is
+    # one whose file's size is not recorded (the server's 416 is then the error).
+    store.rfs.refs["slabs/c/3/0"] = FileRef(nginx.url("data/raw.bin"), 10**7, 100)
+    with pytest.raises(SourceError, match="past the end of the file"):
+        zarr.core.sync.sync(store.get("slabs/c/3/0", PROTOTYPE))
     store.rfs.refs["h5chunked/c/0/0"] = FileRef(nginx.url("data/data.h5"), 10**7, 100)
+    with pytest.raises(SourceError, match="past the end of the file"):
+        zarr.core.sync.sync(store.get("h5chunked/c/0/0", PROTOTYPE))
+    del store.rfs.sources[nginx.url("data/data.h5")]
     with pytest.raises(SourceError, match="416|past the end"):
         zarr.core.sync.sync(store.get("h5chunked/c/0/0", PROTOTYPE))

@@ -45,13 +45,33 @@ def test_selection_range_maps_to_whole_records() -> None:
     assert plan.assemble(raw) == (raw[2:10] + raw[14:22])[4:14]
 
 
-def test_short_source_is_padded_only_for_uncompressed_chunks() -> None:
-    padded = SourceValue("a/c/1", "f", 0, 6, ChunkLayout(8, b"\xaa\xbb", None))
+def test_short_source_is_padded_only_where_the_recorded_size_proves_it() -> None:
+    layout = ChunkLayout(8, b"\xaa\xbb", None)
+    # The file is 4 bytes (recorded): the reference of 6 runs 2 past its end.
+    padded = SourceValue("a/c/1", "f", 0, 6, layout, file_size=4)
     plan = plan_read(padded, None)
     assert (plan.start, plan.end, plan.want) == (0, 6, 8)
-    assert plan.assemble(b"\0" * 4) == b"\0" * 4 + b"\xaa\xbb\xaa\xbb"  # file ended early
+    assert plan.assemble(b"\0" * 4) == b"\0" * 4 + b"\xaa\xbb\xaa\xbb"
+    assert plan.complete(b"\0" * 4)
+    # A body shorter than the recorded size says, or no size recorded: an error, never fill.
+    with pytest.raises(SourceError, match="recorded size"):
+        plan.assemble(b"\0" * 3)
+    assert not plan.complete(b"\0" * 3)
+    unrecorded = plan_read(SourceValue("a/c/1", "f", 0, 6, layout), None)
+    with pytest.raises(SourceError, match="no size is recorded"):
+        unrecorded.assemble(b"\0" * 4)
+    assert not unrecorded.complete(b"\0" * 4)
+    # What the reference itself leaves short of the chunk is padding, with no read.
     assert plan_read(padded, RangeByteRequest(6, 8)).reads_nothing
-    encoded = SourceValue("b/c/1", "f", 0, 6, None)
+    assert plan_read(padded, RangeByteRequest(6, 8)).assemble(b"") == b"\xaa\xbb"
+    # A reference starting at or past the recorded end is refused before any read.
+    with pytest.raises(SourceError, match="past the end"):
+        plan_read(SourceValue("a/c/2", "f", 4, 6, layout, file_size=4), None).check_start()
+    # A partial read wholly past the recorded end, of a chunk starting inside it, is padding.
+    tail = plan_read(padded, RangeByteRequest(4, 6))
+    assert tail.past_recorded_end
+    assert tail.assemble(b"") == b"\xaa\xbb"
+    encoded = SourceValue("b/c/1", "f", 0, 6, None, file_size=4)
     with pytest.raises(SourceError, match="ends before"):
         plan_read(encoded, None).assemble(b"\0" * 4)
     with pytest.raises(ChunkDecodeError, match="more than"):

@@ -49,6 +49,11 @@ def _document(url_plain: str, url_records: str, consolidated: bool) -> dict:
         "version": 2,
         "refs": refs,
         "selections": {"picked": {"record_size": record, "keep": [[0, CHANNELS * 2]]}},
+        # The recorded sizes prove the last slabs short (padding needs that proof).
+        "sources": {
+            url_plain: {"size": ROWS * CHANNELS * 2},
+            url_records: {"size": ROWS * record},
+        },
     }
 
 

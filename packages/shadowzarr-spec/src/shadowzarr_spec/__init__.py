@@ -11,7 +11,7 @@ from shadowzarr_spec.attribute_conventions import (
     encode_attributes,
 )
 from shadowzarr_spec.builder import RfsBuilder, columns_selection
-from shadowzarr_spec.chunk_index import decode_index_chunk, index_array_metadata, index_chunk_shape
+from shadowzarr_spec.chunk_index import index_array_metadata, index_chunk_shape
 from shadowzarr_spec.errors import (
     BuilderError,
     ChunkDecodeError,
@@ -29,6 +29,7 @@ from shadowzarr_spec.errors import (
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.gen import Dimension, GenEntry
+from shadowzarr_spec.index_layout import IndexArrayLayout
 from shadowzarr_spec.io import REFS_FILE, load_index_table, load_rfs, write_rfs
 from shadowzarr_spec.json_text import parse_json
 from shadowzarr_spec.model import (
@@ -63,6 +64,7 @@ __all__ = [
     "FileRef",
     "GenEntry",
     "GenExpressionError",
+    "IndexArrayLayout",
     "IndexRef",
     "InlineRef",
     "NotVirtualizable",
@@ -87,7 +89,6 @@ __all__ = [
     "array_paths",
     "columns_selection",
     "decode_attributes",
-    "decode_index_chunk",
     "encode_attributes",
     "index_array_metadata",
     "index_chunk_shape",

@@ -45,19 +45,36 @@ def array_info(rfs: ReferenceFileSystem, path: str) -> ArrayInfo | None:
         return None
     try:
         grid = document["chunk_grid"]
-        if grid.get("name") != "regular":
+        if not isinstance(grid, dict) or grid.get("name") != "regular":
             raise ReferenceFormatError(f"array {path!r}: only regular chunk grids are supported")
+        shape = _integers(document["shape"], minimum=0)
+        chunk_shape = _integers(grid["configuration"]["chunk_shape"], minimum=1)
+        codecs = document.get("codecs", [])
+        if len(shape) != len(chunk_shape):
+            raise ValueError(f"shape {shape} and chunk shape {chunk_shape} differ in length")
+        if not isinstance(codecs, list) or not all(isinstance(c, dict) for c in codecs):
+            raise ValueError("codecs must be a list of objects")
         return ArrayInfo(
             path=path,
-            shape=tuple(int(s) for s in document["shape"]),
-            chunk_shape=tuple(int(c) for c in grid["configuration"]["chunk_shape"]),
+            shape=shape,
+            chunk_shape=chunk_shape,
             data_type=document["data_type"],
             fill_value=document.get("fill_value"),
-            codecs=tuple(document.get("codecs", [])),
+            codecs=tuple(codecs),
             document=document,
         )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        if isinstance(exc, ReferenceFormatError):
+            raise
         raise ReferenceFormatError(f"array {path!r} has malformed metadata: {exc}") from exc
+
+
+def _integers(value: object, *, minimum: int) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in value
+    ):
+        raise ValueError(f"expected a list of integers of at least {minimum}, got {value!r}")
+    return tuple(value)
 
 
 def array_paths(rfs: ReferenceFileSystem) -> list[str]:

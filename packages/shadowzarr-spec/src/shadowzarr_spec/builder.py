@@ -223,7 +223,9 @@ class RfsBuilder:
         """A C-ordered block of ``shape`` at ``start``, cut into slabs along the first axis.
 
         ``row_bytes`` is the stored size of one row (first-axis index) when rows are records
-        holding other bytes too; the array's selection then says which bytes to keep.
+        holding other bytes too; the array's selection then says which bytes to keep. A short
+        last slab references only the rows there are (the reader pads the rest), never bytes
+        past the block, which may lie past the end of the file.
         """
         shape = tuple(int(s) for s in shape)
         chunk_shape = tuple(int(c) for c in chunk_shape)
@@ -237,10 +239,22 @@ class RfsBuilder:
         if not shape:
             self.add_chunk(path, (), url, start, itemsize if row_bytes is None else row)
             return
+        last_rows = shape[0] - (count - 1) * chunk_shape[0]
+        last = (0,) * len(shape)
         if count == 1:
-            self.add_chunk(path, (0,) * len(shape), url, start, slab)
+            self.add_chunk(path, last, url, start, last_rows * row)
             return
-        self.add_strided_chunks(path, url=url, start=start, stride=slab, length=slab, count=count)
+        whole = count if last_rows == chunk_shape[0] else count - 1
+        if whole == 1:
+            self.add_chunk(path, last, url, start, slab)
+        else:
+            self.add_strided_chunks(
+                path, url=url, start=start, stride=slab, length=slab, count=whole
+            )
+        if whole < count:
+            self.add_chunk(
+                path, (count - 1, *last[1:]), url, start + (count - 1) * slab, last_rows * row
+            )
 
     def add_selection(self, path: str, record_size: int, keep: Sequence[Sequence[int]]) -> None:
         """Read every reference of ``path`` as records and keep only the ``keep`` byte ranges."""
@@ -277,6 +291,10 @@ class RfsBuilder:
     ) -> None:
         """Record what a source file looks like now, so readers can detect a change."""
         self._sources[url] = SourceInfo(size, etag, mtime_ns, sample_hash)
+
+    def has_source(self, url: str) -> bool:
+        """Whether a source has been recorded for ``url``."""
+        return url in self._sources
 
     # -- build -----------------------------------------------------------------------------
     def build(self, *, consolidate: bool = True) -> ReferenceFileSystem:

@@ -1,9 +1,10 @@
 """Chunk-index arrays: (offset, nbytes) of every chunk of a large array, as a plain Zarr v3 array.
 
 The layout matches the Zarr sharding index: uint64, shaped like the chunk grid plus a last axis of
-2, 2**64-1 for chunks never written. It is chunked so that one index chunk covers about 65,536
-data chunks and compressed with Blosc (zstd, byte shuffle), so a reader fetches one small index
-chunk for a whole region of the recording and any Zarr library can read the index itself.
+2, 2**64-1 for chunks never written. shadowzarr writes it chunked so that one index chunk covers
+about 65,536 data chunks and compressed with Blosc (zstd, byte shuffle), so a reader fetches one
+small index chunk for a whole region of the recording and any Zarr library can read the index
+itself. Readers do not assume this chunking: see `shadowzarr_spec.index_layout`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from typing import Any, Final
 import numcodecs
 import numpy as np
 
-from shadowzarr_spec.errors import ReferenceFormatError
 from shadowzarr_spec.model import MISSING_CHUNK
 
 __all__ = [
     "CHUNKS_PER_INDEX_CHUNK",
-    "decode_index_chunk",
     "encode_index_chunks",
     "index_array_metadata",
     "index_chunk_shape",
@@ -98,16 +97,3 @@ def encode_index_chunks(table: np.ndarray) -> Iterator[tuple[tuple[int, ...], by
         part = table[region]
         block[tuple(slice(0, s) for s in part.shape)] = part
         yield (*coords, 0), bytes(_BLOSC.encode(block))
-
-
-def decode_index_chunk(data: bytes, chunk_shape: Sequence[int]) -> np.ndarray:
-    """Decompress one index chunk into a uint64 array of ``chunk_shape``."""
-    expected = int(np.prod(chunk_shape)) * 8
-    try:
-        raw = _BLOSC.decode(data)
-    except (RuntimeError, ValueError) as exc:
-        raise ReferenceFormatError(f"index chunk is not valid Blosc data: {exc}") from exc
-    raw = memoryview(raw).cast("B")
-    if len(raw) != expected:
-        raise ReferenceFormatError(f"index chunk holds {len(raw)} bytes, expected {expected}")
-    return np.frombuffer(raw, dtype="<u8").reshape(tuple(chunk_shape))

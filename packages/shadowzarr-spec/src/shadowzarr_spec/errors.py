@@ -7,22 +7,29 @@
     │   ├── GenExpressionError                  a gen template is not allowed arithmetic
     │   └── UnsafePathError                     a path escapes where it may point
     ├── BuilderError (ValueError)               RfsBuilder holds something invalid (names the array)
-    ├── UnsupportedFeatureError (ValueError)    a generator refuses a feature (names dataset, reason)
+    ├── UnsupportedFeatureError (ValueError)    a feature refused (names dataset or array, reason)
     │   └── NotVirtualizable                    data that cannot be referenced without copying
     └── SourceError (OSError)                   reading a source failed (names source and range)
         ├── SourceNotFoundError (FileNotFoundError)
         ├── SourceChangedError                  size or ETag differs from the one recorded
         ├── SourceAccessError (PermissionError) a URL or path the settings do not allow
         ├── DatasetNotFoundError (LookupError)  the source holds no dataset/array of that name
-        └── ChunkDecodeError                    a chunk failed its checksum or decoded too large
+        └── ChunkDecodeError                    a chunk damaged, too large, or failing a check
 
 Leaves also inherit a builtin so that ``except ValueError`` / ``except OSError`` keep working.
+Every error is chained to its cause (``raise ... from exc``) and its message names the key, array
+or URL and what went wrong. A message never carries a credential: the user name and password of
+any URL in it and credential-like query values (signatures, tokens, keys) are replaced by
+``***`` when the error is made, whatever code made it.
 
 ``UnsupportedDatasetWarning`` (a ``UserWarning``) says that a generator left datasets out or
 inlined them instead of refusing the whole file; the references record which and why.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Final
 
 __all__ = [
     "BuilderError",
@@ -42,8 +49,23 @@ __all__ = [
 ]
 
 
+_USERINFO: Final = re.compile(r"(?<=://)[^/\s@'\"<>]*@")
+_SECRET_QUERY: Final = re.compile(
+    r"(?i)([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|signature|sig|token|"
+    r"access_token|api_key|apikey|key|password|secret)=)[^&\s'\"#]*"
+)
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with URL user names and passwords and credential-like query values hidden."""
+    return _SECRET_QUERY.sub(r"\1***", _USERINFO.sub("***@", text))
+
+
 class ShadowzarrError(Exception):
-    """Base of every error shadowzarr raises on purpose."""
+    """Base of every error shadowzarr raises on purpose (its message redacted of credentials)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact_credentials(a) if isinstance(a, str) else a for a in args))
 
 
 class ReferenceFormatError(ShadowzarrError, ValueError):

@@ -2,14 +2,16 @@
 
 A gen entry is never expanded up front: :meth:`GenEntry.lookup` matches one key against the key
 template with a regular expression, checks each dimension's range and evaluates the URL, offset
-and length for that key alone, in O(1).
+and length for that key alone, in O(1). Listing is lazy too: :meth:`GenEntry.items` yields one
+key at a time (a dimension of 10**12 values is never held in memory), and
+:meth:`GenEntry.keys_in_grid` yields only the keys of a chunk-key template that fall inside an
+array's chunk grid, so a small entry claiming 10**12 chunks of an 8-chunk array lists 8 keys.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from shadowzarr_spec.errors import GenExpressionError, ReferenceFormatError
@@ -175,12 +177,48 @@ class GenEntry:
         return FileRef(render_template(self._url_parts, variables), offset, length)
 
     def items(self) -> Iterator[tuple[str, FileRef]]:
-        """Every (key, reference) this entry describes; for writing version 1 files."""
-        names = list(self.dimensions)
+        """Every (key, reference) this entry describes, one at a time (for writing version 1
+        files and for listing keys outside any chunk grid)."""
         key_parts = split_template(self.key)
-        for values in itertools.product(*(self.dimensions[n] for n in names)):
-            variables = dict(zip(names, values, strict=True))
+        for variables in _assignments(list(self.dimensions.items()), {}):
             yield render_template(key_parts, variables), self.render(variables)
+
+    def chunk_template(self) -> tuple[str, tuple[str | int, ...]] | None:
+        """``(array path, one part per axis)`` when the key is ``<path>/c/<part>/...`` with each
+        part a bare dimension name or an integer; None for any other key template."""
+        literal, separator, rest = self.key.partition("/c/")
+        if not separator or "{{" in literal:
+            return None
+        parts: list[str | int] = []
+        for segment in rest.split("/"):
+            match = re.fullmatch(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", segment)
+            if match is not None and match.group(1) in self.dimensions:
+                parts.append(match.group(1))
+            elif segment.isdigit() and str(int(segment)) == segment:
+                parts.append(int(segment))
+            else:
+                return None
+        return literal, tuple(parts)
+
+    def keys_in_grid(self, grid: tuple[int, ...]) -> Iterator[str] | None:
+        """The keys of this entry inside a chunk ``grid``, lazily, without visiting the others;
+        None when the key is not a chunk-key template (see `chunk_template`)."""
+        template = self.chunk_template()
+        if template is None:
+            return None
+        _, parts = template
+        if len(parts) != len(grid):
+            return iter(())
+        bounds: dict[str, int] = {}
+        for part, extent in zip(parts, grid, strict=True):
+            if isinstance(part, int):
+                if part >= extent:
+                    return iter(())
+            else:
+                bounds[part] = min(bounds.get(part, extent), extent)
+        ranges = [(name, _within(self.dimensions[name], bounds[name])) for name in bounds]
+        key_parts = split_template(self.key)
+        return (render_template(key_parts, v) for v in _assignments(ranges, {}))
 
     def to_json(self, url: str | None = None) -> dict[str, object]:
         return {
@@ -215,6 +253,36 @@ class GenEntry:
 
     def __repr__(self) -> str:
         return f"GenEntry(key={self.key!r}, count={self.count})"
+
+
+def _assignments(
+    dimensions: list[tuple[str, Iterable[int]]], chosen: dict[str, int]
+) -> Iterator[dict[str, int]]:
+    """Every combination of dimension values, lazily (``itertools.product`` would first copy
+    each dimension into a tuple)."""
+    if not dimensions:
+        yield dict(chosen)
+        return
+    (name, values), rest = dimensions[0], dimensions[1:]
+    for value in values:
+        chosen[name] = value
+        yield from _assignments(rest, chosen)
+    chosen.pop(name, None)
+
+
+def _within(dimension: Dimension, extent: int) -> Iterable[int]:
+    """The values of ``dimension`` in ``[0, extent)``, computed, not searched."""
+    if dimension.values is not None:
+        return [v for v in dimension.values if 0 <= v < extent]
+    whole = range(dimension.start, dimension.stop, dimension.step)
+    step = whole.step
+    if step > 0:
+        skip = -(whole.start // step) if whole.start < 0 else 0  # values below 0
+        first = whole.start + skip * step
+        return range(first, min(whole.stop, extent), step)
+    skip = max(0, -((extent - 1 - whole.start) // -step))  # values above extent - 1
+    first = whole.start + skip * step
+    return range(first, max(whole.stop, -1), step)
 
 
 def _compile_key(key: str, dimensions: Mapping[str, Dimension]) -> tuple[re.Pattern[str], str]:

@@ -15,12 +15,12 @@ import numpy as np
 
 from shadowzarr_spec.arrays import array_info
 from shadowzarr_spec.chunk_index import (
-    decode_index_chunk,
     encode_index_chunks,
     index_array_metadata,
     new_index_table,
 )
 from shadowzarr_spec.errors import ReferenceFormatError, SourceError, SourceNotFoundError
+from shadowzarr_spec.index_layout import IndexArrayLayout
 from shadowzarr_spec.json_text import dumps_strict, parse_json
 from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
 from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
@@ -87,29 +87,40 @@ def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSy
 
 
 def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
-    """Read a whole stored index array of a local directory into memory."""
+    """Read a whole stored index array of a local directory into memory, as its own
+    ``zarr.json`` describes it (any chunking, byte order and supported compressor)."""
     index = rfs.indexes[path]
     if index.table is not None:
         return index.table
     if rfs.base is None or "://" in rfs.base or index.path is None:
         raise ReferenceFormatError(f"index of {path!r} is not in a local directory")
     check_relative_path(index.path)
+    info = array_info(rfs, path)
+    if info is None:
+        raise ReferenceFormatError(f"{path!r} has a chunk index but no array metadata")
     root = Path(rfs.base) / index.path
-    document = parse_json((root / "zarr.json").read_bytes())
-    grid = tuple(document["shape"][:-1])
-    chunk_shape = tuple(document["chunk_grid"]["configuration"]["chunk_shape"])
-    table = new_index_table(grid)
-    counts = [-(-g // c) for g, c in zip(grid, chunk_shape[:-1], strict=True)]
-    for coords in np.ndindex(*counts):
-        chunk_path = root / "c" / Path(*[str(c) for c in (*coords, 0)])
-        if not chunk_path.exists():
-            continue
-        block = decode_index_chunk(chunk_path.read_bytes(), chunk_shape)
+    where = f"index of {path!r} ({root})"
+    try:
+        document = parse_json((root / "zarr.json").read_bytes())
+    except OSError as exc:
+        raise SourceError(f"{where}: cannot read its zarr.json: {exc.strerror or exc}") from exc
+    layout = IndexArrayLayout.from_metadata(document, info.grid, where)
+    extent = (*info.grid, 2)
+    table = np.full(extent, layout.fill, dtype=np.uint64)
+    for block in np.ndindex(*layout.counts):
+        key = layout.chunk_key(block)
+        try:
+            data = (root / key).read_bytes()
+        except FileNotFoundError as exc:  # never the fill value: a lost file would read as such
+            raise SourceNotFoundError(f"{where}: its chunk {key} is missing") from exc
+        except OSError as exc:
+            raise SourceError(f"{where}: cannot read chunk {key}: {exc.strerror or exc}") from exc
+        values = layout.decode(data, f"{where}, chunk {key}")
         region = tuple(
-            slice(i * c, min((i + 1) * c, g))
-            for i, c, g in zip(coords, chunk_shape, grid, strict=False)
+            slice(b * c, min((b + 1) * c, e))
+            for b, c, e in zip(block, layout.chunk_shape, extent, strict=True)
         )
-        table[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
+        table[region] = values[tuple(slice(0, r.stop - r.start) for r in region)]
     return table
 
 

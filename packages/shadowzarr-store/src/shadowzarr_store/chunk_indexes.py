@@ -1,43 +1,48 @@
 """Chunk indexes: where each chunk of a large array is, read one index chunk at a time.
 
-An index chunk is fetched the first time a data chunk it covers is asked for (from the reference
-directory, local or over HTTP) and recent ones stay in memory, so reading one chunk of a cold
-array costs one index read plus the data read, and a warm one only the data read.
+An index array is read as its own ``zarr.json`` describes it (`IndexArrayLayout`: any chunk
+shape, key encoding, byte order, fill value, supported compressor), whoever wrote it. Its
+``zarr.json`` is fetched once; an index chunk is fetched the first time a data chunk it covers
+is asked for (from the reference directory, local or over HTTP), its frame checked before it is
+decoded, and recent ones stay in memory. So reading one chunk of a cold array costs the index's
+metadata and one index chunk plus the data read, and a warm one only the data read. An index
+chunk that does not exist is an error (`SourceNotFoundError`): reading it as the fill value
+would read every chunk it covers as never written, silently, if the file were lost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import (
     MISSING_CHUNK,
     FileRef,
+    IndexArrayLayout,
     ReferenceFileSystem,
     ReferenceFormatError,
+    ShadowzarrError,
+    UnsupportedFeatureError,
     array_info,
-    decode_index_chunk,
-    index_chunk_shape,
+    parse_json,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable, Coroutine, Iterator
 
     from shadowzarr_store.transport.stats import StoreStats
 
-__all__ = ["ChunkIndexReader", "index_chunk_location"]
+__all__ = ["ChunkIndexReader", "index_location"]
 
 _MISSING = int(MISSING_CHUNK)
-type _BlockKey = tuple[str, tuple[int, ...]]
 
 
-def index_chunk_location(base: str | None, index_path: str, coords: tuple[int, ...]) -> str:
-    """URL or local path of one chunk of a stored index array."""
+def index_location(base: str | None, index_path: str, key: str) -> str:
+    """URL or local path of ``key`` (``zarr.json``, ``c/0/1``) of a stored index array."""
     if "://" in index_path:
         root = index_path.rstrip("/")
     elif base is None:
@@ -48,8 +53,9 @@ def index_chunk_location(base: str | None, index_path: str, coords: tuple[int, .
         root = f"{base.rstrip('/')}/{index_path}"
     else:
         root = os.path.join(base, index_path)
-    separator = "/" if "://" in root else os.sep
-    return separator.join([root, "c", *(str(c) for c in coords)])
+    if "://" in root:
+        return f"{root}/{key}"
+    return os.path.join(root, *key.split("/"))
 
 
 class ChunkIndexReader:
@@ -67,10 +73,9 @@ class ChunkIndexReader:
         self._stats = stats
         self._capacity = capacity
         self._lock = threading.Lock()
-        self._blocks: OrderedDict[_BlockKey, np.ndarray] = OrderedDict()
-        self._inflight: dict[
-            tuple[asyncio.AbstractEventLoop, _BlockKey], asyncio.Task[np.ndarray]
-        ] = {}
+        self._blocks: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
+        self._layouts: dict[str, IndexArrayLayout | ShadowzarrError] = {}
+        self._inflight: dict[tuple[asyncio.AbstractEventLoop, object], asyncio.Task[Any]] = {}
         self._grids: dict[str, tuple[int, ...]] = {}
 
     def grid(self, path: str) -> tuple[int, ...]:
@@ -91,75 +96,129 @@ class ChunkIndexReader:
         ):
             return None
         if index.table is not None:
-            entry = index.table[coords]
+            offset, size = (int(v) for v in index.table[coords])
         else:
-            shape = index_chunk_shape(grid)[:-1]
-            block_coords = tuple(c // s for c, s in zip(coords, shape, strict=True))
-            block = await self._block(path, block_coords)
-            entry = block[tuple(c % s for c, s in zip(coords, shape, strict=True))]
-        offset, size = int(entry[0]), int(entry[1])
+            layout = await self.layout(path)
+            offset, size = [await self._entry(path, layout, (*coords, k)) for k in (0, 1)]
         if offset == _MISSING and size == _MISSING:
             return None
         return FileRef(index.url, offset, size)
 
-    async def _block(self, path: str, block_coords: tuple[int, ...]) -> np.ndarray:
+    async def layout(self, path: str) -> IndexArrayLayout:
+        """The stored index array's layout, from its ``zarr.json`` (fetched once). A layout
+        that is refused stays refused: every later lookup raises at once, without a fetch."""
+        layout = self._layouts.get(path)
+        if isinstance(layout, ShadowzarrError):
+            raise type(layout)(str(layout)) from layout
+        if layout is None:
+            try:
+                layout = await self._once(("layout", path), lambda: self._load_layout(path))
+            except (ReferenceFormatError, UnsupportedFeatureError) as exc:
+                self._layouts[path] = exc
+                raise
+            self._layouts[path] = layout
+        return layout
+
+    async def _load_layout(self, path: str) -> IndexArrayLayout:
+        location = self._location(path, "zarr.json")
+        where = f"index of {path!r} ({location})"
+        document = parse_json(await self._fetch(location))
+        return IndexArrayLayout.from_metadata(document, self.grid(path), where)
+
+    async def _entry(self, path: str, layout: IndexArrayLayout, element: tuple[int, ...]) -> int:
+        block_coords, inside = layout.locate(element)
+        block = await self._block(path, layout, block_coords)
+        return int(block[inside])
+
+    async def _block(
+        self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
+    ) -> Any:
         """One index chunk: from memory, or fetched once however many chunks wait for it."""
         key = (path, block_coords)
+        with self._lock:
+            if key in self._blocks:
+                self._blocks.move_to_end(key)
+                block = self._blocks[key]
+                if isinstance(block, ShadowzarrError):
+                    raise type(block)(str(block)) from block
+                return block
+        return await self._once(key, lambda: self._load_and_keep(path, layout, block_coords))
+
+    async def _once(self, key: object, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        """Run ``make()`` once per key and event loop, however many callers wait for it.
+
+        It runs as a task of its own, so a cancelled caller does not cancel the others' read;
+        the task's outcome is always retrieved, so a failure leaves nothing pending or unread.
+        """
         loop = asyncio.get_running_loop()
         with self._lock:
-            block = self._blocks.get(key)
-            if block is not None:
-                self._blocks.move_to_end(key)
-                return block
             task = self._inflight.get((loop, key))
             if task is None:
-                # A task of its own, so a cancelled caller does not cancel the others' read.
-                task = loop.create_task(self._load_and_keep(key))
+                task = loop.create_task(make())
                 self._inflight[(loop, key)] = task
-                task.add_done_callback(lambda _: self._forget(loop, key))
+                task.add_done_callback(lambda done: self._forget(loop, key, done))
         return await asyncio.shield(task)
 
-    def _forget(self, loop: asyncio.AbstractEventLoop, key: _BlockKey) -> None:
+    def _forget(
+        self, loop: asyncio.AbstractEventLoop, key: object, task: asyncio.Task[Any]
+    ) -> None:
         with self._lock:
             self._inflight.pop((loop, key), None)
+        if not task.cancelled():
+            task.exception()  # retrieved: every waiter got it, or none is left to
 
-    async def _load_and_keep(self, key: _BlockKey) -> np.ndarray:
-        block = await self._load(*key)
+    async def _load_and_keep(
+        self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
+    ) -> Any:
+        location = self._location(path, layout.chunk_key(block_coords))
+        data = await self._fetch(location)  # a missing index chunk is an error, never fill
+        self._stats.add(index_chunk_reads=1)
+        try:
+            block: Any = layout.decode(data, f"index of {path!r} ({location})")
+        except ReferenceFormatError as exc:
+            block = exc  # a damaged index chunk stays damaged: refused without a fetch
         with self._lock:
-            self._blocks[key] = block
+            self._blocks[(path, block_coords)] = block
             while len(self._blocks) > self._capacity:
                 self._blocks.popitem(last=False)
+        if isinstance(block, ShadowzarrError):
+            raise block
         return block
 
-    async def _load(self, path: str, block_coords: tuple[int, ...]) -> np.ndarray:
+    def _location(self, path: str, key: str) -> str:
         index = self._rfs.indexes[path]
         assert index.path is not None
-        location = index_chunk_location(self._rfs.base, index.path, (*block_coords, 0))
-        data = await self._fetch(location)
-        self._stats.add(index_chunk_reads=1)
-        return decode_index_chunk(data, index_chunk_shape(self.grid(path)))
+        return index_location(self._rfs.base, index.path, key)
 
-    async def written_chunks(self, path: str) -> list[tuple[int, ...]]:
+    async def written_chunks(self, path: str) -> Iterator[tuple[int, ...]]:
         """Coordinates of every chunk of ``path`` that the index says was written."""
         index = self._rfs.indexes[path]
         grid = self.grid(path)
         if index.table is not None:
-            return list(_present(index.table, (0,) * len(grid), grid))
-        shape = index_chunk_shape(grid)[:-1]
-        counts = [math.ceil(g / s) for g, s in zip(grid, shape, strict=True)]
+            return _present(index.table[..., 0], index.table[..., 1], (0,) * len(grid))
+        layout = await self.layout(path)
         found: list[tuple[int, ...]] = []
-        for block_coords in np.ndindex(*counts):
-            block = await self._block(path, block_coords)
-            origin = tuple(b * s for b, s in zip(block_coords, shape, strict=True))
-            found.extend(_present(block, origin, grid))
-        return found
+        data_shape = layout.chunk_shape[:-1]
+        for prefix in np.ndindex(*layout.counts[:-1]):
+            region = tuple(
+                slice(b * c, min((b + 1) * c, g))
+                for b, c, g in zip(prefix, data_shape, grid, strict=True)
+            )
+            parts = []
+            for k in (0, 1):
+                block_coords, inside = layout.locate((*(r.start for r in region), k))
+                block = await self._block(path, layout, block_coords)
+                local = tuple(slice(0, r.stop - r.start) for r in region)
+                parts.append(block[(*local, inside[-1])])
+            found.extend(
+                _present(np.asarray(parts[0]), np.asarray(parts[1]), tuple(r.start for r in region))
+            )
+        return iter(found)
 
 
 def _present(
-    table: np.ndarray, origin: tuple[int, ...], grid: tuple[int, ...]
+    offsets: np.ndarray, sizes: np.ndarray, origin: tuple[int, ...]
 ) -> Iterator[tuple[int, ...]]:
-    written = ~((table[..., 0] == MISSING_CHUNK) & (table[..., 1] == MISSING_CHUNK))
+    written = ~((offsets == MISSING_CHUNK) & (sizes == MISSING_CHUNK))
     for local in zip(*np.nonzero(written), strict=True):
-        coords = tuple(int(o + i) for o, i in zip(origin, local, strict=True))
-        if all(c < g for c, g in zip(coords, grid, strict=True)):
-            yield coords
+        yield tuple(int(o + i) for o, i in zip(origin, local, strict=True))

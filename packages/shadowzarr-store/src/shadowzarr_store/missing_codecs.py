@@ -29,7 +29,7 @@ from zarr.registry import get_codec_class, register_codec
 if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
 
-__all__ = ["MissingCodecs", "install_hint"]
+__all__ = ["MissingCodecs", "install_hint", "is_stand_in"]
 
 type CodecKind = Literal["array-array", "array-bytes", "bytes-bytes"]
 
@@ -43,6 +43,12 @@ _NOTES = {
 }
 _stand_ins: dict[str, CodecKind] = {}  # codec name -> the kind of stand-in registered for it
 _available: set[str] = set()
+
+
+def is_stand_in(name: str) -> bool:
+    """Whether codec ``name`` is a stand-in for one this install lacks (its chunks are refused
+    here, at their first read)."""
+    return name in _stand_ins
 
 
 def install_hint(name: str) -> str:

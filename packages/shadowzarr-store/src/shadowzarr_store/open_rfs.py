@@ -6,7 +6,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import zarr
-from shadowzarr_spec import ReferenceFileSystem
+from shadowzarr_spec import ReferenceFileSystem, ReferenceFormatError
+from zarr.errors import NodeNotFoundError
 
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.rfs_store import RfsStore
@@ -30,7 +31,13 @@ def open_rfs(
     **options
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
-    return zarr.open_group(open_rfs_store(source, **options), mode="r", zarr_format=3)
+    store = open_rfs_store(source, **options)
+    try:
+        return zarr.open_group(store, mode="r", zarr_format=3)
+    except NodeNotFoundError as exc:
+        raise ReferenceFormatError(
+            f"{store!r}: the references hold no root group (no zarr.json at the root)"
+        ) from exc
 
 
 def open_rfs_array(
@@ -43,7 +50,11 @@ def open_rfs_array(
     Not to be confused with ``shadowzarr.open_array`` (and `shadowzarr_store.remote.
     open_remote_array`), which open one dataset of a *source file* as a `RemoteArray`.
     """
-    return zarr.open_array(open_rfs_store(source, **options), path=path, mode="r", zarr_format=3)
+    store = open_rfs_store(source, **options)
+    try:
+        return zarr.open_array(store, path=path, mode="r", zarr_format=3)
+    except NodeNotFoundError as exc:
+        raise ReferenceFormatError(f"{store!r}: the references hold no array {path!r}") from exc
 
 
 def open_rfs_store(

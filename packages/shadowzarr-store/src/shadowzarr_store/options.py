@@ -43,6 +43,8 @@ class StoreOptions:
     )
     presigned_url_ttl: float = 600.0
     index_cache_chunks: int = 64
+    max_chunk_bytes: int = 2 << 30
+    """Most bytes one decoded chunk may hold; arrays with larger chunks are refused at open."""
     sharded_view: int | Literal["auto"] = 0
     allowed_urls: tuple[str, ...] | None = None
     allow_local_files: bool | None = None
@@ -63,6 +65,8 @@ class StoreOptions:
             raise ValueError(
                 "sharded_view must be 0 (off), 'auto' or a target inner chunk size in bytes"
             )
+        if self.max_chunk_bytes < 1:
+            raise ValueError(f"max_chunk_bytes must be positive, got {self.max_chunk_bytes}")
         if self.index_cache_chunks < 1:
             raise ValueError("index_cache_chunks must be at least 1")
         if isinstance(self.allowed_urls, str):

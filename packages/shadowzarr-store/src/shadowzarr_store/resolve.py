@@ -4,6 +4,12 @@ A key's *logical* value is what zarr decodes: the referenced bytes, with a selec
 reduced to the kept bytes and a short uncompressed chunk padded with the fill value. A byte range
 of that logical value maps back to whole records of the source, so a partial read fetches only
 the records that hold the bytes asked for.
+
+Padding fills what a reference leaves short of a chunk (its size says so) and the part of a last
+chunk that lies past the end of its file, but only where the references record the file's size
+and the read ends exactly there: a short read the recorded size does not prove (no size
+recorded, a reference starting at or past the end, a body shorter than the file) is an error,
+never fill values. A partial read wholly past the recorded end is padding without any request.
 """
 
 from __future__ import annotations
@@ -26,8 +32,6 @@ from shadowzarr_spec import (
 from shadowzarr_spec.keys import array_of_chunk_key
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.dtype import get_data_type_from_json
-
-from shadowzarr_store.codecs import ends_with_fletcher32
 
 if TYPE_CHECKING:
     from shadowzarr_spec import ArrayInfo
@@ -67,6 +71,8 @@ class SourceValue:
     offset: int | None
     size: int | None
     layout: ChunkLayout | None
+    file_size: int | None = None
+    """The size the references record for the file, if any: the only proof of a short file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,33 +88,89 @@ class ReadPlan:
     data_want: int
     skip: int
     layout: ChunkLayout | None
+    chunk_offset: int = 0
+    """Where the key's reference starts in the file."""
+    file_size: int | None = None
 
     @property
     def paddable(self) -> bool:
-        """Whether bytes missing at the end of the file read as the fill value."""
-        return self.layout is not None and self.layout.chunk_nbytes is not None
+        """Whether bytes missing at the end of the file read as the fill value (an uncompressed
+        chunk whose file's size is recorded)."""
+        return (
+            self.layout is not None
+            and self.layout.chunk_nbytes is not None
+            and self.file_size is not None
+        )
 
     @property
     def reads_nothing(self) -> bool:
-        """True when every byte asked for is padding."""
+        """True when every byte asked for is padding the reference itself proves."""
         return self.end <= self.start
 
+    @property
+    def past_recorded_end(self) -> bool:
+        """True when every byte asked for lies past the recorded end of the file."""
+        return self.file_size is not None and self.start >= self.file_size
+
+    def check_start(self) -> None:
+        """Refuse a reference that starts at or past the recorded end of its file."""
+        if self.file_size is not None and self.chunk_offset >= self.file_size and self.want:
+            raise SourceError(
+                f"{self.url}: the reference of {self.key!r} starts at byte {self.chunk_offset}, "
+                f"at or past the end of the file ({self.file_size} bytes recorded); the "
+                "references do not match the file"
+            )
+
     def assemble(self, raw: bytes | memoryview) -> bytes | memoryview:
-        """Logical bytes from what the source returned (shorter only when the file ended)."""
+        """Logical bytes from what the source returned, padded where the reference is shorter
+        than the chunk; the source may return fewer bytes than the reference holds only where
+        the file's recorded size says it ends there (otherwise `SourceError`)."""
         selection = self.layout.selection if self.layout is not None else None
         data: bytes | memoryview = selection.apply(raw) if selection is not None else raw
         data = data[self.skip : self.skip + self.data_want]
         if len(data) == self.want:
             return data
-        if self.layout is None or self.layout.chunk_nbytes is None:
-            raise SourceError(
-                f"{self.url}: bytes {self.start}-{self.end - 1} for {self.key!r} returned "
-                f"{len(raw)} bytes; the file ends before the reference does"
-            )
+        if len(data) < self.data_want:
+            if self.layout is None or self.layout.chunk_nbytes is None:
+                raise SourceError(self._short(raw, "the file ends before the reference does"))
+            if self.file_size is None:
+                raise SourceError(
+                    self._short(
+                        raw,
+                        "no size is recorded for the file, so a short read cannot be told "
+                        "from a fault (references that record source sizes can pad a last "
+                        "chunk)",
+                    )
+                )
+            assert self.file_size is not None
+            proven = max(0, min(self.end, self.file_size) - self.start)
+            if len(raw) != proven:
+                raise SourceError(
+                    self._short(
+                        raw,
+                        f"the file's recorded size ({self.file_size} bytes) says {proven} "
+                        "bytes are there",
+                    )
+                )
+        assert self.layout is not None
         padding = fill_pattern(
             self.layout.fill, self.logical_start + len(data), self.want - len(data)
         )
         return bytes(data) + padding
+
+    def _short(self, raw: bytes | memoryview, why: str) -> str:
+        return (
+            f"{self.url}: bytes {self.start}-{self.end - 1} for {self.key!r} returned "
+            f"{len(raw)} bytes, fewer than the reference holds; {why}"
+        )
+
+    def complete(self, raw: bytes | memoryview) -> bool:
+        """Whether ``raw`` is every byte of ``[start, end)`` the file holds (safe to cache)."""
+        if len(raw) == self.end - self.start:
+            return True
+        return self.file_size is not None and len(raw) == max(
+            0, min(self.end, self.file_size) - self.start
+        )
 
 
 def fill_pattern(fill: bytes, position: int, count: int) -> bytes:
@@ -172,6 +234,8 @@ def plan_read(value: SourceValue, byte_range: ByteRequest | None) -> ReadPlan:
         data_want=max(data_end - start, 0),
         skip=skip,
         layout=layout,
+        chunk_offset=value.offset,
+        file_size=value.file_size,
     )
 
 
@@ -230,17 +294,17 @@ def _fill_element(info: ArrayInfo) -> bytes | None:
         if native.itemsize == 0 or native.hasobject:
             return None
         scalar = dtype.from_json_scalar(info.fill_value, zarr_format=3)
-    except (ValueError, TypeError, KeyError) as exc:
+        endian = "little"
+        for codec in info.codecs:
+            if isinstance(codec, dict) and codec.get("name") == "bytes":
+                endian = (codec.get("configuration") or {}).get("endian") or "little"
+        stored = native.newbyteorder("<" if endian == "little" else ">")
+        return np.array(scalar, dtype=stored).tobytes()
+    except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as exc:
         raise ChunkDecodeError(
             f"array {info.path!r}: cannot compute the fill value {info.fill_value!r} of "
             f"{info.data_type!r}: {exc}"
         ) from exc
-    endian = "little"
-    for codec in info.codecs:
-        if codec.get("name") == "bytes":
-            endian = (codec.get("configuration") or {}).get("endian") or "little"
-    stored = native.newbyteorder("<" if endian == "little" else ">")
-    return np.array(scalar, dtype=stored).tobytes()
 
 
 class Resolver:
@@ -250,7 +314,6 @@ class Resolver:
         self._rfs = rfs
         self._indexes = indexes
         self._layouts: dict[str, ChunkLayout | None] = {}
-        self._checksummed: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def find(self, key: str) -> InlineRef | FileRef | None:
@@ -277,22 +340,8 @@ class Resolver:
         if offset is None and recorded is not None and recorded.size is not None:
             # A whole file of known size is a range like any other: partial reads stay partial.
             offset, size = 0, recorded.size
-        return SourceValue(key, ref.url, offset, size, self.layout_of_key(key))
-
-    def checksummed(self, key: str) -> bool:
-        """Whether chunk ``key`` ends with a Fletcher-32 checksum (HDF5's fletcher32 filter)."""
-        split = array_of_chunk_key(key)
-        if split is None:
-            return False
-        path = split[0]
-        with self._lock:
-            known = self._checksummed.get(path)
-        if known is None:
-            info = array_info(self._rfs, path)
-            known = info is not None and ends_with_fletcher32(info)
-            with self._lock:
-                self._checksummed[path] = known
-        return known
+        file_size = recorded.size if recorded is not None else None
+        return SourceValue(key, ref.url, offset, size, self.layout_of_key(key), file_size)
 
     def fill_of_key(self, key: str) -> bytes:
         """One fill element of the array holding chunk ``key`` (empty if unknown)."""

@@ -9,13 +9,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shadowzarr_spec import InlineRef, ReferenceFileSystem
+from shadowzarr_spec import InlineRef, ReferenceFileSystem, ReferenceFormatError, ShadowzarrError
 from shadowzarr_spec.keys import array_of_chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
-from shadowzarr_store.codecs import verify_fletcher32
-from shadowzarr_store.decode_limits import DecodeLimits
+from shadowzarr_store.loop_shutdown import note_loop
+from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
 from shadowzarr_store.missing_codecs import MissingCodecs
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.references import load_rfs
@@ -31,16 +31,21 @@ from shadowzarr_store.resolve import (
 )
 from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
-from shadowzarr_store.transport.errors import RangeNotSatisfiable
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator, Iterable, Iterator
 
+    from shadowzarr_spec import GenEntry
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
 
-__all__ = ["RfsStore"]
+    from shadowzarr_store.array_checks import ArrayChecks
+
+__all__ = ["MAX_LISTED_GEN_KEYS", "RfsStore"]
+
+MAX_LISTED_GEN_KEYS = 1 << 20
+"""Most keys listed from a gen entry whose keys are not chunks inside an array's grid."""
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
 
@@ -107,8 +112,17 @@ class RfsStore(Store):
     Local sources are checked for their recorded size on every read and, once per source per
     store, for their identity (modification time, else the sampled hash of ``sources``).
 
-    Compressed chunks are checked before zarr decodes them: one that would decompress beyond
-    what a chunk of its array holds raises `ChunkDecodeError` (see `decode_limits`).
+    max_chunk_bytes
+        Most bytes one decoded chunk may hold (2 GiB); an array with larger chunks is refused
+        when it is opened.
+
+    Every ``zarr.json`` is validated by zarr's own parser and the store's bounds before zarr
+    sees it: a bad array fails when it is opened, with an error naming it, and the others stay
+    readable (see `metadata_gate`). Every chunk of an encoded array is decoded once, with
+    bounds and checked frames, before zarr decodes it: one that is damaged, or would decompress
+    beyond what a chunk of its array holds, raises `ChunkDecodeError` (see `array_checks`).
+    A short read is padded with the fill value only where the file's recorded size proves it,
+    and only bytes that pass these checks are cached.
     """
 
     supports_writes: bool = False
@@ -136,7 +150,7 @@ class RfsStore(Store):
             self._rfs, self._reader.read_index, self._stats, self._options.index_cache_chunks
         )
         self._resolver = Resolver(self._rfs, self._indexes)
-        self._limits = DecodeLimits(self._rfs)
+        self._gate = MetadataGate(self._rfs, self._options.max_chunk_bytes)
         self._missing_codecs = MissingCodecs()
         self._view = (
             ShardedView(self._rfs, self._options.sharded_view)
@@ -168,30 +182,55 @@ class RfsStore(Store):
     ) -> Buffer | None:
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
-        self._missing_codecs.check_chunk(key)
+        note_loop(asyncio.get_running_loop())
+        self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
+        checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
         value = await self._resolver.resolve(key)
-        if isinstance(value, InlineRef) and (key == "zarr.json" or key.endswith("/zarr.json")):
-            self._missing_codecs.note_metadata(key, value.data)
-        if value is not None and self._view is not None:
+        if value is None:
+            return None
+        if is_metadata_key(key):
+            if isinstance(value, InlineRef):
+                # stand-ins for codecs this install lacks, before zarr or the gate parses it
+                self._missing_codecs.note_metadata(key, value.data)
+            value = InlineRef(self._gate.serve(key, value))
+        if self._view is not None:
             shown = await self._get_in_view(key, value, byte_range)
             if shown is not None:
                 return prototype.buffer.from_array_like(np.frombuffer(shown, dtype=np.uint8))
+        # A whole chunk is checked before zarr decodes it. Partial reads are raw bytes, except
+        # of a shard, whose inner chunks zarr decodes: the whole shard is checked once.
+        whole = checks if byte_range is None else None
+        shard = checks if checks is not None and checks.shards is not None else None
         data: bytes | memoryview
         match value:
-            case None:
-                return None
             case InlineRef(data=inline):
                 data = finish_inline(key, self._resolver.layout_of_key(key), inline, byte_range)
+                if whole is not None:
+                    whole.check_stored_size(len(inline), key, "inline reference")
+                    await whole.verify(data, key, "inline reference")
+                elif shard is not None:
+                    await self._gate.verify_shard(shard, key, inline, "inline reference")
             case SourceValue(offset=None):
-                whole = await self._reader.read_whole(value.url)
-                data = finish_whole(value, whole, byte_range)
+                raw, cached = await self._reader.read_whole(value.url)
+                data = finish_whole(value, raw, byte_range)
+                if whole is not None:
+                    await whole.verify(data, key, value.url)
+                elif shard is not None:
+                    await self._gate.verify_shard(
+                        shard, key, finish_whole(value, raw, None), value.url
+                    )
+                if not cached:
+                    await self._reader.remember(value.url, 0, -1, raw)
             case SourceValue():
-                data = await self._read_plan(plan_read(value, byte_range))
-                if byte_range is None and self._resolver.checksummed(key):
-                    verify_fletcher32(data, key, value.url)
-        if byte_range is None:
-            where = value.url if isinstance(value, SourceValue) else "inline reference"
-            await self._limits.check(key, data, where)
+                if whole is not None and value.layout is None and value.size is not None:
+                    whole.check_stored_size(value.size, key, value.url)
+                if shard is not None and whole is None:
+                    identity = (value.url, value.offset, value.size)
+                    if not self._gate.shard_verified(key, identity):
+                        shard.check_stored_size(value.size or 0, key, value.url)
+                        full = await self._read_plan(plan_read(value, None))
+                        await self._gate.verify_shard(shard, key, full, value.url, identity)
+                data = await self._read_plan(plan_read(value, byte_range), whole)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
 
     async def _get_in_view(
@@ -224,22 +263,33 @@ class RfsStore(Store):
             )
             body: bytes | memoryview = inline[data_range.start : data_range.end]
         elif value.offset is None:
-            whole = await self._reader.read_whole(value.url)
+            whole, _ = await self._reader.read_whole(value.url)
             body = finish_whole(value, whole, data_range)
         else:
             body = await self._read_plan(plan_read(value, data_range))
         return bytes(head) + bytes(body) if head else body
 
-    async def _read_plan(self, plan: ReadPlan) -> bytes | memoryview:
+    async def _read_plan(
+        self, plan: ReadPlan, checks: ArrayChecks | None = None
+    ) -> bytes | memoryview:
+        """The logical bytes of a plan, checked (``checks``: the whole chunk is decoded as zarr
+        will) before they are cached; only bytes that pass every check reach a cache."""
         if plan.reads_nothing:
-            return plan.assemble(b"")
-        try:
-            raw: bytes | memoryview = await self._reader.read(plan.url, plan.start, plan.end)
-        except RangeNotSatisfiable:
-            if not plan.paddable:
-                raise
-            raw = b""  # all of it lies past the end of a short last slab: padding
-        return plan.assemble(raw)
+            data = plan.assemble(b"")
+        else:
+            plan.check_start()
+            if plan.past_recorded_end:
+                return plan.assemble(b"")  # all of it lies past the recorded end: padding
+            raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
+            data = plan.assemble(raw)
+            if checks is not None:
+                await checks.verify(data, plan.key, plan.url)
+            if not cached and plan.complete(raw):
+                await self._reader.remember(plan.url, plan.start, plan.end, raw)
+            return data
+        if checks is not None:
+            await checks.verify(data, plan.key, plan.url)
+        return data
 
     async def get_partial_values(
         self,
@@ -258,8 +308,9 @@ class RfsStore(Store):
         match value:
             case None:
                 raise FileNotFoundError(key)
-            case InlineRef(data=inline) if self._view is not None and key.endswith("zarr.json"):
-                return len(self._view.rewrite(key, inline))
+            case InlineRef() if is_metadata_key(key):
+                served = self._gate.serve(key, value)
+                return len(self._view.rewrite(key, served) if self._view is not None else served)
             case _ if (layout := self._view_layout(key)) is not None:
                 return layout.total
             case InlineRef(data=inline):
@@ -268,7 +319,7 @@ class RfsStore(Store):
                 info = self._rfs.sources.get(value.url)
                 if value.layout is None and info is not None and info.size is not None:
                     return info.size
-                whole = await self._reader.read_whole(value.url)
+                whole, _ = await self._reader.read_whole(value.url)
                 return len(finish_whole(value, whole, None))
             case SourceValue():
                 return plan_read(value, None).want
@@ -325,7 +376,7 @@ class RfsStore(Store):
         refs = self._rfs.refs
         for entry in self._rfs.gen:
             if entry.prefix.startswith(prefix) or prefix.startswith(entry.prefix):
-                for key, _ in entry.items():
+                for key in self._gen_keys(entry):
                     if key.startswith(prefix) and key not in refs:
                         yield key
         for path in self._rfs.indexes:
@@ -353,7 +404,7 @@ class RfsStore(Store):
             if literal.startswith(start) and "/" in literal[len(start) :]:
                 names.add(literal[len(start) :].split("/", 1)[0])
             elif literal.startswith(start) or start.startswith(literal):
-                for key, _ in entry.items():
+                for key in self._gen_keys(entry):
                     if key.startswith(start):
                         names.add(key[len(start) :].split("/", 1)[0])
         for path in self._rfs.indexes:
@@ -367,6 +418,27 @@ class RfsStore(Store):
                         names.add(key[len(start) :].split("/", 1)[0])
         for name in sorted(names):
             yield name
+
+    def _gen_keys(self, entry: GenEntry) -> Iterator[str]:
+        """The keys a gen entry lists, lazily: only those inside its array's chunk grid (a
+        small entry may claim 10**12 chunks); an entry of other keys only if it has at most
+        `MAX_LISTED_GEN_KEYS`, else `ReferenceFormatError`."""
+        template = entry.chunk_template()
+        if template is not None:
+            try:
+                checks = self._gate.array(template[0])
+            except ShadowzarrError:
+                return iter(())  # a refused array's chunks are unreadable: none are listed
+            if checks is not None:
+                keys = entry.keys_in_grid(checks.metadata_grid)
+                if keys is not None:
+                    return keys
+        if entry.count > MAX_LISTED_GEN_KEYS:
+            raise ReferenceFormatError(
+                f"gen entry {entry.key!r} describes {entry.count} keys that are not chunks "
+                f"inside an array's grid; more than {MAX_LISTED_GEN_KEYS} are not listed"
+            )
+        return (key for key, _ in entry.items())
 
     # -- lifetime, pickling, equality -----------------------------------------------------------
 

@@ -20,7 +20,7 @@ from shadowzarr_spec import SourceInfo
 
 from shadowzarr_store.merge import RangeMerger
 from shadowzarr_store.transport.client import Transport, close_all
-from shadowzarr_store.transport.locations import join_location
+from shadowzarr_store.transport.locations import join_location, redact
 
 if TYPE_CHECKING:
     from shadowzarr_spec import ReferenceFileSystem
@@ -75,10 +75,12 @@ class SourceReader:
         return self.rfs.sources.get(url, _NO_SOURCE)
 
     def identity(self, url: str) -> str:
-        """The cache identity of a source: a changed file gets new entries, never old bytes."""
+        """The cache identity of a source: a changed file gets new entries, never old bytes;
+        credentials in its URL are not part of it (nor written to a cache)."""
         info = self.rfs.sources.get(url, _NO_SOURCE)
         return (
-            f"{self.absolute(url)}\x00{info.etag or ''}\x00{'' if info.size is None else info.size}"
+            f"{redact(self.absolute(url))}\x00{info.etag or ''}"
+            f"\x00{'' if info.size is None else info.size}"
             f"\x00{info.mtime_ns or ''}\x00{info.sample_hash or ''}"
         )
 
@@ -94,24 +96,27 @@ class SourceReader:
 
     # -- reading --------------------------------------------------------------------------------
 
-    async def read(self, url: str, start: int, end: int) -> bytes | memoryview:
-        """Bytes ``[start, end)`` of reference URL ``url`` (fewer if the file ends first)."""
+    async def read(self, url: str, start: int, end: int) -> tuple[bytes | memoryview, bool]:
+        """Bytes ``[start, end)`` of reference URL ``url`` (fewer if the file ends first), and
+        whether they came from a cache. Nothing is cached here: the caller `remember`s the
+        bytes once it has checked them, so no cache ever holds bytes that failed a check."""
         cached = await self._cache_get(url, start, end)
         if cached is not None:
-            return cached
+            return cached, True
         # Local reads are merged too: one worker-thread hop per run instead of one per chunk.
-        data = await self._merger().read(url, start, end)
-        await self._cache_put(url, start, end, data)
-        return data
+        return await self._merger().read(url, start, end), False
 
-    async def read_whole(self, url: str) -> bytes:
-        """The whole of reference URL ``url``."""
+    async def read_whole(self, url: str) -> tuple[bytes, bool]:
+        """The whole of reference URL ``url``, and whether it came from a cache."""
         cached = await self._cache_get(url, 0, -1)
         if cached is not None:
-            return cached
-        data = await self.fetch(url, 0, None)
-        await self._cache_put(url, 0, -1, data)
-        return data
+            return cached, True
+        return await self.fetch(url, 0, None), False
+
+    async def remember(self, url: str, start: int, end: int, data: bytes | memoryview) -> None:
+        """Keep checked bytes ``[start, end)`` of ``url`` (``0, -1``: the whole file) in the
+        caches."""
+        await self._cache_put(url, start, end, data)
 
     async def read_index(self, location: str) -> bytes:
         """One chunk of a stored index array (a path or URL next to the references)."""

@@ -29,6 +29,7 @@ FaultKind = Literal[
     "ignore_range",
     "wrong_range",
     "ignore_if_match",
+    "short_end",
 ]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 _SINGLE_RANGE = re.compile(r"^bytes=(?P<start>\d+)-(?P<end>\d*)$")
@@ -52,8 +53,11 @@ class FaultRule:
     answer then carries the file's new ETag); ``ignore_range`` drops the ``Range`` header so
     the client gets 200 and the whole file; ``wrong_range`` answers 206 for the range shifted by
     ``shift`` bytes with a ``Content-Range`` that claims the requested range (``honest=False``)
-    or truthfully names the shifted one (``honest=True``). ``ignore_range`` only matches
-    requests with a ``Range`` header, ``wrong_range`` only ``bytes=start-[end]`` ones.
+    or truthfully names the shifted one (``honest=True``); ``short_end`` answers 206 with the
+    first half of the range and a ``Content-Range`` claiming the file ends there (a well-formed
+    answer a client cannot tell from a short file unless it knows the size). ``ignore_range``
+    only matches requests with a ``Range`` header, ``wrong_range`` and ``short_end`` only
+    ``bytes=start-[end]`` ones.
     """
 
     kind: FaultKind
@@ -89,7 +93,7 @@ class FaultRule:
 def _applies_to_range(kind: str, range_header: str | None) -> bool:
     if kind == "ignore_range":
         return range_header is not None
-    if kind == "wrong_range":
+    if kind in ("wrong_range", "short_end"):
         return parse_single_range(range_header) is not None
     return True
 

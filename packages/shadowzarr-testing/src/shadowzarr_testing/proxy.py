@@ -557,11 +557,20 @@ class LatencyProxy:
                 total = upstream.headers.get("Content-Range", "*/*").rpartition("/")[2]
                 start = requested[0]
                 response.headers["Content-Range"] = f"bytes {start}-{start + length - 1}/{total}"
+            limit: int | None = None
+            if kind == "short_end" and requested is not None and upstream.status == 206 and length:
+                limit = max(1, length // 2)
+                start = requested[0]
+                response.headers["Content-Range"] = (
+                    f"bytes {start}-{start + limit - 1}/{start + limit}"
+                )
+                length = limit
             if length is not None and upstream.status not in _BODYLESS_STATUSES:
                 response.content_length = length
             entry["status"] = upstream.status
-            limit: int | None = None
-            if kind == "truncate" and fault is not None:
+            if kind == "short_end":
+                pass
+            elif kind == "truncate" and fault is not None:
                 limit = fault.after_bytes if fault.after_bytes is not None else (length or 0) // 2
             elif kind == "stall" and fault is not None:
                 limit = fault.after_bytes

@@ -11,6 +11,7 @@ array into a chunked one. Nothing here reads data: a refused index says why it w
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -495,6 +496,7 @@ class VirtualArray:
             dimension_names=dimension_names,
         )
         add_chunks(builder, path, chunked._layout, chunk_index_threshold)
+        _record_local_sizes(builder, chunked._layout)
         if chunked._selection is not None:
             builder.add_selection(path, chunked._selection.record_size, chunked._selection.keep)
 
@@ -614,3 +616,20 @@ def _describe(indices: range | np.ndarray) -> str:
         return f"the slice {indices.start}:{indices.stop}:{indices.step}"
     shown = ", ".join(str(int(i)) for i in indices[:6])
     return f"the indices [{shown}{', …' if len(indices) > 6 else ''}]"
+
+
+def _record_local_sizes(builder: RfsBuilder, layout: ChunkLayout) -> None:
+    """Record the size of each local file the chunks point into (unless already recorded): a
+    last chunk running past the end of its file reads as padding only where the recorded size
+    proves the file ends there."""
+    urls: set[str] = set()
+    for piece in layout.pieces:
+        urls.update([piece.url] if isinstance(piece, AffinePiece) else piece.urls)
+    for url in sorted(urls):
+        if "://" in url or builder.has_source(url):
+            continue
+        try:
+            size = os.stat(url).st_size
+        except OSError:
+            continue  # not reachable from here: left unrecorded, so never padded
+        builder.add_source(url, size=size)

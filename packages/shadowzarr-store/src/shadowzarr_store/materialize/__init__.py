@@ -16,24 +16,27 @@ import math
 import shutil
 import time
 import zipfile
+<<<<<<< HEAD
+=======
+from collections.abc import AsyncIterator, Callable, Sequence
+>>>>>>> harden
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import zarr
 import zarr.api.asynchronous as zarr_async
 from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec.errors import ShadowzarrError
 from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.keys import chunk_grid_shape, chunk_key, metadata_key
+from shadowzarr_spec.keys import array_of_chunk_key, chunk_grid_shape, join, metadata_key
 from zarr.abc.store import Store
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.buffer.cpu import Buffer
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore
 
-from shadowzarr_store.materialize.engine import copy_regions, verify_regions
+from shadowzarr_store.materialize.engine import copy_regions, for_each, verify_regions
 from shadowzarr_store.materialize.plan import (
     TARGET_CHUNK_BYTES,
     ArrayPlan,
@@ -266,7 +269,7 @@ async def _rewrite(
         "copy", plan.path, sum(region_bytes(all_regions[i], itemsize) for i in state.done)
     )
     dest = await zarr_async.open_array(store=dest_store, path=plan.path, zarr_format=3, mode="r+")
-    todo = [i for i in range(len(all_regions)) if i not in state.done]
+    todo = (i for i in range(len(all_regions)) if i not in state.done)
 
     last_save = time.monotonic()
 
@@ -282,7 +285,7 @@ async def _rewrite(
 
     if client is not None:
         await _rewrite_on_cluster(
-            client, refs, destination, plan, all_regions, todo, record, worker_options
+            client, refs, destination, plan, all_regions, list(todo), record, worker_options
         )
     else:
         await copy_regions(source, dest, all_regions, todo, concurrency=concurrency, on_done=record)
@@ -296,7 +299,7 @@ async def _rewrite_on_cluster(
     refs: Any,
     destination: Any,
     plan: ArrayPlan,
-    all_regions: list[Any],
+    all_regions: Sequence[Any],
     todo: list[int],
     record: Any,
     worker_options: dict[str, Any],
@@ -380,12 +383,14 @@ async def _copy_as_stored(
     source: Any,
     bar: ProgressReporter,
 ) -> int:
-    """Copy the metadata and every stored chunk byte for byte."""
+    """Copy the metadata and every stored chunk byte for byte: the chunks the references list
+    (lazily, inside the array's grid), not every position of a grid that may be huge."""
     await dest_store.set(
         metadata_key(plan.path), Buffer.from_bytes(dumps_strict(plan.document).encode())
     )
     configuration = plan.document["chunk_grid"]["configuration"]
     grid = chunk_grid_shape(plan.document["shape"], configuration["chunk_shape"])
+<<<<<<< HEAD
     chunk_shape = tuple(configuration["chunk_shape"])
     shape = tuple(plan.document["shape"])
     itemsize = _itemsize(source)
@@ -405,18 +410,40 @@ async def _copy_as_stored(
             for c, step, size in zip(coords, chunk_shape, shape, strict=True)
         )
         bar.advance("copy", plan.path, region_bytes(region, itemsize))
+=======
+    written = 0
 
-    await asyncio.gather(*(one(tuple(c)) for c in np.ndindex(*grid)))
+    async def chunk_keys() -> AsyncIterator[str]:
+        async for key in source_store.list_prefix(join(plan.path, "c")):
+            split = array_of_chunk_key(key)
+            if split is None or split[0] != plan.path or len(split[1]) != len(grid):
+                continue
+            if all(c < g for c, g in zip(split[1], grid, strict=True)):
+                yield key
+>>>>>>> harden
+
+    async def one(key: str) -> None:
+        nonlocal written
+        data = await source_store.get(key, prototype=default_buffer_prototype())
+        if data is not None:
+            await dest_store.set(key, data)
+            written += len(data)
+
+    await for_each(chunk_keys(), one, concurrency=concurrency)
     return written
 
 
 async def _verify(
+<<<<<<< HEAD
     path: str,
     source: Any,
     dest: Any,
     all_regions: list[Any],
     concurrency: int,
     bar: ProgressReporter,
+=======
+    path: str, source: Any, dest: Any, all_regions: Sequence[Any], concurrency: int
+>>>>>>> harden
 ) -> None:
     itemsize = _itemsize(source)
 

@@ -7,20 +7,20 @@ memory stays at about ``concurrency`` destination chunks whatever the array's si
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 from zarr.core.array import AsyncArray
 
-__all__ = ["copy_regions", "region_equal", "verify_regions"]
+__all__ = ["copy_regions", "for_each", "region_equal", "verify_regions"]
 
 
 async def copy_regions(
     source: AsyncArray,  # type: ignore[type-arg]
     destination: AsyncArray,  # type: ignore[type-arg]
     regions: Sequence[tuple[slice, ...]],
-    indices: Sequence[int],
+    indices: Iterable[int],
     *,
     concurrency: int = 8,
     on_done: Callable[[int], Awaitable[None]] | None = None,
@@ -39,6 +39,29 @@ async def copy_regions(
             await destination.setitem(region, values)
             if on_done is not None:
                 await on_done(index)
+
+    await _run_workers([worker() for _ in range(max(1, concurrency))])
+
+
+async def for_each[T](
+    items: AsyncIterator[T],
+    work: Callable[[T], Awaitable[None]],
+    *,
+    concurrency: int = 8,
+) -> None:
+    """``work(item)`` for every item, ``concurrency`` at a time, pulling items as they are
+    needed: a lazy listing of millions of keys is never held in memory or turned into tasks all
+    at once; the first failure cancels the other workers before it is raised."""
+    lock = asyncio.Lock()
+
+    async def worker() -> None:
+        while True:
+            async with lock:
+                try:
+                    item = await anext(items)
+                except StopAsyncIteration:
+                    return
+            await work(item)
 
     await _run_workers([worker() for _ in range(max(1, concurrency))])
 
@@ -63,22 +86,22 @@ async def verify_regions(
     concurrency: int = 8,
     on_done: Callable[[tuple[slice, ...]], None] | None = None,
 ) -> list[tuple[slice, ...]]:
-    """The regions whose values differ between source and destination; ``on_done(region)``
-    after each comparison."""
-    limit = asyncio.Semaphore(concurrency)
+    """The regions whose values differ between source and destination (``concurrency`` at a
+    time, pulled from the sequence as needed); ``on_done(region)`` after each comparison."""
     mismatches: list[tuple[slice, ...]] = []
+    pending = iter(regions)
 
-    async def one(region: tuple[slice, ...]) -> None:
-        async with limit:
+    async def worker() -> None:
+        for region in pending:
             expected, got = await asyncio.gather(
                 source.getitem(region), destination.getitem(region)
             )
-        if not region_equal(np.asarray(expected), np.asarray(got)):
-            mismatches.append(region)
-        if on_done is not None:
-            on_done(region)
+            if not region_equal(np.asarray(expected), np.asarray(got)):
+                mismatches.append(region)
+            if on_done is not None:
+                on_done(region)
 
-    await asyncio.gather(*(one(r) for r in regions))
+    await _run_workers([worker() for _ in range(max(1, concurrency))])
     return mismatches
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_spec.model import InlineRef
 
-__all__ = ["ArrayPlan", "Layout", "NodePlan", "plan_nodes", "regions"]
+__all__ = ["ArrayPlan", "Layout", "NodePlan", "Regions", "plan_nodes", "regions"]
 
 TARGET_CHUNK_BYTES = 4 * 2**20
 
@@ -95,18 +95,41 @@ def default_chunks(shape: tuple[int, ...], dtype: Any, target_bytes: int) -> tup
     return (rows, *shape[1:]) if shape[0] else (1, *shape[1:])
 
 
-def regions(shape: tuple[int, ...], chunk_shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
-    """One region per destination chunk, in C order."""
-    if not shape:
-        return [()]
-    counts = [math.ceil(s / c) if s else 0 for s, c in zip(shape, chunk_shape, strict=True)]
-    return [
-        tuple(
-            slice(i * c, min((i + 1) * c, s))
-            for i, c, s in zip(index, chunk_shape, shape, strict=True)
+class Regions(Sequence[tuple[slice, ...]]):
+    """One region per destination chunk, in C order, computed when asked for: an array of
+    millions of chunks costs no list of millions of regions."""
+
+    def __init__(self, shape: tuple[int, ...], chunk_shape: tuple[int, ...]) -> None:
+        self._shape = shape
+        self._chunk_shape = chunk_shape
+        self._counts = tuple(
+            math.ceil(s / c) if s else 0 for s, c in zip(shape, chunk_shape, strict=True)
         )
-        for index in np.ndindex(*counts)
-    ]
+
+    def __len__(self) -> int:
+        return math.prod(self._counts)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[slice, ...]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[slice, ...]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        if not self._shape:
+            return ()
+        coords = np.unravel_index(index % len(self), self._counts)
+        return tuple(
+            slice(int(i) * c, min((int(i) + 1) * c, s))
+            for i, c, s in zip(coords, self._chunk_shape, self._shape, strict=True)
+        )
+
+
+def regions(shape: tuple[int, ...], chunk_shape: tuple[int, ...]) -> Regions:
+    """One region per destination chunk, in C order (lazily)."""
+    return Regions(shape, chunk_shape)
 
 
 def _arrays_with_references(rfs: ReferenceFileSystem) -> set[str]:

@@ -48,6 +48,8 @@ def _open(location: str) -> tuple[int, str]:
         raise SourceError(f"cannot read source {path}: permission denied") from exc
     except OSError as exc:
         raise SourceError(f"cannot open source {path}: {exc.strerror}") from exc
+    except ValueError as exc:  # a path holding a NUL byte
+        raise SourceError(f"cannot open source {path!r}: {exc}") from exc
 
 
 def probe_local(location: str) -> SourceInfo:
