@@ -16,10 +16,7 @@ import math
 import shutil
 import time
 import zipfile
-<<<<<<< HEAD
-=======
-from collections.abc import AsyncIterator, Callable, Sequence
->>>>>>> harden
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -390,60 +387,43 @@ async def _copy_as_stored(
     )
     configuration = plan.document["chunk_grid"]["configuration"]
     grid = chunk_grid_shape(plan.document["shape"], configuration["chunk_shape"])
-<<<<<<< HEAD
     chunk_shape = tuple(configuration["chunk_shape"])
     shape = tuple(plan.document["shape"])
     itemsize = _itemsize(source)
-    limit = asyncio.Semaphore(concurrency)
     written = 0
 
-    async def one(coords: tuple[int, ...]) -> None:
-        nonlocal written
-        key = chunk_key(plan.path, coords)
-        async with limit:
-            data = await source_store.get(key, prototype=default_buffer_prototype())
-            if data is not None:
-                await dest_store.set(key, data)
-                written += len(data)
-        region = tuple(
-            slice(c * step, min((c + 1) * step, size))
-            for c, step, size in zip(coords, chunk_shape, shape, strict=True)
-        )
-        bar.advance("copy", plan.path, region_bytes(region, itemsize))
-=======
-    written = 0
-
-    async def chunk_keys() -> AsyncIterator[str]:
+    async def chunk_keys() -> AsyncIterator[tuple[str, tuple[int, ...]]]:
         async for key in source_store.list_prefix(join(plan.path, "c")):
             split = array_of_chunk_key(key)
             if split is None or split[0] != plan.path or len(split[1]) != len(grid):
                 continue
             if all(c < g for c, g in zip(split[1], grid, strict=True)):
-                yield key
->>>>>>> harden
+                yield key, split[1]
 
-    async def one(key: str) -> None:
+    async def one(item: tuple[str, tuple[int, ...]]) -> None:
         nonlocal written
+        key, coords = item
         data = await source_store.get(key, prototype=default_buffer_prototype())
         if data is not None:
             await dest_store.set(key, data)
             written += len(data)
+        region = tuple(
+            slice(c * step, min((c + 1) * step, size))
+            for c, step, size in zip(coords, chunk_shape, shape, strict=True)
+        )
+        bar.advance("copy", plan.path, region_bytes(region, itemsize))
 
     await for_each(chunk_keys(), one, concurrency=concurrency)
     return written
 
 
 async def _verify(
-<<<<<<< HEAD
     path: str,
     source: Any,
     dest: Any,
-    all_regions: list[Any],
+    all_regions: Sequence[Any],
     concurrency: int,
     bar: ProgressReporter,
-=======
-    path: str, source: Any, dest: Any, all_regions: Sequence[Any], concurrency: int
->>>>>>> harden
 ) -> None:
     itemsize = _itemsize(source)
 

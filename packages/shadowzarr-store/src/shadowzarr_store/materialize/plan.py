@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
-
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_spec.model import InlineRef
