@@ -68,7 +68,9 @@ def test_the_plan_is_what_nginx_serves(
     np.testing.assert_array_equal(got, values[selection])
     assert nginx.count(path_prefix="signal.bin") == len(plan.requests)
     assert nginx.bytes_sent(path_prefix="signal.bin") == plan.request_bytes
-    assert nginx.count(path_prefix="signal.shadowzarr/index/") == len(plan.index_chunks)
+    assert nginx.count(path_prefix="signal.shadowzarr/index/") == len(plan.index_chunks) + len(
+        plan.index_metadata
+    )
     assert plan.chunk_bytes == len(plan.chunks) * CHUNK
 
 

@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import zarr
 import zarr.api.asynchronous
-from shadowzarr_spec import array_info, index_chunk_shape
 from shadowzarr_spec.keys import array_of_chunk_key, join
 
-from shadowzarr_store.chunk_indexes import index_chunk_location
+from shadowzarr_store.chunk_indexes import index_location
 from shadowzarr_store.merge import RangeMerger, head_start, plan_runs
 from shadowzarr_store.remote.selection import chunk_keys
 from shadowzarr_store.resolve import SourceValue, plan_read
@@ -85,6 +84,8 @@ class SelectionPlan:
     """Chunks never written (read as the fill value, no request)."""
     index_chunks: tuple[str, ...]
     """Chunk-index chunks read first (one request each), as locations."""
+    index_metadata: tuple[str, ...]
+    """The ``zarr.json`` of each chunk-index array, read once before its first chunk."""
     requests: tuple[PlannedRequest, ...]
     concurrency: int
     merge_gap: int
@@ -107,6 +108,7 @@ class SelectionPlan:
             "inline_chunks": self.inline_chunks,
             "missing_chunks": self.missing_chunks,
             "index_chunks": list(self.index_chunks),
+            "index_metadata": list(self.index_metadata),
             "requests": [
                 {"url": r.url, "start": r.start, "end": r.end, "chunks": len(r.chunks)}
                 for r in self.requests
@@ -147,13 +149,18 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
                 chunks.append(extent)
     options = store.options
     concurrency = int(zarr.config.get("async.concurrency"))
+    index_chunks = await _index_chunks(store, path, keys)
+    index = store.rfs.indexes.get(path)
     return SelectionPlan(
         path=path,
         selection=_describe(selection),
         chunks=tuple(chunks),
         inline_chunks=inline,
         missing_chunks=missing,
-        index_chunks=tuple(_index_chunks(store, path, keys)),
+        index_chunks=tuple(index_chunks),
+        index_metadata=(index_location(store.rfs.base, index.path, "zarr.json"),)
+        if index_chunks and index is not None and index.path is not None
+        else (),
         requests=tuple(_requests(chunks, store, concurrency)),
         concurrency=concurrency,
         merge_gap=options.merge_gap,
@@ -283,19 +290,19 @@ async def _never(url: str, start: int, end: int) -> bytes:
     raise AssertionError("the planner sends nothing")
 
 
-def _index_chunks(store: RfsStore, path: str, keys: list[str]) -> list[str]:
-    """Locations of the chunk-index chunks holding ``keys`` (empty without a stored index)."""
+async def _index_chunks(store: RfsStore, path: str, keys: list[str]) -> list[str]:
+    """Locations of the chunk-index chunks holding ``keys`` (empty without a stored index), as
+    the index array's own ``zarr.json`` lays them out (already read when the keys resolved)."""
     index = store.rfs.indexes.get(path)
-    info = array_info(store.rfs, path)
-    if index is None or index.table is not None or index.path is None or info is None:
+    if index is None or index.table is not None or index.path is None:
         return []
-    shape = index_chunk_shape(info.grid)[:-1]
+    layout = await store._indexes.layout(path)  # same package: the store's own index reader
     blocks: dict[tuple[int, ...], None] = {}
     for key in keys:
         split = array_of_chunk_key(key)
         if split is not None and key not in store.rfs.refs:
-            blocks[tuple(c // s for c, s in zip(split[1], shape, strict=True))] = None
-    return [index_chunk_location(store.rfs.base, index.path, (*block, 0)) for block in blocks]
+            blocks[layout.locate((*split[1], 0))[0]] = None
+    return [index_location(store.rfs.base, index.path, layout.chunk_key(b)) for b in blocks]
 
 
 def _describe(selection: Any) -> str:
