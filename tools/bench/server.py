@@ -19,8 +19,9 @@ from shadowzarr_testing.nginx import NginxServer
 from shadowzarr_testing.proxy import LatencyProxy
 root, latency, bandwidth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) or None
 ranges = sys.argv[4]
+own = root if ranges == "s3" else None  # the single-range server answers from the files itself
 with NginxServer(root) as nginx, LatencyProxy(
-    nginx.url(""), latency=latency, bandwidth=bandwidth, ranges=ranges
+    nginx.url(""), latency=latency, bandwidth=bandwidth, ranges=ranges, root=own
 ) as proxy:
     print(json.dumps({"url": proxy.url(""), "direct": nginx.url("")}), flush=True)
     for line in sys.stdin:
@@ -47,8 +48,10 @@ class ProxyCounts:
 
 SERVER_KINDS = ("s3", "nginx")
 """``s3``: one range per request, a multi-range request answered 200 with the whole object (as
-S3, MinIO and so DANDI's bucket answer); ``nginx``: multi-range requests answered with their
-parts (``multipart/byteranges``)."""
+S3, MinIO and so DANDI's bucket answer), the files answered by the proxy itself (forwarding each
+of thousands of small requests to nginx would make the proxy's CPU, not the network, what is
+measured); ``nginx``: nginx behind the proxy, multi-range requests answered with their parts
+(``multipart/byteranges``)."""
 
 
 class BenchServer:
