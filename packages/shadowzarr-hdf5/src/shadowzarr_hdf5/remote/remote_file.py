@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_store.transport import RangeSource, TransportOptions
+from shadowzarr_store.transport.blocking import DEFAULT_MAX_GAP
 
 from .block_cache import BlockCache
 from .chunk_table import read_chunk_tables
@@ -195,9 +196,12 @@ class RemoteFile(io.RawIOBase):
             missing = [i for i, b in enumerate(out) if b is None]
             if missing:
                 wanted = [ranges[i] for i in missing]
-                for i, (offset, _), data in zip(
-                    missing, wanted, self.fetcher.fetch_many(wanted), strict=True
-                ):
+                # Index nodes share a request only across gaps no longer than the shortest node
+                # asked for: on a server answering one range per request (S3) a level then moves
+                # at most twice its nodes' bytes, never the chunk data between them.
+                gap = min(DEFAULT_MAX_GAP, min(n for _, n in wanted))
+                fetched = self.fetcher.fetch_many(wanted, max_gap=max(gap, 0))
+                for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)
                     out[i] = data
             return [b if b is not None else b"" for b in out]
