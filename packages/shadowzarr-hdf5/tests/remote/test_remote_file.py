@@ -108,8 +108,12 @@ def test_chunk_iter_of_20000_chunks_costs_few_rounds(
         assert remote.read_stats.prefetches == 1
         assert stats.rounds <= 10
         if libver == "earliest":
+            # One request per node at most (this server answers one range per request), and
+            # nodes are not joined across the chunk data between them: the bytes moved stay
+            # within twice the nodes' (2,096 bytes each, K = 32) plus the first 64 KiB block.
             assert nodes >= 20_000 // 64
-            assert stats.requests < nodes / 4
+            assert stats.requests <= nodes + 5
+            assert stats.bytes <= 2 * nodes * 2096 + 64 * 1024
         requests_before = stats.requests
         table = read_chunk_table(remote, dset)
         assert remote.stats.requests == requests_before  # all served from the caches
