@@ -104,7 +104,7 @@ def local_answer(
         {
             "Content-Type": "application/octet-stream",
             "ETag": etag,
-            "Last-Modified": formatdate(stat.st_mtime, usegmt=True),
+            "Last-Modified": _http_date(int(stat.st_mtime)),
             "Accept-Ranges": "bytes",
         }
     )
@@ -124,6 +124,11 @@ def local_answer(
     common["Content-Range"] = f"bytes {start}-{end}/{size}"
     length = end - start + 1
     return LocalAnswer(206, "Partial Content", common, length, _Body(body_path, start, length))
+
+
+@lru_cache(maxsize=1024)
+def _http_date(seconds: int) -> str:
+    return formatdate(seconds, usegmt=True)
 
 
 @lru_cache(maxsize=4096)

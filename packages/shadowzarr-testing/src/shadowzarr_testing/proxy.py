@@ -540,15 +540,16 @@ class LatencyProxy:
             shifted_end = "" if end is None else str(max(shifted_start, end + fault.shift))
             headers = [(k, v) for k, v in headers if k.lower() != "range"]
             headers.append(("Range", f"bytes={shifted_start}-{shifted_end}"))
-        query = request.rel_url.raw_query_string
-        url = URL(
-            f"{self.upstream}{upstream_raw_path}" + (f"?{query}" if query else ""), encoded=True
-        )
-        body = await request.read() if request.can_read_body else None
         upstream: aiohttp.ClientResponse | LocalAnswer
         if self.root is not None:
             upstream = local_answer(self.root, upstream_raw_path, request.method, headers)
         else:
+            query = request.rel_url.raw_query_string
+            url = URL(
+                f"{self.upstream}{upstream_raw_path}" + (f"?{query}" if query else ""),
+                encoded=True,
+            )
+            body = await request.read() if request.can_read_body else None
             try:
                 upstream = await self._session.request(
                     request.method, url, headers=headers, data=body, allow_redirects=False
