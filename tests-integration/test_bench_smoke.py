@@ -27,6 +27,8 @@ def test_quick_run_covers_every_workload_with_exact_values(tmp_path: Path) -> No
             "--no-build-venvs",
             "--bandwidths",
             "200",
+            "--servers",
+            "s3",
             "--latency",
             "5",
             "--json",
@@ -41,6 +43,7 @@ def test_quick_run_covers_every_workload_with_exact_values(tmp_path: Path) -> No
     document = json.loads(out.read_text())
     assert document["quick"] is True
     (setting,) = document["settings"]
+    assert setting["server"] == "s3"
     rows = setting["rows"]
     assert {row["workload"] for row in rows} == WORKLOADS
     ran = [row for row in rows if row["not_run"] is None]

@@ -1,9 +1,10 @@
 """shadowzarr against the tools people use today, side by side on the same generated files,
-behind a latency proxy (default 20 ms per request, 200 Mbit/s shared; also uncapped).
+behind a latency proxy (default 20 ms per request, 200 Mbit/s shared; also uncapped), on a
+server that answers one range per request as S3 does and on nginx (multi-range answers).
 
-    uv run python tools/bench/bench.py            # full sizes; 20 ms, 200 Mbit/s, then uncapped
+    uv run python tools/bench/bench.py            # full sizes; both servers, 200 Mbit/s, uncapped
     uv run python tools/bench/bench.py --quick    # tiny sizes (the smoke test)
-    uv run python tools/bench/bench.py --workloads 2,4 --bandwidths 200
+    uv run python tools/bench/bench.py --workloads 2,4 --bandwidths 200 --servers s3
 
 Prints one table per network setting and writes every row to ``--json``. See README.md.
 """
@@ -27,10 +28,11 @@ from context import Context
 from files import Sizes
 from measure import Row
 from report import print_table, targets
-from server import BenchServer
+from server import SERVER_KINDS, BenchServer
 from venvs import peer_pythons
 
 WORKLOADS = ("1", "2", "3", "4", "5")
+SERVER_LABELS = {"s3": "single-range server (as S3)", "nginx": "nginx (multi-range)"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=20.0, help="ms per request")
     parser.add_argument(
         "--bandwidths", default="200,0", help="Mbit/s caps to run under, comma list (0: none)"
+    )
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVER_KINDS),
+        help="how range requests are answered, comma list: s3 (one range per request, as S3 "
+        "and DANDI's bucket), nginx (multi-range requests answered with their parts)",
     )
     parser.add_argument("--runs", type=int, default=None, help="runs per row (median)")
     parser.add_argument("--sequential-gb", type=float, default=None, help="workload 5 size")
@@ -76,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     pythons = peer_pythons(build=build)
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     skip = tuple(word.strip() for word in args.skip.split(",") if word.strip())
+    kinds = [kind.strip() for kind in args.servers.split(",") if kind.strip()]
+    unknown = sorted(set(kinds) - set(SERVER_KINDS))
+    if unknown or not kinds:
+        parser.error(f"--servers takes {', '.join(SERVER_KINDS)}; got {args.servers!r}")
+    networks = [
+        (kind, float(mbit)) for kind in kinds for mbit in args.bandwidths.split(",") if mbit.strip()
+    ]
     settings = []
     all_rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="shadowzarr-bench-") as folder:
@@ -83,12 +98,16 @@ def main(argv: list[str] | None = None) -> int:
         www.mkdir()
         work.mkdir()
         inputs = _prepare(chosen, www, work, sizes)
-        for mbit in (float(b) for b in args.bandwidths.split(",")):
+        for kind, mbit in networks:
             bandwidth = mbit * 1e6 / 8 if mbit else None
-            label = f"{args.latency:g} ms/request, " + (f"{mbit:g} Mbit/s" if mbit else "no cap")
+            label = f"{SERVER_LABELS[kind]}, {args.latency:g} ms/request, " + (
+                f"{mbit:g} Mbit/s" if mbit else "no cap"
+            )
             print(f"\n== {label}", flush=True)
             started = time.perf_counter()
-            with BenchServer(www, latency=args.latency / 1000, bandwidth=bandwidth) as server:
+            with BenchServer(
+                www, latency=args.latency / 1000, bandwidth=bandwidth, kind=kind
+            ) as server:
                 ctx = Context(server, sizes, www, work, runs, pythons, skip)
                 rows = _run(chosen, ctx, inputs)
             for row in rows:
@@ -98,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             settings.append(
                 {
                     "network": label,
+                    "server": kind,
                     "latency_ms": args.latency,
                     "bandwidth_mbit": mbit or None,
                     "seconds": time.perf_counter() - started,

@@ -16,6 +16,7 @@ import numpy as np
 from context import Context
 from files import Sizes, write_fragmented, write_nwb_like
 from measure import SLOW_RUN, Row, measure, not_run
+from peers import h5py_blockcache_file
 from venvs import VenvPeer
 
 WORKLOAD = "1 generate"
@@ -40,7 +41,12 @@ def run(ctx: Context, inputs: dict[str, Path]) -> list[Row]:
         rows.append(_ours(ctx, WORKLOAD, label, path, url))
         rows.append(_kerchunk(ctx, label, url, expected))
         rows.append(_virtualizarr(ctx, label, url, expected))
-        rows.append(_lindi(ctx, label, url, expected))
+        if case == "fragmented":
+            rows.append(_h5py_blockcache(ctx, label, url, expected))
+        else:
+            rows.append(not_run(Row(WORKLOAD, label, H5PY_LISTER), _LISTS_ONLY))
+        rows.append(_venv_generate(ctx, label, url, expected, "lindi"))
+        rows.append(_venv_generate(ctx, label, url, expected, "async-hdf5"))
     return rows
 
 
@@ -154,11 +160,54 @@ def _manifest_arrays(manifest_store: Any) -> list[tuple[str, Any]]:
     return found
 
 
-def _lindi(ctx: Context, case: str, url: str, expected: int) -> Row:
-    row = Row(WORKLOAD, case, "lindi LindiH5ZarrStore (own venv)")
+H5PY_LISTER = "h5py chunk_iter + fsspec blockcache"
+_LISTS_ONLY = (
+    "lists chunks only: it writes no references, and this case is mostly attributes, strings "
+    "and object references"
+)
+
+
+def _h5py_blockcache(ctx: Context, case: str, url: str, expected: int) -> Row:
+    """Every chunk listed by HDF5 itself (``chunk_iter``) over fsspec's block cache: what a
+    user of h5py gets without a reference generator."""
+    row = Row(WORKLOAD, case, H5PY_LISTER)
     if ctx.skipped(row.reader):
         return not_run(row, "skipped by --skip")
-    python = ctx.peer_pythons["lindi"]
+
+    def generate() -> int:
+        with h5py_blockcache_file(url) as stream, h5py.File(stream, "r") as f:
+            chunked: list[h5py.Dataset] = []
+
+            def visit(_name: str, obj: Any) -> None:
+                if isinstance(obj, h5py.Dataset) and obj.chunks:
+                    chunked.append(obj)
+
+            f.visititems(visit)
+            found = [0]
+
+            def count(_info: Any) -> None:
+                found[0] += 1
+
+            for dataset in chunked:
+                dataset.id.chunk_iter(count)
+            return found[0]
+
+    return measure(row, ctx.server, generate, lambda n: n >= expected, runs=ctx.runs)
+
+
+_VENV_GENERATORS = {
+    "lindi": ("lindi", "lindi LindiH5ZarrStore (own venv)"),
+    "async-hdf5": ("async-hdf5", "async-hdf5 chunk_index (own venv, obstore)"),
+}
+
+
+def _venv_generate(ctx: Context, case: str, url: str, expected: int, how: str) -> Row:
+    """A peer in its own environment lists every chunk (see ``venv_worker``'s ``generate``)."""
+    environment, reader = _VENV_GENERATORS[how]
+    row = Row(WORKLOAD, case, reader)
+    if ctx.skipped(row.reader):
+        return not_run(row, "skipped by --skip")
+    python = ctx.peer_pythons[environment]
     if isinstance(python, str):
         return not_run(row, python)
     chunk_refs: list[int] = []
@@ -168,7 +217,10 @@ def _lindi(ctx: Context, case: str, url: str, expected: int) -> Row:
                 row.note = f"1 run (> {SLOW_RUN:.0f} s)"
                 break
             ctx.server.reset()
-            answer = peer.call(op="generate", url=url)
+            try:
+                answer = peer.call(op="generate", how=how, url=url)
+            except RuntimeError as exc:  # the peer's own failure is a result
+                return not_run(row, f"failed: {exc}")
             row.runs.append(answer["seconds"])
             chunk_refs.append(answer["chunk_refs"])
             if index == 0:

@@ -134,12 +134,12 @@ def measure(
             result = run()
             seconds = time.perf_counter() - start
         row.runs.append(seconds)
-        equal = equal and bool(check(result))
         if index == 0:
             row.peak_mb = sampler.mb
-            if server is not None:
+            if server is not None:  # before the check, whose own reads are not the run's
                 counts = server.counts()
                 row.requests, row.bytes = counts.requests, counts.bytes
+        equal = equal and bool(check(result))
     row.seconds = statistics.median(row.runs)
     row.equal = equal
     print(

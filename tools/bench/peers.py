@@ -28,6 +28,18 @@ def kerchunk_group(refs: dict[str, Any] | str, **options: Any) -> zarr.Group:
     return zarr.open_group(FsspecStore(fs, read_only=True, path=""), mode="r", zarr_format=2)
 
 
+BLOCKCACHE_BLOCK = 5 * 2**20
+"""fsspec's default block size, which its block cache keeps per block read."""
+
+
+def h5py_blockcache_file(url: str, block_size: int = BLOCKCACHE_BLOCK) -> Any:
+    """An fsspec HTTP file with the block cache (each block read is kept for the life of the
+    file), the way fsspec's documentation suggests handing a remote HDF5 file to h5py."""
+    import fsspec
+
+    return fsspec.open(url, "rb", block_size=block_size, cache_type="blockcache").open()
+
+
 def kerchunk_refs(local: Path, url: str) -> dict[str, Any]:
     """kerchunk's SingleHdf5ToZarr references of a local HDF5 file, pointing at ``url``."""
     from kerchunk.hdf import SingleHdf5ToZarr

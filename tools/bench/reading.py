@@ -35,7 +35,13 @@ from files import (
     write_records,
 )
 from measure import Row, measure, not_run
-from peers import icechunk_group, icechunk_repository, kerchunk_group, kerchunk_refs
+from peers import (
+    h5py_blockcache_file,
+    icechunk_group,
+    icechunk_repository,
+    kerchunk_group,
+    kerchunk_refs,
+)
 from venvs import VenvPeer
 
 DATA = "acquisition/ElectricalSeries/data"
@@ -82,15 +88,26 @@ def _zarr_reader(open_zarr_array: Callable[[], Any]) -> Opener:
     return opener
 
 
-def _h5py_fsspec(url: str, path: str) -> Opener:
+def _h5py_fsspec(url: str, path: str, *, blockcache: bool = False) -> Opener:
+    """h5py over an fsspec HTTP file: its default read-ahead cache, or its block cache."""
+
     def opener() -> Callable[[slice, int | None], np.ndarray]:
         import fsspec
         import h5py
 
-        dataset = h5py.File(fsspec.open(url, "rb").open(), "r")[path]
+        stream = h5py_blockcache_file(url) if blockcache else fsspec.open(url, "rb").open()
+        dataset = h5py.File(stream, "r")[path]
         return lambda rows, column: dataset[rows] if column is None else dataset[rows, column]
 
     return opener
+
+
+VENV_READERS = {
+    "remfile": ("lindi", "h5py + remfile (own venv)"),
+    "lindi": ("lindi", "lindi LindiH5pyFile (own venv)"),
+    "async-hdf5": ("async-hdf5", "async-hdf5 zarr store (own venv, obstore)"),
+}
+"""Readers run by ``venv_worker`` (``open`` with ``how``): their environment and row name."""
 
 
 class _VenvReader:
@@ -154,9 +171,9 @@ def _readers(
     except Exception as exc:  # a peer's own failure is a result, not a crash of the benchmark
         readers.append(("VirtualiZarr/Icechunk virtual chunks", False, f"failed: {exc}"[:140]))
     readers.append(("h5py + fsspec HTTPFile", False, _h5py_fsspec(url, path)))
-    for how in ("remfile", "lindi"):
-        name = "h5py + remfile (own venv)" if how == "remfile" else "lindi LindiH5pyFile (own venv)"
-        python = ctx.peer_pythons["lindi"]
+    readers.append(("h5py + fsspec blockcache", False, _h5py_fsspec(url, path, blockcache=True)))
+    for how, (environment, name) in VENV_READERS.items():
+        python = ctx.peer_pythons[environment]
         if isinstance(python, str):
             readers.append((name, False, python))
             continue
@@ -269,6 +286,11 @@ def run_partial(ctx: Context, local: Path) -> list[Row]:
             _zarr_reader(lambda: kerchunk_group(refs)["data"]),
         ),
         ("h5py + fsspec HTTPFile", False, _h5py_fsspec(ctx.server.url(local.name), "data")),
+        (
+            "h5py + fsspec blockcache",
+            False,
+            _h5py_fsspec(ctx.server.url(local.name), "data", blockcache=True),
+        ),
     ]
 
     def expected(rows: slice, col: int | None) -> np.ndarray:
@@ -385,8 +407,8 @@ def _record_readers(ctx: Context) -> list[tuple[str, bool, Opener | str]]:
         readers.append(("VirtualiZarr/Icechunk virtual chunks", False, f"failed: {exc}"[:140]))
     for name in (
         "h5py + fsspec HTTPFile",
-        "h5py + remfile (own venv)",
-        "lindi LindiH5pyFile (own venv)",
+        "h5py + fsspec blockcache",
+        *(name for _environment, name in VENV_READERS.values()),
     ):
         readers.append((name, False, "not HDF5 (raw Open Ephys file)"))
     return readers

@@ -18,8 +18,10 @@ import json, sys
 from shadowzarr_testing.nginx import NginxServer
 from shadowzarr_testing.proxy import LatencyProxy
 root, latency, bandwidth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) or None
+ranges = sys.argv[4]
+own = root if ranges == "s3" else None  # the single-range server answers from the files itself
 with NginxServer(root) as nginx, LatencyProxy(
-    nginx.url(""), latency=latency, bandwidth=bandwidth
+    nginx.url(""), latency=latency, bandwidth=bandwidth, ranges=ranges, root=own
 ) as proxy:
     print(json.dumps({"url": proxy.url(""), "direct": nginx.url("")}), flush=True)
     for line in sys.stdin:
@@ -44,15 +46,30 @@ class ProxyCounts:
     max_concurrent: int
 
 
+SERVER_KINDS = ("s3", "nginx")
+"""``s3``: one range per request, a multi-range request answered 200 with the whole object (as
+S3, MinIO and so DANDI's bucket answer), the files answered by the proxy itself (forwarding each
+of thousands of small requests to nginx would make the proxy's CPU, not the network, what is
+measured); ``nginx``: nginx behind the proxy, multi-range requests answered with their parts
+(``multipart/byteranges``)."""
+
+
 class BenchServer:
     """``root`` served at ``base_url`` through a proxy adding ``latency`` s per request and
-    capping all connections together at ``bandwidth`` bytes/s (None: no cap)."""
+    capping all connections together at ``bandwidth`` bytes/s (None: no cap); ``kind`` is how
+    range requests are answered (see `SERVER_KINDS`)."""
 
-    def __init__(self, root: Path, *, latency: float, bandwidth: float | None) -> None:
+    def __init__(
+        self, root: Path, *, latency: float, bandwidth: float | None, kind: str = "nginx"
+    ) -> None:
+        if kind not in SERVER_KINDS:
+            raise ValueError(f"server kind must be one of {SERVER_KINDS}, not {kind!r}")
         self.latency = latency
         self.bandwidth = bandwidth
+        self.kind = kind
+        ranges = "s3" if kind == "s3" else "server"
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(root), str(latency), str(bandwidth or 0)],
+            [sys.executable, "-c", _CHILD, str(root), str(latency), str(bandwidth or 0), ranges],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

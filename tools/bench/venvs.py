@@ -14,9 +14,12 @@ WORKER = Path(__file__).with_name("venv_worker.py")
 ENVIRONMENTS = {
     "lindi": ("lindi", "remfile", "h5py", "numpy"),
     "parquet": ("kerchunk", "fastparquet", "fsspec", "aiohttp", "requests", "zarr", "numpy"),
+    "async-hdf5": ("async-hdf5", "obstore", "virtualizarr", "zarr", "numpy"),
 }
 """Each peer environment and what it installs: lindi (zarr 2) with remfile; kerchunk's Parquet
-references, whose writer and reader need fastparquet (not in the workspace)."""
+references, whose writer and reader need fastparquet (not in the workspace); async-hdf5 (a Rust
+HDF5 metadata reader on obstore, with its own zarr v3 store), kept apart so that its pins never
+move the workspace's lock."""
 
 
 def cache_dir() -> Path:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from shadowzarr_spec import BuilderError, GenEntry, InlineRef, RfsBuilder, columns_selection
+from shadowzarr_spec.model import FileRef
 
 
 def make() -> RfsBuilder:
@@ -120,3 +121,62 @@ def test_inline_chunks_and_scalars() -> None:
     rfs = builder.build()
     assert rfs.refs["s/c"] == InlineRef(np.int64(7).tobytes())
     assert rfs.version == 1
+
+
+def _listed(add: object) -> tuple[str, dict[str, object]]:
+    """The JSON text and refs of an array whose chunks ``add(builder)`` adds."""
+    from shadowzarr_spec.json_text import dumps_strict
+    from shadowzarr_spec.serialize import rfs_to_json
+
+    builder = RfsBuilder()
+    builder.add_array("a/x", shape=(10, 6), chunk_shape=(2, 3), data_type="<i4")
+    add(builder)  # type: ignore[operator]
+    rfs = builder.build()
+    return dumps_strict(rfs_to_json(rfs)), rfs.refs
+
+
+def test_add_chunks_is_add_chunk_for_every_row_in_order() -> None:
+    rng = np.random.default_rng(5)
+    coords = np.array([(i, j) for i in range(5) for j in range(2)])[rng.permutation(10)]
+    offsets = rng.integers(0, 2**40, 10).astype(np.uint64)
+    sizes = rng.integers(1, 1000, 10).astype(np.uint64)
+
+    def one_by_one(builder: RfsBuilder) -> None:
+        builder.add_chunk("a/x", (0, 0), "u0", 1, 2)
+        for c, o, s in zip(coords.tolist(), offsets.tolist(), sizes.tolist(), strict=True):
+            builder.add_chunk("a/x", c, "file.h5", o, s)
+        builder.add_inline_chunk("a/x", (4, 1), b"\x00" * 24)
+        builder.add_chunk("a/x", (0, 0), "file.h5", 5, 6)  # replaces, keeps its place
+
+    def columns(builder: RfsBuilder) -> None:
+        builder.add_chunk("a/x", (0, 0), "u0", 1, 2)
+        builder.add_chunks("a/x", coords, "file.h5", offsets, sizes)
+        builder.add_inline_chunk("a/x", (4, 1), b"\x00" * 24)
+        builder.add_chunk("a/x", (0, 0), "file.h5", 5, 6)
+
+    text, refs = _listed(columns)
+    assert (text, refs) == _listed(one_by_one)
+    chunk_keys = [key for key in refs if "/c/" in key]
+    assert chunk_keys[0] == "a/x/c/0/0"
+    assert refs["a/x/c/0/0"] == FileRef("file.h5", 5, 6)
+    assert len(chunk_keys) == 10
+
+
+@pytest.mark.parametrize(
+    ("coords", "offsets", "sizes", "message"),
+    [
+        ([(5, 0)], [0], [1], r"chunk \(5, 0\) is outside the chunk grid \(5, 2\)"),
+        ([(0, -1)], [0], [1], "outside the chunk grid"),
+        ([(0, 0)], [-3], [1], "negative offset or size"),
+        ([(0, 0)], [0], [-1], "negative offset or size"),
+        ([(0, 0)], [0.5], [1], "must be integers"),
+        ([(0, 0), (1, 1)], [0], [1, 2], "offsets of shape"),
+    ],
+)
+def test_add_chunks_refuses_what_add_chunk_refuses(
+    coords: list[tuple[int, int]], offsets: list[float], sizes: list[int], message: str
+) -> None:
+    builder = RfsBuilder()
+    builder.add_array("x", shape=(10, 6), chunk_shape=(2, 3), data_type="<i4")
+    with pytest.raises(BuilderError, match=message):
+        builder.add_chunks("x", coords, "file.h5", np.asarray(offsets), np.asarray(sizes))

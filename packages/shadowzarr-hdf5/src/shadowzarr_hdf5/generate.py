@@ -55,6 +55,12 @@ __all__ = ["ProgressCallback", "generate_rfs"]
 
 logger = logging.getLogger(__name__)
 
+GENERATION_CONNECTIONS = 128
+"""Requests in flight while an index level is read. A server answering one range per request
+(S3) is asked once per B-tree node: 2,700 nodes took 1.7 s with 64 connections, 1.2-1.4 s with
+128 or 256 against the benchmark's single-range server (20 ms, 200 Mbit/s; CPU-bound on two
+cores beyond 128); 128 halves the TLS handshakes of 256 on a real S3 endpoint."""
+
 ProgressCallback = Callable[[int, int, str], None]
 """``progress(done, total, path)`` after each dataset."""
 
@@ -131,7 +137,10 @@ def generate_rfs(
         strict=datasets is not None if strict is None else strict,
     )
     transport = TransportOptions(
-        headers=headers, allowed_urls=allowed_urls, storage_options=storage_options
+        headers=headers,
+        allowed_urls=allowed_urls,
+        storage_options=storage_options,
+        max_connections=GENERATION_CONNECTIONS,
     )
     reference_url = os.path.abspath(url) if is_local(url) else url
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url

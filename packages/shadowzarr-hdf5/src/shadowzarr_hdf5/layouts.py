@@ -189,8 +189,7 @@ def add_chunked(
         table[(*index, 1)] = sizes
         builder.add_index(path, source.url, table)
     else:
-        for c, offset, size in zip(coords.tolist(), offsets.tolist(), sizes.tolist(), strict=True):
-            builder.add_chunk(path, c, source.url, offset, size)
+        builder.add_chunks(path, coords, source.url, offsets, sizes)
     if skipped.any():
         # Chunks written with other filters skipped: decode through h5py, re-encode inline.
         regions = [tuple(c) + (0,) * extra for c in locations.coords[skipped].tolist()]

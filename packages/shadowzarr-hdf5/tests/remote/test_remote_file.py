@@ -108,8 +108,12 @@ def test_chunk_iter_of_20000_chunks_costs_few_rounds(
         assert remote.read_stats.prefetches == 1
         assert stats.rounds <= 10
         if libver == "earliest":
+            # One request per node at most (this server answers one range per request), and
+            # nodes are not joined across the chunk data between them: the bytes moved stay
+            # within twice the nodes' (2,096 bytes each, K = 32) plus the first 64 KiB block.
             assert nodes >= 20_000 // 64
-            assert stats.requests < nodes / 4
+            assert stats.requests <= nodes + 5
+            assert stats.bytes <= 2 * nodes * 2096 + 64 * 1024
         requests_before = stats.requests
         table = read_chunk_table(remote, dset)
         assert remote.stats.requests == requests_before  # all served from the caches
@@ -250,3 +254,57 @@ def test_a_small_file_is_read_whole_in_one_batch(tmp_path: Path, range_server) -
         with h5py.File(r, "r") as f:
             np.testing.assert_array_equal(f["a"][...], expected)
         assert r.stats.rounds > 2
+
+
+@pytest.mark.network
+def test_index_nodes_close_together_move_at_most_twice_their_bytes(
+    nginx_root: Path, nginx, make_proxy
+) -> None:
+    """On a server answering one range per request, nodes a few kB apart are not joined across
+    the chunk data between them: a level moves at most twice its nodes' bytes."""
+    from shadowzarr_store.transport import TransportOptions
+    from shadowzarr_store.transport.coalesce import coalesce
+
+    path = nginx_root / "close.h5"
+    with h5py.File(path, "w", libver="earliest") as f:
+        a = f.create_dataset("a", (0,), maxshape=(None,), chunks=(64,), dtype="i4")
+        b = f.create_dataset("b", (0,), maxshape=(None,), chunks=(64,), dtype="i4")
+        for start in range(0, 400 * 64 * 30, 64 * 30):
+            a.resize((start + 64 * 30,))
+            a[start:] = np.arange(start, start + 64 * 30)
+            b.resize((b.shape[0] + 64,))
+            b[-64:] = 1
+        address = dataset_address(f["a"])
+        expected = {info.chunk_offset[0] // 64: info.byte_offset for info in _chunks(f["a"])}
+    asked: list[tuple[int, int]] = []
+
+    class Recording(RangeSource):
+        def fetch_many(self, ranges, *, max_gap=None):  # type: ignore[no-untyped-def]
+            asked.extend(ranges)
+            return super().fetch_many(ranges, max_gap=max_gap)
+
+    with Recording(path) as local:
+        read_chunk_table(local, address)
+    nodes = [(o, o + n) for o, n in asked if n == asked[-1][1]]  # whole B-tree nodes
+    node_bytes = sum(b - a for a, b in nodes)
+    # Joined across gaps of up to 16 kB, these nodes would cost several times their bytes.
+    joined = sum(r.end - r.start for r in coalesce(nodes, 16 * 1024))
+    assert joined > 3 * node_bytes
+    proxy = make_proxy(nginx.url(""), ranges="s3", root=nginx_root)
+    options = TransportOptions(multi_range=False)
+    with RemoteFile(proxy.url("close.h5"), transport=options, whole_file_below=0) as remote:
+        remote.read_at(0, 4096)
+        proxy.wait_idle()
+        proxy.reset()
+        table = read_chunk_table(remote, address)
+        proxy.wait_idle()
+        moved = proxy.bytes_sent()
+    assert dict(zip(table.coords[:, 0].tolist(), table.offsets.tolist(), strict=True)) == expected
+    assert len(nodes) > 100
+    assert moved <= 2 * node_bytes
+
+
+def _chunks(dataset: h5py.Dataset) -> list[object]:
+    found: list[object] = []
+    dataset.id.chunk_iter(found.append)
+    return found

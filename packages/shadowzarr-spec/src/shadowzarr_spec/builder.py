@@ -40,9 +40,43 @@ from shadowzarr_spec.model import (
     SourceInfo,
     UnsupportedDataset,
     UnsupportedOutcome,
+    checked_file_ref,
 )
 
 __all__ = ["RfsBuilder", "columns_selection"]
+
+
+@dataclass(frozen=True, slots=True)
+class _ChunkBlock:
+    """Chunks added in one `RfsBuilder.add_chunks` call, kept as columns until the build."""
+
+    coords: np.ndarray
+    """(n, rank) int64 chunk coordinates."""
+    url: str
+    offsets: np.ndarray
+    sizes: np.ndarray
+
+    def refs(self, path: str) -> Iterable[tuple[str, FileRef]]:
+        """(chunk key, reference) of each chunk, in the order they were added."""
+        if self.coords.shape[1] == 0:
+            names = ["c"] * len(self.coords)
+        elif self.coords.shape[1] == 1:
+            names = [f"c/{c}" for c in self.coords[:, 0].tolist()]
+        else:
+            names = ["c/" + "/".join(map(str, row)) for row in self.coords.tolist()]
+        url = self.url
+        # Offsets and sizes were checked as columns: no per-chunk validation is needed.
+        return zip(
+            [f"{path}/{name}" for name in names],
+            [
+                checked_file_ref(url, offset, size)
+                for offset, size in zip(self.offsets.tolist(), self.sizes.tolist(), strict=True)
+            ],
+            strict=True,
+        )
+
+
+type _Segment = dict[tuple[int, ...], Ref] | _ChunkBlock
 
 
 @dataclass(slots=True)
@@ -54,11 +88,20 @@ class _Array:
     codecs: list[dict[str, Any]]
     attributes: dict[str, Any]
     dimension_names: list[str | None] | None
-    chunks: dict[tuple[int, ...], Ref] = field(default_factory=dict)
+    segments: list[_Segment] = field(default_factory=list)
+    """Chunks in the order they were added: dicts of single chunks and blocks of many. A chunk
+    added again replaces the earlier one and keeps its place, as in one dict."""
 
     @property
     def grid(self) -> tuple[int, ...]:
         return chunk_grid_shape(self.shape, self.chunk_shape)
+
+    def put(self, coords: tuple[int, ...], ref: Ref) -> None:
+        if not self.segments or not isinstance(self.segments[-1], dict):
+            self.segments.append({})
+        last = self.segments[-1]
+        assert isinstance(last, dict)
+        last[coords] = ref
 
 
 class RfsBuilder:
@@ -146,15 +189,57 @@ class RfsBuilder:
         array = self._array(path)
         self._check_coords(path, array, coords)
         try:
-            array.chunks[tuple(int(c) for c in coords)] = FileRef(url, int(offset), int(size))
+            array.put(tuple(int(c) for c in coords), FileRef(url, int(offset), int(size)))
         except ReferenceFormatError as exc:
             raise BuilderError(f"array {path!r}, chunk {tuple(coords)}: {exc}") from exc
+
+    def add_chunks(
+        self,
+        path: str,
+        coords: np.ndarray | Sequence[Sequence[int]],
+        url: str,
+        offsets: np.ndarray | Sequence[int],
+        sizes: np.ndarray | Sequence[int],
+    ) -> None:
+        """Many chunks of one file at once: ``coords`` (n, rank), ``offsets`` and ``sizes``
+        (n,). The same as `add_chunk` for each row, in order, checked as whole columns, so a
+        generator listing 100,000s of chunks pays no Python work per chunk until the build."""
+        array = self._array(path)
+        grid = np.asarray(array.grid, dtype=np.int64)
+        table = np.asarray(coords, dtype=np.int64).reshape(-1, len(grid))
+        starts = np.asarray(offsets)
+        lengths = np.asarray(sizes)
+        if starts.shape != (len(table),) or lengths.shape != (len(table),):
+            raise BuilderError(
+                f"array {path!r}: {len(table)} chunk coordinates but offsets of shape "
+                f"{starts.shape} and sizes of shape {lengths.shape}"
+            )
+        if not len(table):
+            return
+        outside = ((table < 0) | (table >= grid)).any(axis=1)
+        if outside.any():
+            first = tuple(table[int(np.argmax(outside))].tolist())
+            raise BuilderError(
+                f"array {path!r}: chunk {first} is outside the chunk grid {tuple(array.grid)}"
+            )
+        for name, column in (("offset", starts), ("size", lengths)):
+            if column.dtype.kind not in "iu":
+                raise BuilderError(
+                    f"array {path!r}: chunk {name}s must be integers, got {column.dtype}"
+                )
+            if column.dtype.kind == "i" and (column < 0).any():
+                row = int(np.argmax(column < 0))
+                raise BuilderError(
+                    f"array {path!r}, chunk {tuple(table[row].tolist())}: reference to {url!r} "
+                    f"has a negative offset or size ({int(starts[row])}, {int(lengths[row])})"
+                )
+        array.segments.append(_ChunkBlock(table, url, starts, lengths))
 
     def add_inline_chunk(self, path: str, coords: Sequence[int], data: bytes) -> None:
         """A chunk held in the references themselves (already encoded by the array's codecs)."""
         array = self._array(path)
         self._check_coords(path, array, coords)
-        array.chunks[tuple(int(c) for c in coords)] = InlineRef(bytes(data))
+        array.put(tuple(int(c) for c in coords), InlineRef(bytes(data)))
 
     def add_index(self, path: str, url: str, table: np.ndarray) -> None:
         """All chunks of a large array in one file: ``table`` is uint64, grid shape + (2,),
@@ -319,8 +404,12 @@ class RfsBuilder:
                 attributes=encode_attributes(array.attributes),
                 dimension_names=array.dimension_names,
             )
-            for coords, ref in array.chunks.items():
-                refs[chunk_key(path, coords)] = ref
+            for segment in array.segments:
+                if isinstance(segment, _ChunkBlock):
+                    refs.update(segment.refs(path))
+                else:
+                    for coords, ref in segment.items():
+                        refs[chunk_key(path, coords)] = ref
         if consolidate and "" in documents:
             order = [p for p in dict.fromkeys([*self._order, *documents]) if p in documents]
             documents[""] = {

@@ -173,27 +173,40 @@ def _indexed(rfs: ReferenceFileSystem, threshold: int | None) -> ReferenceFileSy
     """Move the listed chunks of arrays above the threshold into index tables."""
     if threshold is None:
         return rfs
-    by_array: dict[str, dict[tuple[int, ...], FileRef]] = {}
+    # Per array: the keys, coordinates, offsets, sizes and URLs of its listed chunks.
+    by_array: dict[str, tuple[list[str], list[tuple[int, ...]], list[int], list[int], set[str]]]
+    by_array = {}
     for key, ref in rfs.refs.items():
         if not isinstance(ref, FileRef) or ref.offset is None:
             continue
         split = array_of_chunk_key(key)
-        if split is not None:
-            by_array.setdefault(split[0], {})[split[1]] = ref
-    refs = dict(rfs.refs)
-    indexes = dict(rfs.indexes)
-    for path, chunks in by_array.items():
-        if len(chunks) <= threshold or path in indexes:
+        if split is None:
             continue
-        urls = {ref.url for ref in chunks.values()}
+        found = by_array.get(split[0])
+        if found is None:
+            found = by_array[split[0]] = ([], [], [], [], set())
+        found[0].append(key)
+        found[1].append(split[1])
+        found[2].append(ref.offset)
+        found[3].append(ref.size)  # type: ignore[arg-type]
+        found[4].add(ref.url)
+    moved: set[str] = set()
+    indexes = dict(rfs.indexes)
+    for path, (keys, coords, offsets, sizes, urls) in by_array.items():
+        if len(keys) <= threshold or path in indexes or len(urls) != 1:
+            continue
         info = array_info(rfs, path)
-        if len(urls) != 1 or info is None:
+        if info is None:
             continue
         table = new_index_table(info.grid)
-        for coords, ref in chunks.items():
-            table[coords] = (ref.offset, ref.size)
-            del refs[join(path, "c", *map(str, coords))]
+        where: tuple[Any, ...] = tuple(np.asarray(coords, dtype=np.int64).reshape(len(keys), -1).T)
+        table[(*where, 0)] = np.asarray(offsets, dtype=np.uint64)
+        table[(*where, 1)] = np.asarray(sizes, dtype=np.uint64)
+        moved.update(keys)
         indexes[path] = IndexRef(url=urls.pop(), table=table)
+    if not moved:
+        return dataclasses.replace(rfs, indexes=indexes)
+    refs = {key: ref for key, ref in rfs.refs.items() if key not in moved}
     return dataclasses.replace(rfs, refs=refs, indexes=indexes)
 
 

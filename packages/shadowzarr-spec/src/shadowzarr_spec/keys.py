@@ -40,16 +40,20 @@ def chunk_grid_shape(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[
 
 
 def array_of_chunk_key(key: str) -> tuple[str, tuple[int, ...]] | None:
-    """Split ``a/b/c/1/2`` into ``("a/b", (1, 2))``; None if ``key`` is not a chunk key."""
-    parts = key.split("/")
-    for position in range(len(parts) - 1, -1, -1):
-        if parts[position] == "c":
-            tail = parts[position + 1 :]
-            if all(_is_coordinate(p) for p in tail):
-                return "/".join(parts[:position]), tuple(int(p) for p in tail)
+    """Split ``a/b/c/1/2`` into ``("a/b", (1, 2))``; None if ``key`` is not a chunk key.
+
+    The array is what precedes the last ``c`` part; every part after it must be a coordinate.
+    """
+    if key == "c" or key.endswith("/c"):
+        return key[:-2], ()
+    head, found, tail = key.rpartition("/c/")
+    if not found:
+        if not key.startswith("c/"):
             return None
-        if not _is_coordinate(parts[position]):
-            return None
+        head, tail = "", key[2:]
+    parts = tail.split("/")
+    if all(_is_coordinate(part) for part in parts):
+        return head, tuple(int(part) for part in parts)
     return None
 
 

@@ -10,8 +10,14 @@ from typing import Any
 import numpy as np
 
 from shadowzarr_spec.errors import ReferenceFormatError
-from shadowzarr_spec.keys import chunk_key
-from shadowzarr_spec.model import MISSING_CHUNK, FileRef, InlineRef, Ref, ReferenceFileSystem
+from shadowzarr_spec.model import (
+    MISSING_CHUNK,
+    FileRef,
+    InlineRef,
+    Ref,
+    ReferenceFileSystem,
+    checked_file_ref,
+)
 
 __all__ = ["encode_ref", "index_items", "rfs_to_json"]
 
@@ -93,14 +99,23 @@ def encode_ref(ref: Ref, by_url: dict[str, str] | None = None) -> Any:
 
 
 def index_items(path: str, url: str, table: np.ndarray) -> Iterator[tuple[str, FileRef]]:
-    """The (key, reference) of every written chunk in an index table."""
+    """The (key, reference) of every written chunk in an index table, in C order."""
     grid = table.shape[:-1]
     flat = table.reshape(-1, 2)
     written = np.nonzero(flat[:, 0] != MISSING_CHUNK)[0]
-    for linear in written.tolist():
-        coords = np.unravel_index(linear, grid) if grid else ()
-        offset, size = flat[linear]
-        yield chunk_key(path, [int(c) for c in coords]), FileRef(url, int(offset), int(size))
+    if not grid:
+        names = ["c"] * len(written)
+    else:
+        coords = np.stack(np.unravel_index(written, grid), axis=1)
+        if len(grid) == 1:
+            names = [f"c/{c}" for c in coords[:, 0].tolist()]
+        else:
+            names = ["c/" + "/".join(map(str, row)) for row in coords.tolist()]
+    prefix = path.strip("/") + "/" if path.strip("/") else ""
+    pairs = flat[written]
+    offsets, sizes = pairs[:, 0].tolist(), pairs[:, 1].tolist()
+    for name, offset, size in zip(names, offsets, sizes, strict=True):
+        yield prefix + name, checked_file_ref(url, offset, size)
 
 
 def _templates(refs: dict[str, Ref], *url_lists: list[str]) -> dict[str, str]:

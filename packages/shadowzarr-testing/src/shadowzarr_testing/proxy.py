@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import secrets
 import socket
@@ -25,6 +26,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
@@ -39,6 +41,7 @@ from shadowzarr_testing.faults import (
     FaultRule,
     parse_single_range,
 )
+from shadowzarr_testing.local_files import LocalAnswer, local_answer
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -156,6 +159,11 @@ class LatencyProxy:
         ``"server"``: range requests are answered as the upstream answers them (nginx answers
         multi-range requests with ``multipart/byteranges``). ``"s3"``: as S3 answers them, one
         range per request, and a multi-range request with 200 and the whole object.
+    root
+        With ``ranges="s3"``: answer requests for files from this folder instead of forwarding
+        them to the upstream (see `shadowzarr_testing.local_files`), so that the proxy's own
+        cost per request stays small next to the latency it adds. Latency, the bandwidth cap,
+        faults and the counters apply as for forwarded requests.
 
     Attributes ``latency``, ``bandwidth``, ``presign_ttl``, ``api_key`` and ``ranges`` may be
     changed while the proxy runs; ``faults`` too (assigning it replaces the plan).
@@ -174,6 +182,7 @@ class LatencyProxy:
         api_key: str = "shadowzarr-test-api-key",
         chunk_size: int = 64 * 1024,
         ranges: Literal["server", "s3"] = "server",
+        root: str | os.PathLike[str] | None = None,
     ) -> None:
         if not upstream.startswith(("http://", "https://")):
             raise ValueError(f"upstream must be an http(s) URL, not {upstream!r}")
@@ -186,6 +195,9 @@ class LatencyProxy:
         if ranges not in ("server", "s3"):
             raise ValueError(f"ranges must be 'server' or 's3', not {ranges!r}")
         self.ranges = ranges
+        if root is not None and ranges != "s3":
+            raise ValueError("root (files answered by the proxy itself) needs ranges='s3'")
+        self.root = None if root is None else Path(root).resolve()
         self._fault_kinds = tuple(fault_kinds)
         self._plan = FaultPlan(seed)
         self._plan.configure(faults, self._fault_kinds)
@@ -528,18 +540,23 @@ class LatencyProxy:
             shifted_end = "" if end is None else str(max(shifted_start, end + fault.shift))
             headers = [(k, v) for k, v in headers if k.lower() != "range"]
             headers.append(("Range", f"bytes={shifted_start}-{shifted_end}"))
-        query = request.rel_url.raw_query_string
-        url = URL(
-            f"{self.upstream}{upstream_raw_path}" + (f"?{query}" if query else ""), encoded=True
-        )
-        body = await request.read() if request.can_read_body else None
-        try:
-            upstream = await self._session.request(
-                request.method, url, headers=headers, data=body, allow_redirects=False
+        upstream: aiohttp.ClientResponse | LocalAnswer
+        if self.root is not None:
+            upstream = local_answer(self.root, upstream_raw_path, request.method, headers)
+        else:
+            query = request.rel_url.raw_query_string
+            url = URL(
+                f"{self.upstream}{upstream_raw_path}" + (f"?{query}" if query else ""),
+                encoded=True,
             )
-        except aiohttp.ClientError as exc:
-            entry["status"] = 502
-            return web.Response(status=502, text=f"upstream unreachable: {exc}\n")
+            body = await request.read() if request.can_read_body else None
+            try:
+                upstream = await self._session.request(
+                    request.method, url, headers=headers, data=body, allow_redirects=False
+                )
+            except aiohttp.ClientError as exc:
+                entry["status"] = 502
+                return web.Response(status=502, text=f"upstream unreachable: {exc}\n")
         async with upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for name, value in upstream.headers.items():
@@ -594,7 +611,7 @@ class LatencyProxy:
 
     async def _stream(
         self,
-        upstream: aiohttp.ClientResponse,
+        upstream: aiohttp.ClientResponse | LocalAnswer,
         response: web.StreamResponse,
         entry: dict[str, Any],
         limit: int | None,

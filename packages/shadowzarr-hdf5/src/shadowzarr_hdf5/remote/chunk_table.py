@@ -133,7 +133,8 @@ def read_chunk_tables(
     sb = superblock or _superblock_of(source)
     indexes = read_dataset_indexes(source, sb, [dataset_address(d) for d in datasets])
     walks = [index_walk(sb, i.layout, len(i.dataspace.shape)) for i in indexes]
-    results = iter(drive([w for w in walks if w is not None], source.fetch_many))
+    fetch_nodes = getattr(source, "fetch_nodes", source.fetch_many)  # RemoteFile's node gaps
+    results = iter(drive([w for w in walks if w is not None], fetch_nodes))
     return [
         _table(sb, index, next(results) if walk is not None else None)
         for index, walk in zip(indexes, walks, strict=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_store.transport import RangeSource, TransportOptions
+from shadowzarr_store.transport.blocking import DEFAULT_MAX_GAP
 
 from .block_cache import BlockCache
 from .chunk_table import read_chunk_tables
@@ -185,6 +186,17 @@ class RemoteFile(io.RawIOBase):
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         """Serve ranges from the caches; fetch the rest exactly, in one concurrent batch."""
+        return self._fetch(ranges, None)
+
+    def fetch_nodes(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """`fetch_many` for the nodes of an index level: they share a request only across gaps
+        no longer than the shortest node asked for, so that on a server answering one range
+        per request (S3) a level moves at most twice its nodes' bytes, never the chunk data
+        between nearby nodes."""
+        shortest = min((n for _, n in ranges), default=0)
+        return self._fetch(ranges, max(0, min(DEFAULT_MAX_GAP, shortest)))
+
+    def _fetch(self, ranges: list[tuple[int, int]], max_gap: int | None) -> list[bytes]:
         with self._lock:
             out: list[bytes | None] = [self._cached(o, n) for o, n in ranges]
             for (offset, _), data in zip(ranges, out, strict=True):
@@ -195,9 +207,8 @@ class RemoteFile(io.RawIOBase):
             missing = [i for i, b in enumerate(out) if b is None]
             if missing:
                 wanted = [ranges[i] for i in missing]
-                for i, (offset, _), data in zip(
-                    missing, wanted, self.fetcher.fetch_many(wanted), strict=True
-                ):
+                fetched = self.fetcher.fetch_many(wanted, max_gap=max_gap)
+                for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)
                     out[i] = data
             return [b if b is not None else b"" for b in out]
@@ -240,7 +251,7 @@ class RemoteFile(io.RawIOBase):
             return
         self._roots.add(offset)
         try:
-            drive([walk], self.fetch_many)
+            drive([walk], self.fetch_nodes)
         except Hdf5FormatError:
             # Prefetching only saves time: on bytes we do not understand, let HDF5 read alone.
             return

@@ -132,8 +132,11 @@ class RangeSource:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        """The bytes of each ``(offset, size)``, clipped at the end of the file, in one round."""
+    def fetch_many(
+        self, ranges: list[tuple[int, int]], *, max_gap: int | None = None
+    ) -> list[bytes]:
+        """The bytes of each ``(offset, size)``, clipped at the end of the file, in one round;
+        ranges closer than ``max_gap`` (default: the source's) share a request."""
         if self._closed:
             raise SourceError(f"{redact(self.url)} is closed")
         size = self._expect.size
@@ -148,7 +151,12 @@ class RangeSource:
                 self._stats.add(requests=len(wanted), bytes=sum(b - a for a, b in wanted), rounds=1)
             return [next(blobs) if b > a else b"" for a, b in spans]
         answers = run_blocking(
-            self._transport.read_many(self.url, spans, expect=self._expect, max_gap=self._max_gap)
+            self._transport.read_many(
+                self.url,
+                spans,
+                expect=self._expect,
+                max_gap=self._max_gap if max_gap is None else max_gap,
+            )
         )
         self._learn(answers)
         return [answer.data for answer in answers]
