@@ -68,7 +68,7 @@ def _legend(figure: Any, settings: list[dict[str, Any]], limit: bool) -> None:
 
     handles = [Patch(color=OURS, label="shadowzarr"), Patch(color=PEER, label="peers")]
     handles += [
-        Patch(facecolor="white", edgecolor="#333333", hatch=HATCHES[n], label=s["network"])
+        Patch(facecolor="white", edgecolor="#333333", hatch=_hatch(n), label=s["network"])
         for n, s in enumerate(settings)
     ]
     if limit:
@@ -76,11 +76,16 @@ def _legend(figure: Any, settings: list[dict[str, Any]], limit: bool) -> None:
             Patch(facecolor=LIMIT, edgecolor="#333333", hatch="xx", label="limit (plain ranges)")
         )
     figure.legend(
-        handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9, frameon=False
+        handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=9, frameon=False
     )
 
 
-HATCHES = ("", "...", "\\\\")
+HATCHES = ("", "...", "\\\\", "//", "oo", "++")
+
+
+def _hatch(number: int) -> str:
+    """The hatch of network setting `number`; runs with more settings than hatches reuse them."""
+    return HATCHES[number % len(HATCHES)]
 
 
 def _case(axes: Any, case: str, readers: list[str], settings: list[dict[str, Any]]) -> None:
@@ -123,7 +128,7 @@ def _case(axes: Any, case: str, readers: list[str], settings: list[dict[str, Any
                 color=OURS if row.get("ours") else (LIMIT if limit else PEER),
                 edgecolor="#333333",
                 linewidth=0.4,
-                hatch=("xx" if limit else HATCHES[number % len(HATCHES)]) or None,
+                hatch=("xx" if limit else _hatch(number)) or None,
                 height=0.82,
             )
             label = f"{_seconds(row['seconds'])} · {row.get('requests') or 0:,} requests · "
