@@ -8,6 +8,7 @@ import { itemSizeOf, type StructLayout, structLayout, uniformByte } from "./stru
 
 /** Codecs that leave a chunk's bytes a plain, full-size image of its elements. */
 const PADDABLE_CODECS = new Set(["bytes", "transpose"]);
+const FLETCHER32_NAME = "numcodecs.fletcher32";
 
 export interface ArrayInfo {
   readonly path: string;
@@ -32,9 +33,83 @@ export interface ArrayInfo {
    * store then serves missing chunks itself).
    */
   readonly struct?: { layout: StructLayout; fillByte?: number };
+  /**
+   * The most bytes a stored chunk of this array can hold when every codec is one whose growth
+   * is known (undefined otherwise): a reference claiming more is damaged and refused before any
+   * read, as the Python store does (`codec_policy.compressed_bound`).
+   */
+  readonly storedBound?: number;
 }
 
-export const FLETCHER32 = "numcodecs.fletcher32";
+/** Codecs that keep a chunk's size (array-to-array and size-keeping byte transforms). */
+const SIZE_KEEPING_CODECS = new Set([
+  "transpose",
+  "numcodecs.shuffle",
+  "numcodecs.delta",
+  "numcodecs.bitround",
+  "numcodecs.quantize",
+  "numcodecs.fixedscaleoffset",
+  "numcodecs.astype",
+  "numcodecs.packbits",
+  "imagecodecs_delta",
+]);
+/** Checksum codecs: they add four bytes. */
+const CHECKSUM_CODECS = new Set([
+  "crc32c",
+  "numcodecs.crc32",
+  "numcodecs.crc32c",
+  "numcodecs.adler32",
+  FLETCHER32_NAME,
+  "numcodecs.jenkins_lookup3",
+]);
+/** General-purpose compressors: incompressible data grows by at most about half plus headers. */
+const COMPRESSOR_CODECS = new Set([
+  "gzip",
+  "zstd",
+  "blosc",
+  "numcodecs.zlib",
+  "numcodecs.gzip",
+  "numcodecs.bz2",
+  "numcodecs.lzma",
+  "numcodecs.blosc",
+  "numcodecs.zstd",
+  "numcodecs.lz4",
+  "imagecodecs_blosc",
+  "imagecodecs_zstd",
+  "imagecodecs_lz4h5",
+  "imagecodecs_zlib",
+  "imagecodecs_deflate",
+  "imagecodecs_lz4",
+  "imagecodecs_lzma",
+  "imagecodecs_bz2",
+  "imagecodecs_lzw",
+  "imagecodecs_packbits",
+  "imagecodecs_lzf",
+]);
+
+/**
+ * The most bytes `codecs` write for a chunk of `chunkBytes` bytes, or undefined when a codec's
+ * growth is unknown. Generous on purpose: it only stops references claiming absurd sizes.
+ */
+export function storedBoundOf(
+  codecs: readonly CodecJson[],
+  chunkBytes: number,
+): number | undefined {
+  let size = chunkBytes;
+  let serialized = false;
+  for (const codec of codecs) {
+    const name = codec.name;
+    if (name === "bytes") serialized = true;
+    else if (SIZE_KEEPING_CODECS.has(name)) continue;
+    else if (CHECKSUM_CODECS.has(name)) size += 4;
+    else if (COMPRESSOR_CODECS.has(name) || name.startsWith("shadowzarr.hdf5_")) {
+      size = size + Math.floor(size / 2) + 65536;
+    } else return undefined;
+  }
+  return serialized ? size : undefined;
+}
+
+export const FLETCHER32 = FLETCHER32_NAME;
 
 /** Whether the last (outermost) of `codecs` is the Fletcher-32 checksum. */
 export function endsWithFletcher32(codecs: unknown): boolean {
@@ -213,6 +288,11 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
         info.padding = { chunkBytes: elements * itemSize, fillElement };
       }
     }
+  }
+  const itemSize = layout?.itemSize ?? itemSizeOf(meta.data_type);
+  if (itemSize !== undefined) {
+    const elements = chunkShape.reduce((a, b) => a * b, 1);
+    info.storedBound = storedBoundOf(codecs, elements * itemSize);
   }
   return info;
 }

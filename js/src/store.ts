@@ -398,6 +398,13 @@ export class ReferenceStore implements AsyncReadable {
         `chunk ${key} holds ${available} bytes, more than the ${padding.chunkBytes} of a chunk`,
       );
     }
+    const bound = array?.info.storedBound;
+    if (bound !== undefined && available > bound) {
+      throw new ChunkDecodeError(
+        `chunk ${key}: its reference holds ${available} bytes, more than the ${bound} bytes any ` +
+          "chunk of its array compresses to; the references are damaged",
+      );
+    }
     const total = padding?.chunkBytes ?? available;
     const [start, end] = clampRange(range, total);
     const dataEnd = Math.min(end, available);
@@ -409,11 +416,25 @@ export class ReferenceStore implements AsyncReadable {
       data = assembleSegments(segments, [{ offset: 0, end: ref.bytes.length }], [ref.bytes]);
     } else {
       const url = this.#absolute(ref.url);
+      const fileSize = this.#sources.get(url)?.size;
+      if (fileSize !== undefined && ref.offset >= fileSize) {
+        throw new SourceError(
+          `chunk ${key}: its reference starts at byte ${ref.offset}, at or past the end of the ` +
+            `file (${fileSize} bytes recorded); the references do not match the file`,
+          url,
+        );
+      }
       const segments = mapLogicalRange(ref.offset, start, dataEnd, selection);
       const spans = spansFor(segments, this.#options.mergeGap);
       const bodies = await Promise.all(
-        spans.map((s) => this.#batcher.read(url, s.offset, s.end, signal).then((r) => r.bytes)),
+        spans.map((s) =>
+          // Bytes wholly past the recorded end are padding the size proves: no request.
+          fileSize !== undefined && s.offset >= fileSize
+            ? new Uint8Array(0)
+            : this.#batcher.read(url, s.offset, s.end, signal).then((r) => r.bytes),
+        ),
       );
+      if (padding !== undefined) checkShortBodies(key, url, spans, bodies, fileSize);
       data = assembleSegments(segments, spans, bodies);
       if (segments.length === 1 && data.length === (bodies[0] as Uint8Array).length) {
         data = bodies[0] as Uint8Array;
@@ -445,6 +466,41 @@ export class ReferenceStore implements AsyncReadable {
     if (range.end <= range.start) return new Uint8Array(0);
     return (await this.#batcher.read(url, range.start, range.end, signal)).bytes;
   }
+}
+
+/**
+ * Refuse bodies shorter than asked unless the file's recorded size proves the file ends there:
+ * only then may the rest of the chunk be padded with the fill value. Without a recorded size a
+ * short body cannot be told from a fault, so it is an error, never fill values.
+ */
+function checkShortBodies(
+  key: string,
+  url: string,
+  spans: readonly { offset: number; end: number }[],
+  bodies: readonly Uint8Array[],
+  fileSize: number | undefined,
+): void {
+  spans.forEach((span, n) => {
+    const got = (bodies[n] as Uint8Array).length;
+    const asked = span.end - span.offset;
+    if (got === asked) return;
+    if (fileSize === undefined) {
+      throw new SourceError(
+        `chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; no size is ` +
+          "recorded for the file, so a short read cannot be told from a fault (references " +
+          "that record source sizes can pad a last chunk)",
+        url,
+      );
+    }
+    const proven = Math.max(0, Math.min(span.end, fileSize) - span.offset);
+    if (got !== proven) {
+      throw new SourceError(
+        `chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; the file's ` +
+          `recorded size (${fileSize} bytes) says ${proven} bytes are there`,
+        url,
+      );
+    }
+  });
 }
 
 function clampRange(range: LogicalRange, total: number): [number, number] {

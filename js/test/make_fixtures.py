@@ -231,7 +231,8 @@ def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
     fortran = rng.integers(0, 10**6, size=(20, 30)).astype("<i4")
     (data_dir / "fortran.bin").write_bytes(fortran.T.copy().tobytes())
     out["transposed"] = fortran
-    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 read in slabs of 256.
+    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 read in slabs of 256: the
+    # last referenced slab is short (padded, the recorded size proves it), the fifth is absent.
     short = np.arange(1000, dtype="<i4") * 3
     (data_dir / "short.bin").write_bytes(short.tobytes())
     padded = np.full(1200, 7, dtype="<i4")
@@ -302,7 +303,7 @@ def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     b.add_chunk("transposed", [0, 0], f"{prefix}fortran.bin", 0, 20 * 30 * 4)
     b.add_array("padded", shape=[1200], data_type="<i4", chunk_shape=[256], fill_value=7)
     b.add_strided_chunks(
-        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=5
+        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=4
     )
     b.add_array("small_chunks", shape=[4096], data_type="<i2", chunk_shape=[64])
     for i in range(64):
