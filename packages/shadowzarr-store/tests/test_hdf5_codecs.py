@@ -93,3 +93,23 @@ def test_missing_library_fails_that_array_with_the_install_hint(
     monkeypatch.setitem(sys.modules, "imagecodecs", None)  # as if it were not installed
     with pytest.raises(UnsupportedFeatureError, match=r"shadowzarr-store\[codecs\]"):
         _read(Hdf5Zfp(cd_values=ZFP_4X4_FLOAT_RATE8).to_dict(), bytes(64), dtype="<f4")
+
+
+def test_blosc2_reads_a_frame_padded_to_its_inner_chunks() -> None:
+    # Writers pick B2ND's inner chunk shape from the CPU's caches (PyTables on one machine:
+    # a (13107, 10) chunk in inner chunks of (16384, 10)), so the frame's uncompressed size
+    # counts padding beyond the chunk; the decoded values are the chunk's.
+    import imagecodecs
+
+    values = np.arange(50 * 10, dtype="<f8").reshape(50, 10)
+    frame = imagecodecs.b2nd_encode(values, chunkshape=(64, 16), blockshape=(16, 16))
+    read = _read(Hdf5Blosc2(cd_values=[0, 0, 8, 4000, 5, 1, 1]).to_dict(), frame, (50, 10), "<f8")
+    np.testing.assert_array_equal(read, values)
+
+
+def test_blosc2_refuses_a_frame_claiming_far_more_than_the_chunk() -> None:
+    import imagecodecs
+
+    frame = imagecodecs.b2nd_encode(np.zeros((200_000,), "<f8"), chunkshape=(200_000,))
+    with pytest.raises(ChunkDecodeError, match="the frame claims"):
+        _read(Hdf5Blosc2(cd_values=[1]).to_dict(), frame, (64,), "<f8")
