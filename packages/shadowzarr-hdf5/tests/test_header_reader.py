@@ -22,10 +22,12 @@ from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_hdf5.attributes import read_attributes
 from shadowzarr_hdf5.datasets import read_whole
 from shadowzarr_hdf5.filters import read_filters
+from shadowzarr_hdf5.format.errors import NotNative
+from shadowzarr_hdf5.format.messages import stored_attributes
 from shadowzarr_hdf5.generate import _links
+from shadowzarr_hdf5.header_reader import HeaderFile
+from shadowzarr_hdf5.header_reader.attributes import decode_attributes
 from shadowzarr_hdf5.layouts import storage_layout
-from shadowzarr_hdf5.native import HeaderFile, NotNative
-from shadowzarr_hdf5.native.attributes import decode_attributes, stored_attributes
 from shadowzarr_hdf5.object_paths import ObjectPaths
 
 _spec = importlib.util.spec_from_file_location("hdf5_corpus", Path(__file__).with_name("corpus.py"))
@@ -307,4 +309,5 @@ def test_generation_leaves_no_h5py_object_to_the_cyclic_collector(tmp_path: Path
 def _holds_h5py(obj: Any) -> bool:
     """h5py objects, and our objects that hold them or the header reader."""
     module = type(obj).__module__ or ""
-    return module.startswith(("h5py", "shadowzarr_hdf5.native", "shadowzarr_hdf5.object_paths"))
+    prefixes = ("h5py", "shadowzarr_hdf5.header_reader", "shadowzarr_hdf5.format.heaps")
+    return module.startswith((*prefixes, "shadowzarr_hdf5.object_paths"))

@@ -16,7 +16,8 @@ from .attributes import attribute_names, read_attributes
 from .chunk_decode import decode_stored_chunks
 from .context import ChunkLocations, Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
-from .filters import codecs_for, read_filters
+from .filters import codecs_for, lzf_rewrites, overcompressed, read_filters
+from .header_reader.dataset import HeaderDataset
 from .inline import chunk_region, string_codecs, vlen_bytes_codecs
 from .layouts import (
     add_chunked,
@@ -29,8 +30,6 @@ from .layouts import (
     external_chunk_shape,
     storage_layout,
 )
-from .lzf import LZF_MAX_RATIO, overcompressed
-from .native.dataset import HeaderDataset
 from .native_decode import decoded_values
 from .netcdf import is_netcdf_char, netcdf_attributes
 from .netcdf_dimensions import check_padding, netcdf_shape, padded
@@ -372,7 +371,8 @@ def _add_stored(
         data_type=dtype, codecs=codecs, fill_value=fill,
     )  # fmt: skip
     add(chunk_shape, codecs)
-    rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
+    chunk_bytes = math.prod(chunk_shape) * dtype.itemsize
+    rewrite = lzf_rewrites(codecs, locations.sizes, locations.masks == mask, chunk_bytes, path)
     add_chunked(
         builder, path, dataset, source, options, locations=locations, mask=mask, shape=shape,
         chunk_shape=chunk_shape, data_type=dtype, codecs=codecs, fill_value=fill,
@@ -460,28 +460,3 @@ def _verify_first_chunk(
         size=int(locations.sizes[i]), data_type=dtype, shape=shape, chunk_shape=chunk_shape,
         codecs=codecs,
     )  # fmt: skip
-
-
-def _lzf_rewrites(
-    codecs: list[dict[str, Any]], locations: Any, mask: int, chunk_bytes: int, path: str
-) -> np.ndarray | None:
-    """LZF chunks compressed beyond what imagecodecs_lzf decodes, to be rewritten inline."""
-    names = [c.get("name") for c in codecs]
-    if "imagecodecs_lzf" not in names:
-        return None
-    rewrite: np.ndarray = overcompressed(locations.sizes, chunk_bytes) & (locations.masks == mask)
-    if rewrite.any() and names[-1] != "imagecodecs_lzf":
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: LZF chunks compressed more than {LZF_MAX_RATIO}:1, followed by "
-            f"{names[-1]}, are beyond what the imagecodecs_lzf codec decodes"
-        )
-    if int(rewrite.sum()) * chunk_bytes > _LZF_INLINE_LIMIT:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: {int(rewrite.sum())} LZF chunks are compressed more than "
-            f"{LZF_MAX_RATIO}:1, too many to hold in the references for the imagecodecs_lzf codec"
-        )
-    return rewrite
-
-
-_LZF_INLINE_LIMIT = 64 * 2**20
-"""At most this many bytes of LZF chunks are rewritten into the references."""

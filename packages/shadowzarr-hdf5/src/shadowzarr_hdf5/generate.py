@@ -2,12 +2,12 @@
 
 Only headers and chunk indexes are read (plus the values of strings and references, which live
 in heaps a byte range cannot address, and small datasets that are inlined). The header reader
-(:mod:`shadowzarr_hdf5.native`) answers for the groups, attributes and datasets it fully parses;
-h5py answers for the rest. Remote files are read through
-:class:`shadowzarr_hdf5.remote.RemoteFile` over the store's transport (the user's headers,
-``allowed_urls`` and ``storage_options``; ``If-Match`` with the ETag seen first, so a file
-replaced during generation raises `SourceChangedError`), which reads chunk indexes ahead a level
-at a time; all chunk indexes are parsed in one lockstep pass before the walk.
+(:mod:`shadowzarr_hdf5.header_reader`, over :mod:`shadowzarr_hdf5.format`) answers for the
+groups, attributes and datasets it fully parses; h5py answers for the rest. Remote files are
+read through :class:`shadowzarr_hdf5.remote.RemoteFile` over the store's transport (the user's
+headers, ``allowed_urls`` and ``storage_options``; ``If-Match`` with the ETag seen first, so a
+file replaced during generation raises `SourceChangedError`), which reads chunk indexes ahead a
+level at a time; all chunk indexes are parsed in one lockstep pass before the walk.
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ from shadowzarr_store.transport import (
 from .attributes import read_attributes
 from .context import Options, Source, object_address
 from .datasets import add_dataset
+from .format.chunk_index import read_chunk_tables_at
+from .format.errors import Hdf5FormatError, NotNative
+from .header_reader import HeaderFile
+from .header_reader.dataset import HeaderDataset
 from .layouts import storage_layout
 from .links import link_record
 from .matlab import userblock_offset_shift
-from .native import HeaderFile, NotNative
-from .native.dataset import HeaderDataset
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
@@ -282,13 +284,10 @@ def _chunk_tables(raw: Any, datasets: list[h5py.Dataset | HeaderDataset]) -> dic
     addresses = [_address(d) for d in chunked]
     if not chunked:
         return {}
-    from .remote import read_chunk_tables
-    from .remote.errors import Hdf5FormatError
-
     try:
         if isinstance(raw, str):
             with RangeSource(raw) as fetcher:
-                tables = read_chunk_tables(fetcher, addresses)
+                tables = read_chunk_tables_at(fetcher, addresses)
         else:
             tables = raw.prefetch_dataset_indexes(addresses)
     except Hdf5FormatError as exc:

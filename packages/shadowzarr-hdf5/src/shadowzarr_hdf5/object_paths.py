@@ -13,6 +13,8 @@ from typing import Any
 
 import h5py
 
+from .format.errors import NotNative
+
 __all__ = ["ObjectPaths", "object_address", "objno_address"]
 
 logger = logging.getLogger(__name__)
@@ -88,8 +90,6 @@ class ObjectPaths:
 
     def _walk(self) -> dict[int, str]:
         if self._headers is not None:
-            from .native import NotNative
-
             try:
                 return self._walk_headers()
             except NotNative as exc:
@@ -109,8 +109,6 @@ class ObjectPaths:
         """The same table from the header reader's links. HDF5's native order for compact
         groups is their message order, which only matters for an object reached by several
         hard links: such a file is left to h5py's walk."""
-        from .native import NotNative
-
         headers = self._headers
         root = object_address(self._file)
         table: dict[int, str] = {root: "/"}

@@ -8,24 +8,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .btree1 import walk_btree1
-from .btree2 import walk_btree2
+from .btree_v1 import walk_btree1
+from .btree_v2 import walk_btree2
+from .data_layout import ChunkedLayout, IndexKind, parse_chunked_layout
+from .dataspace import Dataspace, parse_dataspace
 from .errors import Hdf5FormatError
 from .extensible_array import walk_extensible_array
 from .fixed_array import walk_fixed_array
-from .layout import ChunkedLayout, IndexKind, parse_layout
-from .object_header import DATASPACE, LAYOUT, Dataspace, parse_dataspace, read_object_headers
-from .superblock import Superblock, read_superblock
-from .walk import IndexRecords, Walk, drive
+from .index_walk import IndexRecords, Walk, drive
+from .object_header import DATASPACE, LAYOUT, read_object_headers
+from .superblock import Superblock
+from .superblock_extension import read_superblock
 
 if TYPE_CHECKING:
-    from .fetcher import RangeFetcher
+    from .byte_source import RangeFetcher
 
-__all__ = ["ChunkTable", "DatasetIndex", "index_walk", "read_chunk_table", "read_chunk_tables"]
+__all__ = [
+    "ChunkTable",
+    "DatasetIndex",
+    "index_walk",
+    "read_chunk_tables_at",
+    "read_dataset_index",
+    "read_dataset_indexes",
+]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -64,15 +73,6 @@ class DatasetIndex:
     layout: ChunkedLayout
 
 
-def dataset_address(dataset: Any) -> int:
-    """Object header address of an h5py dataset, or an address given directly."""
-    if isinstance(dataset, int):
-        return dataset
-    import h5py
-
-    return int(h5py.h5o.get_info(dataset.id).addr)
-
-
 def read_dataset_index(source: RangeFetcher, sb: Superblock, address: int) -> DatasetIndex:
     return read_dataset_indexes(source, sb, [address])[0]
 
@@ -87,7 +87,9 @@ def read_dataset_indexes(
         if space is None or layout is None:
             raise Hdf5FormatError(f"object at address {header.address} is not a dataset")
         out.append(
-            DatasetIndex(header.address, parse_dataspace(space, sb), parse_layout(layout, sb))
+            DatasetIndex(
+                header.address, parse_dataspace(space, sb), parse_chunked_layout(layout.data, sb)
+            )
         )
     return out
 
@@ -109,29 +111,16 @@ def index_walk(sb: Superblock, layout: ChunkedLayout, rank: int) -> Walk | None:
             return None
 
 
-def read_chunk_table(
-    source: RangeFetcher, dataset: Any, *, superblock: Superblock | None = None
-) -> ChunkTable:
-    """Parse one dataset's chunk index from the file bytes.
-
-    Parameters
-    ----------
-    source
-        A ``RangeFetcher`` or a ``RemoteFile`` (whose caches serve what h5py already read).
-    dataset
-        An h5py dataset or its object header address (relative to the superblock base).
-    superblock
-        The parsed superblock, to skip reading it again.
-    """
-    return read_chunk_tables(source, [dataset], superblock=superblock)[0]
-
-
-def read_chunk_tables(
-    source: RangeFetcher, datasets: list[Any], *, superblock: Superblock | None = None
+def read_chunk_tables_at(
+    source: RangeFetcher, addresses: list[int], *, superblock: Superblock | None = None
 ) -> list[ChunkTable]:
-    """Parse several indexes in lockstep: rounds grow with index depth, not dataset count."""
+    """Parse the indexes of the datasets whose object headers are at ``addresses`` (relative to
+    the superblock base), in lockstep: rounds grow with index depth, not dataset count.
+
+    ``source`` is a ``RangeFetcher``; a ``RemoteFile``'s caches serve what h5py already read.
+    """
     sb = superblock or _superblock_of(source)
-    indexes = read_dataset_indexes(source, sb, [dataset_address(d) for d in datasets])
+    indexes = read_dataset_indexes(source, sb, addresses)
     walks = [index_walk(sb, i.layout, len(i.dataspace.shape)) for i in indexes]
     fetch_nodes = getattr(source, "fetch_nodes", source.fetch_many)  # RemoteFile's node gaps
     results = iter(drive([w for w in walks if w is not None], fetch_nodes))

@@ -7,10 +7,10 @@ import struct
 
 import numpy as np
 
-from ..remote.binary import uint
+from .binary import uint
+from .datatypes import Datatype, Kind
 from .errors import NotNative
 from .heaps import GlobalHeap
-from .types import Datatype, Kind
 
 __all__ = ["decode_elements"]
 

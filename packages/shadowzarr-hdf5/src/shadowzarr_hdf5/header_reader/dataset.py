@@ -13,12 +13,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ..filters import FilterSpec
-from .errors import MALFORMED, NotNative
-from .heaps import GlobalHeap
-from .messages import Layout
-from .types import Datatype, Kind
-from .values import decode_elements
+from ..format.data_layout import Layout
+from ..format.datatypes import Datatype, Kind
+from ..format.errors import MALFORMED, NotNative
+from ..format.heaps import GlobalHeap
+from ..format.messages import FilterSpec
+from ..format.values import decode_elements
+from ..h5py_glue import h5py_dtype
 
 __all__ = ["HeaderDataset"]
 
@@ -47,7 +48,7 @@ class HeaderDataset:
         self.name = name
         self.address = address
         self.datatype = datatype
-        self.dtype = datatype.dtype
+        self.dtype = h5py_dtype(datatype)
         self.shape = shape
         self.maxshape = maxshape
         self.layout = layout
