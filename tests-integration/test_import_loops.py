@@ -6,6 +6,10 @@ still a loop, one that only moves the failure to run time) and under ``TYPE_CHEC
 loop is a design loop). Importing ``a.b.c`` counts as an edge to ``a.b.c`` only, not to the
 packages above it, whose ``__init__`` Python also runs: that edge exists for every submodule and
 would make every package that re-exports its submodules a loop.
+
+Public names: classes and functions a module defines at its top level and offers (listed in its
+``__all__`` when it has one, else not underscore-prefixed), in modules whose dotted path has no
+underscore-prefixed part. Re-exports are imports, not definitions, so they never clash.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(REPO.glob("packages/*/src"))
@@ -190,3 +196,83 @@ def test_hdf5_format_reader_imports_no_h5py_and_no_network() -> None:
                 continue
             foreign = roots - FORMAT_MAY_IMPORT - set(sys.stdlib_module_names)
             assert not foreign, f"{name} imports {sorted(foreign)}"
+
+
+def _is_public_module(name: str) -> bool:
+    return not any(part.startswith("_") for part in name.split("."))
+
+
+def _public_definitions(name: str) -> set[str]:
+    """Classes and functions module ``name`` defines (not imports) and offers: listed in its
+    ``__all__`` when it has one, else not underscore-prefixed."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    defined = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    exported: set[str] | None = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                value = node.value
+                if isinstance(value, ast.List | ast.Tuple):
+                    exported = {e.value for e in value.elts if isinstance(e, ast.Constant)}
+    if exported is not None:
+        return defined & exported
+    return {d for d in defined if not d.startswith("_")}
+
+
+def _name_owners() -> dict[str, list[str]]:
+    owners: dict[str, list[str]] = {}
+    for name in MODULES:
+        if _is_public_module(name):
+            for public in _public_definitions(name):
+                owners.setdefault(public, []).append(name)
+    return owners
+
+
+SAME_ROLE = {
+    "register": "each `shadowzarr.cli` command module adds its subcommand to the parser",
+    "stream_layout": "each `shadowzarr_neo.formats` module says where one format's samples are",
+    "header_size": "each `shadowzarr_hdf5.format` array/B-tree module sizes its own header",
+}
+"""Names that sibling modules each define for one role, like methods of a protocol."""
+
+SAME_MEANING = {
+    "load_rfs": "shadowzarr_spec's reads local references; shadowzarr_store's also URLs",
+    "format_bytes": "a byte count as text (KiB, MiB) for the plots and for RemoteArray.info",
+}
+"""One meaning defined twice, where the package that needs it cannot import the other."""
+
+DEPRECATED_ALIASES = {
+    ("shadowzarr_store", "open_array"): "shadowzarr_store.open_rfs_array",
+}
+"""Old names kept (warning) beside the name they collided with; removed in a later version."""
+
+
+def test_public_names_say_one_thing() -> None:
+    """No two public classes or functions of the workspace share a name for different things."""
+    clashes = {
+        public: owners
+        for public, owners in _name_owners().items()
+        if len(owners) > 1 and public not in SAME_ROLE and public not in SAME_MEANING
+    }
+    assert not clashes, "one name, several meanings:\n" + "\n".join(
+        f"{public}: {', '.join(owners)}" for public, owners in sorted(clashes.items())
+    )
+    owners = _name_owners()
+    for public in (*SAME_ROLE, *SAME_MEANING):
+        assert len(owners.get(public, [])) > 1, f"{public} is defined once now: unlist it"
+
+
+@pytest.mark.parametrize(("module", "alias"), sorted(DEPRECATED_ALIASES))
+def test_deprecated_aliases_warn(module: str, alias: str) -> None:
+    import importlib
+
+    package = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=alias):
+        replaced = getattr(package, alias)
+    target_module, _, target_name = DEPRECATED_ALIASES[(module, alias)].rpartition(".")
+    assert replaced is getattr(importlib.import_module(target_module), target_name)

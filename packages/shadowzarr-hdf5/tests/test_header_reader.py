@@ -26,7 +26,7 @@ from shadowzarr_hdf5.format.errors import NotNative
 from shadowzarr_hdf5.format.messages import stored_attributes
 from shadowzarr_hdf5.generate import _links
 from shadowzarr_hdf5.header_reader import HeaderFile
-from shadowzarr_hdf5.header_reader.attributes import decode_attributes
+from shadowzarr_hdf5.header_reader.attributes import json_attributes
 from shadowzarr_hdf5.layouts import storage_layout
 from shadowzarr_hdf5.object_paths import ObjectPaths
 
@@ -133,7 +133,7 @@ def _compare_attributes(headers: HeaderFile, paths: ObjectPaths, address: int, o
         return
     for item in stored:
         try:
-            got = decode_attributes([item], headers.heap, paths, *sizes)
+            got = json_attributes([item], headers.heap, paths, *sizes)
         except NotNative:
             continue
         for key, value in got.items():

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 
 from .format.chunk_index import read_chunk_tables_at
-from .format.datatypes import Datatype, Kind
+from .format.datatypes import Datatype, DatatypeKind
 
 if TYPE_CHECKING:
     from .format.byte_source import RangeFetcher
@@ -56,4 +56,4 @@ def read_chunk_tables(
 
 def h5py_dtype(datatype: Datatype) -> np.dtype:
     """The dtype h5py reports for a parsed datatype (its reference type for references)."""
-    return h5py.ref_dtype if datatype.kind is Kind.REFERENCE else datatype.dtype
+    return h5py.ref_dtype if datatype.kind is DatatypeKind.REFERENCE else datatype.dtype

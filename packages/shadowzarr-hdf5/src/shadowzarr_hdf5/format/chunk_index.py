@@ -14,7 +14,7 @@ import numpy as np
 
 from .btree_v1 import walk_btree1
 from .btree_v2 import walk_btree2
-from .data_layout import ChunkedLayout, IndexKind, parse_chunked_layout
+from .data_layout import ChunkedLayoutMessage, IndexKind, parse_chunked_layout
 from .dataspace import Dataspace, parse_dataspace
 from .errors import Hdf5FormatError
 from .extensible_array import walk_extensible_array
@@ -70,7 +70,7 @@ class DatasetIndex:
 
     address: int
     dataspace: Dataspace
-    layout: ChunkedLayout
+    layout: ChunkedLayoutMessage
 
 
 def read_dataset_index(source: RangeFetcher, sb: Superblock, address: int) -> DatasetIndex:
@@ -94,7 +94,7 @@ def read_dataset_indexes(
     return out
 
 
-def index_walk(sb: Superblock, layout: ChunkedLayout, rank: int) -> Walk | None:
+def index_walk(sb: Superblock, layout: ChunkedLayoutMessage, rank: int) -> Walk | None:
     """The level-at-a-time walk of an index, or None for kinds without index structures."""
     if sb.is_undefined(layout.address):
         return None
@@ -164,7 +164,7 @@ def _table(sb: Superblock, index: DatasetIndex, records: IndexRecords | None) ->
     )
 
 
-def _max_grid(layout: ChunkedLayout, space: Dataspace) -> list[int]:
+def _max_grid(layout: ChunkedLayoutMessage, space: Dataspace) -> list[int]:
     grid = []
     for m, c in zip(space.maxshape, layout.chunk_shape, strict=True):
         grid.append(0 if m is None else -(-m // c))
@@ -172,7 +172,7 @@ def _max_grid(layout: ChunkedLayout, space: Dataspace) -> list[int]:
 
 
 def _coords(
-    layout: ChunkedLayout, space: Dataspace, keys: np.ndarray, chunk: np.ndarray
+    layout: ChunkedLayoutMessage, space: Dataspace, keys: np.ndarray, chunk: np.ndarray
 ) -> np.ndarray:
     rank = len(chunk)
     match layout.kind:
@@ -201,7 +201,7 @@ def _rotated_coords(linear: np.ndarray, grid: list[int], unlimited: int) -> np.n
 
 
 def _without_index(
-    sb: Superblock, layout: ChunkedLayout, space: Dataspace
+    sb: Superblock, layout: ChunkedLayoutMessage, space: Dataspace
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rank = len(space.shape)
     if sb.is_undefined(layout.address) or layout.kind not in (

@@ -16,7 +16,7 @@ from .errors import Hdf5FormatError, NotChunkedError, NotNative
 if TYPE_CHECKING:
     from .superblock import Superblock
 
-__all__ = ["ChunkedLayout", "IndexKind", "Layout", "parse_chunked_layout", "parse_layout"]
+__all__ = ["ChunkedLayoutMessage", "IndexKind", "Layout", "parse_chunked_layout", "parse_layout"]
 
 _CHUNKED = 2
 _SINGLE_CHUNK_FILTERED = 0x02  # the spec says bit 0; the library writes and reads bit 1
@@ -34,7 +34,7 @@ class IndexKind(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkedLayout:
+class ChunkedLayoutMessage:
     """Where a chunked dataset's index is, and the parameters its kind needs."""
 
     version: int
@@ -55,7 +55,7 @@ class ChunkedLayout:
         return math.prod(self.chunk_shape) * self.element_size
 
 
-def parse_chunked_layout(data: bytes, sb: Superblock) -> ChunkedLayout:
+def parse_chunked_layout(data: bytes, sb: Superblock) -> ChunkedLayoutMessage:
     """Decode a layout message; compact, contiguous and virtual layouts raise NotChunkedError."""
     o = sb.offset_size
     version, layout_class = data[0], data[1]
@@ -67,7 +67,7 @@ def parse_chunked_layout(data: bytes, sb: Superblock) -> ChunkedLayout:
         ndims = data[2]
         address = uint(data, 3, o)
         dims = [uint(data, 3 + o + 4 * i, 4) for i in range(ndims)]
-        return ChunkedLayout(3, IndexKind.BTREE_V1, tuple(dims[:-1]), dims[-1], address)
+        return ChunkedLayoutMessage(3, IndexKind.BTREE_V1, tuple(dims[:-1]), dims[-1], address)
     if version not in (4, 5):
         raise Hdf5FormatError(f"data layout message version {version} is not supported")
     flags, ndims, width = data[2], data[3], data[4]
@@ -88,7 +88,7 @@ def parse_chunked_layout(data: bytes, sb: Superblock) -> ChunkedLayout:
     elif kind == IndexKind.BTREE_V2:
         params, pos = (uint(data, pos, 4), data[pos + 4], data[pos + 5]), pos + 6
     address = uint(data, pos, o)
-    return ChunkedLayout(
+    return ChunkedLayoutMessage(
         version, kind, tuple(dims[:-1]), dims[-1], address, params, single_size, single_mask
     )
 

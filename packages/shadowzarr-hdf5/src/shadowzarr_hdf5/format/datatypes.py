@@ -16,10 +16,10 @@ import numpy as np
 from .binary import uint
 from .errors import NotNative
 
-__all__ = ["Datatype", "Kind", "parse_datatype"]
+__all__ = ["Datatype", "DatatypeKind", "parse_datatype"]
 
 
-class Kind(Enum):
+class DatatypeKind(Enum):
     NUMBER = "number"
     FIXED_STRING = "fixed_string"
     VLEN_STRING = "vlen_string"
@@ -28,7 +28,7 @@ class Kind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Datatype:
-    kind: Kind
+    kind: DatatypeKind
     dtype: np.dtype
     """h5py's numpy form with its string metadata (built here without importing h5py: the same
     ``h5py_encoding``/``vlen`` metadata ``h5py.string_dtype`` sets). References are plain
@@ -65,7 +65,7 @@ def parse_datatype(data: bytes, offset_size: int) -> Datatype:
         if padding not in (0, 1) or charset not in (0, 1) or size < 1:
             raise NotNative("space-padded or unusual fixed string")
         dtype = _fixed_string_dtype("ascii" if charset == 0 else "utf-8", size)
-        return Datatype(Kind.FIXED_STRING, dtype, size, null_terminated=padding == 0)
+        return Datatype(DatatypeKind.FIXED_STRING, dtype, size, null_terminated=padding == 0)
     if cls == _VLEN:
         if bits & 0x0F != 1:
             raise NotNative("variable-length sequence")
@@ -73,11 +73,11 @@ def parse_datatype(data: bytes, offset_size: int) -> Datatype:
         if charset not in (0, 1):
             raise NotNative("variable-length string of unknown character set")
         dtype = np.dtype("O", metadata={"vlen": bytes if charset == 0 else str})
-        return Datatype(Kind.VLEN_STRING, dtype, size)
+        return Datatype(DatatypeKind.VLEN_STRING, dtype, size)
     if cls == _REFERENCE:
         if version >= 4 or bits & 0x0F != 0 or size != offset_size:
             raise NotNative("region or new-style reference")
-        return Datatype(Kind.REFERENCE, np.dtype("O"), size)
+        return Datatype(DatatypeKind.REFERENCE, np.dtype("O"), size)
     raise NotNative(f"datatype class {cls}")
 
 
@@ -87,7 +87,9 @@ def _fixed_point(data: bytes, bits: int, size: int) -> Datatype:
     if uint(data, 8, 2) != 0 or uint(data, 10, 2) != 8 * size:
         raise NotNative("integer with a bit offset or partial precision")
     order = ">" if bits & 0x01 else "<"
-    return Datatype(Kind.NUMBER, np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}"), size)
+    return Datatype(
+        DatatypeKind.NUMBER, np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}"), size
+    )
 
 
 def _floating(data: bytes, bits: int, size: int) -> Datatype:
@@ -100,7 +102,7 @@ def _floating(data: bytes, bits: int, size: int) -> Datatype:
     if uint(data, 8, 2) != 0 or layout != _IEEE[size] or (bits >> 4) & 0x03 != 2:
         raise NotNative("floating point with a non-IEEE layout")
     order = ">" if bits & 0x01 else "<"
-    return Datatype(Kind.NUMBER, np.dtype(f"{order}f{size}"), size)
+    return Datatype(DatatypeKind.NUMBER, np.dtype(f"{order}f{size}"), size)
 
 
 def _fixed_string_dtype(encoding: str, size: int) -> np.dtype:

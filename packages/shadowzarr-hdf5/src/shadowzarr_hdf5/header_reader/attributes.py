@@ -9,17 +9,17 @@ from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 
 from ..attributes import SKIPPED_ATTRIBUTES, bytes_or_text, decoded_name, nested
 from ..format.dataspace import dataspace_extent
-from ..format.datatypes import Kind, parse_datatype
+from ..format.datatypes import DatatypeKind, parse_datatype
 from ..format.errors import NotNative
 from ..format.heaps import GlobalHeap
 from ..format.messages import AttributeMessage
 from ..format.values import decode_elements
 from ..object_paths import ObjectPaths
 
-__all__ = ["decode_attributes"]
+__all__ = ["json_attributes"]
 
 
-def decode_attributes(
+def json_attributes(
     stored: list[tuple[bytes, AttributeMessage]],
     heap: GlobalHeap,
     paths: ObjectPaths,
@@ -43,14 +43,18 @@ def decode_attributes(
 
 
 def _json(
-    values: np.ndarray, kind: Kind, shape: tuple[int, ...], paths: ObjectPaths, specloc: bool
+    values: np.ndarray,
+    kind: DatatypeKind,
+    shape: tuple[int, ...],
+    paths: ObjectPaths,
+    specloc: bool,
 ) -> Any:
-    if kind is Kind.NUMBER:
+    if kind is DatatypeKind.NUMBER:
         return values.tolist()
     flat = values.ravel().tolist()
-    if kind is Kind.FIXED_STRING:
+    if kind is DatatypeKind.FIXED_STRING:
         return nested([bytes_or_text(v) for v in flat], shape)
-    if kind is Kind.VLEN_STRING:
+    if kind is DatatypeKind.VLEN_STRING:
         return nested([v.decode("utf-8", "surrogateescape") for v in flat], shape)
     found = [paths.at_address(int(a)) for a in flat]
     if any(path is None for path in found):

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 
 from ..format.data_layout import Layout
-from ..format.datatypes import Datatype, Kind
+from ..format.datatypes import Datatype, DatatypeKind
 from ..format.errors import MALFORMED, NotNative
 from ..format.heaps import GlobalHeap
 from ..format.messages import FilterSpec
@@ -77,7 +77,10 @@ class HeaderDataset:
     @property
     def fillvalue(self) -> Any:
         """``h5py.Dataset.fillvalue``: the stored fill, or zero of the type."""
-        if self.datatype.kind is not Kind.NUMBER and self.datatype.kind is not Kind.FIXED_STRING:
+        if (
+            self.datatype.kind is not DatatypeKind.NUMBER
+            and self.datatype.kind is not DatatypeKind.FIXED_STRING
+        ):
             return self.h5py().fillvalue
         if self._fill is None:
             return np.zeros((), self.dtype)[()]
@@ -104,7 +107,7 @@ class HeaderDataset:
             values = decode_elements(data, self.datatype, shape, self._heap, self._offset_size)
         except (NotNative, *MALFORMED):
             return None
-        if self.datatype.kind is Kind.REFERENCE and not all(
+        if self.datatype.kind is DatatypeKind.REFERENCE and not all(
             resolvable(int(a)) for a in values.ravel()
         ):
             return None

@@ -38,7 +38,7 @@ from ..format.object_header import ObjectHeader, header_walk
 from ..format.superblock import Superblock
 from ..format.superblock_extension import read_superblock
 from ..object_paths import ObjectPaths
-from .attributes import decode_attributes
+from .attributes import json_attributes
 from .dataset import HeaderDataset
 
 __all__ = ["HeaderFile"]
@@ -141,7 +141,7 @@ class HeaderFile:
         the stored names."""
         sb = self._sb
         stored = stored_attributes(self.messages(address), sb.offset_size)
-        values = decode_attributes(stored, self.heap, paths, sb.offset_size, sb.length_size)
+        values = json_attributes(stored, self.heap, paths, sb.offset_size, sb.length_size)
         return values, [name for name, _ in stored]
 
     @_or_not_native

@@ -18,7 +18,7 @@ from shadowzarr_spec.gen_expr import Expression, render_template, split_template
 from shadowzarr_spec.io import load_index_table
 from shadowzarr_spec.keys import array_of_chunk_key, join
 from shadowzarr_spec.model import MISSING_CHUNK, FileRef, InlineRef
-from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, ChunkLayout, TablePiece
+from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, VirtualChunkLayout
 
 if TYPE_CHECKING:
     from shadowzarr_spec.gen import GenEntry
@@ -108,7 +108,7 @@ def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: st
     return cls(
         shape=info.shape,
         dtype=dtype,
-        layout=ChunkLayout(grid, tuple(pieces)),
+        layout=VirtualChunkLayout(grid, tuple(pieces)),
         chunk_shape=info.chunk_shape,
         selection=selection,
         codecs=codecs,
