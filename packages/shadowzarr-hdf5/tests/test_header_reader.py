@@ -181,8 +181,7 @@ def _compare_dataset(
 
 
 def _compare_walk(f: h5py.File, headers: HeaderFile, expected: dict[int, str]) -> None:
-    paths = ObjectPaths(f)
-    paths.use_headers(headers)
+    paths = ObjectPaths(f, headers)
     try:
         got = paths._walk_headers()
     except NotNative:

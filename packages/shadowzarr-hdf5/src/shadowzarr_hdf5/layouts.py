@@ -58,12 +58,7 @@ def chunk_locations(dataset: h5py.Dataset, source: Source) -> ChunkLocations:
     """Every stored chunk of a chunked dataset (parsed ahead, or through ``chunk_iter``)."""
     table = source.tables.get(dataset.name)
     if table is not None:
-        return ChunkLocations(
-            coords=np.asarray(table.coords, dtype=np.int64).reshape(len(table), len(dataset.shape)),
-            offsets=np.asarray(table.offsets, dtype=np.uint64),  # parsed: already absolute
-            sizes=np.asarray(table.sizes, dtype=np.uint64),
-            masks=np.asarray(table.filter_masks, dtype=np.uint32),
-        )
+        return table.locations  # parsed: offsets already absolute
     count = dataset.id.get_num_chunks()
     rank = len(dataset.shape)
     coords = np.zeros((count, rank), dtype=np.int64)

@@ -42,10 +42,11 @@ class ObjectPaths:
     HDF5 would report.
     """
 
-    def __init__(self, file: h5py.File) -> None:
+    def __init__(self, file: h5py.File, headers: Any = None) -> None:
+        """``headers``: a HeaderFile to walk the links with instead of h5py, or None."""
         self._file = file
         self._by_address: dict[int, str] | None = None
-        self._headers: Any = None
+        self._headers = headers
 
     def __call__(self, ref: Any) -> str:
         if not ref:
@@ -83,10 +84,6 @@ class ObjectPaths:
         if self._by_address is None:
             self._by_address = self._walk()
         return self._by_address
-
-    def use_headers(self, headers: Any) -> None:
-        """Walk the links with the header reader (a HeaderFile) instead of h5py."""
-        self._headers = headers
 
     def _walk(self) -> dict[int, str]:
         if self._headers is not None:

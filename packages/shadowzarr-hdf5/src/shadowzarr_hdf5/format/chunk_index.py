@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .byte_source import RangeFetcher
 
 __all__ = [
+    "ChunkLocations",
     "ChunkTable",
     "DatasetIndex",
     "index_walk",
@@ -38,17 +39,28 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class ChunkTable:
-    """Every stored chunk of one dataset, sorted by chunk coordinates (C order)."""
+class ChunkLocations:
+    """Where each stored chunk of a dataset is: numpy arrays, bounded memory for millions."""
 
     coords: np.ndarray
-    """(n, rank) int64 chunk coordinates (chunk index per dimension)."""
+    """(n, rank) int64 chunk-grid coordinates (chunk index per dimension)."""
     offsets: np.ndarray
     """(n,) uint64 absolute file offsets (the superblock base already added)."""
     sizes: np.ndarray
     """(n,) uint64 stored (possibly filtered) sizes in bytes."""
-    filter_masks: np.ndarray
-    """(n,) uint32; bit i set = filter i of the pipeline was skipped for that chunk."""
+    masks: np.ndarray
+    """(n,) uint32 HDF5 filter masks (bit i set: filter i of the pipeline was skipped)."""
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ChunkTable:
+    """Every stored chunk of one dataset, sorted by chunk coordinates (C order), with the
+    geometry its index was read with."""
+
+    locations: ChunkLocations
     shape: tuple[int, ...]
     maxshape: tuple[int | None, ...]
     chunk_shape: tuple[int, ...]
@@ -56,12 +68,32 @@ class ChunkTable:
     index_kind: IndexKind
 
     @property
+    def coords(self) -> np.ndarray:
+        """(n, rank) int64 chunk coordinates."""
+        return self.locations.coords
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """(n,) uint64 absolute file offsets."""
+        return self.locations.offsets
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """(n,) uint64 stored sizes."""
+        return self.locations.sizes
+
+    @property
+    def filter_masks(self) -> np.ndarray:
+        """(n,) uint32 filter masks."""
+        return self.locations.masks
+
+    @property
     def grid_shape(self) -> tuple[int, ...]:
         """Chunks per dimension over the current shape."""
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunk_shape, strict=True))
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return len(self.locations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +184,12 @@ def _table(sb: Superblock, index: DatasetIndex, records: IndexRecords | None) ->
         masks = np.zeros(n, np.uint32) if records.masks is None else records.masks
     order = np.lexsort(coords.T[::-1]) if rank else np.arange(len(offsets))
     return ChunkTable(
-        np.ascontiguousarray(coords[order], dtype=np.int64),
-        offsets[order].astype(np.uint64),
-        sizes[order].astype(np.uint64),
-        masks[order].astype(np.uint32),
+        ChunkLocations(
+            np.ascontiguousarray(coords[order], dtype=np.int64),
+            offsets[order].astype(np.uint64),
+            sizes[order].astype(np.uint64),
+            masks[order].astype(np.uint32),
+        ),
         space.shape,
         space.maxshape,
         layout.chunk_shape,
