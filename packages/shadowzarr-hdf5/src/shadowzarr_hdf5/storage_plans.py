@@ -2,13 +2,14 @@
 
 `plan_storage` reads what it needs (layout, filters, chunk locations, fill value; the values of
 small filtered datasets) and checks what it can (a first chunk against h5py, netCDF padding);
-it writes nothing. The result is a frozen `StoragePlan`: the array's metadata (`ArrayPlan`) and
-one `Placement` saying where its bytes come from. `datasets.add_dataset` writes the plan.
+it writes nothing. The result is a frozen `StoragePlan`: the array's metadata
+(`ArrayDescription`) and one `Placement` saying where its bytes come from.
+`datasets.add_dataset` writes the plan.
 
 ::
 
     HDF5 object ──plan_type──▶ TypePlan ──plan_storage──▶ StoragePlan ──datasets──▶ references
-                               (dtype)     ArrayPlan + InlineValues | ContiguousBlock |
+                               (dtype)     ArrayDescription + InlineValues | ContiguousBlock |
                                            StoredChunks | ExternalSegments | VirtualSources
 """
 
@@ -41,7 +42,7 @@ from .netcdf_dimensions import check_padding
 from .verify import needs_verification, verify_chunk
 
 __all__ = [
-    "ArrayPlan",
+    "ArrayDescription",
     "ContiguousBlock",
     "ExternalSegments",
     "InlineValues",
@@ -55,7 +56,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class ArrayPlan:
+class ArrayDescription:
     """What the array's ``zarr.json`` says."""
 
     shape: tuple[int, ...]
@@ -109,7 +110,7 @@ type Placement = InlineValues | ContiguousBlock | StoredChunks | ExternalSegment
 
 @dataclass(frozen=True, slots=True)
 class StoragePlan:
-    array: ArrayPlan | None
+    array: ArrayDescription | None
     """None for a virtual dataset, whose metadata comes from its sources."""
     placement: Placement
 
@@ -132,8 +133,8 @@ def plan_storage(
     extra = plan.extra_shape
     extent = tuple(int(n) for n in dataset.shape) + extra
 
-    def array(chunk_shape: tuple[int, ...], codecs: tuple[dict[str, Any], ...]) -> ArrayPlan:
-        return ArrayPlan(shape, dtype, chunk_shape, codecs, fill)
+    def array(chunk_shape: tuple[int, ...], codecs: tuple[dict[str, Any], ...]) -> ArrayDescription:
+        return ArrayDescription(shape, dtype, chunk_shape, codecs, fill)
 
     def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> StoragePlan:
         return StoragePlan(array(chunk_shape, plain_codecs), InlineValues(decoded))
