@@ -162,8 +162,10 @@ KNOWN_LOOPS = {
         }
     ): "RemoteArray's info and HTML summary name the array back; as above, the store's own",
     frozenset({"shadowzarr_spec.virtual.array", "shadowzarr_spec.virtual.memmap"}): (
-        "VirtualArray.from_memmap hands the class to its builder, which names it for typing "
-        "only (TYPE_CHECKING); untangling needs the builder to return construction records"
+        "the shortest loop of one group: VirtualArray.from_memmap and from_rfs hand the class "
+        "to their builders (memmap, rfs_source), and a Placeholder keeps its VirtualArray; "
+        "each names VirtualArray for typing only. Untangling: builders return construction "
+        "records, the placeholder a protocol"
     ),
 }
 """Loops found when this test was written and not yet untangled, each with why. A loop not
