@@ -234,17 +234,34 @@ class VirtualArray:
         Field views of structured records become records with a selection; ``url`` replaces
         the memmap's file name (for example with where the file is hosted).
         """
-        from shadowzarr_spec.virtual.memmap import virtual_from_memmap
+        from shadowzarr_spec.virtual.memmap import memmap_view
 
-        return virtual_from_memmap(cls, array, url)
+        view = memmap_view(array, url)
+        if view.strided is None:
+            return cls.contiguous(view.url, view.shape, view.dtype, offset=view.offset)
+        built = cls(shape=view.shape, dtype=view.dtype, strided=view.strided)
+        if view.first_only:
+            return built[0]
+        return built if view.axes is None else built.transpose(list(view.axes))
 
     @classmethod
     def from_rfs(cls, rfs: ReferenceFileSystem, path: str) -> VirtualArray:
         """The array at ``path`` of a reference file system: its chunks (refs, gen entries,
         chunk index), codecs, fill value, selection and attributes."""
-        from shadowzarr_spec.virtual.rfs_source import virtual_from_rfs
+        from shadowzarr_spec.virtual.rfs_source import rfs_array_parts
 
-        return virtual_from_rfs(cls, rfs, path)
+        parts = rfs_array_parts(rfs, path)
+        return cls(
+            shape=parts.shape,
+            dtype=parts.dtype,
+            layout=parts.layout,
+            chunk_shape=parts.chunk_shape,
+            selection=parts.selection,
+            codecs=parts.codecs,
+            order=parts.order,
+            fill_value=parts.fill_value,
+            attributes=parts.attributes,
+        )
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -464,7 +481,7 @@ class VirtualArray:
         return result
 
     # -- output ------------------------------------------------------------------------------
-    def placeholder(self) -> Placeholder:
+    def placeholder(self) -> Placeholder[VirtualArray]:
         """A stand-in to give pynwb as a dataset's data: it has this array's shape, dtype and
         chunking, holds no data, and links back here (``.virtual``)."""
         from shadowzarr_spec.virtual.placeholder import Placeholder

@@ -7,6 +7,7 @@ otherwise) and the chunk index (in memory, or read from a local reference direct
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,15 +23,30 @@ from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, Vir
 
 if TYPE_CHECKING:
     from shadowzarr_spec.gen import GenEntry
-    from shadowzarr_spec.model import ReferenceFileSystem
-    from shadowzarr_spec.virtual.array import VirtualArray
+    from shadowzarr_spec.model import ReferenceFileSystem, Selection
 
-__all__ = ["virtual_from_rfs"]
+__all__ = ["RfsArrayParts", "rfs_array_parts"]
 
 MAX_LISTED_GEN_CHUNKS = 10_000_000
 
 
-def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: str) -> VirtualArray:
+@dataclass(frozen=True, slots=True)
+class RfsArrayParts:
+    """What `VirtualArray.from_rfs` builds the array from (its constructor's arguments; this
+    module names no VirtualArray, so the two do not import each other)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    layout: VirtualChunkLayout
+    chunk_shape: tuple[int, ...]
+    selection: Selection | None
+    codecs: list[dict[str, Any]]
+    order: list[int] | None
+    fill_value: Any
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+def rfs_array_parts(rfs: ReferenceFileSystem, path: str) -> RfsArrayParts:
     path = path.strip("/")
     info = array_info(rfs, path)
     if info is None:
@@ -105,7 +121,7 @@ def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: st
         pieces.insert(0, table_piece)
     selection = rfs.selections.get(path)
     attributes = decode_attributes(info.document.get("attributes", {}))
-    return cls(
+    return RfsArrayParts(
         shape=info.shape,
         dtype=dtype,
         layout=VirtualChunkLayout(grid, tuple(pieces)),
