@@ -22,10 +22,12 @@ from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_hdf5.attributes import read_attributes
 from shadowzarr_hdf5.datasets import read_whole
 from shadowzarr_hdf5.filters import read_filters
+from shadowzarr_hdf5.format.errors import NotNative
+from shadowzarr_hdf5.format.messages import stored_attributes
 from shadowzarr_hdf5.generate import _links
+from shadowzarr_hdf5.header_reader import HeaderFile
+from shadowzarr_hdf5.header_reader.attributes import json_attributes
 from shadowzarr_hdf5.layouts import storage_layout
-from shadowzarr_hdf5.native import HeaderFile, NotNative
-from shadowzarr_hdf5.native.attributes import decode_attributes, stored_attributes
 from shadowzarr_hdf5.object_paths import ObjectPaths
 
 _spec = importlib.util.spec_from_file_location("hdf5_corpus", Path(__file__).with_name("corpus.py"))
@@ -131,7 +133,7 @@ def _compare_attributes(headers: HeaderFile, paths: ObjectPaths, address: int, o
         return
     for item in stored:
         try:
-            got = decode_attributes([item], headers.heap, paths, *sizes)
+            got = json_attributes([item], headers.heap, paths, *sizes)
         except NotNative:
             continue
         for key, value in got.items():
@@ -179,8 +181,7 @@ def _compare_dataset(
 
 
 def _compare_walk(f: h5py.File, headers: HeaderFile, expected: dict[int, str]) -> None:
-    paths = ObjectPaths(f)
-    paths.use_headers(headers)
+    paths = ObjectPaths(f, headers)
     try:
         got = paths._walk_headers()
     except NotNative:
@@ -307,4 +308,5 @@ def test_generation_leaves_no_h5py_object_to_the_cyclic_collector(tmp_path: Path
 def _holds_h5py(obj: Any) -> bool:
     """h5py objects, and our objects that hold them or the header reader."""
     module = type(obj).__module__ or ""
-    return module.startswith(("h5py", "shadowzarr_hdf5.native", "shadowzarr_hdf5.object_paths"))
+    prefixes = ("h5py", "shadowzarr_hdf5.header_reader", "shadowzarr_hdf5.format.heaps")
+    return module.startswith((*prefixes, "shadowzarr_hdf5.object_paths"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Hdf5Dataset, Rows, Stacked
+from shadowzarr_neo.sources import ChannelRuns, Chunks, Hdf5Dataset, RecordBlocks, Rows, Stacked
 
 
 def _file_bytes(path: str, start: int, stop: int) -> np.ndarray:
@@ -14,7 +14,7 @@ def _file_bytes(path: str, start: int, stop: int) -> np.ndarray:
     return np.frombuffer(data + b"\x00" * (stop - start - len(data)), dtype=np.uint8)
 
 
-def read_layout(layout: Rows | ChannelRuns | Blocks) -> np.ndarray:
+def read_layout(layout: Rows | ChannelRuns | RecordBlocks) -> np.ndarray:
     """The time-by-channel values the layout describes."""
     match layout:
         case Rows():
@@ -36,7 +36,7 @@ def read_layout(layout: Rows | ChannelRuns | Blocks) -> np.ndarray:
                 if columns
                 else np.empty((layout.n_samples, 0), layout.dtype)
             )
-        case Blocks():
+        case RecordBlocks():
             n_records = -(-layout.n_samples // layout.block)
             raw = _file_bytes(
                 layout.path, layout.offset, layout.offset + n_records * layout.record_size

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import h5py
-import numpy as np
 
+from .format.chunk_index import ChunkLocations
 from .object_paths import ObjectPaths, object_address
+
+if TYPE_CHECKING:
+    from .format.chunk_index import ChunkTable
+    from .header_reader import HeaderFile
+    from .header_reader.dataset import HeaderDataset
 
 __all__ = ["ChunkLocations", "Options", "Source", "object_address"]
 
@@ -24,48 +30,31 @@ class Options:
     """Raise on the first dataset no reference describes, instead of omitting it."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Source:
-    """The HDF5 file being read and where its references point."""
+    """The HDF5 file being read and where its references point, as the first reads found it.
+
+    Made once, after the file's headers, datasets and chunk indexes have been read, and never
+    changed: every later step only reads it."""
 
     file: h5py.File
     url: str
     """URL or path written into chunk references."""
     base: str
     """Where relative external-storage names resolve (the file's directory or URL)."""
+    paths: ObjectPaths
+    """The paths references point at (one walk of the links, made when first needed)."""
+    read_bytes: Callable[[int, int], bytes] | None = None
+    """``read_bytes(offset, size) -> bytes`` of the file, for checks; None when unavailable."""
     offset_shift: int = 0
     """Added to every chunk offset h5py reports (MATLAB files read with HDF5 1.10)."""
-    read_bytes: Any = None
-    """``read_bytes(offset, size) -> bytes`` of the file, for checks; None when unavailable."""
-    tables: dict[str, Any] = field(default_factory=dict)
-    """Chunk tables parsed ahead of time, by dataset path."""
     netcdf: bool = False
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
-    netcdf_lengths: dict[int, int] = field(default_factory=dict)
+    netcdf_lengths: Mapping[int, int] = field(default_factory=dict)
     """netCDF-4: unlimited dimension scale address → the dimension's length."""
-    opened: dict[int, Any] = field(default_factory=dict)
+    opened: Mapping[int, h5py.Dataset | HeaderDataset] = field(default_factory=dict)
     """Datasets already opened, by object address (the first walk opens each once)."""
-    headers: Any = None
-    """The header reader (a HeaderFile), when it can read this file."""
-    paths: ObjectPaths = field(init=False)
-    """The paths references point at (one walk of the links, made when first needed)."""
-
-    def __post_init__(self) -> None:
-        self.paths = ObjectPaths(self.file)
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkLocations:
-    """Where each stored chunk of a dataset is: numpy arrays, bounded memory for millions."""
-
-    coords: np.ndarray
-    """(n, rank) int64 chunk-grid coordinates."""
-    offsets: np.ndarray
-    """(n,) uint64 absolute file offsets."""
-    sizes: np.ndarray
-    """(n,) uint64 stored sizes."""
-    masks: np.ndarray
-    """(n,) uint32 HDF5 filter masks (bit i: filter i skipped)."""
-
-    def __len__(self) -> int:
-        return len(self.offsets)
+    headers: HeaderFile | None = None
+    """The header reader, when it can read this file."""
+    tables: Mapping[str, ChunkTable] = field(default_factory=dict)
+    """Chunk tables parsed ahead of time, by dataset name."""

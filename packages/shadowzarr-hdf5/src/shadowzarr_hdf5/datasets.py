@@ -1,4 +1,7 @@
-"""One HDF5 dataset → one Zarr array in the builder: type, attributes, layout, chunks."""
+"""One HDF5 dataset → one Zarr array in the builder: type, attributes, layout, chunks.
+
+Each dataset flows one way: its type plan (:mod:`.dtypes`), its storage plan
+(:mod:`.storage_plans`, reading and checking only), then the references written here."""
 
 from __future__ import annotations
 
@@ -8,33 +11,29 @@ from typing import Any
 
 import h5py
 import numpy as np
-from shadowzarr_spec import BuilderError, ChunkDecodeError, RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec import BuilderError, RfsBuilder, UnsupportedFeatureError
 from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
 from .attributes import attribute_names, read_attributes
-from .chunk_decode import decode_stored_chunks
-from .context import ChunkLocations, Options, Source
+from .context import Options, Source
 from .dtypes import TypeKind, TypePlan, convert_values, plan_type
-from .filters import codecs_for, read_filters
-from .inline import chunk_region, string_codecs, vlen_bytes_codecs
-from .layouts import (
-    add_chunked,
-    add_contiguous,
-    add_external,
-    add_inline,
-    chunk_locations,
-    common_mask,
-    contiguous_chunks,
-    external_chunk_shape,
-    storage_layout,
-)
-from .lzf import LZF_MAX_RATIO, overcompressed
-from .native.dataset import HeaderDataset
+from .filters import lzf_rewrites
+from .header_reader.dataset import HeaderDataset
+from .inline import string_codecs, vlen_bytes_codecs
+from .layouts import add_chunked, add_contiguous, add_external, add_inline
 from .native_decode import decoded_values
 from .netcdf import is_netcdf_char, netcdf_attributes
-from .netcdf_dimensions import check_padding, netcdf_shape, padded
-from .verify import needs_verification, verify_chunk
+from .netcdf_dimensions import netcdf_shape, padded
+from .storage_plans import (
+    ContiguousBlock,
+    ExternalSegments,
+    InlineValues,
+    StoredChunks,
+    VirtualSources,
+    fill_value,
+    plan_storage,
+)
 from .virtual_datasets import add_virtual
 
 __all__ = ["add_dataset", "add_decoded"]
@@ -88,7 +87,7 @@ def add_decoded(
         (*chunks, *plan.extra_shape) if chunks is not None else tuple(max(1, n) for n in shape)
     )
     codecs = [bytes_codec(plan.storage)]
-    fill = _fill_value(opened, plan.storage)
+    fill = fill_value(opened, plan.storage)
     builder.add_array(
         path, shape=shape, data_type=plan.storage, chunk_shape=chunk_shape, codecs=codecs,
         fill_value=fill, attributes=attributes, dimension_names=names,
@@ -176,25 +175,6 @@ def _values(dataset: h5py.Dataset | HeaderDataset, source: Source) -> Any:
             return values
         dataset = dataset.h5py()
     return read_whole(dataset)
-
-
-def _fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
-    fill = dataset.fillvalue
-    array = np.asarray(fill)
-    if array.dtype.names is not None or array.dtype.kind == "V":
-        if not array.tobytes().strip(b"\x00"):
-            return None
-        if array.dtype.names and storage.names:
-            return np.asarray(fill).astype(storage)[()]
-        return array.tobytes()  # raw records (or opaque values): the stored bytes
-    if array.ndim:  # an HDF5 array type's fill is an array: Zarr needs one scalar
-        flat = array.ravel()
-        if not np.all(flat == flat[0]):
-            raise UnsupportedFeatureError(
-                f"dataset {dataset.name!r}: a fill value that differs along its array type axes"
-            )
-        return flat[0].item()
-    return array.item()
 
 
 def _add_empty(
@@ -287,201 +267,60 @@ def _add_stored(
     attributes: dict[str, Any],
     names: list[str | None] | None,
 ) -> None:
-    dtype: np.dtype = plan.storage
-    itemsize = dtype.itemsize * math.prod(plan.extra_shape)
-    nbytes = math.prod(dataset.shape) * itemsize
-    layout = storage_layout(dataset)
-    fill = _fill_value(dataset, dtype)
-    plain_codecs = [bytes_codec(dtype)]
-    extra = plan.extra_shape
-    extent = tuple(int(n) for n in dataset.shape) + extra
-
-    def add(chunk_shape: tuple[int, ...], codecs: list[dict[str, Any]]) -> None:
-        try:
-            builder.add_array(
-                path,
-                shape=shape,
-                data_type=dtype,
-                chunk_shape=chunk_shape,
-                codecs=codecs,
-                fill_value=fill,
-                attributes=attributes,
-                dimension_names=names,
-            )
-        except BuilderError as exc:
-            raise UnsupportedFeatureError(f"dataset {path!r}: {exc}") from exc
-
-    def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> None:
-        add(chunk_shape, plain_codecs)
-        found = _values(dataset, source) if decoded is None else decoded
-        values = padded(as_storage(found, dtype), shape, fill)
-        add_inline(
-            builder, path, values, shape=shape, data_type=dtype, chunk_shape=chunk_shape,
-            codecs=plain_codecs, fill_value=fill,
-        )  # fmt: skip
-
-    if layout == "virtual":
-        if extra:
-            raise UnsupportedFeatureError(f"dataset {path!r}: a virtual dataset of array types")
+    """Plan where the stored values are (reading and checking only), then write the plan."""
+    storage = plan_storage(dataset, path, source, options, plan, shape)
+    placement = storage.placement
+    if isinstance(placement, VirtualSources):
         opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
         add_virtual(
-            builder, path, opened, source, data_type=dtype, fill_value=fill,
-            attributes=attributes, names=names,
+            builder, path, opened, source, data_type=placement.data_type,
+            fill_value=placement.fill_value, attributes=attributes, names=names,
         )  # fmt: skip
         return
-    if layout == "compact":
-        inline(tuple(max(1, s) for s in shape))
-        return
-    if layout == "external":
-        chunk_shape = external_chunk_shape(dataset, source, shape, dtype.itemsize, options)
-        add(chunk_shape, plain_codecs)
-        add_external(builder, path, dataset, source, shape=shape, itemsize=dtype.itemsize,
-                     options=options)  # fmt: skip
-        return
-    if layout == "contiguous":
-        offset = _contiguous_offset(dataset)
-        if offset is not None and nbytes <= options.inline_threshold:
-            inline(tuple(max(1, s) for s in shape))
-            return
-        chunk_shape = contiguous_chunks(shape, dtype.itemsize, options)
-        add(chunk_shape, plain_codecs)
-        if offset is not None:
-            add_contiguous(
-                builder, path, source, offset=int(offset) + source.offset_shift, shape=shape,
-                itemsize=dtype.itemsize, options=options,
-            )  # fmt: skip
-        return
-    # chunked
-    chunk_shape = tuple(dataset.chunks) + extra
-    filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
-    if nbytes <= options.inline_threshold:
-        decoded = None
-        if filters:
-            decoded = _small_filtered_values(
-                dataset, path, source, filters, shape=extent, chunk_shape=chunk_shape,
-                data_type=dtype, fill_value=fill,
-            )  # fmt: skip
-        inline(chunk_shape, decoded)
-        return
-    locations = chunk_locations(dataset, source)
-    mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
-    codecs = codecs_for(filters, dtype, path, skip_mask=mask)
-    _verify_first_chunk(dataset, path, source, locations, mask, dtype, extent, chunk_shape, codecs)
-    check_padding(
-        path, source, locations, extent=extent, shape=shape, chunk_shape=chunk_shape,
-        data_type=dtype, codecs=codecs, fill_value=fill,
-    )  # fmt: skip
-    add(chunk_shape, codecs)
-    rewrite = _lzf_rewrites(codecs, locations, mask, math.prod(chunk_shape) * dtype.itemsize, path)
-    add_chunked(
-        builder, path, dataset, source, options, locations=locations, mask=mask, shape=shape,
-        chunk_shape=chunk_shape, data_type=dtype, codecs=codecs, fill_value=fill,
-        has_filters=bool(filters),
-        rewrite=rewrite,
-    )  # fmt: skip
-
-
-def _small_filtered_values(
-    dataset: h5py.Dataset | HeaderDataset,
-    path: str,
-    source: Source,
-    filters: tuple[Any, ...],
-    *,
-    shape: tuple[int, ...],
-    chunk_shape: tuple[int, ...],
-    data_type: np.dtype,
-    fill_value: Any,
-) -> Any:
-    """The values of a small filtered dataset, decoded by the codecs its references would use,
-    else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
-    locations = chunk_locations(dataset, source)
-    values: np.ndarray | None = None
+    array = storage.array
+    assert array is not None
+    codecs = list(array.codecs)
     try:
-        # Chunks that skipped a filter (HDF5's filter mask) decode with that filter left out.
-        for mask in np.unique(locations.masks).tolist() or [0]:
-            chosen = locations.masks == mask
-            part = decode_stored_chunks(
-                source,
-                ChunkLocations(locations.coords[chosen], locations.offsets[chosen],
-                               locations.sizes[chosen], locations.masks[chosen]),
-                shape=shape, chunk_shape=chunk_shape, data_type=data_type,
-                codecs=codecs_for(filters, data_type, path, skip_mask=int(mask)),
-                fill_value=fill_value,
+        builder.add_array(
+            path,
+            shape=array.shape,
+            data_type=array.data_type,
+            chunk_shape=array.chunk_shape,
+            codecs=codecs,
+            fill_value=array.fill_value,
+            attributes=attributes,
+            dimension_names=names,
+        )
+    except BuilderError as exc:
+        raise UnsupportedFeatureError(f"dataset {path!r}: {exc}") from exc
+    match placement:
+        case InlineValues(decoded=decoded):
+            found = _values(dataset, source) if decoded is None else decoded
+            values = padded(as_storage(found, array.data_type), array.shape, array.fill_value)
+            add_inline(
+                builder, path, values, shape=array.shape, data_type=array.data_type,
+                chunk_shape=array.chunk_shape, codecs=codecs, fill_value=array.fill_value,
             )  # fmt: skip
-            if part is None:
-                break
-            if values is None:
-                values = part
-                continue
-            extra = (0,) * (len(shape) - locations.coords.shape[1])
-            for coords in locations.coords[chosen].tolist():
-                region = chunk_region((*coords, *extra), chunk_shape, shape)
-                values[region] = part[region]
-        else:
-            return values
-    except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
-        pass  # no codec reads these chunks here: HDF5 decodes them
-    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
-    return decoded_values(opened, path)
-
-
-def _contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
-    """Where contiguous data starts (relative address; None when never written)."""
-    if isinstance(dataset, HeaderDataset):
-        return dataset.layout.address
-    offset = dataset.id.get_offset()
-    return None if offset is None else int(offset)
-
-
-def _verify_first_chunk(
-    dataset: h5py.Dataset,
-    path: str,
-    source: Source,
-    locations: Any,
-    mask: int,
-    dtype: np.dtype,
-    shape: tuple[int, ...],
-    chunk_shape: tuple[int, ...],
-    codecs: list[dict[str, Any]],
-) -> None:
-    if not needs_verification(codecs) or source.read_bytes is None:
-        return
-    readable = locations.masks == mask
-    if any(c.get("name") == "imagecodecs_lzf" for c in codecs):
-        readable &= ~overcompressed(locations.sizes, math.prod(chunk_shape) * dtype.itemsize)
-    usable = np.flatnonzero(readable)
-    if not usable.size:
-        return
-    i = int(usable[0])
-    extra = (0,) * (len(shape) - dataset.ndim)
-    verify_chunk(
-        dataset, path, read_bytes=source.read_bytes,
-        coords=(*locations.coords[i].tolist(), *extra), offset=int(locations.offsets[i]),
-        size=int(locations.sizes[i]), data_type=dtype, shape=shape, chunk_shape=chunk_shape,
-        codecs=codecs,
-    )  # fmt: skip
-
-
-def _lzf_rewrites(
-    codecs: list[dict[str, Any]], locations: Any, mask: int, chunk_bytes: int, path: str
-) -> np.ndarray | None:
-    """LZF chunks compressed beyond what imagecodecs_lzf decodes, to be rewritten inline."""
-    names = [c.get("name") for c in codecs]
-    if "imagecodecs_lzf" not in names:
-        return None
-    rewrite: np.ndarray = overcompressed(locations.sizes, chunk_bytes) & (locations.masks == mask)
-    if rewrite.any() and names[-1] != "imagecodecs_lzf":
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: LZF chunks compressed more than {LZF_MAX_RATIO}:1, followed by "
-            f"{names[-1]}, are beyond what the imagecodecs_lzf codec decodes"
-        )
-    if int(rewrite.sum()) * chunk_bytes > _LZF_INLINE_LIMIT:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: {int(rewrite.sum())} LZF chunks are compressed more than "
-            f"{LZF_MAX_RATIO}:1, too many to hold in the references for the imagecodecs_lzf codec"
-        )
-    return rewrite
-
-
-_LZF_INLINE_LIMIT = 64 * 2**20
-"""At most this many bytes of LZF chunks are rewritten into the references."""
+        case ExternalSegments():
+            add_external(
+                builder, path, dataset, source, shape=array.shape,
+                itemsize=array.data_type.itemsize, options=options,
+            )  # fmt: skip
+        case ContiguousBlock(offset=offset):
+            if offset is not None:
+                add_contiguous(
+                    builder, path, source, offset=offset, shape=array.shape,
+                    itemsize=array.data_type.itemsize, options=options,
+                )  # fmt: skip
+        case StoredChunks(locations=locations, mask=mask, has_filters=has_filters):
+            chunk_bytes = math.prod(array.chunk_shape) * array.data_type.itemsize
+            filtered = locations.masks == mask
+            rewrite = lzf_rewrites(codecs, locations.sizes, filtered, chunk_bytes, path)
+            add_chunked(
+                builder, path, dataset, source, options, locations=locations, mask=mask,
+                shape=array.shape, chunk_shape=array.chunk_shape, data_type=array.data_type,
+                codecs=codecs, fill_value=array.fill_value, has_filters=has_filters,
+                rewrite=rewrite,
+            )  # fmt: skip
+        case _:
+            raise TypeError(f"dataset {path!r}: unexpected placement {placement!r}")

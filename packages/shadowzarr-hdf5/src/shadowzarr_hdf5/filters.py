@@ -28,14 +28,25 @@ Filters whose output no codec reads are refused with an error naming the dataset
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_spec.metadata import bytes_codec
 
-__all__ = ["FilterSpec", "codecs_for", "read_filters"]
+from .format.messages import FilterSpec
+from .inline import encode_chunks
+
+__all__ = [
+    "LZF_MAX_RATIO",
+    "FilterSpec",
+    "codecs_for",
+    "literal_lzf",
+    "lzf_literal_chunks",
+    "lzf_rewrites",
+    "overcompressed",
+    "read_filters",
+]
 
 DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
 LZF, BLOSC, LZ4, BITSHUFFLE, BZIP2, ZSTD, BLOSC2 = 32000, 32001, 32004, 32008, 307, 32015, 32026
@@ -52,16 +63,6 @@ _KNOWN_NAMES = {
 _NBIT_ATOMIC = 1
 _BLOSC_COMPRESSORS = {0: "blosclz", 1: "lz4", 2: "lz4hc", 3: "snappy", 4: "zlib", 5: "zstd"}
 _BLOSC_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
-
-
-@dataclass(frozen=True, slots=True)
-class FilterSpec:
-    """One filter of a dataset's pipeline, as HDF5 reports it."""
-
-    code: int
-    flags: int
-    values: tuple[int, ...]
-    name: str
 
 
 def read_filters(dataset: Any) -> tuple[FilterSpec, ...]:
@@ -193,3 +194,96 @@ def _blosc(values: tuple[int, ...]) -> dict[str, Any]:
             "blocksize": 0,
         },
     }
+
+
+# -- LZF: chunks imagecodecs' codec cannot decode, rewritten so that it can ----------------
+#
+# LZF chunks that imagecodecs' codec cannot decode, rewritten so that it can.
+#
+# ``imagecodecs_lzf`` (no header) is not told the chunk size and decodes into a buffer eight
+# times the compressed size, so a chunk HDF5 compressed beyond 8:1 (zeros, padded edge chunks)
+# fails to decode. Such a chunk is either all fill value (then it is left out and reads as the
+# fill value) or is re-encoded as an LZF stream of literal runs only, which any LZF decoder reads
+# and which is never smaller than the data.
+
+LZF_MAX_RATIO = 8
+_LITERAL_RUN = 32  # an LZF control byte below 32 copies (byte + 1) literal bytes
+
+
+def overcompressed(sizes: np.ndarray, chunk_bytes: int) -> np.ndarray:
+    """Which stored sizes imagecodecs_lzf cannot decode to ``chunk_bytes``."""
+    return np.asarray(sizes, dtype=np.uint64) * LZF_MAX_RATIO < chunk_bytes
+
+
+def literal_lzf(data: bytes) -> bytes:
+    """``data`` as an LZF stream of literal runs (decodes to ``data`` with any LZF decoder)."""
+    out = bytearray()
+    view = memoryview(data)
+    for start in range(0, len(view), _LITERAL_RUN):
+        block = view[start : start + _LITERAL_RUN]
+        out.append(len(block) - 1)
+        out += block
+    return bytes(out)
+
+
+def lzf_rewrites(
+    codecs: list[dict[str, Any]],
+    sizes: np.ndarray,
+    filtered: np.ndarray,
+    chunk_bytes: int,
+    path: str,
+) -> np.ndarray | None:
+    """LZF chunks (among those with every filter applied, ``filtered``) compressed beyond what
+    imagecodecs_lzf decodes, to be rewritten inline; None when the codecs have no LZF."""
+    names = [c.get("name") for c in codecs]
+    if "imagecodecs_lzf" not in names:
+        return None
+    rewrite: np.ndarray = overcompressed(sizes, chunk_bytes) & filtered
+    if rewrite.any() and names[-1] != "imagecodecs_lzf":
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: LZF chunks compressed more than {LZF_MAX_RATIO}:1, followed by "
+            f"{names[-1]}, are beyond what the imagecodecs_lzf codec decodes"
+        )
+    if int(rewrite.sum()) * chunk_bytes > _LZF_INLINE_LIMIT:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: {int(rewrite.sum())} LZF chunks are compressed more than "
+            f"{LZF_MAX_RATIO}:1, too many to hold in the references for the imagecodecs_lzf codec"
+        )
+    return rewrite
+
+
+_LZF_INLINE_LIMIT = 64 * 2**20
+"""At most this many bytes of LZF chunks are rewritten into the references."""
+
+
+def lzf_literal_chunks(
+    values: Any,
+    regions: list[tuple[int, ...]],
+    shape: tuple[int, ...],
+    data_type: Any,
+    chunk_shape: tuple[int, ...],
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+) -> dict[tuple[int, ...], bytes]:
+    """Chunks of an LZF array (``values``: anything sliceable) re-encoded as literal LZF;
+    chunks of only fill value left out."""
+    fill = np.asarray(
+        fill_value if fill_value is not None else np.zeros((), dtype=data_type), dtype=data_type
+    )
+    kept = []
+    for coords in regions:
+        region = tuple(
+            slice(c * n, min((c + 1) * n, s))
+            for c, n, s in zip(coords, chunk_shape, shape, strict=True)
+        )
+        block = values[region]
+        same = block == fill
+        if block.dtype.kind in "fc":
+            same |= np.isnan(block) & np.isnan(fill)
+        if not np.all(same):
+            kept.append(coords)
+    encoded = encode_chunks(
+        values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
+        codecs=codecs[:-1], fill_value=fill_value, regions=kept,
+    )  # fmt: skip
+    return {c: literal_lzf(data) for c, data in encoded.items()}

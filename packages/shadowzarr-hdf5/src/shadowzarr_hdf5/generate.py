@@ -2,12 +2,12 @@
 
 Only headers and chunk indexes are read (plus the values of strings and references, which live
 in heaps a byte range cannot address, and small datasets that are inlined). The header reader
-(:mod:`shadowzarr_hdf5.native`) answers for the groups, attributes and datasets it fully parses;
-h5py answers for the rest. Remote files are read through
-:class:`shadowzarr_hdf5.remote.RemoteFile` over the store's transport (the user's headers,
-``allowed_urls`` and ``storage_options``; ``If-Match`` with the ETag seen first, so a file
-replaced during generation raises `SourceChangedError`), which reads chunk indexes ahead a level
-at a time; all chunk indexes are parsed in one lockstep pass before the walk.
+(:mod:`shadowzarr_hdf5.header_reader`, over :mod:`shadowzarr_hdf5.format`) answers for the
+groups, attributes and datasets it fully parses; h5py answers for the rest. Remote files are
+read through :class:`shadowzarr_hdf5.remote.RemoteFile` over the store's transport (the user's
+headers, ``allowed_urls`` and ``storage_options``; ``If-Match`` with the ETag seen first, so a
+file replaced during generation raises `SourceChangedError`), which reads chunk indexes ahead a
+level at a time; all chunk indexes are parsed in one lockstep pass before the walk.
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ from shadowzarr_store.transport import (
 from .attributes import read_attributes
 from .context import Options, Source, object_address
 from .datasets import add_dataset
+from .format.chunk_index import ChunkTable, read_chunk_tables_at
+from .format.errors import Hdf5FormatError, NotNative
+from .header_reader import HeaderFile
+from .header_reader.dataset import HeaderDataset
 from .layouts import storage_layout
 from .links import link_record
 from .matlab import userblock_offset_shift
-from .native import HeaderFile, NotNative
-from .native.dataset import HeaderDataset
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
@@ -147,29 +149,32 @@ def generate_rfs(
     with ExitStack() as stack:
         raw = _open_raw(read_from, stack, transport, whole=wanted is None)
         file = stack.enter_context(h5py.File(raw, "r"))
+        read_bytes = _reader(raw)
+        netcdf = is_netcdf4(file)
+        offset_shift = 0 if read_bytes is None else userblock_offset_shift(file, read_bytes)
+        builder = RfsBuilder()
+        header_file = None
+        if wanted is None and not netcdf and not offset_shift:
+            header_file = HeaderFile.open(raw)
+        paths = ObjectPaths(file, header_file)
+        found = list(
+            _walk_datasets(file, paths, header_file)
+            if wanted is None
+            else _named_datasets(file, wanted, reference_url)
+        )
         source = Source(
             file=file,
             url=reference_url,
             base=_base(reference_url),
-            read_bytes=_reader(raw),
+            paths=paths,
+            read_bytes=read_bytes,
+            offset_shift=offset_shift,
+            netcdf=netcdf,
+            netcdf_lengths=unlimited_lengths(found) if netcdf else {},
+            opened={_address(d): d for d in found},
+            headers=header_file,
+            tables=_chunk_tables(raw, found) if parse_indexes else {},
         )
-        source.netcdf = is_netcdf4(file)
-        if source.read_bytes is not None:
-            source.offset_shift = userblock_offset_shift(file, source.read_bytes)
-        builder = RfsBuilder()
-        if wanted is None and not source.netcdf and not source.offset_shift:
-            source.headers = HeaderFile.open(raw)
-            source.paths.use_headers(source.headers)
-        found = list(
-            _walk_datasets(file, source.paths, source.headers)
-            if wanted is None
-            else _named_datasets(file, wanted, reference_url)
-        )
-        source.opened = {_address(d): d for d in found}
-        if source.netcdf:
-            source.netcdf_lengths = unlimited_lengths(found)
-        if parse_indexes:
-            source.tables = _chunk_tables(raw, found)
         report = _progress(progress, len(found))
         _Walker(builder, source, options, report, wanted).run()
         if record_source:
@@ -276,29 +281,24 @@ def _named_datasets(file: h5py.File, wanted: frozenset[str], url: str) -> Iterat
         yield obj
 
 
-def _chunk_tables(raw: Any, datasets: list[h5py.Dataset | HeaderDataset]) -> dict[str, Any]:
-    """Chunk tables of every chunked dataset, parsed from the index bytes in one pass."""
+def _chunk_tables(raw: Any, datasets: list[h5py.Dataset | HeaderDataset]) -> dict[str, ChunkTable]:
+    """Chunk tables of every chunked dataset by its name, parsed from the index bytes in one
+    pass."""
     chunked = [d for d in datasets if storage_layout(d) == "chunked" and d.shape is not None]
     addresses = [_address(d) for d in chunked]
     if not chunked:
         return {}
-    from .remote import read_chunk_tables
-    from .remote.errors import Hdf5FormatError
-
     try:
         if isinstance(raw, str):
             with RangeSource(raw) as fetcher:
-                tables = read_chunk_tables(fetcher, addresses)
+                tables = read_chunk_tables_at(fetcher, addresses)
         else:
             tables = raw.prefetch_dataset_indexes(addresses)
     except Hdf5FormatError as exc:
         # A structure the parser does not know: h5py's chunk_iter (checked) takes over.
         logger.warning("chunk indexes not parsed (%s); using h5py's chunk_iter", exc)
         return {}
-    by_address = {}
-    for address, table in zip(addresses, tables, strict=True):
-        by_address[address] = table
-    return {"__by_address__": by_address}
+    return {d.name: table for d, table in zip(chunked, tables, strict=True)}
 
 
 class _Walker:
@@ -441,10 +441,6 @@ class _Walker:
         return opened if opened is not None else group.get(name)
 
     def _dataset(self, dataset: h5py.Dataset | HeaderDataset, path: str, address: int) -> None:
-        tables = self.source.tables.get("__by_address__", {})
-        table = tables.get(address)
-        if table is not None:
-            self.source.tables[dataset.name] = table
         in_specs = self.specloc is not None and (
             path == self.specloc or path.startswith(self.specloc + "/")
         )

@@ -20,9 +20,9 @@ import numpy as np
 from shadowzarr_spec import MISSING_CHUNK, RfsBuilder, UnsupportedFeatureError
 
 from .context import ChunkLocations, Options, Source
+from .filters import lzf_literal_chunks
+from .header_reader.dataset import HeaderDataset
 from .inline import encode_chunks
-from .lzf import literal_lzf
-from .native.dataset import HeaderDataset
 
 __all__ = [
     "add_chunked",
@@ -58,12 +58,7 @@ def chunk_locations(dataset: h5py.Dataset, source: Source) -> ChunkLocations:
     """Every stored chunk of a chunked dataset (parsed ahead, or through ``chunk_iter``)."""
     table = source.tables.get(dataset.name)
     if table is not None:
-        return ChunkLocations(
-            coords=np.asarray(table.coords, dtype=np.int64).reshape(len(table), len(dataset.shape)),
-            offsets=np.asarray(table.offsets, dtype=np.uint64),  # parsed: already absolute
-            sizes=np.asarray(table.sizes, dtype=np.uint64),
-            masks=np.asarray(table.filter_masks, dtype=np.uint32),
-        )
+        return table.locations  # parsed: offsets already absolute
     count = dataset.id.get_num_chunks()
     rank = len(dataset.shape)
     coords = np.zeros((count, rank), dtype=np.int64)
@@ -194,8 +189,8 @@ def add_chunked(
         # Chunks written with other filters skipped: decode through h5py, re-encode inline.
         regions = [tuple(c) + (0,) * extra for c in locations.coords[skipped].tolist()]
         if codecs[-1].get("name") == "imagecodecs_lzf":
-            lzf_chunks = _lzf_literal_chunks(
-                dataset, extra, regions, shape, data_type, chunk_shape, codecs, fill_value
+            lzf_chunks = lzf_literal_chunks(
+                _Padded(dataset, extra), regions, shape, data_type, chunk_shape, codecs, fill_value
             )
             for c, data in lzf_chunks.items():
                 builder.add_inline_chunk(path, c, data)
@@ -217,40 +212,6 @@ def add_chunked(
             ) from exc
         for c, data in encoded.items():
             builder.add_inline_chunk(path, c, data)
-
-
-def _lzf_literal_chunks(
-    dataset: h5py.Dataset,
-    extra: int,
-    regions: list[tuple[int, ...]],
-    shape: tuple[int, ...],
-    data_type: Any,
-    chunk_shape: tuple[int, ...],
-    codecs: list[dict[str, Any]],
-    fill_value: Any,
-) -> dict[tuple[int, ...], bytes]:
-    """Chunks of an LZF array re-encoded as literal LZF; chunks of only fill value left out."""
-    values = _Padded(dataset, extra)
-    fill = np.asarray(
-        fill_value if fill_value is not None else np.zeros((), dtype=data_type), dtype=data_type
-    )
-    kept = []
-    for coords in regions:
-        region = tuple(
-            slice(c * n, min((c + 1) * n, s))
-            for c, n, s in zip(coords, chunk_shape, shape, strict=True)
-        )
-        block = values[region]
-        same = block == fill
-        if block.dtype.kind in "fc":
-            same |= np.isnan(block) & np.isnan(fill)
-        if not np.all(same):
-            kept.append(coords)
-    encoded = encode_chunks(
-        values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
-        codecs=codecs[:-1], fill_value=fill_value, regions=kept,
-    )  # fmt: skip
-    return {c: literal_lzf(data) for c, data in encoded.items()}
 
 
 def _inside_grid(

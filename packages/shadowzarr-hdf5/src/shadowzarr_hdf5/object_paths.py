@@ -13,6 +13,8 @@ from typing import Any
 
 import h5py
 
+from .format.errors import NotNative
+
 __all__ = ["ObjectPaths", "object_address", "objno_address"]
 
 logger = logging.getLogger(__name__)
@@ -40,10 +42,11 @@ class ObjectPaths:
     HDF5 would report.
     """
 
-    def __init__(self, file: h5py.File) -> None:
+    def __init__(self, file: h5py.File, headers: Any = None) -> None:
+        """``headers``: a HeaderFile to walk the links with instead of h5py, or None."""
         self._file = file
         self._by_address: dict[int, str] | None = None
-        self._headers: Any = None
+        self._headers = headers
 
     def __call__(self, ref: Any) -> str:
         if not ref:
@@ -82,14 +85,8 @@ class ObjectPaths:
             self._by_address = self._walk()
         return self._by_address
 
-    def use_headers(self, headers: Any) -> None:
-        """Walk the links with the header reader (a HeaderFile) instead of h5py."""
-        self._headers = headers
-
     def _walk(self) -> dict[int, str]:
         if self._headers is not None:
-            from .native import NotNative
-
             try:
                 return self._walk_headers()
             except NotNative as exc:
@@ -109,8 +106,6 @@ class ObjectPaths:
         """The same table from the header reader's links. HDF5's native order for compact
         groups is their message order, which only matters for an object reached by several
         hard links: such a file is left to h5py's walk."""
-        from .native import NotNative
-
         headers = self._headers
         root = object_address(self._file)
         table: dict[int, str] = {root: "/"}

@@ -25,6 +25,7 @@ from shadowzarr_store.transport import is_local
 from .context import Source
 from .filters import codecs_for, read_filters
 from .layouts import chunk_locations
+from .object_paths import ObjectPaths
 
 __all__ = ["VirtualMapping", "add_virtual", "check_sources_present"]
 
@@ -293,15 +294,18 @@ def _open_source(
 
 
 def _source_of(file: h5py.File, location: str) -> Source:
-    where = Source(file=file, url=os.path.abspath(location), base=os.path.dirname(location))
-
     def read(offset: int, size: int) -> bytes:
         with open(location, "rb") as handle:
             handle.seek(offset)
             return handle.read(size)
 
-    where.read_bytes = read
-    return where
+    return Source(
+        file=file,
+        url=os.path.abspath(location),
+        base=os.path.dirname(location),
+        paths=ObjectPaths(file),
+        read_bytes=read,
+    )
 
 
 def _source_path(name: str, base: str, path: str) -> str:

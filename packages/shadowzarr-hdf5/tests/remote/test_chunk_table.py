@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from shadowzarr_store.transport import RangeSource
 
+from shadowzarr_hdf5.format.btree_v2 import header_size, parse_header
+from shadowzarr_hdf5.format.chunk_index import read_dataset_index
+from shadowzarr_hdf5.format.data_layout import IndexKind
+from shadowzarr_hdf5.format.superblock_extension import read_superblock
+from shadowzarr_hdf5.h5py_glue import dataset_address
 from shadowzarr_hdf5.remote import read_chunk_table
-from shadowzarr_hdf5.remote.btree2 import header_size, parse_header
-from shadowzarr_hdf5.remote.chunk_table import dataset_address, read_dataset_index
-from shadowzarr_hdf5.remote.layout import IndexKind
-from shadowzarr_hdf5.remote.superblock import read_superblock
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from shadowzarr_store.transport import RangeSource
 
+from shadowzarr_hdf5.h5py_glue import dataset_address, read_chunk_tables
 from shadowzarr_hdf5.remote import RemoteFile, read_chunk_table
-from shadowzarr_hdf5.remote.chunk_table import dataset_address, read_chunk_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable

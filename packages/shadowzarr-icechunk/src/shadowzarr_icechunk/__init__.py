@@ -52,13 +52,13 @@ def write_icechunk_repository(
     """
     import icechunk
 
-    from shadowzarr_icechunk.locations import local_path
+    from shadowzarr_icechunk.locations import file_url_path
 
     conversion = prepare_conversion(rfs, copy_selections=copy_selections, url_for=None)
     config = icechunk.RepositoryConfig.default()
     authorize: dict[str, Any] = {}
     for prefix in conversion.prefixes:
-        folder = local_path(prefix)
+        folder = file_url_path(prefix)
         store: Any
         if folder is not None:
             store = icechunk.local_filesystem_store(folder)

@@ -27,7 +27,7 @@ from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
 from shadowzarr_spec.virtual.layout import AffinePiece, TablePiece
 from shadowzarr_store.transport import Transport, run_blocking
 
-from shadowzarr_icechunk.locations import UrlFor, local_path, location_of
+from shadowzarr_icechunk.locations import UrlFor, file_url_path, location_of
 
 if TYPE_CHECKING:
     from shadowzarr_spec.model import Ref
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INLINE",
     "MISSING",
-    "ChunkTable",
+    "ChunkRefs",
     "chunk_table",
     "chunk_tables",
     "source_size",
@@ -50,7 +50,7 @@ INLINE = -2
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkTable:
+class ChunkRefs:
     """The chunks of an array: ``codes`` picks a url of ``urls`` (or MISSING / INLINE)."""
 
     virtual: VirtualArray
@@ -64,7 +64,7 @@ class ChunkTable:
         return tuple(int(n) for n in self.codes.shape)
 
 
-def chunk_tables(rfs: ReferenceFileSystem, paths: list[str]) -> dict[str, ChunkTable]:
+def chunk_tables(rfs: ReferenceFileSystem, paths: list[str]) -> dict[str, ChunkRefs]:
     """The chunk tables of the arrays at ``paths``, reading the refs once for all of them."""
     listed = _listed_chunks(rfs, set(paths))
     return {path: chunk_table(rfs, path, listed.get(path, [])) for path in paths}
@@ -72,7 +72,7 @@ def chunk_tables(rfs: ReferenceFileSystem, paths: list[str]) -> dict[str, ChunkT
 
 def chunk_table(
     rfs: ReferenceFileSystem, path: str, listed: list[tuple[tuple[int, ...], Ref]] | None = None
-) -> ChunkTable:
+) -> ChunkRefs:
     """The chunk tables of the array at ``path`` (refs, gen entries and chunk index).
 
     ``listed`` is the array's chunks in refs, when the caller has gathered them already.
@@ -120,7 +120,7 @@ def chunk_table(
         offsets[region][written] = piece.offsets[written]
         lengths[region][written] = piece.lengths[written]
     _overlay_listed(listed, urls, codes, offsets, lengths)
-    return ChunkTable(virtual, tuple(urls), codes, offsets, lengths)
+    return ChunkRefs(virtual, tuple(urls), codes, offsets, lengths)
 
 
 def _listed_chunks(
@@ -253,7 +253,7 @@ def source_size(rfs: ReferenceFileSystem, url: str, url_for: UrlFor | None = Non
     if source is not None and source.size is not None:
         return source.size
     location = location_of(url, base=rfs.base, url_for=url_for)
-    path = local_path(location)
+    path = file_url_path(location)
     if path is not None:
         try:
             return os.stat(path).st_size

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, array_paths
-from shadowzarr_store import load_rfs
 from shadowzarr_spec.keys import chunk_key, metadata_key
 from shadowzarr_spec.model import FileRef, InlineRef
+from shadowzarr_store import load_rfs
 
 from shadowzarr_icechunk.chunk_table import (
     INLINE,
-    ChunkTable,
+    ChunkRefs,
     chunk_tables,
     source_size,
     with_remote_indexes_loaded,
@@ -109,7 +109,7 @@ class Conversion:
     chunks are copied into the repository rather than pointed at."""
 
     rfs: ReferenceFileSystem
-    tables: dict[str, ChunkTable]
+    tables: dict[str, ChunkRefs]
     native: dict[str, np.ndarray]
     url_for: UrlFor | None
 
@@ -276,7 +276,7 @@ def _missing_group_keys(metadata_keys: list[str]) -> list[str]:
 def _native_mask(
     rfs: ReferenceFileSystem,
     path: str,
-    table: ChunkTable,
+    table: ChunkRefs,
     copy_selections: bool,
     url_for: UrlFor | None,
     sizes: dict[str, int | None],
@@ -312,7 +312,7 @@ def _native_mask(
 def _set_virtual(
     rfs: ReferenceFileSystem,
     path: str,
-    table: ChunkTable,
+    table: ChunkRefs,
     virtual: np.ndarray,
     store: icechunk.IcechunkStore,
     url_for: UrlFor | None,

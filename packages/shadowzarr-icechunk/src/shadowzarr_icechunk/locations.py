@@ -11,7 +11,7 @@ from pathlib import Path
 
 from shadowzarr_store.transport import local_path as transport_local_path
 
-__all__ = ["UrlFor", "container_prefix", "is_covered", "local_path", "location_of"]
+__all__ = ["UrlFor", "container_prefix", "file_url_path", "is_covered", "location_of"]
 
 type UrlFor = Callable[[str], str | None]
 
@@ -52,7 +52,7 @@ def is_covered(location: str, prefixes: list[str]) -> bool:
     return any(location.startswith(prefix) for prefix in prefixes)
 
 
-def local_path(location: str) -> str | None:
+def file_url_path(location: str) -> str | None:
     """The filesystem path of a ``file://`` URL, else None."""
     if not location.startswith("file://"):
         return None

@@ -7,9 +7,9 @@ These are the shapes the formats take, each of which a VirtualArray constructor 
   packets with a header).
 * :class:`ChannelRuns`: each channel's samples are stored together, channel ``c`` at
   ``offsets[c]`` of ``paths[c]`` (files stored channel by channel, one file per channel).
-* :class:`Blocks`: record ``r`` at ``offset + r * record_size`` holds ``block`` samples of every
-  channel, channel ``c``'s at ``channel_offsets[c]`` within the record (Intan's traditional
-  files, EDF, Open Ephys's legacy records).
+* :class:`RecordBlocks`: record ``r`` at ``offset + r * record_size`` holds ``block`` samples
+  of every channel, channel ``c``'s at ``channel_offsets[c]`` within the record (Intan's
+  traditional files, EDF, Open Ephys's legacy records).
 * :class:`Chunks`: an uncompressed chunked HDF5 dataset, chunk by chunk.
 * :class:`Hdf5Dataset`: a time-by-channel (or flat, frame after frame) HDF5 dataset in any
   storage the HDF5 generator references (contiguous, chunked, compressed), its first
@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Blocks", "ChannelRuns", "Chunks", "Hdf5Dataset", "Rows", "Stacked", "StreamSource"]
+__all__ = [
+    "ChannelRuns",
+    "Chunks",
+    "Hdf5Dataset",
+    "RecordBlocks",
+    "Rows",
+    "Stacked",
+    "StreamSource",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +66,7 @@ class ChannelRuns:
 
 
 @dataclass(frozen=True, slots=True)
-class Blocks:
+class RecordBlocks:
     path: str
     offset: int
     dtype: np.dtype
@@ -116,14 +124,14 @@ class Hdf5Dataset:
 class Stacked:
     """Layouts of the same length side by side: one file per channel, each with its records."""
 
-    parts: tuple[Rows | ChannelRuns | Blocks | Chunks, ...]
+    parts: tuple[Rows | ChannelRuns | RecordBlocks | Chunks, ...]
 
     @property
     def n_samples(self) -> int:
         return self.parts[0].n_samples
 
 
-type Layout = Rows | ChannelRuns | Blocks | Chunks | Hdf5Dataset | Stacked
+type Layout = Rows | ChannelRuns | RecordBlocks | Chunks | Hdf5Dataset | Stacked
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.errors import ComputedStream
 from shadowzarr_neo.hdf5_datasets import hdf5_dataset_array
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Chunks, Hdf5Dataset, Rows, Stacked
+from shadowzarr_neo.sources import ChannelRuns, Chunks, Hdf5Dataset, RecordBlocks, Rows, Stacked
 from shadowzarr_neo.stream_sources import stream_sources
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def _from_layout(
                 ],
                 axis=1,
             )
-        case Blocks():
+        case RecordBlocks():
             url = to_url(layout.path)
             if layout.channels_back_to_back:
                 stored = VirtualArray.blocks(
@@ -146,7 +146,7 @@ def _from_layout(
     raise TypeError(f"not a stream layout: {layout!r}")
 
 
-def _channel_blocks(layout: Blocks, channel_offset: int, url: str) -> VirtualArray:
+def _channel_blocks(layout: RecordBlocks, channel_offset: int, url: str) -> VirtualArray:
     from shadowzarr_spec.virtual import VirtualArray
 
     return VirtualArray.blocks(
@@ -165,7 +165,7 @@ def _single_channel(
     """One channel of a stacked layout as a one-dimensional array."""
     if part.n_channels != 1:
         raise NotVirtualizable("stacked layouts hold one channel per part")
-    if isinstance(part, Blocks):
+    if isinstance(part, RecordBlocks):
         return _channel_blocks(part, part.channel_offsets[0], to_url(part.path))
     return _from_layout(part, to_url, chunk_samples)[:, 0]
 

@@ -23,7 +23,7 @@ __all__ = ["find_placeholder", "virtual_datasets"]
 _ROOT = "root"
 
 
-def find_placeholder(data: Any) -> Placeholder | None:
+def find_placeholder(data: Any) -> Placeholder[VirtualArray] | None:
     """The placeholder behind a dataset's data, through any number of DataIO wrappers."""
     seen = 0
     while not isinstance(data, Placeholder):

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from shadowzarr_spec.errors import GenExpressionError, ReferenceFormatError
+from shadowzarr_spec.file_refs import FileRef
 from shadowzarr_spec.gen_expr import (
     MAX_MAGNITUDE,
     Expression,
@@ -25,7 +26,6 @@ from shadowzarr_spec.gen_expr import (
     split_template,
 )
 from shadowzarr_spec.json_text import json_integer
-from shadowzarr_spec.model import FileRef
 
 __all__ = ["Dimension", "GenEntry"]
 

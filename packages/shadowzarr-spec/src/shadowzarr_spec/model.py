@@ -8,11 +8,12 @@ file share one string.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.file_refs import FileRef, InlineRef, Ref, checked_file_ref
 
 if TYPE_CHECKING:
     from shadowzarr_spec.gen import GenEntry
@@ -36,52 +37,6 @@ MISSING_CHUNK = np.uint64(2**64 - 1)
 
 
 @dataclass(frozen=True, slots=True)
-class InlineRef:
-    """Bytes held in the reference file itself (metadata, small datasets, strings)."""
-
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class FileRef:
-    """``size`` bytes at ``offset`` of ``url``; both None means the whole file."""
-
-    url: str
-    offset: int | None = None
-    size: int | None = None
-
-    def __post_init__(self) -> None:
-        if (self.offset is None) != (self.size is None):
-            raise ReferenceFormatError(f"reference to {self.url!r} needs both offset and size")
-        if self.offset is not None and (self.offset < 0 or self.size < 0):  # type: ignore[operator]
-            raise ReferenceFormatError(
-                f"reference to {self.url!r} has a negative offset or size "
-                f"({self.offset}, {self.size})"
-            )
-
-
-def checked_file_ref(url: str, offset: int, size: int) -> FileRef:
-    """A `FileRef` of an offset and size the caller has already checked (non-negative, both
-    given), as whole columns: the dataclass constructor, with its check, costs twice as much,
-    which shows when a generator lists 100,000s of chunks."""
-    ref = _new_object(FileRef)
-    _set_url(ref, url)
-    _set_offset(ref, offset)
-    _set_size(ref, size)
-    return ref
-
-
-_new_object = object.__new__
-# The slots' own descriptors: they store a value without the frozen class's __setattr__.
-_slots: dict[str, Any] = dict(vars(FileRef))
-_set_url = _slots["url"].__set__
-_set_offset = _slots["offset"].__set__
-_set_size = _slots["size"].__set__
-
-type Ref = InlineRef | FileRef
-
-
-@dataclass(frozen=True, slots=True)
 class Selection:
     """Which bytes of each fixed-size record belong to an array (interleaved channels, headers)."""
 
@@ -98,7 +53,8 @@ class Selection:
         for start, stop in self.keep:
             if not 0 <= start < stop <= self.record_size:
                 raise ReferenceFormatError(
-                    f"selection range [{start}, {stop}) does not fit a record of {self.record_size} bytes"
+                    f"selection range [{start}, {stop}) does not fit a record of "
+                    f"{self.record_size} bytes"
                 )
 
     @property

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PAGE_CHUNK_BYTES",
-    "ChunkTable",
+    "SeriesChunks",
     "block_chunks",
     "block_shape",
     "page_chunks",
@@ -35,7 +35,7 @@ MAX_PAGE_CHUNK_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkTable:
+class SeriesChunks:
     """Source chunks of a series: first element in the source stack, offset and size in the file.
 
     ``evenly_spaced`` is (start, stride) when chunk ``i`` (one per page) is at
@@ -82,7 +82,7 @@ def pages_are_contiguous(series: TiffPageSeries, page_bytes: int) -> bool:
     return True
 
 
-def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> ChunkTable:
+def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> SeriesChunks:
     """One chunk per page, each ``page_bytes`` long (``count`` pages, more than the series
     lists when it is truncated: only the first page's IFD was written)."""
     dataoffset = series.dataoffset
@@ -92,16 +92,16 @@ def page_chunks(series: TiffPageSeries, page_bytes: int, count: int) -> ChunkTab
         origins[:, 0] = np.arange(count)
         offsets = start + np.arange(count, dtype=np.int64) * page_bytes
         sizes = np.full(count, page_bytes, dtype=np.int64)
-        return ChunkTable(origins, offsets, sizes, (start, page_bytes))
+        return SeriesChunks(origins, offsets, sizes, (start, page_bytes))
     present = [(index, page) for index, page in enumerate(series) if page is not None]
     origins = np.zeros((len(present), 6), dtype=np.int64)
     origins[:, 0] = [index for index, _ in present]
     offsets = np.asarray([page.dataoffsets[0] for _, page in present], dtype=np.int64)
     sizes = np.full(len(present), page_bytes, dtype=np.int64)
-    return ChunkTable(origins, offsets, sizes, _spacing(origins[:, 0], offsets, page_bytes))
+    return SeriesChunks(origins, offsets, sizes, _spacing(origins[:, 0], offsets, page_bytes))
 
 
-def block_chunks(series: TiffPageSeries, block: tuple[int, ...], where: str) -> ChunkTable:
+def block_chunks(series: TiffPageSeries, block: tuple[int, ...], where: str) -> SeriesChunks:
     """One chunk per strip or tile of every page."""
     keyframe = series.keyframe
     separate, depth, length, width, _ = keyframe.shaped
@@ -134,10 +134,10 @@ def block_chunks(series: TiffPageSeries, block: tuple[int, ...], where: str) -> 
         sizes.append(np.asarray(page.databytecounts, dtype=np.int64))
     if not origins:
         empty = np.zeros(0, dtype=np.int64)
-        return ChunkTable(np.zeros((0, 6), dtype=np.int64), empty, empty)
+        return SeriesChunks(np.zeros((0, 6), dtype=np.int64), empty, empty)
     all_sizes = np.concatenate(sizes)
     written = all_sizes > 0  # a byte count of 0 is a strip never written: it reads as zeros
-    return ChunkTable(
+    return SeriesChunks(
         np.concatenate(origins)[written], np.concatenate(offsets)[written], all_sizes[written]
     )
 

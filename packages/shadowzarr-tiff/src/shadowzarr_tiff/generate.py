@@ -23,7 +23,7 @@ from shadowzarr_tiff.attributes import (
 )
 from shadowzarr_tiff.chunks import (
     MAX_PAGE_CHUNK_BYTES,
-    ChunkTable,
+    SeriesChunks,
     block_chunks,
     block_shape,
     page_chunks,
@@ -31,7 +31,7 @@ from shadowzarr_tiff.chunks import (
     trusts_dataoffset,
 )
 from shadowzarr_tiff.codecs import codec_chain, register_tiff_codecs, stored_dtype, uses_imagecodecs
-from shadowzarr_tiff.layout import ChunkLayout, plan_layout
+from shadowzarr_tiff.layout import SeriesLayout, plan_layout
 from shadowzarr_tiff.short_strips import ReadRanges, is_short_strip_page, split_short_strips
 from shadowzarr_tiff.source import open_source
 
@@ -198,7 +198,7 @@ def _add_level(
     page_bytes = math.prod(keyframe.shaped) * dtype.itemsize
 
     block = block_shape(keyframe, where)
-    table: ChunkTable
+    table: SeriesChunks
     if (
         probe.uncompressed
         and not keyframe.is_tiled
@@ -275,7 +275,7 @@ def _strips_divide(keyframe: Any) -> bool:
     return keyframe.is_tiled or rows >= length or length % rows == 0
 
 
-def _check_inside_file(table: ChunkTable, file_size: int | None, where: str) -> None:
+def _check_inside_file(table: SeriesChunks, file_size: int | None, where: str) -> None:
     """A strip or tile running past the end of the file (a truncated or lying file) would
     read as padding; refuse it here instead."""
     if file_size is None or len(table.offsets) == 0:
@@ -293,8 +293,8 @@ def _add_chunks(
     builder: RfsBuilder,
     path: str,
     url: str,
-    layout: ChunkLayout,
-    table: ChunkTable,
+    layout: SeriesLayout,
+    table: SeriesChunks,
     threshold: int | None,
 ) -> GenEntry | None:
     """List the chunks, as gen when the pages are evenly spaced, else as refs or an index.

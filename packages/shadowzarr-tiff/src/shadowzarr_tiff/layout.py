@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
 
-__all__ = ["ChunkLayout", "plan_layout"]
+__all__ = ["SeriesLayout", "plan_layout"]
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkLayout:
+class SeriesLayout:
     """A series' source stack, its chunking, and the Zarr array they become."""
 
     source_shape: tuple[int, ...]
@@ -49,7 +49,7 @@ def plan_layout(
     source_chunk: tuple[int, ...],
     shape: tuple[int, ...],
     where: str,
-) -> ChunkLayout:
+) -> SeriesLayout:
     """Map a source chunking onto ``shape`` (the series shape tifffile reports), or refuse."""
     if math.prod(source_shape) != math.prod(shape):
         raise UnsupportedFeatureError(
@@ -95,4 +95,4 @@ def plan_layout(
             f"{where}: strips or tiles of shape {source_chunk[1:]} do not survive the reshape of "
             f"the pages {source_shape} to the series shape {shape}"
         )
-    return ChunkLayout(tuple(source_shape), tuple(source_chunk), tuple(shape), tuple(chunk))
+    return SeriesLayout(tuple(source_shape), tuple(source_chunk), tuple(shape), tuple(chunk))

@@ -17,7 +17,7 @@ import imagecodecs
 import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
 
-from shadowzarr_tiff.chunks import ChunkTable
+from shadowzarr_tiff.chunks import SeriesChunks
 
 if TYPE_CHECKING:
     from tifffile import TiffPage
@@ -52,13 +52,13 @@ def is_short_strip_page(page: TiffPage) -> bool:
 
 def split_short_strips(
     page: TiffPage,
-    table: ChunkTable,
+    table: SeriesChunks,
     block: tuple[int, ...],
     itemsize: int,
     read_ranges: ReadRanges,
     budget: int,
     where: str,
-) -> tuple[ChunkTable, list[tuple[np.ndarray, bytes]]]:
+) -> tuple[SeriesChunks, list[tuple[np.ndarray, bytes]]]:
     """The strips that stay references, and (origin, encoded bytes) of the padded last strips."""
     rows_per_strip, length = block[3], int(page.imagelength)
     refusal = f"{where}: {rows_per_strip} rows per strip do not divide the image height {length}"
@@ -93,4 +93,4 @@ def split_short_strips(
             )
         inline.append((origin, bytes(encode(raw[:expected] + padding))))
     kept = ~short
-    return ChunkTable(table.origins[kept], table.offsets[kept], table.sizes[kept]), inline
+    return SeriesChunks(table.origins[kept], table.offsets[kept], table.sizes[kept]), inline

@@ -1,4 +1,4 @@
-"""Remote HDF5 access: a prefetching file object for h5py, direct index parsing.
+"""Remote HDF5 access: a prefetching file object for h5py (the index parsing is `..format`).
 
 h5py reads a chunk index one node at a time; over HTTP that is one round trip per node. Here the
 index is recognised from the bytes h5py asks for and fetched a whole level at a time.
@@ -19,8 +19,9 @@ Every request goes through the store's transport; servers that answer multi-rang
 
 from __future__ import annotations
 
-from .chunk_table import ChunkTable, read_chunk_table, read_chunk_tables
-from .fetcher import RangeFetcher
+from ..format.byte_source import RangeFetcher
+from ..format.chunk_index import ChunkTable
+from ..h5py_glue import read_chunk_table, read_chunk_tables
 from .remote_file import RemoteFile
 
 __all__ = [

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .fetcher import RangeFetcher
+    from ..format.byte_source import RangeFetcher
 
 __all__ = ["BlockCache"]
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import bisect
 from typing import TYPE_CHECKING
 
-from . import btree2, extensible_array, fixed_array
-from .binary import uint
-from .btree1 import rank_from_node_size, walk_btree1
-from .checksum import checksum_ok
+from ..format import btree_v2, extensible_array, fixed_array
+from ..format.binary import uint
+from ..format.btree_v1 import rank_from_node_size, walk_btree1
+from ..format.checksum import checksum_ok
 
 if TYPE_CHECKING:
-    from .superblock import Superblock
-    from .walk import Walk
+    from ..format.index_walk import Walk
+    from ..format.superblock import Superblock
 
 __all__ = ["INDEX_SIGNATURES", "RangeCache", "recognise_index"]
 
@@ -46,8 +46,8 @@ def recognise_index(sb: Superblock, offset: int, data: bytes) -> Walk | None:
     # The newer headers end in a checksum: a read that merely starts with the signature (say,
     # raw chunk data) must not send the prefetcher after sizes it made up.
     if signature == b"BTHD":
-        size, ok = btree2.header_size(sb), data[5] in _CHUNK_RECORD_TYPES
-        walk = btree2.walk_btree2
+        size, ok = btree_v2.header_size(sb), data[5] in _CHUNK_RECORD_TYPES
+        walk = btree_v2.walk_btree2
     elif signature == b"FAHD":
         size, ok = fixed_array.header_size(sb), data[5] in _ARRAY_CLIENTS
         walk = fixed_array.walk_fixed_array

@@ -16,19 +16,20 @@ from typing import TYPE_CHECKING, Any
 from shadowzarr_store.transport import RangeSource, TransportOptions
 from shadowzarr_store.transport.blocking import DEFAULT_MAX_GAP
 
+from ..format.errors import Hdf5FormatError
+from ..format.index_walk import drive
+from ..format.superblock import Superblock
+from ..format.superblock_extension import read_superblock
+from ..h5py_glue import read_chunk_tables
 from .block_cache import BlockCache
-from .chunk_table import read_chunk_tables
-from .errors import Hdf5FormatError
 from .prefetch import INDEX_SIGNATURES, RangeCache, recognise_index
-from .superblock import Superblock, read_superblock
-from .walk import drive
 
 if TYPE_CHECKING:
     from collections.abc import Buffer
 
     from shadowzarr_store.transport import StatsSnapshot
 
-    from .chunk_table import ChunkTable
+    from ..format.chunk_index import ChunkTable
 
 __all__ = ["ReadStats", "RemoteFile"]
 

@@ -9,7 +9,7 @@ import numpy as np
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.formats.edf_header import read_edf_layout
-from shadowzarr_neo.sources import Blocks
+from shadowzarr_neo.sources import RecordBlocks
 
 if TYPE_CHECKING:
     from shadowzarr_neo.formats import Outcome
@@ -25,7 +25,7 @@ def stream_layout(reader: Any, block: int, segment: int, stream_index: int) -> O
         return error
     signals = [layout.data_signals[int(i)] for i in reader.stream_idx_to_chidx[stream_index]]
     n_samples = int(reader.get_signal_size(block, segment, stream_index))
-    return Blocks(
+    return RecordBlocks(
         path=path,
         offset=layout.header_bytes,
         dtype=np.dtype("<i2"),

@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_neo.errors import ComputedStream
-from shadowzarr_neo.sources import Blocks, ChannelRuns, Rows
+from shadowzarr_neo.sources import ChannelRuns, RecordBlocks, Rows
 
 if TYPE_CHECKING:
     from shadowzarr_neo.formats import Outcome
@@ -40,7 +40,7 @@ def stream_layout(reader: Any, block: int, segment: int, stream_index: int) -> O
         fields = [raw.dtype.fields[c] for c in channel_ids]
         base = fields[0][0].base
         block_size = fields[0][0].shape[0] if fields[0][0].shape else 1
-        return Blocks(
+        return RecordBlocks(
             path=os.fspath(raw.filename),
             offset=int(raw.offset),
             dtype=base,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_neo.memmaps import memmap_position
-from shadowzarr_neo.sources import Blocks, Stacked
+from shadowzarr_neo.sources import RecordBlocks, Stacked
 
 if TYPE_CHECKING:
     from shadowzarr_neo.formats import Outcome
@@ -24,7 +24,7 @@ def stream_layout(reader: Any, block: int, segment: int, stream_index: int) -> O
         path, offset = memmap_position(records)
         samples = records.dtype.fields["samples"]
         parts.append(
-            Blocks(
+            RecordBlocks(
                 path=path,
                 offset=offset,
                 dtype=samples[0].base,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from shadowzarr_spec.errors import NotVirtualizable
 
-from shadowzarr_neo.sources import Blocks, Stacked
+from shadowzarr_neo.sources import RecordBlocks, Stacked
 
 if TYPE_CHECKING:
     from shadowzarr_neo.formats import Outcome
@@ -41,7 +41,7 @@ def stream_layout(reader: Any, block: int, segment: int, stream_index: int) -> O
         skipped = (first - file_first) // RECORD_SIZE
         samples = records.dtype.fields["samples"]
         parts.append(
-            Blocks(
+            RecordBlocks(
                 path=path,
                 offset=HEADER_SIZE + skipped * records.dtype.itemsize,
                 dtype=samples[0].base,

@@ -3,7 +3,7 @@
 A virtual array is in one of two forms. A *strided* array (:class:`StridedBytes`: contiguous
 blocks, records, memory-mapped views) knows the byte of every element, so it can be sliced
 anywhere along its first axis (the byte range moves) and along later axes (a selection keeps
-the elements' bytes from each record). A *chunked* array (:class:`ChunkLayout`) knows only
+the elements' bytes from each record). A *chunked* array (:class:`VirtualChunkLayout`) knows only
 where each chunk is, so it is indexed by whole chunks. Stacking and transposing turn a strided
 array into a chunked one. Nothing here reads data: a refused index says why it would need it.
 """
@@ -19,7 +19,7 @@ import numpy as np
 
 from shadowzarr_spec.metadata import bytes_codec
 from shadowzarr_spec.virtual.indexing import NeedsDataError, Pick, Take, normalize_index
-from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, ChunkLayout, TablePiece
+from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, VirtualChunkLayout
 from shadowzarr_spec.virtual.strided import StridedBytes, default_chunk_rows
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class VirtualArray:
         shape: Sequence[int],
         dtype: np.dtype,
         strided: StridedBytes | None = None,
-        layout: ChunkLayout | None = None,
+        layout: VirtualChunkLayout | None = None,
         chunk_shape: Sequence[int] | None = None,
         selection: Selection | None = None,
         codecs: Sequence[dict[str, Any]] | None = None,
@@ -180,7 +180,10 @@ class VirtualArray:
                 AffinePiece(url, offset + skip, chunk_bytes, (0,) * len(grid), grid, strides),
             )
         return cls(
-            shape=shape, dtype=dtype, layout=ChunkLayout(grid, pieces), chunk_shape=chunk_shape
+            shape=shape,
+            dtype=dtype,
+            layout=VirtualChunkLayout(grid, pieces),
+            chunk_shape=chunk_shape,
         )
 
     @classmethod
@@ -219,7 +222,7 @@ class VirtualArray:
         return cls(
             shape=shape,
             dtype=dtype,
-            layout=ChunkLayout(grid, (piece,)),
+            layout=VirtualChunkLayout(grid, (piece,)),
             chunk_shape=chunk_shape,
             fill_value=fill_value,
         )
@@ -231,17 +234,34 @@ class VirtualArray:
         Field views of structured records become records with a selection; ``url`` replaces
         the memmap's file name (for example with where the file is hosted).
         """
-        from shadowzarr_spec.virtual.memmap import virtual_from_memmap
+        from shadowzarr_spec.virtual.memmap import memmap_view
 
-        return virtual_from_memmap(cls, array, url)
+        view = memmap_view(array, url)
+        if view.strided is None:
+            return cls.contiguous(view.url, view.shape, view.dtype, offset=view.offset)
+        built = cls(shape=view.shape, dtype=view.dtype, strided=view.strided)
+        if view.first_only:
+            return built[0]
+        return built if view.axes is None else built.transpose(list(view.axes))
 
     @classmethod
     def from_rfs(cls, rfs: ReferenceFileSystem, path: str) -> VirtualArray:
         """The array at ``path`` of a reference file system: its chunks (refs, gen entries,
         chunk index), codecs, fill value, selection and attributes."""
-        from shadowzarr_spec.virtual.rfs_source import virtual_from_rfs
+        from shadowzarr_spec.virtual.rfs_source import rfs_array_parts
 
-        return virtual_from_rfs(cls, rfs, path)
+        parts = rfs_array_parts(rfs, path)
+        return cls(
+            shape=parts.shape,
+            dtype=parts.dtype,
+            layout=parts.layout,
+            chunk_shape=parts.chunk_shape,
+            selection=parts.selection,
+            codecs=parts.codecs,
+            order=parts.order,
+            fill_value=parts.fill_value,
+            attributes=parts.attributes,
+        )
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -288,7 +308,7 @@ class VirtualArray:
         return [*head, *(dict(c) for c in self._codecs)]
 
     @property
-    def chunk_layout(self) -> ChunkLayout:
+    def chunk_layout(self) -> VirtualChunkLayout:
         """Where each chunk's bytes are, by chunk grid position (a strided array is cut into
         its chunks first): for bridges that hand the chunks to another format."""
         layout = self._chunked()._layout
@@ -461,7 +481,7 @@ class VirtualArray:
         return result
 
     # -- output ------------------------------------------------------------------------------
-    def placeholder(self) -> Placeholder:
+    def placeholder(self) -> Placeholder[VirtualArray]:
         """A stand-in to give pynwb as a dataset's data: it has this array's shape, dtype and
         chunking, holds no data, and links back here (``.virtual``)."""
         from shadowzarr_spec.virtual.placeholder import Placeholder
@@ -517,7 +537,7 @@ class VirtualArray:
     def _with_strided(self, strided: StridedBytes) -> VirtualArray:
         return VirtualArray(shape=strided.shape, dtype=self._dtype, strided=strided)
 
-    def _with_layout(self, layout: ChunkLayout, *, shape: Sequence[int]) -> VirtualArray:
+    def _with_layout(self, layout: VirtualChunkLayout, *, shape: Sequence[int]) -> VirtualArray:
         return VirtualArray(
             shape=shape,
             dtype=self._dtype,
@@ -618,7 +638,7 @@ def _describe(indices: range | np.ndarray) -> str:
     return f"the indices [{shown}{', …' if len(indices) > 6 else ''}]"
 
 
-def _record_local_sizes(builder: RfsBuilder, layout: ChunkLayout) -> None:
+def _record_local_sizes(builder: RfsBuilder, layout: VirtualChunkLayout) -> None:
     """Record the size of each local file the chunks point into (unless already recorded): a
     last chunk running past the end of its file reads as padding only where the recorded size
     proves the file ends there."""

@@ -16,7 +16,7 @@ import numpy as np
 from shadowzarr_spec.chunk_index import new_index_table
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.keys import join
-from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, ChunkLayout, TablePiece
+from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, VirtualChunkLayout
 
 if TYPE_CHECKING:
     from shadowzarr_spec.builder import RfsBuilder
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["add_chunks", "fit_affine", "gen_entry"]
 
 
-def add_chunks(builder: RfsBuilder, path: str, layout: ChunkLayout, threshold: int) -> None:
+def add_chunks(builder: RfsBuilder, path: str, layout: VirtualChunkLayout, threshold: int) -> None:
     affine: list[AffinePiece] = []
     listed: list[TablePiece] = []
     for piece in layout.pieces:
@@ -148,5 +148,3 @@ def _add_scalar_chunk(builder: RfsBuilder, path: str, piece: TablePiece) -> None
         builder.add_inline_chunk(path, (), piece.inline[code - len(piece.urls)])
     else:
         builder.add_chunk(path, (), piece.urls[code], int(piece.offsets), int(piece.lengths))
-
-

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-__all__ = ["AffinePiece", "ChunkLayout", "Indices", "TablePiece"]
+__all__ = ["AffinePiece", "Indices", "TablePiece", "VirtualChunkLayout"]
 
 MISSING = -1
 """Code of a chunk never written, in :attr:`TablePiece.codes`."""
@@ -149,26 +149,28 @@ type Piece = AffinePiece | TablePiece
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkLayout:
+class VirtualChunkLayout:
     """The chunks of an array whose chunk grid has shape ``grid``."""
 
     grid: tuple[int, ...]
     pieces: tuple[Piece, ...]
 
-    def transpose(self, axes: Sequence[int]) -> ChunkLayout:
-        return ChunkLayout(
+    def transpose(self, axes: Sequence[int]) -> VirtualChunkLayout:
+        return VirtualChunkLayout(
             tuple(self.grid[a] for a in axes), tuple(p.transpose(axes) for p in self.pieces)
         )
 
-    def drop(self, axis: int, index: int) -> ChunkLayout:
+    def drop(self, axis: int, index: int) -> VirtualChunkLayout:
         """Fix chunk coordinate ``index`` along ``axis`` and remove that axis."""
         pieces = (p.drop(axis, index) for p in self.pieces)
-        return ChunkLayout(_without(self.grid, axis), tuple(p for p in pieces if p is not None))
+        return VirtualChunkLayout(
+            _without(self.grid, axis), tuple(p for p in pieces if p is not None)
+        )
 
-    def take(self, axis: int, indices: Indices) -> ChunkLayout:
+    def take(self, axis: int, indices: Indices) -> VirtualChunkLayout:
         """Chunk ``indices[p]`` along ``axis`` becomes chunk ``p``."""
         pieces = [new for piece in self.pieces for new in piece.take(axis, indices)]
-        return ChunkLayout(_replace_at(self.grid, axis, len(indices)), tuple(pieces))
+        return VirtualChunkLayout(_replace_at(self.grid, axis, len(indices)), tuple(pieces))
 
     def chunks(
         self,
@@ -202,7 +204,7 @@ class ChunkLayout:
         return sum(math.prod(p.count) for p in self.pieces)
 
 
-def stack_layouts(layouts: Sequence[ChunkLayout], axis: int) -> ChunkLayout:
+def stack_layouts(layouts: Sequence[VirtualChunkLayout], axis: int) -> VirtualChunkLayout:
     """Layouts of equal grids side by side along a new grid axis; neighbouring evenly spaced
     pieces in one file merge, so channels stored one after another stay one gen entry."""
     pieces: list[Piece] = []
@@ -213,7 +215,7 @@ def stack_layouts(layouts: Sequence[ChunkLayout], axis: int) -> ChunkLayout:
             if merged is None:
                 pieces.append(new)
     grid = _with(layouts[0].grid, axis, len(layouts))
-    return ChunkLayout(grid, tuple(pieces))
+    return VirtualChunkLayout(grid, tuple(pieces))
 
 
 def _merge(pieces: list[Piece], new: AffinePiece, axis: int) -> AffinePiece | None:

@@ -9,22 +9,34 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from shadowzarr_spec.errors import NotVirtualizable
 from shadowzarr_spec.virtual.strided import StridedBytes, default_chunk_rows
 
-if TYPE_CHECKING:
-    from shadowzarr_spec.virtual.array import VirtualArray
-
-__all__ = ["virtual_from_memmap"]
+__all__ = ["MemmapView", "memmap_view"]
 
 
-def virtual_from_memmap(
-    cls: type[VirtualArray], array: np.ndarray, url: str | None
-) -> VirtualArray:
+@dataclass(frozen=True, slots=True)
+class MemmapView:
+    """How `VirtualArray.from_memmap` builds the array a memmap view shows (this module names
+    no VirtualArray, so the two do not import each other)."""
+
+    url: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    strided: StridedBytes | None
+    """Evenly spaced records; None: an empty array, contiguous at ``offset``."""
+    offset: int = 0
+    first_only: bool = False
+    """A 0-d view: element 0 of the one-record array ``strided`` describes."""
+    axes: tuple[int, ...] | None = None
+    """Transpose the records' array by these axes (rows were found along another axis)."""
+
+
+def memmap_view(array: np.ndarray, url: str | None) -> MemmapView:
     root = _root_memmap(array)
     if url is None:
         if root.filename is None:
@@ -37,12 +49,12 @@ def virtual_from_memmap(
     if array.ndim == 0:
         size = array.dtype.itemsize
         one = StridedBytes(url, first, size, 1, (), item_ranges, first + size, 1)
-        return cls(shape=(1,), dtype=dtype, strided=one)[0]
+        return MemmapView(url, (1,), dtype, one, first_only=True)
     if array.size == 0:
-        return cls.contiguous(url, array.shape, dtype, offset=first)
+        return MemmapView(url, array.shape, dtype, None, offset=first)
     rows = _strided(url, array, first, item_ranges, root)
     if rows is not None:
-        return cls(shape=array.shape, dtype=dtype, strided=rows)
+        return MemmapView(url, array.shape, dtype, rows)
     # Rows along another axis (a transposed view): describe that order, transpose back.
     for axis in np.argsort([-abs(s) for s in array.strides], kind="stable"):
         axis = int(axis)
@@ -51,8 +63,8 @@ def virtual_from_memmap(
         order = [axis, *(a for a in range(array.ndim) if a != axis)]
         rows = _strided(url, array.transpose(order), first, item_ranges, root)
         if rows is not None:
-            stored = cls(shape=rows.shape, dtype=dtype, strided=rows)
-            return stored.transpose(list(np.argsort(order)))
+            axes = tuple(int(a) for a in np.argsort(order))
+            return MemmapView(url, rows.shape, dtype, rows, axes=axes)
     raise NotVirtualizable(
         f"the view of shape {array.shape} with strides {array.strides} has no axis along which "
         "its elements form evenly spaced records (a negative or zero first stride, or rows "

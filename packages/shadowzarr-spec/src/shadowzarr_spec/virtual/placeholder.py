@@ -14,24 +14,39 @@ conversion to numpy, so nothing reads it by accident.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from shadowzarr_spec.errors import NotVirtualizable
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from shadowzarr_spec.virtual.array import VirtualArray
-
 __all__ = ["Placeholder"]
 
 
-class Placeholder:
+class _Described(Protocol):
+    """What a placeholder asks of its array (a VirtualArray; named structurally so that this
+    module and the array's do not import each other)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def chunk_shape(self) -> tuple[int, ...]: ...
+    def __len__(self) -> int: ...
+
+
+class Placeholder[V: _Described]:
     """Shape, dtype and chunking of a :class:`VirtualArray`, without data."""
 
     __slots__ = ("__weakref__", "virtual")
 
-    def __init__(self, virtual: VirtualArray) -> None:
+    def __init__(self, virtual: V) -> None:
         _register_with_hdmf()
         self.virtual = virtual
 
@@ -64,7 +79,7 @@ class Placeholder:
     def recommended_data_shape(self) -> tuple[int, ...]:
         return self.virtual.shape
 
-    def __iter__(self) -> Placeholder:
+    def __iter__(self) -> Placeholder[V]:
         return self
 
     def __next__(self) -> NoReturn:

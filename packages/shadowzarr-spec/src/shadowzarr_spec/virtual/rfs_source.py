@@ -7,6 +7,7 @@ otherwise) and the chunk index (in memory, or read from a local reference direct
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,19 +19,34 @@ from shadowzarr_spec.gen_expr import Expression, render_template, split_template
 from shadowzarr_spec.io import load_index_table
 from shadowzarr_spec.keys import array_of_chunk_key, join
 from shadowzarr_spec.model import MISSING_CHUNK, FileRef, InlineRef
-from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, ChunkLayout, TablePiece
+from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, VirtualChunkLayout
 
 if TYPE_CHECKING:
     from shadowzarr_spec.gen import GenEntry
-    from shadowzarr_spec.model import ReferenceFileSystem
-    from shadowzarr_spec.virtual.array import VirtualArray
+    from shadowzarr_spec.model import ReferenceFileSystem, Selection
 
-__all__ = ["virtual_from_rfs"]
+__all__ = ["RfsArrayParts", "rfs_array_parts"]
 
 MAX_LISTED_GEN_CHUNKS = 10_000_000
 
 
-def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: str) -> VirtualArray:
+@dataclass(frozen=True, slots=True)
+class RfsArrayParts:
+    """What `VirtualArray.from_rfs` builds the array from (its constructor's arguments; this
+    module names no VirtualArray, so the two do not import each other)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    layout: VirtualChunkLayout
+    chunk_shape: tuple[int, ...]
+    selection: Selection | None
+    codecs: list[dict[str, Any]]
+    order: list[int] | None
+    fill_value: Any
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+def rfs_array_parts(rfs: ReferenceFileSystem, path: str) -> RfsArrayParts:
     path = path.strip("/")
     info = array_info(rfs, path)
     if info is None:
@@ -105,10 +121,10 @@ def virtual_from_rfs(cls: type[VirtualArray], rfs: ReferenceFileSystem, path: st
         pieces.insert(0, table_piece)
     selection = rfs.selections.get(path)
     attributes = decode_attributes(info.document.get("attributes", {}))
-    return cls(
+    return RfsArrayParts(
         shape=info.shape,
         dtype=dtype,
-        layout=ChunkLayout(grid, tuple(pieces)),
+        layout=VirtualChunkLayout(grid, tuple(pieces)),
         chunk_shape=info.chunk_shape,
         selection=selection,
         codecs=codecs,

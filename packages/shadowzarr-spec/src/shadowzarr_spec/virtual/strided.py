@@ -17,7 +17,7 @@ import numpy as np
 
 from shadowzarr_spec.errors import NotVirtualizable
 from shadowzarr_spec.model import Selection
-from shadowzarr_spec.virtual.layout import AffinePiece, ChunkLayout
+from shadowzarr_spec.virtual.layout import AffinePiece, VirtualChunkLayout
 
 __all__ = [
     "MAX_KEEP_RANGES",
@@ -132,7 +132,7 @@ class StridedBytes:
         selection = None if keep == ((0, record_size),) else Selection(record_size, keep)
         return Records(origin, record_size, self.row_stride, chunk_rows, selection)
 
-    def to_layout(self) -> tuple[ChunkLayout, Selection | None, tuple[int, ...]]:
+    def to_layout(self) -> tuple[VirtualChunkLayout, Selection | None, tuple[int, ...]]:
         """(layout, selection, chunk shape): slabs of records, one gen entry."""
         records = self.records()
         later = [len(p) for p in self.positions]
@@ -140,7 +140,7 @@ class StridedBytes:
         grid = (math.ceil(self.n_rows / rows), *(1 if n else 0 for n in later))
         chunk_shape = (rows, *(max(1, n) for n in later))
         if self.empty:
-            return ChunkLayout(grid, ()), records.selection, chunk_shape
+            return VirtualChunkLayout(grid, ()), records.selection, chunk_shape
         piece = AffinePiece(
             self.url,
             records.origin,
@@ -149,7 +149,7 @@ class StridedBytes:
             count=grid,
             strides=(rows * records.pitch, *(0 for _ in later)),
         )
-        return ChunkLayout(grid, (piece,)), records.selection, chunk_shape
+        return VirtualChunkLayout(grid, (piece,)), records.selection, chunk_shape
 
     # -- indexing ----------------------------------------------------------------------------
     def slice_rows(self, start: int, stop: int) -> StridedBytes:

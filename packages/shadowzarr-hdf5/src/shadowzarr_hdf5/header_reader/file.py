@@ -11,16 +11,13 @@ from typing import Any
 import h5py
 from shadowzarr_store.transport import RangeSource
 
-from ..object_paths import ObjectPaths
-from ..remote.errors import Hdf5FormatError
-from ..remote.object_header import ObjectHeader, header_walk
-from ..remote.superblock import Superblock, read_superblock
-from .attributes import decode_attributes, stored_attributes
-from .dataset import HeaderDataset
-from .errors import MALFORMED, NotNative
-from .groups import group_links
-from .heaps import GlobalHeap
-from .messages import (
+from ..format.data_layout import parse_layout
+from ..format.dataspace import dataspace_extent
+from ..format.datatypes import parse_datatype
+from ..format.errors import MALFORMED, Hdf5FormatError, NotNative
+from ..format.groups import group_links
+from ..format.heaps import GlobalHeap
+from ..format.messages import (
     DATASPACE,
     DATATYPE,
     EXTERNAL_FILES,
@@ -35,9 +32,14 @@ from .messages import (
     Link,
     parse_fill_value,
     parse_filters,
-    parse_layout,
+    stored_attributes,
 )
-from .types import parse_dataspace, parse_datatype
+from ..format.object_header import ObjectHeader, header_walk
+from ..format.superblock import Superblock
+from ..format.superblock_extension import read_superblock
+from ..object_paths import ObjectPaths
+from .attributes import json_attributes
+from .dataset import HeaderDataset
 
 __all__ = ["HeaderFile"]
 
@@ -139,7 +141,7 @@ class HeaderFile:
         the stored names."""
         sb = self._sb
         stored = stored_attributes(self.messages(address), sb.offset_size)
-        values = decode_attributes(stored, self.heap, paths, sb.offset_size, sb.length_size)
+        values = json_attributes(stored, self.heap, paths, sb.offset_size, sb.length_size)
         return values, [name for name, _ in stored]
 
     @_or_not_native
@@ -166,7 +168,7 @@ class HeaderFile:
         attributes, names = self.attributes(address, paths)
         if _DIMENSION_ATTRIBUTES.intersection(names):
             raise NotNative("dimension scales")
-        shape, maxshape = parse_dataspace(found[DATASPACE], sb.length_size)
+        shape, maxshape = dataspace_extent(found[DATASPACE], sb.length_size)
         return HeaderDataset(
             name=name,
             address=address,

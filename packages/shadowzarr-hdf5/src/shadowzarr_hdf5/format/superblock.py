@@ -9,13 +9,12 @@ from .binary import uint, undefined
 from .errors import Hdf5FormatError
 
 if TYPE_CHECKING:
-    from .fetcher import RangeFetcher
+    from .byte_source import RangeFetcher
 
-__all__ = ["SIGNATURE", "Superblock", "read_superblock"]
+__all__ = ["SIGNATURE", "Superblock", "read_superblock_fields"]
 
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _DEFAULT_CHUNK_BTREE_K = 32
-_BTREE_K_MESSAGE = 0x13
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +53,9 @@ def _locate(source: RangeFetcher) -> tuple[int, bytes]:
     raise Hdf5FormatError("no HDF5 signature at 0, 512, 1024, …: not an HDF5 file")
 
 
-def read_superblock(source: RangeFetcher) -> Superblock:
-    """Parse the superblock (versions 0–3), including a v2/3 extension's B-tree K message."""
+def read_superblock_fields(source: RangeFetcher) -> Superblock:
+    """Parse the superblock (versions 0–3) itself; ``chunk_btree_k`` is the default when a
+    v2/3 extension may hold another (`superblock_extension.read_superblock` reads it)."""
     at, head = _locate(source)
     version = head[8]
     if version in (0, 1):
@@ -77,20 +77,4 @@ def read_superblock(source: RangeFetcher) -> Superblock:
         raise Hdf5FormatError(f"unusual field sizes O={o}, L={ln}")
     # Like the library, take the superblock's own offset as the base address, whatever the
     # stored field says: a user block (MATLAB's 512 bytes) shifts every address by it.
-    block = Superblock(version, at, o, ln, root, k, ext)
-    if ext is not None:
-        block = _with_extension_k(source, block)
-    return block
-
-
-def _with_extension_k(source: RangeFetcher, block: Superblock) -> Superblock:
-    from dataclasses import replace
-
-    from .object_header import read_object_header
-
-    assert block.extension_address is not None
-    header = read_object_header(source, block, block.extension_address)
-    for message in header.messages:
-        if message.type == _BTREE_K_MESSAGE:
-            return replace(block, chunk_btree_k=uint(message.data, 1, 2))
-    return block
+    return Superblock(version, at, o, ln, root, k, ext)

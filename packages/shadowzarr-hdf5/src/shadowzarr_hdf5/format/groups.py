@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..remote.binary import uint
+from .binary import uint
 from .errors import NotNative
 from .heaps import local_heap_data
 from .messages import LINK, LINK_INFO, SYMBOL_TABLE, Link, parse_link, require_compact

@@ -8,7 +8,7 @@ import numpy as np
 
 from .binary import column, expect_signature, records, uint
 from .errors import Hdf5FormatError
-from .walk import Collector, Node, Walk, walk_nodes
+from .index_walk import Collector, Node, Walk, walk_nodes
 
 if TYPE_CHECKING:
     from .superblock import Superblock

@@ -1,4 +1,4 @@
-"""Datatype and dataspace messages → the numpy type and shape h5py would report.
+"""The datatype message → the numpy type h5py would report.
 
 Only the types whose h5py form is certain are read: IEEE floats and whole-byte integers,
 fixed-length strings (null-padded or null-terminated), variable-length strings and object
@@ -11,16 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-import h5py
 import numpy as np
 
-from ..remote.binary import uint
+from .binary import uint
 from .errors import NotNative
 
-__all__ = ["Datatype", "Kind", "parse_dataspace", "parse_datatype"]
+__all__ = ["Datatype", "DatatypeKind", "parse_datatype"]
 
 
-class Kind(Enum):
+class DatatypeKind(Enum):
     NUMBER = "number"
     FIXED_STRING = "fixed_string"
     VLEN_STRING = "vlen_string"
@@ -29,9 +28,11 @@ class Kind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Datatype:
-    kind: Kind
+    kind: DatatypeKind
     dtype: np.dtype
-    """h5py's numpy form (with its string and reference metadata)."""
+    """h5py's numpy form with its string metadata (built here without importing h5py: the same
+    ``h5py_encoding``/``vlen`` metadata ``h5py.string_dtype`` sets). References are plain
+    ``object`` here; ``h5py_glue.h5py_dtype`` gives h5py's reference type."""
     size: int
     """Bytes per element as stored."""
     null_terminated: bool = False
@@ -63,20 +64,20 @@ def parse_datatype(data: bytes, offset_size: int) -> Datatype:
         padding, charset = bits & 0x0F, (bits >> 4) & 0x0F
         if padding not in (0, 1) or charset not in (0, 1) or size < 1:
             raise NotNative("space-padded or unusual fixed string")
-        dtype = h5py.string_dtype("ascii" if charset == 0 else "utf-8", size)
-        return Datatype(Kind.FIXED_STRING, dtype, size, null_terminated=padding == 0)
+        dtype = _fixed_string_dtype("ascii" if charset == 0 else "utf-8", size)
+        return Datatype(DatatypeKind.FIXED_STRING, dtype, size, null_terminated=padding == 0)
     if cls == _VLEN:
         if bits & 0x0F != 1:
             raise NotNative("variable-length sequence")
         charset = (bits >> 8) & 0x0F
         if charset not in (0, 1):
             raise NotNative("variable-length string of unknown character set")
-        dtype = h5py.string_dtype("ascii" if charset == 0 else "utf-8")
-        return Datatype(Kind.VLEN_STRING, dtype, size)
+        dtype = np.dtype("O", metadata={"vlen": bytes if charset == 0 else str})
+        return Datatype(DatatypeKind.VLEN_STRING, dtype, size)
     if cls == _REFERENCE:
         if version >= 4 or bits & 0x0F != 0 or size != offset_size:
             raise NotNative("region or new-style reference")
-        return Datatype(Kind.REFERENCE, h5py.ref_dtype, size)
+        return Datatype(DatatypeKind.REFERENCE, np.dtype("O"), size)
     raise NotNative(f"datatype class {cls}")
 
 
@@ -86,7 +87,9 @@ def _fixed_point(data: bytes, bits: int, size: int) -> Datatype:
     if uint(data, 8, 2) != 0 or uint(data, 10, 2) != 8 * size:
         raise NotNative("integer with a bit offset or partial precision")
     order = ">" if bits & 0x01 else "<"
-    return Datatype(Kind.NUMBER, np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}"), size)
+    return Datatype(
+        DatatypeKind.NUMBER, np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}"), size
+    )
 
 
 def _floating(data: bytes, bits: int, size: int) -> Datatype:
@@ -99,34 +102,8 @@ def _floating(data: bytes, bits: int, size: int) -> Datatype:
     if uint(data, 8, 2) != 0 or layout != _IEEE[size] or (bits >> 4) & 0x03 != 2:
         raise NotNative("floating point with a non-IEEE layout")
     order = ">" if bits & 0x01 else "<"
-    return Datatype(Kind.NUMBER, np.dtype(f"{order}f{size}"), size)
+    return Datatype(DatatypeKind.NUMBER, np.dtype(f"{order}f{size}"), size)
 
 
-def parse_dataspace(
-    data: bytes, length_size: int
-) -> tuple[tuple[int, ...] | None, tuple[int | None, ...] | None]:
-    """``(shape, maxshape)`` as h5py reports them; ``(None, None)`` for a null dataspace;
-    ``None`` in ``maxshape`` marks an unlimited axis. (``remote.object_header.parse_dataspace``
-    answers a different question, the geometry a chunk index was built for, and reads any
-    all-ones width as unlimited.)"""
-    if len(data) < 4:
-        raise NotNative("dataspace message too short")
-    version, rank, flags = data[0], data[1], data[2]
-    if version == 1:
-        pos = 8
-    elif version == 2:
-        pos = 4
-        if data[3] == 2:
-            return None, None
-    else:
-        raise NotNative(f"dataspace version {version}")
-    if version == 1 and flags & 0x02:
-        raise NotNative("dataspace with a permutation")
-    ln = length_size
-    shape = tuple(uint(data, pos + i * ln, ln) for i in range(rank))
-    if not flags & 0x01:
-        return shape, shape
-    # HDF5 reads an all-ones field into its 8-byte size: only the 8-byte form means unlimited.
-    unlimited = (1 << 64) - 1
-    raw = (uint(data, pos + (rank + i) * ln, ln) for i in range(rank))
-    return shape, tuple(None if v == unlimited else v for v in raw)
+def _fixed_string_dtype(encoding: str, size: int) -> np.dtype:
+    return np.dtype(f"S{size}", metadata={"h5py_encoding": encoding})

@@ -13,12 +13,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ..filters import FilterSpec
-from .errors import MALFORMED, NotNative
-from .heaps import GlobalHeap
-from .messages import Layout
-from .types import Datatype, Kind
-from .values import decode_elements
+from ..format.data_layout import Layout
+from ..format.datatypes import Datatype, DatatypeKind
+from ..format.errors import MALFORMED, NotNative
+from ..format.heaps import GlobalHeap
+from ..format.messages import FilterSpec
+from ..format.values import decode_elements
+from ..h5py_glue import h5py_dtype
 
 __all__ = ["HeaderDataset"]
 
@@ -47,7 +48,7 @@ class HeaderDataset:
         self.name = name
         self.address = address
         self.datatype = datatype
-        self.dtype = datatype.dtype
+        self.dtype = h5py_dtype(datatype)
         self.shape = shape
         self.maxshape = maxshape
         self.layout = layout
@@ -76,7 +77,10 @@ class HeaderDataset:
     @property
     def fillvalue(self) -> Any:
         """``h5py.Dataset.fillvalue``: the stored fill, or zero of the type."""
-        if self.datatype.kind is not Kind.NUMBER and self.datatype.kind is not Kind.FIXED_STRING:
+        if (
+            self.datatype.kind is not DatatypeKind.NUMBER
+            and self.datatype.kind is not DatatypeKind.FIXED_STRING
+        ):
             return self.h5py().fillvalue
         if self._fill is None:
             return np.zeros((), self.dtype)[()]
@@ -103,7 +107,7 @@ class HeaderDataset:
             values = decode_elements(data, self.datatype, shape, self._heap, self._offset_size)
         except (NotNative, *MALFORMED):
             return None
-        if self.datatype.kind is Kind.REFERENCE and not all(
+        if self.datatype.kind is DatatypeKind.REFERENCE and not all(
             resolvable(int(a)) for a in values.ravel()
         ):
             return None

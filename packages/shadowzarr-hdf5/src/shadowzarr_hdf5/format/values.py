@@ -7,10 +7,10 @@ import struct
 
 import numpy as np
 
-from ..remote.binary import uint
+from .binary import uint
+from .datatypes import Datatype, DatatypeKind
 from .errors import NotNative
 from .heaps import GlobalHeap
-from .types import Datatype, Kind
 
 __all__ = ["decode_elements"]
 
@@ -23,14 +23,14 @@ def decode_elements(
     count = math.prod(shape)
     if len(data) < count * datatype.size:
         raise NotNative(f"{count} elements need {count * datatype.size} bytes, found {len(data)}")
-    if datatype.kind is Kind.NUMBER:
+    if datatype.kind is DatatypeKind.NUMBER:
         return np.frombuffer(data, datatype.dtype, count).reshape(shape)
-    if datatype.kind is Kind.FIXED_STRING:
+    if datatype.kind is DatatypeKind.FIXED_STRING:
         values = np.frombuffer(data, datatype.dtype, count).reshape(shape)
         if datatype.null_terminated:
             return _cut_at_null(values)
         return values
-    if datatype.kind is Kind.REFERENCE:
+    if datatype.kind is DatatypeKind.REFERENCE:
         raw = np.frombuffer(data, np.uint8, count * offset_size).reshape(count, offset_size)
         weights = np.uint64(1) << (np.uint64(8) * np.arange(offset_size, dtype=np.uint64))
         return (raw.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64).reshape(shape)

@@ -1,4 +1,4 @@
-"""The header messages of groups and datasets: links, attributes, layout, fill value, filters.
+"""The header messages of groups and datasets: links, attributes, fill value, filters.
 
 Each parser returns plain values or raises :class:`NotNative` for a form it does not read
 (dense storage in fractal heaps, creation-order indexes, old layout versions, virtual layouts).
@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..filters import FilterSpec
-from ..remote.binary import uint
-from ..remote.layout import parse_layout as parse_chunked_layout
-from ..remote.object_header import Message
-from ..remote.superblock import Superblock
+from .binary import uint
 from .errors import NotNative
 
 __all__ = [
@@ -29,14 +25,14 @@ __all__ = [
     "LINK_INFO",
     "SYMBOL_TABLE",
     "AttributeMessage",
-    "Layout",
+    "FilterSpec",
     "Link",
     "parse_attribute",
     "parse_fill_value",
     "parse_filters",
-    "parse_layout",
     "parse_link",
     "require_compact",
+    "stored_attributes",
 ]
 
 DATASPACE, LINK_INFO, DATATYPE, FILL_VALUE_OLD, FILL_VALUE = 0x01, 0x02, 0x03, 0x04, 0x05
@@ -54,22 +50,21 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class FilterSpec:
+    """One filter of a dataset's pipeline, as HDF5 reports it."""
+
+    code: int
+    flags: int
+    values: tuple[int, ...]
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class AttributeMessage:
     name: bytes
     datatype: bytes
     dataspace: bytes
     data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    kind: str
-    """'compact', 'contiguous' or 'chunked'."""
-    address: int | None = None
-    """Contiguous data's address (None when never written)."""
-    size: int = 0
-    chunks: tuple[int, ...] | None = None
-    compact_data: bytes = b""
 
 
 def require_compact(data: bytes, offset_size: int, what: str) -> None:
@@ -131,28 +126,6 @@ def parse_attribute(data: bytes) -> AttributeMessage:
     return AttributeMessage(name[:-1], datatype, dataspace, bytes(data[pos:]))
 
 
-def parse_layout(data: bytes, superblock: Superblock) -> Layout:
-    """Data layout message versions 3 to 5: compact, contiguous, or chunked (whose message the
-    chunk-index reader parses; version 5, HDF5 2.0's filtered chunks, differs from 4 only
-    inside the index)."""
-    if len(data) < 2 or data[0] not in (3, 4, 5):
-        raise NotNative(f"layout message version {data[0] if data else None}")
-    offset_size, length_size = superblock.offset_size, superblock.length_size
-    cls = data[1]
-    if cls == 0:
-        size = uint(data, 2, 2)
-        return Layout("compact", size=size, compact_data=bytes(data[4 : 4 + size]))
-    if cls == 1:
-        address = uint(data, 2, offset_size)
-        size = uint(data, 2 + offset_size, length_size)
-        undefined = address == (1 << (8 * offset_size)) - 1
-        return Layout("contiguous", address=None if undefined else address, size=size)
-    if cls == 2:
-        chunked = parse_chunked_layout(Message(LAYOUT, 0, data), superblock)
-        return Layout("chunked", chunks=chunked.chunk_shape)
-    raise NotNative(f"layout class {cls}")
-
-
 def parse_fill_value(data: bytes) -> bytes | None:
     """The stored fill value bytes (None: the default, zeros)."""
     version = data[0] if data else 0
@@ -199,3 +172,20 @@ def parse_filters(data: bytes) -> tuple[FilterSpec, ...]:
         name = raw_name.split(b"\x00", 1)[0].decode("utf-8", "replace")
         out.append(FilterSpec(code, flags, values, name or _BUILTIN_FILTER_NAMES.get(code, "")))
     return tuple(out)
+
+
+def stored_attributes(
+    messages: list[tuple[int, int, bytes]], offset_size: int
+) -> list[tuple[bytes, AttributeMessage]]:
+    """The attribute messages by name (h5py's order when creation order is not tracked)."""
+    found = []
+    for mtype, flags, data in messages:
+        if mtype == ATTRIBUTE_INFO:
+            require_compact(data, offset_size, "attribute")
+        elif mtype == ATTRIBUTE:
+            if flags & SHARED:
+                raise NotNative("shared attribute message")
+            message = parse_attribute(data)
+            found.append((message.name, message))
+    found.sort(key=lambda item: item[0])
+    return found

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .binary import column, expect_signature, records, uint
-from .walk import Collector, Node, Walk, walk_nodes
+from .index_walk import Collector, Node, Walk, walk_nodes
 
 if TYPE_CHECKING:
     from .superblock import Superblock

@@ -1,4 +1,4 @@
-"""Object headers (v1 and v2, with continuation blocks) and the two messages a dataset needs.
+"""Object headers (v1 and v2, with continuation blocks): the messages of one object.
 
 Reads mimic the library: a speculative 512-byte read at the header address, then every
 continuation block of a round in one concurrent batch.
@@ -12,22 +12,20 @@ from typing import TYPE_CHECKING
 
 from .binary import uint
 from .errors import Hdf5FormatError
-from .walk import drive
+from .index_walk import drive
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-    from .fetcher import RangeFetcher
+    from .byte_source import RangeFetcher
     from .superblock import Superblock
 
 __all__ = [
     "DATASPACE",
     "LAYOUT",
-    "Dataspace",
     "Message",
     "ObjectHeader",
     "header_walk",
-    "parse_dataspace",
     "read_object_header",
     "read_object_headers",
 ]
@@ -36,7 +34,6 @@ DATASPACE = 0x01
 LAYOUT = 0x08
 FILTER_PIPELINE = 0x0B
 CONTINUATION = 0x10
-_SHARED_FLAG = 0x02
 _SPECULATIVE_READ = 512
 
 
@@ -62,14 +59,6 @@ class ObjectHeader:
             if message.type == message_type:
                 return message
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class Dataspace:
-    """Current and maximum extent; ``None`` in ``maxshape`` marks an unlimited dimension."""
-
-    shape: tuple[int, ...]
-    maxshape: tuple[int | None, ...]
 
 
 def read_object_header(source: RangeFetcher, sb: Superblock, address: int) -> ObjectHeader:
@@ -150,20 +139,3 @@ def _parse_messages(
         elif mtype != 0:
             out.append(Message(mtype, flags, data))
     return continuations
-
-
-def parse_dataspace(message: Message, sb: Superblock) -> Dataspace:
-    """Decode a dataspace message (versions 1 and 2); any all-ones max dimension is unlimited."""
-    if message.flags & _SHARED_FLAG:
-        raise Hdf5FormatError("shared dataspace messages are not supported")
-    data, ln = message.data, sb.length_size
-    version, rank, flags = data[0], data[1], data[2]
-    pos = 8 if version == 1 else 4
-    shape = tuple(uint(data, pos + i * ln, ln) for i in range(rank))
-    if flags & 0x01:
-        raw = [uint(data, pos + (rank + i) * ln, ln) for i in range(rank)]
-        # Any width of all-ones means unlimited (HDF5 itself misses the 4-byte case, §6.2).
-        maxshape = tuple(None if v == (1 << (8 * ln)) - 1 else v for v in raw)
-    else:
-        maxshape = shape
-    return Dataspace(shape, maxshape)

@@ -8,38 +8,59 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .btree1 import walk_btree1
-from .btree2 import walk_btree2
+from .btree_v1 import walk_btree1
+from .btree_v2 import walk_btree2
+from .data_layout import ChunkedLayoutMessage, IndexKind, parse_chunked_layout
+from .dataspace import Dataspace, parse_dataspace
 from .errors import Hdf5FormatError
 from .extensible_array import walk_extensible_array
 from .fixed_array import walk_fixed_array
-from .layout import ChunkedLayout, IndexKind, parse_layout
-from .object_header import DATASPACE, LAYOUT, Dataspace, parse_dataspace, read_object_headers
-from .superblock import Superblock, read_superblock
-from .walk import IndexRecords, Walk, drive
+from .index_walk import IndexRecords, Walk, drive
+from .object_header import DATASPACE, LAYOUT, read_object_headers
+from .superblock import Superblock
+from .superblock_extension import read_superblock
 
 if TYPE_CHECKING:
-    from .fetcher import RangeFetcher
+    from .byte_source import RangeFetcher
 
-__all__ = ["ChunkTable", "DatasetIndex", "index_walk", "read_chunk_table", "read_chunk_tables"]
+__all__ = [
+    "ChunkLocations",
+    "ChunkTable",
+    "DatasetIndex",
+    "index_walk",
+    "read_chunk_tables_at",
+    "read_dataset_index",
+    "read_dataset_indexes",
+]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class ChunkTable:
-    """Every stored chunk of one dataset, sorted by chunk coordinates (C order)."""
+class ChunkLocations:
+    """Where each stored chunk of a dataset is: numpy arrays, bounded memory for millions."""
 
     coords: np.ndarray
-    """(n, rank) int64 chunk coordinates (chunk index per dimension)."""
+    """(n, rank) int64 chunk-grid coordinates (chunk index per dimension)."""
     offsets: np.ndarray
     """(n,) uint64 absolute file offsets (the superblock base already added)."""
     sizes: np.ndarray
     """(n,) uint64 stored (possibly filtered) sizes in bytes."""
-    filter_masks: np.ndarray
-    """(n,) uint32; bit i set = filter i of the pipeline was skipped for that chunk."""
+    masks: np.ndarray
+    """(n,) uint32 HDF5 filter masks (bit i set: filter i of the pipeline was skipped)."""
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ChunkTable:
+    """Every stored chunk of one dataset, sorted by chunk coordinates (C order), with the
+    geometry its index was read with."""
+
+    locations: ChunkLocations
     shape: tuple[int, ...]
     maxshape: tuple[int | None, ...]
     chunk_shape: tuple[int, ...]
@@ -47,12 +68,32 @@ class ChunkTable:
     index_kind: IndexKind
 
     @property
+    def coords(self) -> np.ndarray:
+        """(n, rank) int64 chunk coordinates."""
+        return self.locations.coords
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """(n,) uint64 absolute file offsets."""
+        return self.locations.offsets
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """(n,) uint64 stored sizes."""
+        return self.locations.sizes
+
+    @property
+    def filter_masks(self) -> np.ndarray:
+        """(n,) uint32 filter masks."""
+        return self.locations.masks
+
+    @property
     def grid_shape(self) -> tuple[int, ...]:
         """Chunks per dimension over the current shape."""
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunk_shape, strict=True))
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return len(self.locations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +102,7 @@ class DatasetIndex:
 
     address: int
     dataspace: Dataspace
-    layout: ChunkedLayout
-
-
-def dataset_address(dataset: Any) -> int:
-    """Object header address of an h5py dataset, or an address given directly."""
-    if isinstance(dataset, int):
-        return dataset
-    import h5py
-
-    return int(h5py.h5o.get_info(dataset.id).addr)
+    layout: ChunkedLayoutMessage
 
 
 def read_dataset_index(source: RangeFetcher, sb: Superblock, address: int) -> DatasetIndex:
@@ -87,12 +119,14 @@ def read_dataset_indexes(
         if space is None or layout is None:
             raise Hdf5FormatError(f"object at address {header.address} is not a dataset")
         out.append(
-            DatasetIndex(header.address, parse_dataspace(space, sb), parse_layout(layout, sb))
+            DatasetIndex(
+                header.address, parse_dataspace(space, sb), parse_chunked_layout(layout.data, sb)
+            )
         )
     return out
 
 
-def index_walk(sb: Superblock, layout: ChunkedLayout, rank: int) -> Walk | None:
+def index_walk(sb: Superblock, layout: ChunkedLayoutMessage, rank: int) -> Walk | None:
     """The level-at-a-time walk of an index, or None for kinds without index structures."""
     if sb.is_undefined(layout.address):
         return None
@@ -109,29 +143,16 @@ def index_walk(sb: Superblock, layout: ChunkedLayout, rank: int) -> Walk | None:
             return None
 
 
-def read_chunk_table(
-    source: RangeFetcher, dataset: Any, *, superblock: Superblock | None = None
-) -> ChunkTable:
-    """Parse one dataset's chunk index from the file bytes.
-
-    Parameters
-    ----------
-    source
-        A ``RangeFetcher`` or a ``RemoteFile`` (whose caches serve what h5py already read).
-    dataset
-        An h5py dataset or its object header address (relative to the superblock base).
-    superblock
-        The parsed superblock, to skip reading it again.
-    """
-    return read_chunk_tables(source, [dataset], superblock=superblock)[0]
-
-
-def read_chunk_tables(
-    source: RangeFetcher, datasets: list[Any], *, superblock: Superblock | None = None
+def read_chunk_tables_at(
+    source: RangeFetcher, addresses: list[int], *, superblock: Superblock | None = None
 ) -> list[ChunkTable]:
-    """Parse several indexes in lockstep: rounds grow with index depth, not dataset count."""
+    """Parse the indexes of the datasets whose object headers are at ``addresses`` (relative to
+    the superblock base), in lockstep: rounds grow with index depth, not dataset count.
+
+    ``source`` is a ``RangeFetcher``; a ``RemoteFile``'s caches serve what h5py already read.
+    """
     sb = superblock or _superblock_of(source)
-    indexes = read_dataset_indexes(source, sb, [dataset_address(d) for d in datasets])
+    indexes = read_dataset_indexes(source, sb, addresses)
     walks = [index_walk(sb, i.layout, len(i.dataspace.shape)) for i in indexes]
     fetch_nodes = getattr(source, "fetch_nodes", source.fetch_many)  # RemoteFile's node gaps
     results = iter(drive([w for w in walks if w is not None], fetch_nodes))
@@ -163,10 +184,12 @@ def _table(sb: Superblock, index: DatasetIndex, records: IndexRecords | None) ->
         masks = np.zeros(n, np.uint32) if records.masks is None else records.masks
     order = np.lexsort(coords.T[::-1]) if rank else np.arange(len(offsets))
     return ChunkTable(
-        np.ascontiguousarray(coords[order], dtype=np.int64),
-        offsets[order].astype(np.uint64),
-        sizes[order].astype(np.uint64),
-        masks[order].astype(np.uint32),
+        ChunkLocations(
+            np.ascontiguousarray(coords[order], dtype=np.int64),
+            offsets[order].astype(np.uint64),
+            sizes[order].astype(np.uint64),
+            masks[order].astype(np.uint32),
+        ),
         space.shape,
         space.maxshape,
         layout.chunk_shape,
@@ -175,7 +198,7 @@ def _table(sb: Superblock, index: DatasetIndex, records: IndexRecords | None) ->
     )
 
 
-def _max_grid(layout: ChunkedLayout, space: Dataspace) -> list[int]:
+def _max_grid(layout: ChunkedLayoutMessage, space: Dataspace) -> list[int]:
     grid = []
     for m, c in zip(space.maxshape, layout.chunk_shape, strict=True):
         grid.append(0 if m is None else -(-m // c))
@@ -183,7 +206,7 @@ def _max_grid(layout: ChunkedLayout, space: Dataspace) -> list[int]:
 
 
 def _coords(
-    layout: ChunkedLayout, space: Dataspace, keys: np.ndarray, chunk: np.ndarray
+    layout: ChunkedLayoutMessage, space: Dataspace, keys: np.ndarray, chunk: np.ndarray
 ) -> np.ndarray:
     rank = len(chunk)
     match layout.kind:
@@ -212,7 +235,7 @@ def _rotated_coords(linear: np.ndarray, grid: list[int], unlimited: int) -> np.n
 
 
 def _without_index(
-    sb: Superblock, layout: ChunkedLayout, space: Dataspace
+    sb: Superblock, layout: ChunkedLayoutMessage, space: Dataspace
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rank = len(space.shape)
     if sb.is_undefined(layout.address) or layout.kind not in (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..remote.binary import uint
+from .binary import uint
 from .errors import NotNative
 
 __all__ = ["GlobalHeap", "local_heap_data"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .binary import column, expect_signature, records, uint
 from .fixed_array import add_entries, page_initialised
-from .walk import Collector, Node, Walk, walk_nodes
+from .index_walk import Collector, Node, Walk, walk_nodes
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,0 +1,280 @@
+"""Where one dataset's stored values are, decided before anything is written: a plan.
+
+`plan_storage` reads what it needs (layout, filters, chunk locations, fill value; the values of
+small filtered datasets) and checks what it can (a first chunk against h5py, netCDF padding);
+it writes nothing. The result is a frozen `StoragePlan`: the array's metadata
+(`ArrayDescription`) and one `Placement` saying where its bytes come from.
+`datasets.add_dataset` writes the plan.
+
+::
+
+    HDF5 object ──plan_type──▶ TypePlan ──plan_storage──▶ StoragePlan ──datasets──▶ references
+                               (dtype)     ArrayDescription + InlineValues | ContiguousBlock |
+                                           StoredChunks | ExternalSegments | VirtualSources
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import h5py
+import numpy as np
+from shadowzarr_spec import ChunkDecodeError, UnsupportedFeatureError
+from shadowzarr_spec.metadata import bytes_codec
+
+from .chunk_decode import decode_stored_chunks
+from .context import ChunkLocations, Options, Source
+from .dtypes import TypePlan
+from .filters import codecs_for, overcompressed, read_filters
+from .header_reader.dataset import HeaderDataset
+from .inline import chunk_region
+from .layouts import (
+    chunk_locations,
+    common_mask,
+    contiguous_chunks,
+    external_chunk_shape,
+    storage_layout,
+)
+from .native_decode import decoded_values
+from .netcdf_dimensions import check_padding
+from .verify import needs_verification, verify_chunk
+
+__all__ = [
+    "ArrayDescription",
+    "ContiguousBlock",
+    "ExternalSegments",
+    "InlineValues",
+    "Placement",
+    "StoragePlan",
+    "StoredChunks",
+    "VirtualSources",
+    "fill_value",
+    "plan_storage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayDescription:
+    """What the array's ``zarr.json`` says."""
+
+    shape: tuple[int, ...]
+    data_type: np.dtype
+    chunk_shape: tuple[int, ...]
+    codecs: tuple[dict[str, Any], ...]
+    fill_value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class InlineValues:
+    """Every value held in the references (compact data, small datasets)."""
+
+    decoded: Any = None
+    """Values decoded while planning (small filtered datasets); None: read when written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContiguousBlock:
+    """One contiguous block, cut into slabs through a gen entry."""
+
+    offset: int | None
+    """Absolute file offset (user-block shift added); None: never written (all fill)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunks:
+    """HDF5's own chunks, referenced where they are."""
+
+    locations: ChunkLocations
+    mask: int
+    """The filter mask most chunks have: the codecs leave those filters out."""
+    has_filters: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalSegments:
+    """Raw data in the dataset's external files."""
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualSources:
+    """A virtual dataset: its mappings reference its source files' chunks."""
+
+    data_type: np.dtype
+    fill_value: Any
+
+
+type Placement = InlineValues | ContiguousBlock | StoredChunks | ExternalSegments | VirtualSources
+
+
+@dataclass(frozen=True, slots=True)
+class StoragePlan:
+    array: ArrayDescription | None
+    """None for a virtual dataset, whose metadata comes from its sources."""
+    placement: Placement
+
+
+def plan_storage(
+    dataset: h5py.Dataset,
+    path: str,
+    source: Source,
+    options: Options,
+    plan: TypePlan,
+    shape: tuple[int, ...],
+) -> StoragePlan:
+    """Where the stored values of ``dataset`` (typed by ``plan``, of extent ``shape``) are."""
+    dtype: np.dtype = plan.storage
+    itemsize = dtype.itemsize * math.prod(plan.extra_shape)
+    nbytes = math.prod(dataset.shape) * itemsize
+    layout = storage_layout(dataset)
+    fill = fill_value(dataset, dtype)
+    plain_codecs = (bytes_codec(dtype),)
+    extra = plan.extra_shape
+    extent = tuple(int(n) for n in dataset.shape) + extra
+
+    def array(chunk_shape: tuple[int, ...], codecs: tuple[dict[str, Any], ...]) -> ArrayDescription:
+        return ArrayDescription(shape, dtype, chunk_shape, codecs, fill)
+
+    def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> StoragePlan:
+        return StoragePlan(array(chunk_shape, plain_codecs), InlineValues(decoded))
+
+    if layout == "virtual":
+        if extra:
+            raise UnsupportedFeatureError(f"dataset {path!r}: a virtual dataset of array types")
+        return StoragePlan(None, VirtualSources(dtype, fill))
+    if layout == "compact":
+        return inline(tuple(max(1, s) for s in shape))
+    if layout == "external":
+        chunk_shape = external_chunk_shape(dataset, source, shape, dtype.itemsize, options)
+        return StoragePlan(array(chunk_shape, plain_codecs), ExternalSegments())
+    if layout == "contiguous":
+        offset = _contiguous_offset(dataset)
+        if offset is not None and nbytes <= options.inline_threshold:
+            return inline(tuple(max(1, s) for s in shape))
+        chunk_shape = contiguous_chunks(shape, dtype.itemsize, options)
+        absolute = None if offset is None else int(offset) + source.offset_shift
+        return StoragePlan(array(chunk_shape, plain_codecs), ContiguousBlock(absolute))
+    # chunked
+    chunk_shape = tuple(dataset.chunks) + extra
+    filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
+    if nbytes <= options.inline_threshold:
+        decoded = None
+        if filters:
+            decoded = _small_filtered_values(
+                dataset, path, source, filters, shape=extent, chunk_shape=chunk_shape,
+                data_type=dtype, fill_value=fill,
+            )  # fmt: skip
+        return inline(chunk_shape, decoded)
+    locations = chunk_locations(dataset, source)
+    mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
+    codecs = codecs_for(filters, dtype, path, skip_mask=mask)
+    _verify_first_chunk(dataset, path, source, locations, mask, dtype, extent, chunk_shape, codecs)
+    check_padding(
+        path, source, locations, extent=extent, shape=shape, chunk_shape=chunk_shape,
+        data_type=dtype, codecs=codecs, fill_value=fill,
+    )  # fmt: skip
+    return StoragePlan(
+        array(chunk_shape, tuple(codecs)), StoredChunks(locations, mask, bool(filters))
+    )
+
+
+def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
+    """The Zarr fill value of a dataset stored as ``storage`` (raw bytes for records)."""
+    fill = dataset.fillvalue
+    array = np.asarray(fill)
+    if array.dtype.names is not None or array.dtype.kind == "V":
+        if not array.tobytes().strip(b"\x00"):
+            return None
+        if array.dtype.names and storage.names:
+            return np.asarray(fill).astype(storage)[()]
+        return array.tobytes()  # raw records (or opaque values): the stored bytes
+    if array.ndim:  # an HDF5 array type's fill is an array: Zarr needs one scalar
+        flat = array.ravel()
+        if not np.all(flat == flat[0]):
+            raise UnsupportedFeatureError(
+                f"dataset {dataset.name!r}: a fill value that differs along its array type axes"
+            )
+        return flat[0].item()
+    return array.item()
+
+
+def _small_filtered_values(
+    dataset: h5py.Dataset | HeaderDataset,
+    path: str,
+    source: Source,
+    filters: tuple[Any, ...],
+    *,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    data_type: np.dtype,
+    fill_value: Any,
+) -> Any:
+    """The values of a small filtered dataset, decoded by the codecs its references would use,
+    else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
+    locations = chunk_locations(dataset, source)
+    values: np.ndarray | None = None
+    try:
+        # Chunks that skipped a filter (HDF5's filter mask) decode with that filter left out.
+        for mask in np.unique(locations.masks).tolist() or [0]:
+            chosen = locations.masks == mask
+            part = decode_stored_chunks(
+                source,
+                ChunkLocations(locations.coords[chosen], locations.offsets[chosen],
+                               locations.sizes[chosen], locations.masks[chosen]),
+                shape=shape, chunk_shape=chunk_shape, data_type=data_type,
+                codecs=codecs_for(filters, data_type, path, skip_mask=int(mask)),
+                fill_value=fill_value,
+            )  # fmt: skip
+            if part is None:
+                break
+            if values is None:
+                values = part
+                continue
+            extra = (0,) * (len(shape) - locations.coords.shape[1])
+            for coords in locations.coords[chosen].tolist():
+                region = chunk_region((*coords, *extra), chunk_shape, shape)
+                values[region] = part[region]
+        else:
+            return values
+    except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
+        pass  # no codec reads these chunks here: HDF5 decodes them
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+    return decoded_values(opened, path)
+
+
+def _contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
+    """Where contiguous data starts (relative address; None when never written)."""
+    if isinstance(dataset, HeaderDataset):
+        return dataset.layout.address
+    offset = dataset.id.get_offset()
+    return None if offset is None else int(offset)
+
+
+def _verify_first_chunk(
+    dataset: h5py.Dataset,
+    path: str,
+    source: Source,
+    locations: Any,
+    mask: int,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    codecs: list[dict[str, Any]],
+) -> None:
+    if not needs_verification(codecs) or source.read_bytes is None:
+        return
+    readable = locations.masks == mask
+    if any(c.get("name") == "imagecodecs_lzf" for c in codecs):
+        readable &= ~overcompressed(locations.sizes, math.prod(chunk_shape) * dtype.itemsize)
+    usable = np.flatnonzero(readable)
+    if not usable.size:
+        return
+    i = int(usable[0])
+    extra = (0,) * (len(shape) - dataset.ndim)
+    verify_chunk(
+        dataset, path, read_bytes=source.read_bytes,
+        coords=(*locations.coords[i].tolist(), *extra), offset=int(locations.offsets[i]),
+        size=int(locations.sizes[i]), data_type=dtype, shape=shape, chunk_shape=chunk_shape,
+        codecs=codecs,
+    )  # fmt: skip
