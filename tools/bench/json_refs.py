@@ -10,8 +10,9 @@ Zarr v3 keys (``data/c/<i>``). Columns:
 - shadowzarr write: `shadowzarr_spec.write_rfs` of the built references to ``.json``;
 - kerchunk write: `json.dump` of the refs dict a kerchunk generator holds (a dict of lists).
 
-Every open runs in a fresh child process, so its peak memory (the kernel's high-water mark of
-the resident set, reset when the open starts, minus the size at that moment) is its own.
+Every open runs in a fresh child process, so its memory is its own: peak (the kernel's
+high-water mark of the resident set, reset when the open starts, minus the size at that moment)
+and held (the resident set once open, after a garbage collection, minus that size).
 Run with ``uv run python tools/bench/json_refs.py [--refs 100000,1000000] [--runs 3]``; the
 lead's read benchmark calls `run` and prints `table`.
 """
@@ -19,6 +20,7 @@ lead's read benchmark calls `run` and prints `table`.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -43,8 +45,10 @@ class JsonRow:
     refs: int
     ours_open_s: float
     ours_open_mb: float
+    ours_kept_mb: float
     kerchunk_open_s: float
     kerchunk_open_mb: float
+    kerchunk_kept_mb: float
     ours_write_s: float
     kerchunk_write_s: float
     file_mb: float
@@ -106,15 +110,16 @@ def _write_times(n: int, folder: Path, runs: int) -> tuple[Path, float, float]:
     return ours_path, statistics.median(ours), statistics.median(theirs)
 
 
-def _open_in_child(how: str, path: Path, n: int) -> tuple[float, float]:
+def _open_in_child(how: str, path: Path, n: int) -> tuple[float, float, float]:
+    """(seconds, peak MB, MB still held once open) of one open in a fresh process."""
     output = subprocess.run(
         [sys.executable, __file__, "--child", how, str(path), str(n)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    seconds, mb = output.split()[-2:]
-    return float(seconds), float(mb)
+    seconds, peak, kept = output.split()[-3:]
+    return float(seconds), float(peak), float(kept)
 
 
 def _child(how: str, path: str, n: int) -> None:
@@ -150,7 +155,9 @@ def _child(how: str, path: str, n: int) -> None:
     seconds = time.perf_counter() - start
     peak = max(_high_water_mark(), _rss())
     assert array.shape == (n * 1024,), array.shape
-    print(f"{seconds:.4f} {(peak - start_rss) / 1e6:.1f}")
+    gc.collect()
+    kept = _rss()
+    print(f"{seconds:.4f} {(peak - start_rss) / 1e6:.1f} {(kept - start_rss) / 1e6:.1f}")
 
 
 def _rss() -> int:
@@ -179,17 +186,19 @@ def run(sizes: list[int], runs: int = 1, folder: Path | None = None) -> list[Jso
         for n in sizes:
             path, ours_write, kerchunk_write = _write_times(n, where, runs)
             kerchunk_path = where / f"kerchunk-{n}.json"
-            opens: dict[str, list[tuple[float, float]]] = {"ours": [], "kerchunk": []}
+            opens: dict[str, list[tuple[float, float, float]]] = {"ours": [], "kerchunk": []}
             for _ in range(runs):
                 opens["ours"].append(_open_in_child("ours", path, n))
                 opens["kerchunk"].append(_open_in_child("kerchunk", kerchunk_path, n))
             rows.append(
                 JsonRow(
                     refs=n,
-                    ours_open_s=statistics.median(s for s, _ in opens["ours"]),
+                    ours_open_s=statistics.median(s for s, _, _ in opens["ours"]),
                     ours_open_mb=opens["ours"][0][1],
-                    kerchunk_open_s=statistics.median(s for s, _ in opens["kerchunk"]),
+                    ours_kept_mb=opens["ours"][0][2],
+                    kerchunk_open_s=statistics.median(s for s, _, _ in opens["kerchunk"]),
                     kerchunk_open_mb=opens["kerchunk"][0][1],
+                    kerchunk_kept_mb=opens["kerchunk"][0][2],
                     ours_write_s=ours_write,
                     kerchunk_write_s=kerchunk_write,
                     file_mb=path.stat().st_size / 1e6,
@@ -202,14 +211,15 @@ def run(sizes: list[int], runs: int = 1, folder: Path | None = None) -> list[Jso
 def table(rows: list[JsonRow]) -> str:
     """The side-by-side table (Markdown)."""
     lines = [
-        "| refs | JSON MB | shadowzarr open s | peak MB | kerchunk open s | peak MB "
-        "| shadowzarr write s | kerchunk write (json.dump) s |",
+        "| refs | JSON MB | shadowzarr open s | peak / held MB | kerchunk open s "
+        "| peak / held MB | shadowzarr write s | kerchunk write (json.dump) s |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| {r.refs:,} | {r.file_mb:.0f} | {r.ours_open_s:.2f} | {r.ours_open_mb:.0f} "
-            f"| {r.kerchunk_open_s:.2f} | {r.kerchunk_open_mb:.0f} | {r.ours_write_s:.2f} "
+            f"| {r.refs:,} | {r.file_mb:.0f} | {r.ours_open_s:.2f} "
+            f"| {r.ours_open_mb:.0f} / {r.ours_kept_mb:.0f} | {r.kerchunk_open_s:.2f} "
+            f"| {r.kerchunk_open_mb:.0f} / {r.kerchunk_kept_mb:.0f} | {r.ours_write_s:.2f} "
             f"| {r.kerchunk_write_s:.2f} |"
         )
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from shadowzarr_spec.chunk_index import (
 )
 from shadowzarr_spec.errors import ReferenceFormatError, SourceError, SourceNotFoundError
 from shadowzarr_spec.index_layout import IndexArrayLayout
-from shadowzarr_spec.json_text import dumps_strict, parse_json
+from shadowzarr_spec.json_text import dumps_reference_document, parse_json
 from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
 from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
@@ -50,7 +50,7 @@ def write_rfs(
     if target.suffix == ".json":
         rfs = _with_loaded_indexes(rfs)
         document = rfs_to_json(rfs, expand=True)
-        _atomic_write_text(target, dumps_strict(document))
+        _atomic_write_bytes(target, dumps_reference_document(document))
         return target
     return _write_directory(rfs, target, chunk_index_threshold)
 
@@ -80,10 +80,10 @@ def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSy
         refs_path = local
         base = local.parent
     try:
-        raw = refs_path.read_bytes()
+        document = parse_json(refs_path.read_bytes())  # the text is freed once parsed
     except FileNotFoundError:
         raise SourceNotFoundError(f"no reference file at {refs_path}") from None
-    return rfs_from_json(parse_json(raw), base=str(base.resolve()))
+    return rfs_from_json(document, base=str(base.resolve()))
 
 
 def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
@@ -140,7 +140,7 @@ def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | No
             _write_index_array(staging / relative, table)
             index_paths[array_path] = relative
         document = rfs_to_json(rfs, index_paths=index_paths)
-        (staging / REFS_FILE).write_text(dumps_strict(document), encoding="utf-8")
+        (staging / REFS_FILE).write_bytes(dumps_reference_document(document))
         _replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -220,12 +220,12 @@ def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
     return dataclasses.replace(rfs, indexes=indexes)
 
 
-def _atomic_write_text(target: Path, text: str) -> None:
+def _atomic_write_bytes(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = _new_file(target.parent, f".{target.name}.")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ import numpy as np
 
 from shadowzarr_spec.base64_text import decode_base64
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.gen import GenEntry
 from shadowzarr_spec.gen_expr import MAX_MAGNITUDE, expand_named_templates
 from shadowzarr_spec.json_text import json_integer
@@ -59,7 +61,8 @@ def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem
     raw_refs = document.get("refs", {})
     if not isinstance(raw_refs, dict):
         raise ReferenceFormatError("'refs' must be an object")
-    refs = _parse_refs(raw_refs, templates)
+    with paused_gc():
+        refs = _parse_refs(raw_refs, templates)
     raw_gen = document.get("gen", [])
     if not isinstance(raw_gen, list):
         raise ReferenceFormatError("'gen' must be a list")
@@ -112,13 +115,14 @@ MIN_COLUMN_CHUNKS = 64
 
 @dataclass(slots=True)
 class _Listed:
-    """The chunks of one array met so far, as lists (made into columns at the end)."""
+    """The chunks of one array met so far, in growing arrays (columns at the end)."""
 
     rank: int
-    coords: list[Any] = field(default_factory=list)
-    url_index: list[int] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
+    coords: array.array[int] = field(default_factory=lambda: array.array("q"))
+    """Rank 1: one coordinate per chunk; else ``rank`` per chunk, flat."""
+    url_index: array.array[int] = field(default_factory=lambda: array.array("q"))
+    offsets: array.array[int] = field(default_factory=lambda: array.array("q"))
+    sizes: array.array[int] = field(default_factory=lambda: array.array("q"))
     urls: dict[str, int] = field(default_factory=dict)
 
 
@@ -153,21 +157,24 @@ def _parse_refs(
                 coords = _coords(tail) if found else None
                 if coords is not None:
                     rank = 1 if isinstance(coords, int) else len(coords)
-                    array = listed.get(head)
-                    if array is None:
-                        check_key(key)  # the array's path, checked once: the rest is digits
-                        array = listed[head] = _Listed(rank)
-                    if array.rank == rank:
+                    chunks = listed.get(head)
+                    if chunks is None:
+                        check_key(key)  # the array path, checked once: the rest is digits
+                        chunks = listed[head] = _Listed(rank)
+                    if chunks.rank == rank:
                         full = expanded.get(url)
                         if full is None:
                             full = expanded[url] = sys.intern(_expand(url, templates))
-                        position = array.urls.get(full)
+                        position = chunks.urls.get(full)
                         if position is None:
-                            position = array.urls[full] = len(array.urls)
-                        array.coords.append(coords)
-                        array.url_index.append(position)
-                        array.offsets.append(offset)
-                        array.sizes.append(size)
+                            position = chunks.urls[full] = len(chunks.urls)
+                        if rank == 1:
+                            chunks.coords.append(coords)  # type: ignore[arg-type]
+                        else:
+                            chunks.coords.extend(coords)  # type: ignore[arg-type]
+                        chunks.url_index.append(position)
+                        chunks.offsets.append(offset)
+                        chunks.sizes.append(size)
                         if run == head and order:
                             order[-1][1] += 1
                         else:
@@ -210,9 +217,9 @@ def _listed_refs(
     """Columns of the arrays with many listed chunks; the chunks of the others join ``other``
     in file order. A plain dict when no array has many."""
     columns: dict[str, ChunkColumns] = {}
-    for path, array in listed.items():
-        if len(array.offsets) >= MIN_COLUMN_CHUNKS:
-            columns[path] = _columns(path, array)
+    for path, chunks in listed.items():
+        if len(chunks.offsets) >= MIN_COLUMN_CHUNKS:
+            columns[path] = _columns(path, chunks)
     if len(columns) == len(listed):
         segments: list[tuple[str | None, int, int]] = []
         starts = dict.fromkeys(listed, 0)
@@ -247,31 +254,31 @@ def _listed_refs(
     return ListedRefs(merged, columns, segments)
 
 
-def _listed_items(path: str, array: _Listed, start: int, stop: int) -> Iterator[tuple[str, Ref]]:
+def _listed_items(path: str, chunks: _Listed, start: int, stop: int) -> Iterator[tuple[str, Ref]]:
     prefix = f"{path}/c/" if path else "c/"
-    urls = list(array.urls)
+    urls = list(chunks.urls)
+    rank = chunks.rank
     for i in range(start, stop):
-        coords = array.coords[i]
-        tail = str(coords) if type(coords) is int else "/".join(map(str, coords))
+        tail = "/".join(map(str, chunks.coords[i * rank : (i + 1) * rank]))
         yield (
             prefix + tail,
-            checked_file_ref(urls[array.url_index[i]], array.offsets[i], array.sizes[i]),
+            checked_file_ref(urls[chunks.url_index[i]], chunks.offsets[i], chunks.sizes[i]),
         )
 
 
-def _columns(path: str, array: _Listed) -> ChunkColumns:
-    n = len(array.offsets)
-    coords = np.array(array.coords, dtype=np.int64).reshape(n, array.rank)
-    sizes = np.array(array.sizes, dtype=np.int64)
+def _columns(path: str, chunks: _Listed) -> ChunkColumns:
+    n = len(chunks.offsets)
+    coords = np.frombuffer(chunks.coords, dtype=np.int64).reshape(n, chunks.rank)
+    sizes = np.frombuffer(chunks.sizes, dtype=np.int64)
     if int(sizes.max()) < 2**32:
         sizes = sizes.astype(np.uint32)
-    index_type = np.uint8 if len(array.urls) <= 256 else np.uint32
+    index_type = np.uint8 if len(chunks.urls) <= 256 else np.uint32
     return ChunkColumns(
         path=path,
         coords=coords,
-        urls=list(array.urls),
-        url_index=np.array(array.url_index, dtype=index_type),
-        offsets=np.array(array.offsets, dtype=np.int64),
+        urls=list(chunks.urls),
+        url_index=np.frombuffer(chunks.url_index, dtype=np.int64).astype(index_type),
+        offsets=np.frombuffer(chunks.offsets, dtype=np.int64),
         sizes=sizes,
     )
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.listed_refs import ListedRefs
 from shadowzarr_spec.model import (
     MISSING_CHUNK,
@@ -58,7 +59,8 @@ def rfs_to_json(
     document: dict[str, Any] = {"version": 1}
     if templates:
         document["templates"] = templates
-    document["refs"] = _encoded_refs(refs, by_url)
+    with paused_gc():
+        document["refs"] = _encoded_refs(refs, by_url)
     if gen:
         document["gen"] = [entry.to_json(by_url.get(entry.url)) for entry in gen]
     if not expand and rfs.indexes:
