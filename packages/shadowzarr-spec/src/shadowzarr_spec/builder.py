@@ -23,7 +23,7 @@ from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
-from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
 from shadowzarr_spec.metadata import (
     VLEN_BYTES,
     array_metadata,
@@ -419,7 +419,7 @@ class RfsBuilder:
                 else:
                     for coords, ref in segment.items():
                         refs[chunk_key(path, coords)] = ref
-            _note_run(runs, len(refs) - before)
+            note_dict_run(runs, len(refs) - before)
         if consolidate and "" in documents:
             order = [p for p in dict.fromkeys([*self._order, *documents]) if p in documents]
             documents[""] = {
@@ -429,7 +429,7 @@ class RfsBuilder:
         before = len(refs)
         for path, document in documents.items():
             refs[metadata_key(path)] = InlineRef(dumps_strict(document).encode("utf-8"))
-        _note_run(runs, len(refs) - before)
+        note_dict_run(runs, len(refs) - before)
         for path, _entry in self._gen:
             self._array(path)
         rfs = ReferenceFileSystem(
@@ -546,16 +546,6 @@ def _as_columns(path: str, array: _Array) -> ChunkColumns | None:
         offsets=block.offsets.copy(),
         sizes=block.sizes.copy(),
     )
-
-
-def _note_run(runs: list[tuple[str | None, int, int]], count: int) -> None:
-    """Count ``count`` more keys of the dict in the order of the keys."""
-    if not count:
-        return
-    if runs and runs[-1][0] is None:
-        runs[-1] = (None, runs[-1][1] + count, 0)
-    else:
-        runs.append((None, count, 0))
 
 
 def _node_path(path: str) -> str:

@@ -25,7 +25,7 @@ from shadowzarr_spec.model import FileRef, Ref, checked_file_ref
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ChunkColumns", "ListedRefs"]
+__all__ = ["ChunkColumns", "ListedRefs", "note_dict_run"]
 
 _DENSE_FACTOR = 4
 """A lookup table over the bounding box of the chunk coordinates is used while it has at most
@@ -258,15 +258,49 @@ class ListedRefs(MutableMapping[str, Ref]):
 
     # -- comparing, showing, pickling ------------------------------------------------------
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, ListedRefs) and self._same_layout(other):
+            return True  # (after a pickle round trip: no FileRef needs to be made)
         if isinstance(other, ListedRefs | dict):
             return len(self) == len(other) and dict(self.items()) == dict(other.items())
         return NotImplemented
+
+    def _same_layout(self, other: ListedRefs) -> bool:
+        """Whether ``other`` holds the same dict, columns and order (equal, but not only then)."""
+        if self._segments != other._segments or self._columns.keys() != other._columns.keys():
+            return False
+        if self._other != other._other:
+            return False
+        for path, mine in self._columns.items():
+            theirs = other._columns[path]
+            if mine is theirs:
+                continue
+            if mine.urls != theirs.urls or not all(
+                np.array_equal(a, b)
+                for a, b in (
+                    (mine.coords, theirs.coords),
+                    (mine.url_index, theirs.url_index),
+                    (mine.offsets, theirs.offsets),
+                    (mine.sizes, theirs.sizes),
+                )
+            ):
+                return False
+        return True
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         held = sum(len(c) for c in self._columns.values())
         return f"ListedRefs({len(self)} refs, {held} of them as columns)"
+
+
+def note_dict_run(segments: list[tuple[str | None, int, int]], count: int) -> None:
+    """Add ``count`` more keys of the dict to the order ``segments`` of a `ListedRefs`."""
+    if not count:
+        return
+    if segments and segments[-1][0] is None:
+        segments[-1] = (None, segments[-1][1] + count, 0)
+    else:
+        segments.append((None, count, 0))
 
 
 class _Items(ItemsView[str, Ref]):
