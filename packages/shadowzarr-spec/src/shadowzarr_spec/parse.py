@@ -137,7 +137,11 @@ def _parse_refs(
     order: list[list[Any]] = []  # [path or None, count]: runs of keys in file order
     expanded: dict[str, str] = {}  # a URL as written -> expanded and interned
     run: str | None = ""  # path of the current run ("" also names the root: start with a miss)
-    order_append = order.append
+    current: list[Any] = [None, 0]  # the last item of order
+    # The previous chunk's array and URL, for the common case of runs of both.
+    chunks: _Listed | None = None
+    last_url: str | None = None
+    last_position = 0
     for key, value in raw_refs.items():
         if type(value) is list and len(value) == 3 and type(key) is str:
             url, offset, size = value
@@ -154,40 +158,58 @@ def _parse_refs(
                 head, found, tail = key.rpartition("/c/")
                 if not found and key.startswith("c/"):
                     head, found, tail = "", "c/", key[2:]
-                coords = _coords(tail) if found else None
+                coords: int | tuple[int, ...] | None = None
+                if not found:
+                    pass
+                elif (
+                    tail.isdigit()
+                    and tail.isascii()
+                    and len(tail) <= 18
+                    and (tail[0] != "0" or len(tail) == 1)
+                ):
+                    coords = int(tail)
+                else:
+                    coords = _coords(tail)
                 if coords is not None:
-                    rank = 1 if isinstance(coords, int) else len(coords)
-                    chunks = listed.get(head)
-                    if chunks is None:
-                        check_key(key)  # the array path, checked once: the rest is digits
-                        chunks = listed[head] = _Listed(rank)
+                    rank = 1 if type(coords) is int else len(coords)  # type: ignore[arg-type]
+                    if head != run or chunks is None:
+                        chunks = listed.get(head)
+                        if chunks is None:
+                            check_key(key)  # the array path, checked once: the rest is digits
+                            chunks = listed[head] = _Listed(rank)
+                        last_url = None
                     if chunks.rank == rank:
-                        full = expanded.get(url)
-                        if full is None:
-                            full = expanded[url] = sys.intern(_expand(url, templates))
-                        position = chunks.urls.get(full)
-                        if position is None:
-                            position = chunks.urls[full] = len(chunks.urls)
+                        if url != last_url:
+                            full = expanded.get(url)
+                            if full is None:
+                                full = expanded[url] = sys.intern(_expand(url, templates))
+                            position = chunks.urls.get(full)
+                            if position is None:
+                                position = chunks.urls[full] = len(chunks.urls)
+                            last_url, last_position = url, position
                         if rank == 1:
                             chunks.coords.append(coords)  # type: ignore[arg-type]
                         else:
                             chunks.coords.extend(coords)  # type: ignore[arg-type]
-                        chunks.url_index.append(position)
+                        chunks.url_index.append(last_position)
                         chunks.offsets.append(offset)
                         chunks.sizes.append(size)
                         if run == head and order:
-                            order[-1][1] += 1
+                            current[1] += 1
                         else:
-                            order_append([head, 1])
+                            current = [head, 1]
+                            order.append(current)
                             run = head
                         continue
         check_key(key)
         other[key] = parse_ref(key, value, templates)
         if run is None and order:
-            order[-1][1] += 1
+            current[1] += 1
         else:
-            order_append([None, 1])
+            current = [None, 1]
+            order.append(current)
             run = None
+            chunks = None
     if not listed:
         return other
     return _listed_refs(other, listed, order)
