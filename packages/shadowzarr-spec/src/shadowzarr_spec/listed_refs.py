@@ -1,10 +1,10 @@
 """ListedRefs: the ``refs`` of a reference file system, with listed chunks held as columns.
 
 A version-1 file lists every chunk as ``"a/c/i": [url, offset, size]``. Held as a dict of
-`FileRef` objects, each chunk costs about 230 bytes (key string, object, two integers, dict
-slot); a million chunks cost 230 MB. `ListedRefs` keeps the chunk references of each array as
-numpy columns instead (coordinates, an index into a table of URLs, offset, size: about 40 bytes
-a chunk) and everything else (metadata, inline data, whole-file references, keys that are not
+`FileRef` objects, each chunk costs about 175 bytes (key string, object, two integers, dict
+slot); a million chunks cost 175 MB. `ListedRefs` keeps the chunk references of each array as
+numpy columns instead (coordinates, an index into a table of URLs, offset, size: about 22 bytes
+a chunk, 4 more once a lookup table is made) and everything else (metadata, inline data, whole-file references, keys that are not
 canonical chunk keys) in a plain dict. It is a `MutableMapping` that behaves exactly like the
 dict it replaces: same keys in the same order, same values (a `FileRef` is made when a key is
 read), and any change to a chunk held in columns turns it back into that dict first.
