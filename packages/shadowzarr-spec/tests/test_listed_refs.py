@@ -224,3 +224,14 @@ def test_directories_written_from_columns_are_those_of_the_dict(
     reread = load_rfs(tmp_path / "listed")
     assert "a/c/0/0" not in reread.refs  # in the index now
     assert reread.refs["small/c/1"] == FileRef(URL, 5, 8)
+
+
+def test_chunks_of_a_grid_too_large_for_one_index_are_found() -> None:
+    """Coordinates whose grid has more cells than an int64 counts (hostile keys) still read."""
+    big = 10**17
+    document = document_of({f"a/c/{big + i}/{big - i}": ["{{u0}}", i, 1] for i in range(N)})
+    parsed = rfs_from_json(document).refs
+    assert isinstance(parsed, ListedRefs)
+    assert parsed[f"a/c/{big + 3}/{big - 3}"] == FileRef(URL, 3, 1)
+    assert f"a/c/{big + 3}/{big - 4}" not in parsed
+    assert parsed == one_at_a_time(document)

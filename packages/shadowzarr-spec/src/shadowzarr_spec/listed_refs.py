@@ -4,10 +4,11 @@ A version-1 file lists every chunk as ``"a/c/i": [url, offset, size]``. Held as 
 `FileRef` objects, each chunk costs about 175 bytes (key string, object, two integers, dict
 slot); a million chunks cost 175 MB. `ListedRefs` keeps the chunk references of each array as
 numpy columns instead (coordinates, an index into a table of URLs, offset, size: about 22 bytes
-a chunk, 4 more once a lookup table is made) and everything else (metadata, inline data, whole-file references, keys that are not
-canonical chunk keys) in a plain dict. It is a `MutableMapping` that behaves exactly like the
-dict it replaces: same keys in the same order, same values (a `FileRef` is made when a key is
-read), and any change to a chunk held in columns turns it back into that dict first.
+a chunk, 4 more once a lookup table is made) and everything else (metadata, inline data,
+whole-file references, keys that are not canonical chunk keys) in a plain dict. It is a
+`MutableMapping` that behaves exactly like the dict it replaces: same keys in the same order,
+same values (a `FileRef` is made when a key is read), and any change to a chunk held in columns
+turns it back into that dict first.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class ChunkColumns:
         if lookup[0] == "dense":
             found = int(lookup[2][linear])
             return found if found >= 0 else None
+        if lookup[0] == "dict":
+            return lookup[2].get(coords)  # type: ignore[no-any-return]
         ordered, order = lookup[2], lookup[3]
         at = int(np.searchsorted(ordered, linear))
         return int(order[at]) if at < len(ordered) and int(ordered[at]) == linear else None
@@ -103,6 +106,9 @@ class ChunkColumns:
         cells = 1
         for extent in shape:
             cells *= extent
+        if cells >= 2**62:  # a grid too large for one integer index (hostile keys)
+            rows = {tuple(row): i for i, row in enumerate(self.coords.tolist())}
+            return ("dict", shape, rows)
         if len(shape) > 1:
             linear = np.ravel_multi_index(tuple(self.coords.T), shape)
         else:
