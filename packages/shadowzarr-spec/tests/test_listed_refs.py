@@ -111,6 +111,11 @@ def test_changes_behave_as_on_a_dict() -> None:
         refs["a/c/3"] = InlineRef(b"chunk")  # a chunk held in columns, replaced in place
         del refs["a/c/4"]
     assert list(parsed.items()) == list(expected.items())
+    assert parsed.popitem() == expected.popitem()
+    assert list(reversed(parsed)) == list(reversed(expected))
+    assert list((parsed | {"x": InlineRef(b"")}).items()) == list(
+        (expected | {"x": InlineRef(b"")}).items()
+    )
     assert copy == one_at_a_time(document)  # the copy did not change
     assert pickle.loads(pickle.dumps(copy)) == copy
 

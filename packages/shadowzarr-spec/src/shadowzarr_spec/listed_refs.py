@@ -247,6 +247,26 @@ class ListedRefs(MutableMapping[str, Ref]):
         self._to_dict()
         del self._other[key]
 
+    def popitem(self) -> tuple[str, Ref]:
+        """The last key and its reference, removed (as ``dict.popitem``, not the first)."""
+        self._to_dict()
+        return self._other.popitem()
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self))
+
+    def __or__(self, other: Mapping[str, Ref]) -> ListedRefs:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: Mapping[str, Ref]) -> dict[str, Ref]:
+        return {**other, **dict(self.items())}
+
+    def __ior__(self, other: Mapping[str, Ref]) -> ListedRefs:
+        self.update(other)
+        return self
+
     def clear(self) -> None:
         self._other.clear()
         self._columns.clear()
