@@ -150,7 +150,7 @@ def tiff_file(work: Path) -> tuple[Path, np.ndarray]:
 
 
 def job_spec(work: Path) -> None:
-    """Build, write (a directory and one JSON) and load references: numpy and numcodecs only."""
+    """Build, write (a directory and one JSON) and load references: numpy, numcodecs, msgspec."""
     absent("zarr", *GENERATORS)
     from shadowzarr_spec import load_rfs, rfs_to_json, write_rfs
 

@@ -23,6 +23,7 @@ from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
 from shadowzarr_spec.metadata import (
     VLEN_BYTES,
     array_metadata,
@@ -386,6 +387,8 @@ class RfsBuilder:
         """Validate and return the reference file system."""
         self._add_missing_parents()
         refs: dict[str, Ref] = {}
+        columns: dict[str, ChunkColumns] = {}
+        runs: list[tuple[str | None, int, int]] = []  # order of the keys, as ListedRefs keeps it
         documents: dict[str, dict[str, Any]] = {}
         for path, attributes in self._groups.items():
             documents[path] = group_metadata(encode_attributes(attributes))
@@ -404,24 +407,33 @@ class RfsBuilder:
                 attributes=encode_attributes(array.attributes),
                 dimension_names=array.dimension_names,
             )
+            held = _as_columns(path, array)
+            if held is not None:
+                columns[path] = held
+                runs.append((path, 0, len(held)))
+                continue
+            before = len(refs)
             for segment in array.segments:
                 if isinstance(segment, _ChunkBlock):
                     refs.update(segment.refs(path))
                 else:
                     for coords, ref in segment.items():
                         refs[chunk_key(path, coords)] = ref
+            note_dict_run(runs, len(refs) - before)
         if consolidate and "" in documents:
             order = [p for p in dict.fromkeys([*self._order, *documents]) if p in documents]
             documents[""] = {
                 **documents[""],
                 "consolidated_metadata": _consolidated(documents, order),
             }
+        before = len(refs)
         for path, document in documents.items():
             refs[metadata_key(path)] = InlineRef(dumps_strict(document).encode("utf-8"))
+        note_dict_run(runs, len(refs) - before)
         for path, _entry in self._gen:
             self._array(path)
         rfs = ReferenceFileSystem(
-            refs=refs,
+            refs=ListedRefs(refs, columns, runs) if columns else refs,
             gen=[entry for _, entry in self._gen],
             indexes=dict(self._indexes),
             selections=dict(self._selections),
@@ -469,7 +481,8 @@ class RfsBuilder:
             for axis, bound in enumerate(_gen_key_bounds(entry, path)):
                 if bound is not None and bound >= (grid[axis] if grid else 1):
                     raise BuilderError(
-                        f"array {path!r}: gen entry {entry.key!r} reaches beyond the chunk grid {grid}"
+                        f"array {path!r}: gen entry {entry.key!r} reaches beyond the chunk "
+                        f"grid {grid}"
                     )
         selection = self._selections.get(path)
         if selection is not None:
@@ -506,6 +519,33 @@ def columns_selection(
         else:
             keep.append([start, start + itemsize])
     return n_columns * itemsize, keep
+
+
+MIN_COLUMN_CHUNKS = 64
+"""Arrays with at least this many chunks from one `RfsBuilder.add_chunks` call keep them as
+columns in the built references (see `shadowzarr_spec.listed_refs`)."""
+
+
+def _as_columns(path: str, array: _Array) -> ChunkColumns | None:
+    """The array's chunks as columns when they all came from one `add_chunks` call of many
+    distinct chunks (what a generator of a large array does); else None."""
+    if len(array.segments) != 1 or not isinstance(array.segments[0], _ChunkBlock):
+        return None
+    block = array.segments[0]
+    n = len(block.offsets)
+    if n < MIN_COLUMN_CHUNKS or block.coords.shape[1] == 0:
+        return None
+    linear = np.ravel_multi_index(tuple(block.coords.T), array.grid)
+    if len(np.unique(linear)) != n:
+        return None  # a chunk added twice: the dict's rule (the last wins, first place) applies
+    return ChunkColumns(
+        path=path,
+        coords=block.coords.copy(),  # copies: the caller may reuse its arrays after the build
+        urls=[block.url],
+        url_index=np.zeros(n, dtype=np.uint8),
+        offsets=block.offsets.copy(),
+        sizes=block.sizes.copy(),
+    )
 
 
 def _node_path(path: str) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -20,10 +21,12 @@ from shadowzarr_spec.chunk_index import (
     new_index_table,
 )
 from shadowzarr_spec.errors import ReferenceFormatError, SourceError, SourceNotFoundError
+from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.index_layout import IndexArrayLayout
-from shadowzarr_spec.json_text import dumps_strict, parse_json
+from shadowzarr_spec.json_text import dumps_reference_document, parse_json
 from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
-from shadowzarr_spec.model import FileRef, IndexRef, ReferenceFileSystem
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
+from shadowzarr_spec.model import FileRef, IndexRef, Ref, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
 
@@ -50,7 +53,7 @@ def write_rfs(
     if target.suffix == ".json":
         rfs = _with_loaded_indexes(rfs)
         document = rfs_to_json(rfs, expand=True)
-        _atomic_write_text(target, dumps_strict(document))
+        _atomic_write_bytes(target, dumps_reference_document(document))
         return target
     return _write_directory(rfs, target, chunk_index_threshold)
 
@@ -80,10 +83,10 @@ def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSy
         refs_path = local
         base = local.parent
     try:
-        raw = refs_path.read_bytes()
+        document = parse_json(refs_path.read_bytes())  # the text is freed once parsed
     except FileNotFoundError:
         raise SourceNotFoundError(f"no reference file at {refs_path}") from None
-    return rfs_from_json(parse_json(raw), base=str(base.resolve()))
+    return rfs_from_json(document, base=str(base.resolve()))
 
 
 def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
@@ -140,7 +143,7 @@ def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | No
             _write_index_array(staging / relative, table)
             index_paths[array_path] = relative
         document = rfs_to_json(rfs, index_paths=index_paths)
-        (staging / REFS_FILE).write_text(dumps_strict(document), encoding="utf-8")
+        (staging / REFS_FILE).write_bytes(dumps_reference_document(document))
         _replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -173,24 +176,36 @@ def _indexed(rfs: ReferenceFileSystem, threshold: int | None) -> ReferenceFileSy
     """Move the listed chunks of arrays above the threshold into index tables."""
     if threshold is None:
         return rfs
-    # Per array: the keys, coordinates, offsets, sizes and URLs of its listed chunks.
+    held = rfs.refs.columns if isinstance(rfs.refs, ListedRefs) else {}
+    # Per array: the keys, coordinates, offsets, sizes and URLs of its listed chunks in the dict
+    # (and, for an array with chunks both there and in columns, those of its columns too).
     by_array: dict[str, tuple[list[str], list[tuple[int, ...]], list[int], list[int], set[str]]]
     by_array = {}
-    for key, ref in rfs.refs.items():
-        if not isinstance(ref, FileRef) or ref.offset is None:
-            continue
-        split = array_of_chunk_key(key)
-        if split is None:
-            continue
-        found = by_array.get(split[0])
-        if found is None:
-            found = by_array[split[0]] = ([], [], [], [], set())
-        found[0].append(key)
-        found[1].append(split[1])
-        found[2].append(ref.offset)
-        found[3].append(ref.size)  # type: ignore[arg-type]
-        found[4].add(ref.url)
+    with paused_gc():
+        for key, ref in _dict_items(rfs.refs):
+            if not isinstance(ref, FileRef) or ref.offset is None:
+                continue
+            split = array_of_chunk_key(key)
+            if split is None:
+                continue
+            found = by_array.get(split[0])
+            if found is None:
+                found = by_array[split[0]] = ([], [], [], [], set())
+            found[0].append(key)
+            found[1].append(split[1])
+            found[2].append(ref.offset)
+            found[3].append(ref.size)  # type: ignore[arg-type]
+            found[4].add(ref.url)
+        for path, found in by_array.items():
+            columns = held.get(path)
+            if columns is not None:
+                found[0].extend(columns.keys())
+                found[1].extend(map(tuple, columns.coords.tolist()))
+                found[2].extend(columns.offsets.tolist())
+                found[3].extend(columns.sizes.tolist())
+                found[4].update(columns.urls)
     moved: set[str] = set()
+    moved_columns: set[str] = set()
     indexes = dict(rfs.indexes)
     for path, (keys, coords, offsets, sizes, urls) in by_array.items():
         if len(keys) <= threshold or path in indexes or len(urls) != 1:
@@ -203,11 +218,53 @@ def _indexed(rfs: ReferenceFileSystem, threshold: int | None) -> ReferenceFileSy
         table[(*where, 0)] = np.asarray(offsets, dtype=np.uint64)
         table[(*where, 1)] = np.asarray(sizes, dtype=np.uint64)
         moved.update(keys)
+        if path in held:
+            moved_columns.add(path)
         indexes[path] = IndexRef(url=urls.pop(), table=table)
-    if not moved:
+    for path, columns in held.items():  # arrays whose listed chunks are all in columns
+        if path in by_array or len(columns) <= threshold or path in indexes:
+            continue
+        if len(columns.urls) != 1 or (info := array_info(rfs, path)) is None:
+            continue
+        table = new_index_table(info.grid)
+        where = tuple(columns.coords.T)
+        table[(*where, 0)] = columns.offsets.astype(np.uint64)
+        table[(*where, 1)] = columns.sizes.astype(np.uint64)
+        moved_columns.add(path)
+        indexes[path] = IndexRef(url=columns.urls[0], table=table)
+    if not moved and not moved_columns:
         return dataclasses.replace(rfs, indexes=indexes)
-    refs = {key: ref for key, ref in rfs.refs.items() if key not in moved}
-    return dataclasses.replace(rfs, refs=refs, indexes=indexes)
+    return dataclasses.replace(rfs, refs=_without(rfs.refs, moved, moved_columns), indexes=indexes)
+
+
+def _dict_items(refs: Mapping[str, Ref]) -> Iterator[tuple[str, Ref]]:
+    """The references of ``refs`` that are not held in columns."""
+    if not isinstance(refs, ListedRefs):
+        yield from refs.items()
+        return
+    for run in refs.runs():
+        if isinstance(run, list):
+            yield from run
+
+
+def _without(
+    refs: MutableMapping[str, Ref], keys: set[str], arrays: set[str]
+) -> MutableMapping[str, Ref]:
+    """``refs`` without ``keys`` and without the columns of ``arrays``, in the same order."""
+    if not isinstance(refs, ListedRefs):
+        return {key: ref for key, ref in refs.items() if key not in keys}
+    other: dict[str, Ref] = {}
+    columns: dict[str, ChunkColumns] = {}
+    segments: list[tuple[str | None, int, int]] = []
+    for run in refs.runs():
+        if isinstance(run, list):
+            kept = [(key, ref) for key, ref in run if key not in keys]
+            other.update(kept)
+            note_dict_run(segments, len(kept))
+        elif run[0].path not in arrays:
+            columns[run[0].path] = run[0]
+            segments.append((run[0].path, run[1], run[2]))
+    return ListedRefs(other, columns, segments) if columns else other
 
 
 def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
@@ -220,12 +277,12 @@ def _with_loaded_indexes(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
     return dataclasses.replace(rfs, indexes=indexes)
 
 
-def _atomic_write_text(target: Path, text: str) -> None:
+def _atomic_write_bytes(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = _new_file(target.parent, f".{target.name}.")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)

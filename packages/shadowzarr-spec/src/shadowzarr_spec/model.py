@@ -7,6 +7,7 @@ file share one string.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -153,10 +154,12 @@ class ReferenceFileSystem:
     """A parsed reference file system.
 
     ``base`` is the folder (local path or URL) holding refs.json, against which index paths and
-    relative source paths are resolved; None for references built in memory.
+    relative source paths are resolved; None for references built in memory. ``refs`` is a
+    dict, or after parsing a file that lists many chunks a `~shadowzarr_spec.listed_refs.
+    ListedRefs`, which holds them as columns and behaves as that dict would.
     """
 
-    refs: dict[str, Ref] = field(default_factory=dict)
+    refs: MutableMapping[str, Ref] = field(default_factory=dict)
     gen: list[GenEntry] = field(default_factory=list)
     indexes: dict[str, IndexRef] = field(default_factory=dict)
     selections: dict[str, Selection] = field(default_factory=dict)

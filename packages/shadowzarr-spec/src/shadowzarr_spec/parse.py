@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import array
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
+
+import numpy as np
 
 from shadowzarr_spec.base64_text import decode_base64
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.gen import GenEntry
 from shadowzarr_spec.gen_expr import MAX_MAGNITUDE, expand_named_templates
 from shadowzarr_spec.json_text import json_integer
-from shadowzarr_spec.keys import check_key, check_relative_path
+from shadowzarr_spec.keys import MAX_KEY_LENGTH, check_key, check_relative_path
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs
 from shadowzarr_spec.model import (
     FileRef,
     IndexRef,
@@ -21,6 +28,7 @@ from shadowzarr_spec.model import (
     Selection,
     SourceInfo,
     UnsupportedDataset,
+    checked_file_ref,
 )
 
 __all__ = ["parse_ref", "rfs_from_json"]
@@ -53,10 +61,8 @@ def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem
     raw_refs = document.get("refs", {})
     if not isinstance(raw_refs, dict):
         raise ReferenceFormatError("'refs' must be an object")
-    refs: dict[str, Ref] = {}
-    for key, value in raw_refs.items():
-        check_key(key)
-        refs[key] = parse_ref(key, value, templates)
+    with paused_gc():
+        refs = _parse_refs(raw_refs, templates)
     raw_gen = document.get("gen", [])
     if not isinstance(raw_gen, list):
         raise ReferenceFormatError("'gen' must be a list")
@@ -98,7 +104,204 @@ def parse_ref(key: str, value: object, templates: Mapping[str, str]) -> Ref:
             )
         return FileRef(url, offset, size)
     raise ReferenceFormatError(
-        f"reference {key!r} must be a string, [url] or [url, offset, size], got {type(value).__name__}"
+        f"reference {key!r} must be a string, [url] or [url, offset, size], "
+        f"got {type(value).__name__}"
+    )
+
+
+MIN_COLUMN_CHUNKS = 64
+"""Arrays with fewer listed chunks keep them in the dict of `ListedRefs`."""
+
+
+@dataclass(slots=True)
+class _Listed:
+    """The chunks of one array met so far, in growing arrays (columns at the end)."""
+
+    rank: int
+    coords: array.array[int] = field(default_factory=lambda: array.array("q"))
+    """Rank 1: one coordinate per chunk; else ``rank`` per chunk, flat."""
+    url_index: array.array[int] = field(default_factory=lambda: array.array("q"))
+    offsets: array.array[int] = field(default_factory=lambda: array.array("q"))
+    sizes: array.array[int] = field(default_factory=lambda: array.array("q"))
+    urls: dict[str, int] = field(default_factory=dict)
+
+
+def _parse_refs(
+    raw_refs: dict[str, Any], templates: Mapping[str, str]
+) -> dict[str, Ref] | ListedRefs:
+    """Every entry of ``refs``: chunk references ``[url, offset, size]`` under canonical chunk
+    keys go to columns; any other entry, or one that may be invalid, takes `parse_ref`'s path
+    (with `check_key` first), so values and errors are those of parsing one entry at a time."""
+    other: dict[str, Ref] = {}
+    listed: dict[str, _Listed] = {}
+    order: list[list[Any]] = []  # [path or None, count]: runs of keys in file order
+    expanded: dict[str, str] = {}  # a URL as written -> expanded and interned
+    run: str | None = ""  # path of the current run ("" also names the root: start with a miss)
+    current: list[Any] = [None, 0]  # the last item of order
+    # The previous chunk's array and URL, for the common case of runs of both.
+    chunks: _Listed | None = None
+    last_url: str | None = None
+    last_position = 0
+    for key, value in raw_refs.items():
+        if type(value) is list and len(value) == 3 and type(key) is str:
+            url, offset, size = value
+            if (
+                type(offset) is int
+                and type(size) is int
+                and type(url) is str
+                and url
+                and offset >= 0
+                and size >= 0
+                and offset + size <= MAX_MAGNITUDE
+                and len(key) <= MAX_KEY_LENGTH
+            ):
+                head, found, tail = key.rpartition("/c/")
+                if not found and key.startswith("c/"):
+                    head, found, tail = "", "c/", key[2:]
+                coords: int | tuple[int, ...] | None = None
+                if not found:
+                    pass
+                elif (
+                    tail.isdigit()
+                    and tail.isascii()
+                    and len(tail) <= 18
+                    and (tail[0] != "0" or len(tail) == 1)
+                ):
+                    coords = int(tail)
+                else:
+                    coords = _coords(tail)
+                if coords is not None:
+                    rank = 1 if type(coords) is int else len(coords)  # type: ignore[arg-type]
+                    if head != run or chunks is None:
+                        chunks = listed.get(head)
+                        if chunks is None:
+                            check_key(key)  # the array path, checked once: the rest is digits
+                            chunks = listed[head] = _Listed(rank)
+                        last_url = None
+                    if chunks.rank == rank:
+                        if url != last_url:
+                            full = expanded.get(url)
+                            if full is None:
+                                full = expanded[url] = sys.intern(_expand(url, templates))
+                            position = chunks.urls.get(full)
+                            if position is None:
+                                position = chunks.urls[full] = len(chunks.urls)
+                            last_url, last_position = url, position
+                        if rank == 1:
+                            chunks.coords.append(coords)  # type: ignore[arg-type]
+                        else:
+                            chunks.coords.extend(coords)  # type: ignore[arg-type]
+                        chunks.url_index.append(last_position)
+                        chunks.offsets.append(offset)
+                        chunks.sizes.append(size)
+                        if run == head and order:
+                            current[1] += 1
+                        else:
+                            current = [head, 1]
+                            order.append(current)
+                            run = head
+                        continue
+        check_key(key)
+        other[key] = parse_ref(key, value, templates)
+        if run is None and order:
+            current[1] += 1
+        else:
+            current = [None, 1]
+            order.append(current)
+            run = None
+            chunks = None
+    if not listed:
+        return other
+    return _listed_refs(other, listed, order)
+
+
+def _coords(tail: str) -> int | tuple[int, ...] | None:
+    """The coordinates of a chunk key's tail (``"12"``, ``"0/3"``) if zarr would write it so."""
+    if tail.isdigit():
+        if tail.isascii() and len(tail) <= 18 and (tail[0] != "0" or len(tail) == 1):
+            return int(tail)
+        return None
+    parts = tail.split("/")
+    for part in parts:
+        if not (
+            part.isdigit()
+            and part.isascii()
+            and len(part) <= 18
+            and (part[0] != "0" or len(part) == 1)
+        ):
+            return None
+    return tuple(int(part) for part in parts)
+
+
+def _listed_refs(
+    other: dict[str, Ref], listed: dict[str, _Listed], order: list[list[Any]]
+) -> dict[str, Ref] | ListedRefs:
+    """Columns of the arrays with many listed chunks; the chunks of the others join ``other``
+    in file order. A plain dict when no array has many."""
+    columns: dict[str, ChunkColumns] = {}
+    for path, chunks in listed.items():
+        if len(chunks.offsets) >= MIN_COLUMN_CHUNKS:
+            columns[path] = _columns(path, chunks)
+    if len(columns) == len(listed):
+        segments: list[tuple[str | None, int, int]] = []
+        starts = dict.fromkeys(listed, 0)
+        for path, count in order:
+            if path is None:
+                segments.append((None, count, 0))
+            else:
+                segments.append((path, starts[path], starts[path] + count))
+                starts[path] += count
+        return ListedRefs(other, columns, segments)
+    # Some arrays stay in the dict: rebuild it in file order, their chunks as references.
+    merged: dict[str, Ref] = {}
+    others = iter(other.items())
+    segments = []
+    rows = dict.fromkeys(listed, 0)
+    for path, count in order:
+        if path is not None and path in columns:
+            segments.append((path, rows[path], rows[path] + count))
+            rows[path] += count
+            continue
+        if path is None:
+            merged.update(islice(others, count))
+        else:
+            merged.update(_listed_items(path, listed[path], rows[path], rows[path] + count))
+            rows[path] += count
+        if segments and segments[-1][0] is None:
+            segments[-1] = (None, segments[-1][1] + count, 0)
+        else:
+            segments.append((None, count, 0))
+    if not columns:
+        return merged
+    return ListedRefs(merged, columns, segments)
+
+
+def _listed_items(path: str, chunks: _Listed, start: int, stop: int) -> Iterator[tuple[str, Ref]]:
+    prefix = f"{path}/c/" if path else "c/"
+    urls = list(chunks.urls)
+    rank = chunks.rank
+    for i in range(start, stop):
+        tail = "/".join(map(str, chunks.coords[i * rank : (i + 1) * rank]))
+        yield (
+            prefix + tail,
+            checked_file_ref(urls[chunks.url_index[i]], chunks.offsets[i], chunks.sizes[i]),
+        )
+
+
+def _columns(path: str, chunks: _Listed) -> ChunkColumns:
+    n = len(chunks.offsets)
+    coords = np.frombuffer(chunks.coords, dtype=np.int64).reshape(n, chunks.rank)
+    sizes = np.frombuffer(chunks.sizes, dtype=np.int64)
+    if int(sizes.max()) < 2**32:
+        sizes = sizes.astype(np.uint32)
+    index_type = np.uint8 if len(chunks.urls) <= 256 else np.uint32
+    return ChunkColumns(
+        path=path,
+        coords=coords,
+        urls=list(chunks.urls),
+        url_index=np.frombuffer(chunks.url_index, dtype=np.int64).astype(index_type),
+        offsets=np.frombuffer(chunks.offsets, dtype=np.int64),
+        sizes=sizes,
     )
 
 

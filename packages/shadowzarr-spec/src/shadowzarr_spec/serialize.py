@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
 
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.gc_pause import paused_gc
+from shadowzarr_spec.listed_refs import ListedRefs
 from shadowzarr_spec.model import (
     MISSING_CHUNK,
     FileRef,
@@ -34,12 +36,13 @@ def rfs_to_json(
     ``expand`` lists every chunk of gen entries and chunk indexes in ``refs`` (a version 1 file
     any kerchunk reader opens); otherwise indexes are written as ``index_paths`` gives them.
     """
-    refs: dict[str, Ref] = dict(rfs.refs)
+    refs: MutableMapping[str, Ref] = rfs.refs
     gen = list(rfs.gen)
-    if expand:
+    if expand and (gen or rfs.indexes):
         total = sum(entry.count for entry in gen)
         if total > max_expanded:
             raise ReferenceFormatError(f"refusing to list {total} gen chunks in one JSON file")
+        refs = dict(refs.items())
         for entry in gen:
             refs.update(entry.items())
         gen = []
@@ -56,7 +59,8 @@ def rfs_to_json(
     document: dict[str, Any] = {"version": 1}
     if templates:
         document["templates"] = templates
-    document["refs"] = {key: encode_ref(ref, by_url) for key, ref in refs.items()}
+    with paused_gc():
+        document["refs"] = _encoded_refs(refs, by_url)
     if gen:
         document["gen"] = [entry.to_json(by_url.get(entry.url)) for entry in gen]
     if not expand and rfs.indexes:
@@ -118,9 +122,53 @@ def index_items(path: str, url: str, table: np.ndarray) -> Iterator[tuple[str, F
         yield prefix + name, checked_file_ref(url, offset, size)
 
 
-def _templates(refs: dict[str, Ref], *url_lists: list[str]) -> dict[str, str]:
+def _encoded_refs(refs: Mapping[str, Ref], by_url: dict[str, str]) -> dict[str, Any]:
+    """The ``refs`` object; chunks held as columns are encoded a column at a time."""
+    if not isinstance(refs, ListedRefs):
+        return {key: encode_ref(ref, by_url) for key, ref in refs.items()}
+    encoded: dict[str, Any] = {}
+    for run in refs.runs():
+        if isinstance(run, list):
+            encoded.update((key, encode_ref(ref, by_url)) for key, ref in run)
+            continue
+        columns, start, stop = run
+        urls = [by_url.get(url, url) for url in columns.urls]
+        values = [
+            [urls[u], offset, size]
+            for u, offset, size in zip(
+                columns.url_index[start:stop].tolist(),
+                columns.offsets[start:stop].tolist(),
+                columns.sizes[start:stop].tolist(),
+                strict=True,
+            )
+        ]
+        encoded.update(zip(columns.keys(start, stop), values, strict=True))
+    return encoded
+
+
+def _url_counts(refs: Mapping[str, Ref]) -> Counter[str]:
+    """How many references name each URL."""
+    if not isinstance(refs, ListedRefs):
+        return Counter(ref.url for ref in refs.values() if isinstance(ref, FileRef))
+    counts: Counter[str] = Counter()
+    for run in refs.runs():
+        if isinstance(run, list):
+            counts.update(ref.url for _, ref in run if isinstance(ref, FileRef))
+            continue
+        columns, start, stop = run
+        # In order of first use, as counting one reference at a time would meet them: the
+        # order breaks ties between template names.
+        found, first, n = np.unique(
+            columns.url_index[start:stop], return_index=True, return_counts=True
+        )
+        for i in np.argsort(first, kind="stable").tolist():
+            counts[columns.urls[int(found[i])]] += int(n[i])
+    return counts
+
+
+def _templates(refs: Mapping[str, Ref], *url_lists: list[str]) -> dict[str, str]:
     """Name every URL used more than once (or by gen/indexes) ``u0``, ``u1``, … by frequency."""
-    counts: Counter[str] = Counter(ref.url for ref in refs.values() if isinstance(ref, FileRef))
+    counts = _url_counts(refs)
     for urls in url_lists:
         for url in urls:
             if "{{" not in url:
