@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import InlineRef, ReferenceFileSystem, ReferenceFormatError, ShadowzarrError
-from shadowzarr_spec.keys import array_of_chunk_key, join
+from shadowzarr_spec.keys import array_of_chunk_key, chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
+from shadowzarr_store.grouped_view import GroupedView, GroupLayout, ShardIndex
 from shadowzarr_store.loop_shutdown import note_loop
+from shadowzarr_store.merge import gathered_reads
 from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
 from shadowzarr_store.missing_codecs import MissingCodecs
 from shadowzarr_store.options import StoreOptions
@@ -34,7 +37,7 @@ from shadowzarr_store.source_reader import SourceReader
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Iterator
+    from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 
     from shadowzarr_spec import GenEntry
     from zarr.abc.store import ByteRequest
@@ -48,6 +51,8 @@ MAX_LISTED_GEN_KEYS = 1 << 20
 """Most keys listed from a gen entry whose keys are not chunks inside an array's grid."""
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
+_SHARD_INDEXES_KEPT = 256
+"""Synthesized shard indexes kept per store (each at most 16 KiB)."""
 
 
 class RfsStore(Store):
@@ -91,6 +96,14 @@ class RfsStore(Store):
         zarr reads only the blocks a selection touches; an integer: blocks of about that many
         bytes, for chunks at least twice as large. Metadata and chunk values then differ from
         the stored ones, so code copying chunk bytes must leave it off.
+    grouped_view
+        ``"auto"`` (default): an array of many small chunks (under 256 KiB decoded) is shown
+        as shards of up to 1,024 of its stored chunks (about 4 MiB decoded), with an index
+        computed from the references, so that zarr asks for every chunk of a shard that a
+        selection touches at once and a read costs about one round trip whatever
+        ``async.concurrency`` is (see `shadowzarr_store.grouped_view`). An integer: shards of
+        about that many decoded bytes. 0 or False: chunks as stored. Values are the same either
+        way; keys and metadata differ, so code copying chunk bytes uses `stored_view`.
     allowed_urls
         URL prefixes (``["https://host/path/"]``, ``["s3://bucket/prefix/"]``) that every
         request, redirect hop and presigned URL must fall under, compared in whole path segments
@@ -157,6 +170,17 @@ class RfsStore(Store):
             if self._options.sharded_view
             else None
         )
+        sharded = self._view
+        self._groups = (
+            GroupedView(
+                self._rfs,
+                self._options.grouped_view,
+                skip=None if sharded is None else lambda path: sharded.layout(path) is not None,
+            )
+            if self._options.grouped_view
+            else None
+        )
+        self._shard_indexes: dict[str, ShardIndex] = {}
         self._sorted_keys: list[str] = []
         self._sorted_count = -1
 
@@ -177,12 +201,135 @@ class RfsStore(Store):
 
     # -- reading --------------------------------------------------------------------------------
 
+    def stored_view(self) -> RfsStore:
+        """This store with chunks and metadata exactly as stored (no grouped or sharded view):
+        for code that copies chunk bytes or reasons about stored chunks. It shares this store's
+        sessions, caches, chunk indexes and counters."""
+        if self._view is None and self._groups is None:
+            return self
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin._options = dataclasses.replace(self._options, sharded_view=0, grouped_view=0)
+        twin._view = twin._groups = None
+        twin._shard_indexes = {}
+        return twin
+
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
         if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
         note_loop(asyncio.get_running_loop())
+        if self._groups is not None and (group := self._group_of(key)) is not None:
+            return await self._get_grouped(key, group, prototype, byte_range)
+        return await self._get_stored(key, prototype, byte_range)
+
+    def _group_of(self, key: str) -> tuple[str, tuple[int, ...], GroupLayout] | None:
+        """(array, shard coordinates, layout) when ``key`` is a shard of the grouped view."""
+        split = array_of_chunk_key(key)
+        if split is None or self._groups is None:
+            return None
+        layout = self._groups.layout(split[0])
+        return None if layout is None else (split[0], split[1], layout)
+
+    async def _shard_index(
+        self, key: str, group: tuple[str, tuple[int, ...], GroupLayout]
+    ) -> ShardIndex:
+        """The synthesized index of shard ``key`` (kept: it is rebuilt from references)."""
+        found = self._shard_indexes.get(key)
+        if found is not None:
+            return found
+        path, shard, layout = group
+        keys = layout.inner_keys(path, shard)
+        lengths = await asyncio.gather(*(self._logical_length(k) for k in keys))
+        index = ShardIndex.build(keys, list(lengths))
+        if len(self._shard_indexes) >= _SHARD_INDEXES_KEPT:
+            self._shard_indexes.pop(next(iter(self._shard_indexes)))
+        self._shard_indexes[key] = index
+        return index
+
+    async def _logical_length(self, key: str | None) -> int | None:
+        """Bytes zarr would get for stored chunk ``key`` (None: not stored), without reading it
+        where the reference says (a whole-file reference of unknown size is read)."""
+        if key is None:
+            return None
+        value = await self._resolver.resolve(key)
+        match value:
+            case None:
+                return None
+            case InlineRef(data=inline):
+                return len(finish_inline(key, self._resolver.layout_of_key(key), inline, None))
+            case SourceValue(offset=None):
+                whole = await self._get_stored(key, default_buffer_prototype())
+                return None if whole is None else len(whole)
+            case SourceValue():
+                return plan_read(value, None).want
+        raise AssertionError("unreachable")
+
+    async def _get_grouped(
+        self,
+        key: str,
+        group: tuple[str, tuple[int, ...], GroupLayout],
+        prototype: BufferPrototype,
+        byte_range: ByteRequest | None,
+    ) -> Buffer | None:
+        """Bytes ``byte_range`` of a shard: the index, then its stored chunks' logical bytes,
+        each inner chunk read through `_get_stored` (checks, padding, caches as unsharded), all
+        at once so the merger can join them."""
+        self._missing_codecs.check_chunk(key)
+        self._gate.chunk_checks(key)  # a refused array's shards are refused too
+        index = await self._shard_index(key, group)
+        if index.empty:
+            return None
+        start, end = byte_window(byte_range, index.total)
+        head = index.index[start : min(end, len(index.index))]
+        reads = []
+        for inner, offset, length in zip(index.keys, index.offsets, index.lengths, strict=True):
+            if inner is None or offset + length <= start or offset >= end:
+                continue
+            a, b = max(start, offset) - offset, min(end, offset + length) - offset
+            reads.append((inner, None if (a, b) == (0, length) else RangeByteRequest(a, b)))
+        with gathered_reads():
+            parts = await asyncio.gather(
+                *(self._get_stored(inner, prototype, rng) for inner, rng in reads)
+            )
+        pieces: list[bytes | memoryview] = [head] if head else []
+        for (inner, _), part in zip(reads, parts, strict=True):
+            if part is None:
+                raise ReferenceFormatError(
+                    f"{self!r}: stored chunk {inner!r} of shard {key!r} vanished while read"
+                )
+            pieces.append(part.as_numpy_array().data)
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
+
+    async def get_ranges(
+        self,
+        key: str,
+        byte_ranges: Sequence[ByteRequest | None],
+        *,
+        prototype: BufferPrototype,
+        max_concurrency: int = 10,
+        max_gap_bytes: int = 1 << 20,
+        max_coalesced_bytes: int = 16 << 20,
+    ) -> AsyncIterator[Sequence[tuple[int, Buffer | None]]]:
+        """Every range at once, in one batch: the store's merger joins them (its own gap and
+        size limits), instead of zarr's coalescer sending ``max_concurrency`` at a time."""
+        with gathered_reads():
+            buffers = await asyncio.gather(
+                *(self.get(key, prototype, byte_range) for byte_range in byte_ranges)
+            )
+        if any(buffer is None for buffer in buffers):
+            raise BaseExceptionGroup(
+                f"get_ranges of {key!r}", [FileNotFoundError(f"{self!r}: no key {key!r}")]
+            )
+        yield list(enumerate(buffers))
+
+    async def _get_stored(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        """``key`` as stored (or as the sharded view shows it): the read path of every key
+        that is not a shard of the grouped view."""
         self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
         checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
         value = await self._resolver.resolve(key)
@@ -192,7 +339,7 @@ class RfsStore(Store):
             if isinstance(value, InlineRef):
                 # stand-ins for codecs this install lacks, before zarr or the gate parses it
                 self._missing_codecs.note_metadata(key, value.data)
-            value = InlineRef(self._gate.serve(key, value))
+            value = InlineRef(self._shown_metadata(key, self._gate.serve(key, value)))
         if self._view is not None:
             shown = await self._get_in_view(key, value, byte_range)
             if shown is not None:
@@ -233,17 +380,21 @@ class RfsStore(Store):
                 data = await self._read_plan(plan_read(value, byte_range), whole)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
 
+    def _shown_metadata(self, key: str, data: bytes) -> bytes:
+        """A ``zarr.json`` as the sharded and grouped views show it (others unchanged)."""
+        if not (key == "zarr.json" or key.endswith("/zarr.json")):
+            return data
+        if self._view is not None:
+            data = self._view.rewrite(key, data)
+        if self._groups is not None:
+            data = self._groups.rewrite(key, data)
+        return data
+
     async def _get_in_view(
         self, key: str, value: InlineRef | SourceValue, byte_range: ByteRequest | None
     ) -> bytes | memoryview | None:
         """The value of ``key`` in the sharded view; None when the view leaves it unchanged."""
         assert self._view is not None
-        if key == "zarr.json" or key.endswith("/zarr.json"):
-            if not isinstance(value, InlineRef):
-                return None
-            document = self._view.rewrite(key, value.data)
-            start, end = byte_window(byte_range, len(document))
-            return document[start:end]
         split = array_of_chunk_key(key)
         layout = None if split is None else self._view.layout(split[0])
         if layout is None:
@@ -301,16 +452,22 @@ class RfsStore(Store):
         )
 
     async def exists(self, key: str) -> bool:
+        if (group := self._group_of(key)) is not None:
+            return not (await self._shard_index(key, group)).empty
         return await self._resolver.resolve(key) is not None
 
     async def getsize(self, key: str) -> int:
+        if (group := self._group_of(key)) is not None:
+            index = await self._shard_index(key, group)
+            if index.empty:
+                raise FileNotFoundError(key)
+            return index.total
         value = await self._resolver.resolve(key)
         match value:
             case None:
                 raise FileNotFoundError(key)
             case InlineRef() if is_metadata_key(key):
-                served = self._gate.serve(key, value)
-                return len(self._view.rewrite(key, served) if self._view is not None else served)
+                return len(self._shown_metadata(key, self._gate.serve(key, value)))
             case _ if (layout := self._view_layout(key)) is not None:
                 return layout.total
             case InlineRef(data=inline):
@@ -368,6 +525,28 @@ class RfsStore(Store):
             yield key
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        if self._groups is None:
+            async for key in self._stored_keys(prefix):
+                yield key
+            return
+        # Keys as the grouped view shows them: one shard key for its stored chunks. A prefix
+        # inside a grouped array's chunks is listed from all of them, then filtered.
+        inside = self._group_of(prefix.rstrip("/") or "-")
+        scan = join(inside[0], "c") + "/" if inside is not None else prefix
+        shards: set[str] = set()
+        async for key in self._stored_keys(scan):
+            group = self._group_of(key)
+            if group is not None:
+                path, coords, layout = group
+                key = chunk_key(path, layout.shard_of(coords))
+                if key in shards:
+                    continue
+                shards.add(key)
+            if key.startswith(prefix):
+                yield key
+
+    async def _stored_keys(self, prefix: str) -> AsyncIterator[str]:
+        """Every stored key starting with ``prefix`` (refs, then gen, then chunk indexes)."""
         keys = self._keys()
         for position in range(bisect.bisect_left(keys, prefix), len(keys)):
             if not keys[position].startswith(prefix):
@@ -390,6 +569,11 @@ class RfsStore(Store):
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         base = prefix.rstrip("/")
         start = f"{base}/" if base else ""
+        if self._groups is not None and self._group_of(base or "-") is not None:
+            names = {key[len(start) :].split("/", 1)[0] async for key in self.list_prefix(start)}
+            for name in sorted(names):
+                yield name
+            return
         names: set[str] = set()
         keys = self._keys()
         position = bisect.bisect_left(keys, start)
