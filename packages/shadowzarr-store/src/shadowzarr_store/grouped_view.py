@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
-from shadowzarr_spec.keys import chunk_key
 
 __all__ = [
     "AUTO_SHARD_BYTES",
@@ -78,18 +77,17 @@ class GroupLayout:
         """The shard holding stored chunk ``coords``."""
         return tuple(c // f for c, f in zip(coords, self.factors, strict=True))
 
-    def inner_keys(self, path: str, shard: tuple[int, ...]) -> list[str | None]:
-        """The stored chunk key of each inner chunk of ``shard`` in C order (None: outside the
-        stored grid, or ``shard`` is not in the view's grid)."""
+    def inner_chunks(self, shard: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+        """The stored chunk coordinates of each inner chunk of ``shard`` in C order (None:
+        outside the stored grid, or ``shard`` is not in the view's grid)."""
         if len(shard) != len(self.grid) or any(
             not 0 <= s * f < g for s, f, g in zip(shard, self.factors, self.grid, strict=True)
         ):
             return [None] * self.count
         ranges = [range(s * f, s * f + f) for s, f in zip(shard, self.factors, strict=True)]
+        grid = self.grid
         return [
-            chunk_key(path, coords)
-            if all(c < g for c, g in zip(coords, self.grid, strict=True))
-            else None
+            coords if all(c < g for c, g in zip(coords, grid, strict=True)) else None
             for coords in itertools.product(*ranges)
         ]
 
@@ -104,13 +102,17 @@ class ShardIndex:
     """0 for an inner chunk that is not stored."""
     index: bytes
     total: int
+    values: tuple[Any, ...] = ()
+    """Each inner chunk's resolved reference (so reading it does not resolve it again)."""
 
     @property
     def empty(self) -> bool:
         return not any(self.lengths)
 
     @classmethod
-    def build(cls, keys: list[str | None], lengths: list[int | None]) -> ShardIndex:
+    def build(
+        cls, keys: list[str | None], lengths: list[int | None], values: tuple[Any, ...] = ()
+    ) -> ShardIndex:
         table = np.full((len(keys), 2), EMPTY, dtype="<u8")
         position = 16 * len(keys)
         offsets: list[int] = []
@@ -125,6 +127,7 @@ class ShardIndex:
             lengths=tuple(n or 0 for n in lengths),
             index=table.tobytes(),
             total=position,
+            values=values,
         )
 
 

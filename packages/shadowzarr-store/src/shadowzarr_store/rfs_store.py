@@ -6,7 +6,7 @@ import asyncio
 import bisect
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from shadowzarr_spec import InlineRef, ReferenceFileSystem, ReferenceFormatError, ShadowzarrError
@@ -51,6 +51,7 @@ MAX_LISTED_GEN_KEYS = 1 << 20
 """Most keys listed from a gen entry whose keys are not chunks inside an array's grid."""
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
+_UNRESOLVED = object()
 _SHARD_INDEXES_KEPT = 256
 """Synthesized shard indexes kept per store (each at most 16 KiB)."""
 
@@ -240,27 +241,33 @@ class RfsStore(Store):
         if found is not None:
             return found
         path, shard, layout = group
-        keys = layout.inner_keys(path, shard)
-        lengths = await asyncio.gather(*(self._logical_length(k) for k in keys))
-        index = ShardIndex.build(keys, list(lengths))
+        chunks = layout.inner_chunks(shard)
+        if not any(chunks):
+            keys: list[str | None] = [None] * len(chunks)
+            values: list[InlineRef | SourceValue | None] = [None] * len(chunks)
+        else:
+            keys, values = await self._resolver.resolve_chunks(path, chunks)
+        lengths = [await self._logical_length(k, v) for k, v in zip(keys, values, strict=True)]
+        index = ShardIndex.build(keys, lengths, tuple(values))
         if len(self._shard_indexes) >= _SHARD_INDEXES_KEPT:
             self._shard_indexes.pop(next(iter(self._shard_indexes)))
         self._shard_indexes[key] = index
         return index
 
-    async def _logical_length(self, key: str | None) -> int | None:
+    async def _logical_length(
+        self, key: str | None, value: InlineRef | SourceValue | None
+    ) -> int | None:
         """Bytes zarr would get for stored chunk ``key`` (None: not stored), without reading it
         where the reference says (a whole-file reference of unknown size is read)."""
-        if key is None:
-            return None
-        value = await self._resolver.resolve(key)
         match value:
             case None:
                 return None
             case InlineRef(data=inline):
+                assert key is not None
                 return len(finish_inline(key, self._resolver.layout_of_key(key), inline, None))
             case SourceValue(offset=None):
-                whole = await self._get_stored(key, default_buffer_prototype())
+                assert key is not None
+                whole = await self._get_stored(key, default_buffer_prototype(), None, value)
                 return None if whole is None else len(whole)
             case SourceValue():
                 return plan_read(value, None).want
@@ -281,27 +288,50 @@ class RfsStore(Store):
         index = await self._shard_index(key, group)
         if index.empty:
             return None
+        return await self._shard_range(key, index, prototype, byte_range)
+
+    async def _shard_range(
+        self,
+        key: str,
+        index: ShardIndex,
+        prototype: BufferPrototype,
+        byte_range: ByteRequest | None,
+    ) -> Buffer:
         start, end = byte_window(byte_range, index.total)
         head = index.index[start : min(end, len(index.index))]
         reads = []
-        for inner, offset, length in zip(index.keys, index.offsets, index.lengths, strict=True):
-            if inner is None or offset + length <= start or offset >= end:
+        first = max(bisect.bisect_right(index.offsets, start) - 1, 0)
+        for j in range(first, len(index.keys)):
+            inner, offset, length = index.keys[j], index.offsets[j], index.lengths[j]
+            if offset >= end:
+                break
+            if inner is None or offset + length <= start:
                 continue
             a, b = max(start, offset) - offset, min(end, offset + length) - offset
-            reads.append((inner, None if (a, b) == (0, length) else RangeByteRequest(a, b)))
+            whole = (a, b) == (0, length)
+            reads.append((inner, None if whole else RangeByteRequest(a, b), index.values[j]))
+        if len(reads) == 1 and not head:  # zarr's usual ask: one inner chunk, exactly
+            inner, rng, value = reads[0]
+            part = await self._get_stored(inner, prototype, rng, value)
+            if part is None:
+                raise self._vanished(inner, key)
+            return part
         with gathered_reads():
             parts = await asyncio.gather(
-                *(self._get_stored(inner, prototype, rng) for inner, rng in reads)
+                *(self._get_stored(inner, prototype, rng, value) for inner, rng, value in reads)
             )
         pieces: list[bytes | memoryview] = [head] if head else []
-        for (inner, _), part in zip(reads, parts, strict=True):
+        for (inner, _, _), part in zip(reads, parts, strict=True):
             if part is None:
-                raise ReferenceFormatError(
-                    f"{self!r}: stored chunk {inner!r} of shard {key!r} vanished while read"
-                )
+                raise self._vanished(inner, key)
             pieces.append(part.as_numpy_array().data)
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
+
+    def _vanished(self, inner: str, key: str) -> ReferenceFormatError:
+        return ReferenceFormatError(
+            f"{self!r}: stored chunk {inner!r} of shard {key!r} vanished while it was read"
+        )
 
     async def get_ranges(
         self,
@@ -315,10 +345,24 @@ class RfsStore(Store):
     ) -> AsyncIterator[Sequence[tuple[int, Buffer | None]]]:
         """Every range at once, in one batch: the store's merger joins them (its own gap and
         size limits), instead of zarr's coalescer sending ``max_concurrency`` at a time."""
+        group = self._group_of(key) if self._groups is not None else None
         with gathered_reads():
-            buffers = await asyncio.gather(
-                *(self.get(key, prototype, byte_range) for byte_range in byte_ranges)
-            )
+            if group is None:
+                buffers = await asyncio.gather(
+                    *(self.get(key, prototype, byte_range) for byte_range in byte_ranges)
+                )
+            else:  # a shard of the grouped view: its index once, then every range at once
+                note_loop(asyncio.get_running_loop())
+                self._missing_codecs.check_chunk(key)
+                self._gate.chunk_checks(key)
+                index = await self._shard_index(key, group)
+                buffers = (
+                    [None] * len(byte_ranges)
+                    if index.empty
+                    else await asyncio.gather(
+                        *(self._shard_range(key, index, prototype, r) for r in byte_ranges)
+                    )
+                )
         if any(buffer is None for buffer in buffers):
             raise BaseExceptionGroup(
                 f"get_ranges of {key!r}", [FileNotFoundError(f"{self!r}: no key {key!r}")]
@@ -326,13 +370,21 @@ class RfsStore(Store):
         yield list(enumerate(buffers))
 
     async def _get_stored(
-        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+        self,
+        key: str,
+        prototype: BufferPrototype,
+        byte_range: ByteRequest | None = None,
+        resolved: object = _UNRESOLVED,
     ) -> Buffer | None:
         """``key`` as stored (or as the sharded view shows it): the read path of every key
-        that is not a shard of the grouped view."""
+        that is not a shard of the grouped view (``resolved``: its reference, if known)."""
         self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
         checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
-        value = await self._resolver.resolve(key)
+        value = (
+            await self._resolver.resolve(key)
+            if resolved is _UNRESOLVED
+            else cast("InlineRef | SourceValue | None", resolved)
+        )
         if value is None:
             return None
         if is_metadata_key(key):
