@@ -72,11 +72,12 @@ def recording_values(start: int, stop: int, channels: int) -> np.ndarray:
 
 def write_files(www: Path, sizes: Sizes) -> None:
     with h5py.File(www / "table.h5", "w") as f:
-        f.create_dataset(
+        table = f.create_dataset(
             TABLE,
             data=table_values(sizes.table_rows, sizes.table_columns),
             chunks=sizes.table_chunk,
         )
+        table.dims[0].label, table.dims[1].label = "row", "column"  # xarray needs names
     samples = sizes.recording_seconds * SAMPLE_RATE
     with h5py.File(www / "recording.h5", "w") as f:
         data = f.create_dataset(

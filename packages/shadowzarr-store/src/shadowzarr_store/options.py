@@ -31,7 +31,7 @@ class StoreOptions:
     merge_window: float = 0.0
     local_cache: LocalCache | None = None
     memory_cache: MemoryCache | None = None
-    max_connections: int = 64
+    max_connections: int = 128
     timeout: float = 60.0
     deadline: float = 300.0
     retries: int = 5

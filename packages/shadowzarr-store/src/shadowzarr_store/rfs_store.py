@@ -77,7 +77,9 @@ class RfsStore(Store):
     local_cache, memory_cache
         A `LocalCache` (SQLite on disk) and/or a `MemoryCache` of source byte ranges.
     max_connections, timeout, deadline, retries, backoff, max_backoff
-        HTTP: connections per event loop, socket timeout in seconds, the most seconds one
+        HTTP: connections per event loop and host (128: S3-like servers answer one range per
+        request, and 1,000 scattered chunks took 13-14 waves at 128 against 24 at 64 and no
+        fewer at 256 on the single-range test server), socket timeout in seconds, the most seconds one
         request may take with its retries (``SourceTimeoutError`` after it; 300), retries of
         transient failures (resets, 5xx, short bodies, wrong Content-Range) with exponential
         backoff from ``backoff`` up to ``max_backoff`` seconds.
