@@ -128,8 +128,7 @@ class ChunkIndexReader:
             local = points - blocks * block_shape
             offsets = np.empty(len(inside), dtype=np.uint64)
             sizes = np.empty(len(inside), dtype=np.uint64)
-            names = {tuple(int(v) for v in row) for row in blocks}
-            for name in names:
+            for name in (tuple(int(v) for v in row) for row in np.unique(blocks, axis=0)):
                 pick = np.all(blocks == np.array(name), axis=1)
                 origin = tuple(n * b for n, b in zip(name, layout.chunk_shape, strict=False))
                 for k, out in ((0, offsets), (1, sizes)):

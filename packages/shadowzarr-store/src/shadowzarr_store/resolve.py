@@ -340,7 +340,8 @@ class Resolver:
     ) -> tuple[list[str | None], list[InlineRef | SourceValue | None]]:
         """The keys and `resolve` of many chunks of array ``path`` (None: no chunk), the chunk
         index read once for all of them."""
-        keys = [None if c is None else chunk_key(path, c) for c in chunks]
+        prefix = chunk_key(path, ()) + "/"
+        keys = [None if c is None else prefix + "/".join(map(str, c)) for c in chunks]
         refs: list[InlineRef | FileRef | None] = [None if k is None else self.find(k) for k in keys]
         if path in self._rfs.indexes and self._indexes is not None:
             wanted = [i for i, (c, r) in enumerate(zip(chunks, refs, strict=True)) if c and not r]

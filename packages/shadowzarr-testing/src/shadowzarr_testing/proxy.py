@@ -361,9 +361,10 @@ class LatencyProxy:
         Keys: ``method``, ``path``, ``query``, ``headers`` (every request header, names in lower
         case), ``range`` (or ``None``), ``status`` (``None`` when the connection was dropped
         before a status), ``bytes`` (body bytes sent), ``fault`` (kind or ``None``), ``route``
-        (``"proxy"``, ``"api"`` or ``"presigned"``), ``started`` (the proxy loop's clock, seconds),
-        ``duration`` (seconds; ``None`` while in flight), ``dropped`` (the proxy cut the connection), ``client_disconnected``. A request
-        is logged when it arrives, so in-flight requests appear with ``status`` ``None``.
+        (``"proxy"``, ``"api"`` or ``"presigned"``), ``started`` (the proxy loop's clock,
+        seconds), ``duration`` (seconds; ``None`` while in flight), ``dropped`` (the proxy cut
+        the connection), ``client_disconnected``. A request is logged when it arrives, so
+        in-flight requests appear with ``status`` ``None``.
         """
         with self._stats.lock:
             return [dict(entry) for entry in self._stats.log]
