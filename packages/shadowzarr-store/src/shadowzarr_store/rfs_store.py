@@ -627,8 +627,8 @@ class RfsStore(Store):
         base = prefix.rstrip("/")
         start = f"{base}/" if base else ""
         if self._groups is not None and self._group_of(base or "-") is not None:
-            names = {key[len(start) :].split("/", 1)[0] async for key in self.list_prefix(start)}
-            for name in sorted(names):
+            shards = {key[len(start) :].split("/", 1)[0] async for key in self.list_prefix(start)}
+            for name in sorted(shards):
                 yield name
             return
         names: set[str] = set()
