@@ -163,3 +163,43 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     assert len(asyncio.run(keys(stored))) == 20  # chunks 10-29
     assert asyncio.run(keys(store)) == ["sparse/c/0"]  # one shard of 256 stored chunks
     assert RfsStore(load_rfs(refs["table"]), grouped_view=False).options.grouped_view == 0
+
+
+def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+
+    store = RfsStore(generate_rfs(files / "table.h5", progress=False))
+    prototype = default_buffer_prototype()
+
+    async def check() -> None:
+        whole = (await store.get("sparse/c/0", prototype)).to_bytes()
+        assert len(whole) == await store.getsize("sparse/c/0")
+        assert await store.exists("sparse/c/0")
+        index = np.frombuffer(whole[: 16 * 256], "<u8").reshape(256, 2)
+        assert (index[:10] == 2**64 - 1).all()  # never written: the empty marker
+        assert index[10].tolist() == [16 * 256, 64]  # chunk 10, 64 bytes, right after the index
+        assert (
+            whole[int(index[10, 0]) : int(index[10, 0]) + 64]
+            == np.arange(16, dtype="<i4").tobytes()
+        )
+        for request, expected in (
+            (RangeByteRequest(4090, 4200), whole[4090:4200]),
+            (OffsetByteRequest(5000), whole[5000:]),
+            (SuffixByteRequest(100), whole[-100:]),
+            (RangeByteRequest(0, 16 * 256), whole[: 16 * 256]),
+        ):
+            assert (await store.get("sparse/c/0", prototype, request)).to_bytes() == expected
+        batches = [
+            b
+            async for b in store.get_ranges(
+                "sparse/c/0",
+                [RangeByteRequest(4096, 4160), RangeByteRequest(4160, 4224)],
+                prototype=prototype,
+            )
+        ]
+        assert [[(i, buf.to_bytes()) for i, buf in batch] for batch in batches] == [
+            [(0, whole[4096:4160]), (1, whole[4160:4224])]
+        ]
+
+    asyncio.run(check())
