@@ -34,6 +34,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         d.dims[0].label, d.dims[1].label = "row", "column"
         sparse = f.create_dataset("sparse", (4096,), "<i4", chunks=(16,), fillvalue=-7)
         sparse[160:480] = np.arange(320)  # chunks 10-29 written, the others never
+        wide = f.create_dataset("sparse_indexed", (32768,), "<i4", chunks=(16,), fillvalue=-7)
+        wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk index, mostly never written
+        wide[24000:24176] = np.arange(176)
         f.create_dataset(
             "zipped", data=np.arange(8192, dtype="<i4"), chunks=(64,), compression="gzip"
         )
@@ -130,6 +133,10 @@ def test_missing_and_never_written_chunks_read_as_fill(files, served) -> None:
     _proxy, refs = served
     grouped = open_rfs(refs["table"])
     stored = open_rfs(refs["table"], grouped_view=0)
+    assert "sparse_indexed" in load_rfs(refs["table"]).indexes  # shard indexes from it
+    wide = _h5(files, "table", "sparse_indexed", ())
+    for selection in (slice(None), slice(150, 170), slice(16000, 24100), slice(23990, 24200)):
+        np.testing.assert_array_equal(grouped["sparse_indexed"][selection], wide[selection])
     expected = _h5(files, "table", "sparse", ())
     assert grouped["sparse"].metadata.codecs[0].__class__.__name__ == "ShardingCodec"
     for selection in ((), slice(0, 100), slice(150, 170), slice(3000, 4096), [0, 200, 4000]):

@@ -9,7 +9,13 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from shadowzarr_spec import InlineRef, ReferenceFileSystem, ReferenceFormatError, ShadowzarrError
+from shadowzarr_spec import (
+    MISSING_CHUNK,
+    InlineRef,
+    ReferenceFileSystem,
+    ReferenceFormatError,
+    ShadowzarrError,
+)
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
@@ -52,6 +58,7 @@ MAX_LISTED_GEN_KEYS = 1 << 20
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
 _UNRESOLVED = object()
+_MISSING_ENTRY = int(MISSING_CHUNK)
 _SHARD_INDEXES_KEPT = 256
 """Synthesized shard indexes kept per store (each at most 16 KiB)."""
 
@@ -184,6 +191,7 @@ class RfsStore(Store):
             else None
         )
         self._shard_indexes: dict[str, ShardIndex] = {}
+        self._index_only: dict[str, bool] = {}
         self._sorted_keys: list[str] = []
         self._sorted_count = -1
 
@@ -244,20 +252,62 @@ class RfsStore(Store):
             return found
         path, shard, layout = group
         chunks = layout.inner_chunks(shard)
-        if not any(chunks):
+        fast = await self._shard_index_from_chunk_index(path, chunks)
+        if fast is not None:
+            index = fast
+        elif not any(chunks):
             keys: list[str | None] = [None] * len(chunks)
             values: list[InlineRef | SourceValue | None] = [None] * len(chunks)
+            index = ShardIndex.build(keys, [None] * len(chunks), tuple(values))
         else:
             keys, values = await self._resolver.resolve_chunks(path, chunks)
-        lengths = [
-            await self._logical_length(k, v) if _needs_read(v) else _known_length(k, v, self)
-            for k, v in zip(keys, values, strict=True)
-        ]
-        index = ShardIndex.build(keys, lengths, tuple(values))
+            lengths = [
+                await self._logical_length(k, v) if _needs_read(v) else _known_length(k, v, self)
+                for k, v in zip(keys, values, strict=True)
+            ]
+            index = ShardIndex.build(keys, lengths, tuple(values))
         if len(self._shard_indexes) >= _SHARD_INDEXES_KEPT:
             self._shard_indexes.pop(next(iter(self._shard_indexes)))
         self._shard_indexes[key] = index
         return index
+
+    async def _shard_index_from_chunk_index(
+        self, path: str, chunks: list[tuple[int, ...] | None]
+    ) -> ShardIndex | None:
+        """The shard index straight from the chunk index's arrays (no object per chunk), for an
+        array whose every chunk reference is in its chunk index and has no selection; None
+        otherwise. Inner chunks are resolved again only when read."""
+        fast = self._index_only.get(path)
+        if fast is None:
+            fast = self._index_only[path] = self._chunk_index_only(path)
+        if fast is False or not any(chunks):
+            return None
+        first = chunk_key(path, (0,) * len(self._indexes.grid(path)))
+        chunk_layout = self._resolver.layout_of_key(first)
+        full = None if chunk_layout is None else chunk_layout.chunk_nbytes
+        where = [j for j, c in enumerate(chunks) if c is not None]
+        offsets, sizes = await self._indexes.entries(path, [chunks[j] or () for j in where])
+        present = ~((offsets == _MISSING_ENTRY) & (sizes == _MISSING_ENTRY))
+        keys: list[str | None] = [None] * len(chunks)
+        lengths: list[int | None] = [None] * len(chunks)
+        prefix = chunk_key(path, ()) + "/"
+        for j, stored, size in zip(where, present.tolist(), sizes.tolist(), strict=True):
+            if stored:
+                keys[j] = prefix + "/".join(map(str, chunks[j] or ()))
+                # an uncompressed chunk reads at its full size (padded); an over-long reference
+                # keeps its size here and fails when read, as unsharded
+                lengths[j] = full if full is not None and size <= full else size
+        return ShardIndex.build(keys, lengths, (_UNRESOLVED,) * len(chunks))
+
+    def _chunk_index_only(self, path: str) -> bool:
+        """Whether every chunk reference of ``path`` comes from its chunk index (no refs or gen
+        entry can override one, no selection applies)."""
+        if path not in self._rfs.indexes or self._rfs.gen or path in self._rfs.selections:
+            return False
+        prefix = chunk_key(path, ()) + "/"
+        keys = self._keys()
+        position = bisect.bisect_left(keys, prefix)
+        return not (position < len(keys) and keys[position].startswith(prefix))
 
     async def _logical_length(
         self, key: str | None, value: InlineRef | SourceValue | None
