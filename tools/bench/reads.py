@@ -3,7 +3,9 @@
 Every reader opens afresh and reads one selection (cold), behind the latency proxy on the
 single-range server (20 ms per request, as S3 answers ranges). Rows: 20,000 rows of 1 and of 32
 columns of a table in 1 KiB chunks, 1 s of 1 and of 64 channels of an NWB-like recording in
-4 KiB chunks, and 1,000 scattered chunks of the table. Ours through ``open_rfs``,
+4 KiB chunks, the whole recording read in one go (against plain concurrent range requests of
+the file: the limit), 1,000 scattered chunks of the table, and a dask sum of the whole
+recording on dask.distributed (an in-process LocalCluster, 2 threads). Ours through ``open_rfs``,
 ``zarr.open_group(RfsStore)`` and xarray, with references remote (served next to the file) and
 at hand; peers: kerchunk + zarr, h5py + fsspec (read-ahead and block cache), and h5py + remfile
 and async-hdf5 where their environments are built (see venvs.py). Requests, round trips (waves
@@ -39,6 +41,8 @@ from venvs import peer_pythons
 SAMPLE_RATE = 30_000
 TABLE = "table"
 RECORDING = "acquisition/ElectricalSeries/data"
+SEQUENTIAL = "sequential read of"
+DASK_CASE = "dask sum on distributed"
 Read = Callable[[], np.ndarray]
 STORE_OPTIONS: dict[str, Any] = {}
 """`RfsStore` options of our readers (``--store-options``)."""
@@ -105,6 +109,7 @@ def write_references(www: Path, server: BenchServer) -> dict[str, Any]:
             "local": str(www / f"{name}.shadowzarr"),
             "kerchunk": kerchunk_refs(local, server.url(local.name)),
             "url": server.url(local.name),
+            "size": local.stat().st_size,
         }
     return out
 
@@ -124,6 +129,12 @@ def _ours_open_rfs(where: str) -> Opener:
     return read
 
 
+def _ours_dask_default(path: str, refs: dict[str, Any], sel: Selection) -> np.ndarray:
+    from shadowzarr_store import open_rfs
+
+    return _dask_sum(open_rfs(refs["remote"], **STORE_OPTIONS)[path], sel[1], chunks=None)
+
+
 def _ours_open_group(path: str, refs: dict[str, Any], sel: Selection) -> np.ndarray:
     import zarr
     from shadowzarr_store import RfsStore
@@ -136,10 +147,17 @@ def _ours_xarray(path: str, refs: dict[str, Any], sel: Selection) -> np.ndarray:
     import xarray as xr
 
     group, _, name = path.rpartition("/")
+    dask = isinstance(sel[0], str)
     dataset = xr.open_dataset(
-        refs["remote"], engine="shadowzarr", group=group or None, store_options=STORE_OPTIONS
+        refs["remote"],
+        engine="shadowzarr",
+        group=group or None,
+        store_options=STORE_OPTIONS,
     )
     variable = dataset[name].variable
+    if dask:
+        chunked = variable[sel[1]].chunk({variable.dims[0]: DASK_ROWS})
+        return np.asarray(chunked.data.sum(dtype="<i8").compute())
     if isinstance(sel[0], np.ndarray):  # pointwise: xarray's vectorised indexing
         return _vindex_xarray(variable, sel)
     return np.asarray(variable[sel].values)
@@ -155,7 +173,8 @@ def _vindex_xarray(variable: Any, sel: Selection) -> np.ndarray:
 
 
 def _kerchunk(path: str, refs: dict[str, Any], sel: Selection) -> np.ndarray:
-    return _select(kerchunk_group(refs["kerchunk"])[path], sel)
+    array = kerchunk_group(refs["kerchunk"])[path]
+    return _select(array, sel)
 
 
 def _h5py_fsspec(blockcache: bool) -> Opener:
@@ -165,6 +184,8 @@ def _h5py_fsspec(blockcache: bool) -> Opener:
         url = refs["url"]
         stream = h5py_blockcache_file(url) if blockcache else fsspec.open(url, "rb").open()
         dataset = h5py.File(stream, "r")[path]
+        if isinstance(sel[0], str):
+            raise _NotApplicable("an h5py dataset cannot be pickled into a distributed graph")
         if isinstance(sel[0], np.ndarray):  # h5py takes no pointwise selection: one at a time
             return np.array([dataset[int(r), int(c)] for r, c in zip(*sel, strict=True)])
         return np.asarray(dataset[sel])
@@ -172,7 +193,31 @@ def _h5py_fsspec(blockcache: bool) -> Opener:
     return read
 
 
+DASK_SUM = "dask sum"
+"""The first item of a selection asking for the sum of rows ``sel[1]`` on dask.distributed."""
+DASK_SECONDS = 3
+"""Seconds of the recording the dask case sums (3, so that the row of dask's default chunks,
+a task per stored chunk, stays within a minute)."""
+DASK_ROWS = SAMPLE_RATE
+"""Rows per dask task (1 s), the same for every reader; the row "dask's default chunks" takes
+``from_zarr``'s, which for a sharded array are zarr's inner (stored) chunks."""
+DEFAULT_CHUNKS = "dask's default chunks"
+
+
+def _dask_sum(array: Any, rows: slice, chunks: Any = "1 s") -> np.ndarray:
+    """Sum of ``array[rows]`` on the running client, a task per 1 s (or ``from_zarr``'s)."""
+    import dask.array as da
+
+    if chunks is None:
+        lazy = da.from_zarr(array)
+    else:
+        lazy = da.from_array(array, chunks=(DASK_ROWS, array.shape[1]), lock=False, asarray=True)
+    return np.asarray(lazy[rows].sum(dtype="<i8").compute())
+
+
 def _select(array: Any, sel: Selection) -> np.ndarray:
+    if isinstance(sel[0], str):  # DASK_SUM
+        return _dask_sum(array, sel[1])
     if isinstance(sel[0], np.ndarray):
         return np.asarray(array.vindex[sel])
     return np.asarray(array[sel])
@@ -188,7 +233,7 @@ class _VenvReader:
         self.how, self.scratch = how, scratch
 
     def __call__(self, path: str, refs: dict[str, Any], sel: Selection) -> np.ndarray:
-        if isinstance(sel[0], np.ndarray) or sel[1] is Ellipsis:
+        if isinstance(sel[0], np.ndarray | str) or sel[1] is Ellipsis:
             raise _NotApplicable("the worker reads row ranges of one column or all columns")
         self.peer.call(op="open", how=self.how, url=refs["url"])
         out = self.scratch / "peer-values.npy"
@@ -213,6 +258,7 @@ def readers(skip: tuple[str, ...], scratch: Path, build: bool) -> list[tuple[str
         ("shadowzarr open_rfs, refs at hand", True, _ours_open_rfs("local")),
         ("shadowzarr zarr.open_group(RfsStore), refs remote", True, _ours_open_group),
         ("shadowzarr xarray engine, refs remote", True, _ours_xarray),
+        (f"shadowzarr open_rfs, refs remote, {DEFAULT_CHUNKS}", True, _ours_dask_default),
         ("kerchunk + zarr (fsspec ReferenceFileSystem)", False, _kerchunk),
         ("h5py + fsspec HTTPFile", False, _h5py_fsspec(False)),
         ("h5py + fsspec blockcache", False, _h5py_fsspec(True)),
@@ -259,6 +305,9 @@ def cases(
         values = recording_values(rows.start, rows.stop, sizes.recording_channels)
         return values[:, col]
 
+    def recording_sum(sel: Selection) -> np.ndarray:
+        return np.asarray(recording_values(0, samples, sizes.recording_channels).sum(dtype="<i8"))
+
     return [
         (
             f"{n // 1000}k rows x 1 column, 1 KiB chunks",
@@ -289,11 +338,27 @@ def cases(
             recording,
         ),
         (
+            f"{SEQUENTIAL} {sizes.recording_seconds} s x {sizes.recording_channels} channels, "
+            "4 KiB chunks (whole data)",
+            "recording",
+            RECORDING,
+            lambda i: (slice(0, samples), slice(None)),
+            recording,
+        ),
+        (
             f"{count} scattered chunks (1 value each)",
             "table",
             TABLE,
             scattered,
             lambda sel: table[sel],
+        ),
+        (
+            f"{DASK_CASE} of {DASK_SECONDS} s x {sizes.recording_channels} channels, "
+            "4 KiB chunks, 1 s a task",
+            "recording",
+            RECORDING,
+            lambda i: (DASK_SUM, slice(0, DASK_SECONDS * SAMPLE_RATE)),
+            recording_sum,
         ),
     ]
 
@@ -337,11 +402,19 @@ def run(
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     chosen = readers(skip, scratch, build)
+    client = None
     try:
         for case, file, path, selection, expected in cases(sizes):
             if only and not any(word in case for word in only.split(",")):
                 continue
+            if case.startswith(DASK_CASE) and client is None:
+                client = _dask_client()
+            first = len(rows)
+            if case.startswith(SEQUENTIAL):
+                rows.append(_limit(server, case, refs[file], runs).to_json())
             for name, ours, reader in chosen:
+                if name.endswith(DEFAULT_CHUNKS) and not case.startswith(DASK_CASE):
+                    continue
                 row = Row("reads", case, name, ours=ours)
                 if isinstance(reader, str):
                     rows.append(not_run(row, reader).to_json())
@@ -353,11 +426,68 @@ def run(
                 except Exception as exc:  # a reader's own failure is a result
                     not_run(row, f"failed: {type(exc).__name__}: {str(exc)[:160]}")
                 rows.append(row.to_json())
+            if case.startswith(SEQUENTIAL):
+                _throughputs(rows[first:], refs[file]["size"])
     finally:
+        if client is not None:
+            client.close()
+            client.cluster.close()
         for _, _, reader in chosen:
             if isinstance(reader, _VenvReader):
                 reader.close()
     return rows
+
+
+def _dask_client() -> Any:
+    """dask.distributed in this process (2 worker threads: the box's cores), so our readers'
+    stores reach the tasks without pickling, as the threads of one worker share them."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None
+    )
+    client = Client(cluster)
+    import dask.array as da
+
+    da.ones(4, chunks=2).sum().compute()  # the first graph's start-up is no reader's
+    return client
+
+
+def _limit(server: BenchServer, case: str, refs: dict[str, Any], runs: int) -> Row:
+    """The whole file in plain concurrent range requests (8 MiB, 16 in flight): the bytes of
+    the sequential read at what the link and the server give (bench.py's limit row)."""
+    import asyncio
+
+    import aiohttp
+
+    url, size, step = refs["url"], refs["size"], 8 * 2**20
+
+    async def fetch_all() -> int:
+        limit = asyncio.Semaphore(16)
+        async with aiohttp.ClientSession() as session:
+
+            async def one(start: int) -> int:
+                async with limit:
+                    end = min(start + step, size) - 1
+                    async with session.get(url, headers={"Range": f"bytes={start}-{end}"}) as r:
+                        return len(await r.read())
+
+            return sum(await asyncio.gather(*(one(s) for s in range(0, size, step))))
+
+    row = Row("reads", case, "limit: plain concurrent range requests")
+    return measure(row, server, lambda: asyncio.run(fetch_all()), lambda n: n == size, runs=runs)
+
+
+def _throughputs(rows: list[dict[str, Any]], size: int) -> None:
+    """MB/s of the file's bytes and the share of the limit's, in each row's note."""
+    limit = rows[0]["seconds"] if rows and rows[0]["reader"].startswith("limit") else None
+    for row in rows:
+        if not row["seconds"]:
+            continue
+        note = f"{size / row['seconds'] / 1e6:.1f} MB/s"
+        if limit and not row["reader"].startswith("limit"):
+            note += f", {limit / row['seconds'] * 100:.0f}% of the limit"
+        row["note"] = "; ".join(n for n in (note, row["note"]) if n)
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -373,7 +503,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(
             f"  {row['reader']:<52} {row['seconds']:>7.3f}s {row['requests']:>8} "
             f"{row['round_trips'] if row['round_trips'] is not None else '-':>5} "
-            f"{row['bytes']:>11,} {row['equal']}"
+            f"{row['bytes']:>11,} {row['equal']} {row['note']}"
         )
 
 
