@@ -306,7 +306,9 @@ def cases(
         return values[:, col]
 
     def recording_sum(sel: Selection) -> np.ndarray:
-        return np.asarray(recording_values(0, samples, sizes.recording_channels).sum(dtype="<i8"))
+        rows = sel[1]
+        values = recording_values(rows.start, rows.stop, sizes.recording_channels)
+        return np.asarray(values.sum(dtype="<i8"))
 
     return [
         (
