@@ -354,6 +354,7 @@ class RfsStore(Store):
     ) -> Buffer:
         start, end = byte_window(byte_range, index.total)
         head = index.index[start : min(end, len(index.index))]
+        checks = self._gate.chunk_checks(key)  # the shard's array is its inner chunks' array
         reads = []
         first = max(bisect.bisect_right(index.offsets, start) - 1, 0)
         for j in range(first, len(index.keys)):
@@ -367,13 +368,16 @@ class RfsStore(Store):
             reads.append((inner, None if whole else RangeByteRequest(a, b), index.values[j]))
         if len(reads) == 1 and not head:  # zarr's usual ask: one inner chunk, exactly
             inner, rng, value = reads[0]
-            part = await self._get_stored(inner, prototype, rng, value)
+            part = await self._get_stored(inner, prototype, rng, value, checks)
             if part is None:
                 raise self._vanished(inner, key)
             return part
         with gathered_reads():
             parts = await asyncio.gather(
-                *(self._get_stored(inner, prototype, rng, value) for inner, rng, value in reads)
+                *(
+                    self._get_stored(inner, prototype, rng, value, checks)
+                    for inner, rng, value in reads
+                )
             )
         pieces: list[bytes | memoryview] = [head] if head else []
         for (inner, _, _), part in zip(reads, parts, strict=True):
@@ -430,11 +434,17 @@ class RfsStore(Store):
         prototype: BufferPrototype,
         byte_range: ByteRequest | None = None,
         resolved: object = _UNRESOLVED,
+        array_checks: object = _UNRESOLVED,
     ) -> Buffer | None:
         """``key`` as stored (or as the sharded view shows it): the read path of every key
-        that is not a shard of the grouped view (``resolved``: its reference, if known)."""
-        self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
-        checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
+        that is not a shard of the grouped view (``resolved``: its reference, if known;
+        ``array_checks``: its array's checks, if known, as for an inner chunk of a shard whose
+        array passed them: no key parsed again per inner chunk)."""
+        if array_checks is _UNRESOLVED:
+            self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
+            checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
+        else:
+            checks = cast("ArrayChecks | None", array_checks)
         value = (
             await self._resolver.resolve(key)
             if resolved is _UNRESOLVED
