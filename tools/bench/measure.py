@@ -38,6 +38,8 @@ class Row:
     runs: list[float] = field(default_factory=list)
     requests: int | None = None
     bytes: int | None = None
+    round_trips: int | None = None
+    """Waves of requests the server saw (see `LatencyProxy.round_trips`)."""
     peak_mb: float | None = None
     equal: bool | None = None
     not_run: str | None = None
@@ -139,6 +141,7 @@ def measure(
             if server is not None:  # before the check, whose own reads are not the run's
                 counts = server.counts()
                 row.requests, row.bytes = counts.requests, counts.bytes
+                row.round_trips = counts.round_trips
         equal = equal and bool(check(result))
     row.seconds = statistics.median(row.runs)
     row.equal = equal

@@ -31,7 +31,8 @@ with NginxServer(root) as nginx, LatencyProxy(
         if command[0] == "stats":
             proxy.wait_idle(timeout=60)
             print(json.dumps({"requests": proxy.requests, "bytes": proxy.bytes_sent(),
-                              "max_concurrent": proxy.max_concurrent}), flush=True)
+                              "max_concurrent": proxy.max_concurrent,
+                              "round_trips": proxy.round_trips()}), flush=True)
         elif command[0] == "reset":
             proxy.wait_idle(timeout=60)
             proxy.reset()
@@ -44,6 +45,8 @@ class ProxyCounts:
     requests: int
     bytes: int
     max_concurrent: int
+    round_trips: int = 0
+    """Waves of requests (`LatencyProxy.round_trips`)."""
 
 
 SERVER_KINDS = ("s3", "nginx")

@@ -409,7 +409,7 @@ def test_byte_range_past_the_end_of_a_short_slab_reads_as_fill(
 ) -> None:
     sources = write_sources(nginx_root / "data")
     write_reference_directory(sources, nginx_root / "refs.shadowzarr", nginx.url("data"))
-    store = RfsStore(load_rfs(nginx.url("refs.shadowzarr")))
+    store = RfsStore(load_rfs(nginx.url("refs.shadowzarr")), grouped_view=0)  # stored keys
     whole = zarr.core.sync.sync(store.get("slabs/c/3/0", PROTOTYPE)).to_bytes()
     assert whole[800:] == np.full(800, -7, dtype="<i2").tobytes()  # 800 bytes left in the file
     for start, stop in ((1000, 1100), (790, 900), (2390, 2400)):

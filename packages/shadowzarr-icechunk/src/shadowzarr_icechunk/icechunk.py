@@ -369,7 +369,7 @@ async def _copy_native(
     from zarr.core.buffer import default_buffer_prototype
 
     prototype = default_buffer_prototype()
-    source = RfsStore(rfs)
+    source = RfsStore(rfs, grouped_view=0)  # the stored chunks' bytes, not shards of them
     limit = asyncio.Semaphore(NATIVE_WRITE_CONCURRENCY)
 
     async def copy(key: str) -> None:

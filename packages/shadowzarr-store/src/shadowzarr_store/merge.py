@@ -18,6 +18,8 @@ request, finishes early, and frees zarr's slots while the rest still streams.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, Protocol
@@ -28,17 +30,31 @@ from shadowzarr_spec import SourceError
 from shadowzarr_store.transport.coalesce import coalesce
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
     from shadowzarr_store.options import StoreOptions
     from shadowzarr_store.transport.stats import StoreStats
 
-__all__ = ["HEAD_START_BYTES", "RangeMerger", "Span", "head_start", "plan_runs"]
+__all__ = ["HEAD_START_BYTES", "RangeMerger", "Span", "gathered_reads", "head_start", "plan_runs"]
 
 HEAD_START_BYTES = 1024 * 1024
 """Throttled runs of at least twice this many bytes are split into a head start and the rest."""
 
 type Fetch = Callable[[str, int, int], Awaitable[bytes]]
+
+_GATHERED: ContextVar[bool] = ContextVar("shadowzarr_gathered_reads", default=False)
+
+
+@contextlib.contextmanager
+def gathered_reads() -> Iterator[None]:
+    """Reads started inside (and in tasks created inside) are issued together by the store
+    itself, not throttled by zarr: the queue waits for all of them (the next tick) instead of
+    flushing early at ``async.concurrency`` reads."""
+    token = _GATHERED.set(True)
+    try:
+        yield
+    finally:
+        _GATHERED.reset(token)
 
 
 class Span(Protocol):
@@ -105,7 +121,7 @@ class RangeMerger:
         self._pending.append(_Pending(url, start, end, future))
         self._outstanding += 1
         future.add_done_callback(self._finished)
-        if len(self._pending) >= int(zarr.config.get("async.concurrency")):
+        if not _GATHERED.get() and len(self._pending) >= int(zarr.config.get("async.concurrency")):
             self._flush()
         elif self._handle is None:
             window = self._options.merge_window

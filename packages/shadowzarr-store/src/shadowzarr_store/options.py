@@ -31,7 +31,7 @@ class StoreOptions:
     merge_window: float = 0.0
     local_cache: LocalCache | None = None
     memory_cache: MemoryCache | None = None
-    max_connections: int = 64
+    max_connections: int = 128
     timeout: float = 60.0
     deadline: float = 300.0
     retries: int = 5
@@ -46,6 +46,8 @@ class StoreOptions:
     max_chunk_bytes: int = 2 << 30
     """Most bytes one decoded chunk may hold; arrays with larger chunks are refused at open."""
     sharded_view: int | Literal["auto"] = 0
+    grouped_view: int | Literal["auto"] = "auto"
+    """Arrays of many small chunks shown as shards of them (see `grouped_view`); 0: off."""
     allowed_urls: tuple[str, ...] | None = None
     allow_local_files: bool | None = None
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
@@ -64,6 +66,15 @@ class StoreOptions:
         ):
             raise ValueError(
                 "sharded_view must be 0 (off), 'auto' or a target inner chunk size in bytes"
+            )
+        if isinstance(self.grouped_view, bool):  # True / False read naturally as on / off
+            object.__setattr__(self, "grouped_view", "auto" if self.grouped_view else 0)
+        if self.grouped_view != "auto" and (
+            not isinstance(self.grouped_view, int) or self.grouped_view < 0
+        ):
+            raise ValueError(
+                "grouped_view must be 0 (off), 'auto' or a target shard size in bytes, got "
+                f"{self.grouped_view!r}"
             )
         if self.max_chunk_bytes < 1:
             raise ValueError(f"max_chunk_bytes must be positive, got {self.max_chunk_bytes}")

@@ -122,6 +122,7 @@ class SelectionPlan:
 
 async def array_extents(store: RfsStore, path: str) -> list[ChunkExtent]:
     """Every stored chunk of array ``path`` that lives in a source file, by offset."""
+    store = store.stored_view()
     prefix = join(path, "c") + "/"
     extents = [
         extent
@@ -132,7 +133,9 @@ async def array_extents(store: RfsStore, path: str) -> list[ChunkExtent]:
 
 
 async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> SelectionPlan:
-    """The chunks, index chunks and merged requests of a cold read of ``selection``."""
+    """The chunks, index chunks and merged requests of a cold read of ``selection`` (of the
+    stored chunks: a grouped view reads the same chunks, in fewer waves)."""
+    store = store.stored_view()
     opened = await zarr.api.asynchronous.open_array(store=store, path=path, mode="r", zarr_format=3)
     keys = list(chunk_keys(zarr.Array(opened), selection))
     chunks: list[ChunkExtent] = []

@@ -29,7 +29,7 @@ from shadowzarr_spec import (
     SourceError,
     array_info,
 )
-from shadowzarr_spec.keys import array_of_chunk_key
+from shadowzarr_spec.keys import array_of_chunk_key, chunk_key
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.dtype import get_data_type_from_json
 
@@ -333,6 +333,30 @@ class Resolver:
             split = array_of_chunk_key(key)
             if split is not None and split[0] in self._rfs.indexes:
                 ref = await self._indexes.lookup(split[0], split[1])
+        return self._value(key, ref)
+
+    async def resolve_chunks(
+        self, path: str, chunks: list[tuple[int, ...] | None]
+    ) -> tuple[list[str | None], list[InlineRef | SourceValue | None]]:
+        """The keys and `resolve` of many chunks of array ``path`` (None: no chunk), the chunk
+        index read once for all of them."""
+        prefix = chunk_key(path, ()) + "/"
+        keys = [None if c is None else prefix + "/".join(map(str, c)) for c in chunks]
+        refs: list[InlineRef | FileRef | None] = [None if k is None else self.find(k) for k in keys]
+        if path in self._rfs.indexes and self._indexes is not None:
+            wanted = [i for i, (c, r) in enumerate(zip(chunks, refs, strict=True)) if c and not r]
+            coords = [chunks[i] or () for i in wanted]
+            for i, ref in zip(wanted, await self._indexes.lookup_many(path, coords), strict=True):
+                refs[i] = ref
+        layout = self.layout_of_key(chunk_key(path, (0,) * len(next(c for c in chunks if c))))
+        return keys, [
+            None if k is None else self._value(k, r, layout)
+            for k, r in zip(keys, refs, strict=True)
+        ]
+
+    def _value(
+        self, key: str, ref: InlineRef | FileRef | None, layout: object = None
+    ) -> InlineRef | SourceValue | None:
         if ref is None or isinstance(ref, InlineRef):
             return ref
         offset, size = ref.offset, ref.size
@@ -341,7 +365,8 @@ class Resolver:
             # A whole file of known size is a range like any other: partial reads stay partial.
             offset, size = 0, recorded.size
         file_size = recorded.size if recorded is not None else None
-        return SourceValue(key, ref.url, offset, size, self.layout_of_key(key), file_size)
+        shown = self.layout_of_key(key) if layout is None else layout
+        return SourceValue(key, ref.url, offset, size, shown, file_size)  # type: ignore[arg-type]
 
     def fill_of_key(self, key: str) -> bytes:
         """One fill element of the array holding chunk ``key`` (empty if unknown)."""

@@ -361,9 +361,10 @@ class LatencyProxy:
         Keys: ``method``, ``path``, ``query``, ``headers`` (every request header, names in lower
         case), ``range`` (or ``None``), ``status`` (``None`` when the connection was dropped
         before a status), ``bytes`` (body bytes sent), ``fault`` (kind or ``None``), ``route``
-        (``"proxy"``, ``"api"`` or ``"presigned"``), ``duration`` (seconds; ``None`` while in
-        flight), ``dropped`` (the proxy cut the connection), ``client_disconnected``. A request
-        is logged when it arrives, so in-flight requests appear with ``status`` ``None``.
+        (``"proxy"``, ``"api"`` or ``"presigned"``), ``started`` (the proxy loop's clock,
+        seconds), ``duration`` (seconds; ``None`` while in flight), ``dropped`` (the proxy cut
+        the connection), ``client_disconnected``. A request is logged when it arrives, so
+        in-flight requests appear with ``status`` ``None``.
         """
         with self._stats.lock:
             return [dict(entry) for entry in self._stats.log]
@@ -382,6 +383,17 @@ class LatencyProxy:
     def count(self, method: str | None = None, path_prefix: str | None = None) -> int:
         """Requests received, optionally only one method and/or path prefix."""
         return len(self._select(method, path_prefix))
+
+    def round_trips(self, path_prefix: str | None = None) -> int:
+        """Waves of requests: a request arriving at least ``latency / 2`` after the first of the
+        current wave starts a new one, so requests sent together count once and each round
+        trip a client waits for before asking again counts once more."""
+        starts = sorted(entry["started"] for entry in self._select(None, path_prefix))
+        waves, first = 0, None
+        for start in starts:
+            if first is None or start - first >= self.latency / 2:
+                waves, first = waves + 1, start
+        return waves
 
     def bytes_sent(self, path_prefix: str | None = None) -> int:
         """Body bytes sent to clients, optionally only for a path prefix."""
@@ -444,6 +456,7 @@ class LatencyProxy:
             "bytes": 0,
             "fault": None,
             "route": _route_name(request.path),
+            "started": started,
             "duration": None,
             "dropped": False,
             "client_disconnected": False,

@@ -334,10 +334,10 @@ async def _rewrite_on_cluster(
 
 def _source_store(rfs: ReferenceFileSystem, store_options: dict[str, Any]) -> Any:
     """The store materialize reads from, here or on a worker. Chunks copied as stored must be
-    the stored bytes, never a sharded view's index + data."""
+    the stored bytes, never a sharded or grouped view's index + data."""
     from shadowzarr_store import RfsStore
 
-    return RfsStore(rfs, **{**store_options, "sharded_view": 0})
+    return RfsStore(rfs, **{**store_options, "sharded_view": 0, "grouped_view": 0})
 
 
 def _worker_options(store_options: dict[str, Any]) -> dict[str, Any]:

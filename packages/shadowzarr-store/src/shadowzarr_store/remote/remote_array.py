@@ -100,7 +100,10 @@ class RemoteArray:
         self._build(rfs)
 
     def _build(self, rfs: ReferenceFileSystem) -> None:
+        # Chunk by chunk as stored (get_chunk, cache_contains, export speak of stored chunks);
+        # a caller may still pass grouped_view="auto".
         shared = {
+            "grouped_view": 0,
             **self._store_options,
             "memory_cache": self._caches.memory,
             "local_cache": self._caches.disk,

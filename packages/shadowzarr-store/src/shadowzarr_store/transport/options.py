@@ -37,7 +37,7 @@ class TransportOptions:
     allowed_urls: Iterable[str] | None = None
     allow_local_files: bool = True
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
-    max_connections: int = 64
+    max_connections: int = 128
     timeout: float = 60.0
     deadline: float = 300.0
     retries: int = 5

@@ -1,0 +1,212 @@
+"""The grouped view with zarr's DEFAULT settings: small stored chunks shown as shards cost about
+one round trip per selection, counted at the server (the latency proxy on a single-range server,
+as S3 answers), and every value equals h5py's."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import zarr
+from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_spec import write_rfs
+from shadowzarr_testing.proxy import LatencyProxy
+
+from shadowzarr_store import RfsStore, load_rfs, open_rfs
+
+LATENCY = 0.02
+ROWS, COLUMNS, CHUNK = 40_000, 32, (64, 4)  # float32: 1 KiB chunks, 20,000 of them
+SAMPLES, CHANNELS, REC_CHUNK = 60_000, 64, (128, 16)  # int16: 4 KiB chunks
+RECORDING = "acquisition/ElectricalSeries/data"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("grouped")
+    table = (np.arange(ROWS * COLUMNS, dtype=np.float64).reshape(ROWS, COLUMNS) / 4).astype("<f4")
+    t = np.arange(SAMPLES, dtype=np.int64)[:, None]
+    recording = ((t * 2654435761 + np.arange(CHANNELS) * 40503) % 65536 - 32768).astype("<i2")
+    with h5py.File(root / "table.h5", "w") as f:
+        d = f.create_dataset("table", data=table, chunks=CHUNK)
+        d.dims[0].label, d.dims[1].label = "row", "column"
+        sparse = f.create_dataset("sparse", (4096,), "<i4", chunks=(16,), fillvalue=-7)
+        sparse[160:480] = np.arange(320)  # chunks 10-29 written, the others never
+        wide = f.create_dataset("sparse_indexed", (32768,), "<i4", chunks=(16,), fillvalue=-7)
+        wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk index, mostly never written
+        wide[24000:24176] = np.arange(176)
+        f.create_dataset(
+            "zipped", data=np.arange(8192, dtype="<i4"), chunks=(64,), compression="gzip"
+        )
+    with h5py.File(root / "recording.h5", "w") as f:
+        d = f.create_dataset(RECORDING, data=recording, chunks=REC_CHUNK)
+        d.dims[0].label, d.dims[1].label = "time", "channel"
+    return root
+
+
+@pytest.fixture
+def served(files: Path, make_proxy) -> tuple[LatencyProxy, dict[str, str]]:
+    proxy = make_proxy(latency=LATENCY, ranges="s3", root=files)
+    refs = {}
+    for name in ("table", "recording"):
+        target = files / f"{name}-{proxy.port}.shadowzarr"
+        rfs = generate_rfs(
+            proxy.url(f"{name}.h5"), local_hdf5_path=files / f"{name}.h5", progress=False
+        )
+        write_rfs(rfs, target)
+        refs[name] = proxy.url(target.name)
+    proxy.reset()
+    return proxy, refs
+
+
+def _h5(files: Path, name: str, path: str, selection) -> np.ndarray:
+    with h5py.File(files / f"{name}.h5", "r") as f:
+        return f[path][selection]
+
+
+def _costs(proxy: LatencyProxy, data: str) -> tuple[int, int, int]:
+    """(round trips of everything, requests for the data file, round trips of the data file)."""
+    proxy.wait_idle()
+    return proxy.round_trips(), proxy.count(path_prefix=data), proxy.round_trips(data)
+
+
+@pytest.mark.parametrize("columns", [3, slice(None)], ids=["1 column", "32 columns"])
+def test_20k_rows_of_1_kib_chunks_take_one_data_round_trip(files, served, columns) -> None:
+    proxy, refs = served
+    assert zarr.config.get("async.concurrency") == 10  # zarr's default, nothing tuned
+    selection = (slice(10_000, 30_000), columns)
+    values = open_rfs(refs["table"])["table"][selection]
+    np.testing.assert_array_equal(values, _h5(files, "table", "table", selection))
+    trips, data_requests, data_trips = _costs(proxy, "table.h5")
+    assert data_trips <= 2
+    assert data_requests <= 4
+    # refs.json, the index's zarr.json and one index chunk, then the data
+    assert trips <= data_trips + 3
+    assert proxy.count(path_prefix=refs["table"].rsplit("/", 1)[1] + "/index/") <= 2
+
+
+def test_stored_view_costs_a_round_trip_per_ten_chunks(files, served) -> None:
+    proxy, refs = served
+    selection = (slice(10_000, 30_000), 3)
+    values = open_rfs(refs["table"], grouped_view=0)["table"][selection]
+    np.testing.assert_array_equal(values, _h5(files, "table", "table", selection))
+    assert _costs(proxy, "table.h5")[2] >= 30  # what the grouped view saves
+
+
+@pytest.mark.parametrize(
+    "reader", ["open_rfs", "zarr.open_group(RfsStore)", "xarray"], ids=lambda r: r
+)
+def test_one_second_of_64_channels_of_4_kib_chunks(files, served, reader) -> None:
+    proxy, refs = served
+    selection = (slice(12_345, 42_345), slice(None))
+    if reader == "open_rfs":
+        values = open_rfs(refs["recording"])[RECORDING][selection]
+    elif reader == "xarray":
+        import xarray as xr
+
+        group, _, name = RECORDING.rpartition("/")
+        dataset = xr.open_dataset(refs["recording"], engine="shadowzarr", group=group)
+        values = dataset[name][selection].values
+    else:
+        group = zarr.open_group(RfsStore(refs["recording"]), mode="r")
+        values = group[RECORDING][selection]
+    np.testing.assert_array_equal(values, _h5(files, "recording", RECORDING, selection))
+    trips, data_requests, data_trips = _costs(proxy, "recording.h5")
+    assert data_trips <= 2
+    assert data_requests <= 4
+    assert trips <= data_trips + 3
+
+
+def test_a_single_value_reads_one_stored_chunk(files, served) -> None:
+    proxy, refs = served
+    array = open_rfs(refs["table"])["table"]
+    proxy.wait_idle()
+    proxy.reset()
+    assert array[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
+    proxy.wait_idle()
+    assert proxy.bytes_sent("table.h5") == 1024  # never the rest of its shard
+
+
+def test_missing_and_never_written_chunks_read_as_fill(files, served) -> None:
+    _proxy, refs = served
+    grouped = open_rfs(refs["table"])
+    stored = open_rfs(refs["table"], grouped_view=0)
+    assert "sparse_indexed" in load_rfs(refs["table"]).indexes  # shard indexes from it
+    wide = _h5(files, "table", "sparse_indexed", ())
+    for selection in (slice(None), slice(150, 170), slice(16000, 24100), slice(23990, 24200)):
+        np.testing.assert_array_equal(grouped["sparse_indexed"][selection], wide[selection])
+    expected = _h5(files, "table", "sparse", ())
+    assert grouped["sparse"].metadata.codecs[0].__class__.__name__ == "ShardingCodec"
+    for selection in ((), slice(0, 100), slice(150, 170), slice(3000, 4096), [0, 200, 4000]):
+        got = (
+            grouped["sparse"].oindex[selection]
+            if isinstance(selection, list)
+            else grouped["sparse"][selection]
+        )
+        np.testing.assert_array_equal(got, expected[selection])
+        np.testing.assert_array_equal(got, stored["sparse"][selection])
+    np.testing.assert_array_equal(
+        grouped["zipped"][100:5000], _h5(files, "table", "zipped", slice(100, 5000))
+    )
+
+
+def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
+    _, refs = served
+    store = RfsStore(load_rfs(refs["table"]))
+    stored = store.stored_view()
+    assert stored is not store
+    assert stored.stored_view() is stored
+    shown = zarr.open_array(store, path="table", mode="r").metadata
+    as_stored = zarr.open_array(stored, path="table", mode="r").metadata
+    assert as_stored.chunk_grid.chunk_shape == CHUNK
+    assert shown.chunk_grid.chunk_shape == (CHUNK[0] * 128, COLUMNS)
+    assert shown.codecs[0].chunk_shape == CHUNK  # the stored chunks, inside shards
+
+    async def keys(s: RfsStore) -> list[str]:
+        return [k async for k in s.list_prefix("sparse/c/")]
+
+    assert len(asyncio.run(keys(stored))) == 20  # chunks 10-29
+    assert asyncio.run(keys(store)) == ["sparse/c/0"]  # one shard of 256 stored chunks
+    assert RfsStore(load_rfs(refs["table"]), grouped_view=False).options.grouped_view == 0
+
+
+def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+
+    store = RfsStore(generate_rfs(files / "table.h5", progress=False))
+    prototype = default_buffer_prototype()
+
+    async def check() -> None:
+        whole = (await store.get("sparse/c/0", prototype)).to_bytes()
+        assert len(whole) == await store.getsize("sparse/c/0")
+        assert await store.exists("sparse/c/0")
+        index = np.frombuffer(whole[: 16 * 256], "<u8").reshape(256, 2)
+        assert (index[:10] == 2**64 - 1).all()  # never written: the empty marker
+        assert index[10].tolist() == [16 * 256, 64]  # chunk 10, 64 bytes, right after the index
+        assert (
+            whole[int(index[10, 0]) : int(index[10, 0]) + 64]
+            == np.arange(16, dtype="<i4").tobytes()
+        )
+        for request, expected in (
+            (RangeByteRequest(4090, 4200), whole[4090:4200]),
+            (OffsetByteRequest(5000), whole[5000:]),
+            (SuffixByteRequest(100), whole[-100:]),
+            (RangeByteRequest(0, 16 * 256), whole[: 16 * 256]),
+        ):
+            assert (await store.get("sparse/c/0", prototype, request)).to_bytes() == expected
+        batches = [
+            b
+            async for b in store.get_ranges(
+                "sparse/c/0",
+                [RangeByteRequest(4096, 4160), RangeByteRequest(4160, 4224)],
+                prototype=prototype,
+            )
+        ]
+        assert [[(i, buf.to_bytes()) for i, buf in batch] for batch in batches] == [
+            [(0, whole[4096:4160]), (1, whole[4160:4224])]
+        ]
+
+    asyncio.run(check())

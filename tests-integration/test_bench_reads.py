@@ -1,0 +1,61 @@
+"""tools/bench/reads.py runs end to end in quick mode (numbers are not judged, only that our
+readers ran with zarr's defaults, every value equals h5py's, and the server counted round trips;
+peers are left out to keep it short: the full script runs them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+READS = Path(__file__).resolve().parents[1] / "tools" / "bench" / "reads.py"
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_quick_reads_run_with_exact_values_and_counted_round_trips(tmp_path: Path) -> None:
+    out = tmp_path / "reads.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(READS),
+            "--quick",
+            "--cases",
+            "1 column,64 channels",  # also the sequential read and the dask sum
+            "--skip",
+            "kerchunk,fsspec,remfile,async-hdf5,default chunks",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert document["quick"] is True
+    rows = [row for row in document["rows"] if row["not_run"] != "skipped by --skip"]
+    ours = [row for row in rows if row["ours"]]
+    assert {row["case"].split(",")[0] for row in ours} == {
+        "20k rows x 1 column",
+        "1 s x 64 channels",
+        "sequential read of 3 s x 64 channels",
+        "dask sum on distributed of 3 s x 64 channels",
+    }
+    for row in ours:
+        assert row["not_run"] is None, row
+        assert row["equal"] is True, row
+        assert row["round_trips"] is not None
+        assert row["round_trips"] <= 6, row  # refs, index metadata, index chunk, data
+    (limit,) = [row for row in document["rows"] if row["reader"].startswith("limit")]
+    assert limit["equal"] is True
+    assert limit["case"].startswith("sequential")
+    sequential = [row for row in ours if row["case"].startswith("sequential")]
+    assert all("% of the limit" in row["note"] for row in sequential)
+    skipped = [row for row in document["rows"] if not row["ours"] and row not in rows]
+    assert all(row["not_run"] for row in skipped)
+    assert [row for row in rows if not row["ours"]] == [limit]
