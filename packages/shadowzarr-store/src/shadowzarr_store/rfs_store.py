@@ -59,6 +59,8 @@ MAX_LISTED_GEN_KEYS = 1 << 20
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
 _UNRESOLVED = object()
 _MISSING_ENTRY = int(MISSING_CHUNK)
+_LARGEST_NUMBER = 2**53 - 1
+"""The largest offset or size a reference holds (the format's bound on numbers)."""
 _SHARD_INDEXES_KEPT = 256
 """Synthesized shard indexes kept per store (each at most 16 KiB)."""
 
@@ -288,6 +290,10 @@ class RfsStore(Store):
         where = [j for j, c in enumerate(chunks) if c is not None]
         offsets, sizes = await self._indexes.entries(path, [chunks[j] or () for j in where])
         present = ~((offsets == _MISSING_ENTRY) & (sizes == _MISSING_ENTRY))
+        if bool(((offsets[present] > _LARGEST_NUMBER) | (sizes[present] > _LARGEST_NUMBER)).any()):
+            # Entries no reference could hold (a damaged index): the path chunk by chunk
+            # refuses them with the error that names the chunk.
+            return None
         keys: list[str | None] = [None] * len(chunks)
         lengths: list[int | None] = [None] * len(chunks)
         prefix = chunk_key(path, ()) + "/"
