@@ -122,6 +122,26 @@ def test_allow_list_admits_whole_segments(url: str) -> None:
     AccessPolicy.of(("http://host/public",), allow_local_files=False).check(url)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:99999/x",
+        "http://[::1/x",
+        "http:///x",
+        "https://user:hunter2@127.0.0.1:70000/x",
+        "http://user:hunter2@[::1/x?sig=hunter2",
+    ],
+)
+def test_an_unusable_url_is_refused_with_our_error(url: str) -> None:
+    """A reference may hold any string: a URL no client can send is a `SourceAccessError`
+    naming it (without its password), never yarl's or urllib's ValueError; no allow-list is
+    needed for that."""
+    with pytest.raises(SourceAccessError, match="not a usable URL") as refused:
+        _read(url, 0, 8, retries=0)
+    assert "hunter2" not in str(refused.value)
+    assert "/x" in str(refused.value)  # named all the same
+
+
 def test_object_store_prefixes_and_redirects() -> None:
     policy = AccessPolicy.of(("s3://bucket/data/",), allow_local_files=True)
     policy.check("s3://bucket/data/a.h5")
