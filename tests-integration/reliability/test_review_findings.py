@@ -12,19 +12,25 @@ fletcher32), from zarr's metadata validation and from URLs no client can send. E
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 import pytest
 import zarr
+from shadowzarr import open_array
+from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import (
     ChunkDecodeError,
     ReferenceFormatError,
     ShadowzarrError,
     SourceAccessError,
+    SourceChangedError,
     SourceError,
     UnsupportedFeatureError,
+    write_rfs,
 )
 from shadowzarr_store import materialize, open_rfs
 from zarr.core.sync import sync
@@ -240,3 +246,37 @@ def test_chunk_references_no_reader_can_follow_give_our_error(
     with pytest.raises(error) as caught:
         open_rfs(document)["a"][...]
     assert named in str(caught.value)
+
+
+def _h5(path: Path, values: np.ndarray, mtime_ns: int | None = None) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("a", data=values, chunks=(1024,))  # chunks too large to be inlined
+    if mtime_ns is not None:
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+@pytest.mark.parametrize("mtime", ["new", "kept"])
+def test_a_same_size_rewrite_of_a_local_file_is_seen_by_open_array_and_references(
+    tmp_path: Path, mtime: str
+) -> None:
+    """Reported: references recorded only a local file's size (a same-size rewrite read the new
+    bytes as the old array's), while open_array went by mtime. Both now compare size, mtime
+    and a sampled hash: open_array sees the new file (never cached chunks or references of the
+    old one), even with the old mtime put back; references made for the old file refuse it
+    (a file whose mtime is the recorded one is taken to be that file, as by every tool)."""
+    path = tmp_path / "f.h5"
+    old = np.arange(8192, dtype="<i4")
+    new = old[::-1].copy()
+    _h5(path, old)
+    size, stamp = path.stat().st_size, path.stat().st_mtime_ns
+    references = tmp_path / "refs.json"
+    write_rfs(generate_rfs(str(path), progress=False), references)
+    np.testing.assert_array_equal(open_rfs(references)["a"][:], old)
+    cache = tmp_path / "cache"
+    np.testing.assert_array_equal(open_array(f"{path}::/a", cache="disk", cache_dir=cache)[:], old)
+    _h5(path, new, stamp if mtime == "kept" else stamp + 10**10)
+    assert path.stat().st_size == size
+    np.testing.assert_array_equal(open_array(f"{path}::/a", cache="disk", cache_dir=cache)[:], new)
+    if mtime == "new":
+        with pytest.raises(SourceChangedError, match="rewritten"):
+            open_rfs(references)["a"][:]
