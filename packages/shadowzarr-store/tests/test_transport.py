@@ -249,6 +249,40 @@ def test_a_short_body_is_retried_not_a_changed_source(
     assert transport.stats.snapshot().retries == 2
 
 
+@pytest.mark.parametrize(
+    "rule",
+    [
+        FaultRule("wrong_range", times=2, shift=7, honest=True),
+        FaultRule("short_end", times=2),
+    ],
+    ids=["another Content-Range", "short, claiming the end"],
+)
+def test_a_wrong_content_range_is_retried_not_a_changed_source(
+    make_proxy, nginx: NginxServer, nginx_root: Path, rule: FaultRule
+) -> None:
+    """Reported: a short body or a wrong Content-Range was a `SourceChangedError`, never
+    retried, though the file had not changed (its ETag, recorded, says so). It is a framing
+    error: retried, and the right bytes come back."""
+    data = os.urandom(50_000)
+    (nginx_root / "f.bin").write_bytes(data)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), faults=rule)
+    transport = Transport(TransportOptions(backoff=0))
+
+    async def go() -> bytes:
+        try:
+            recorded = await transport.probe(nginx.url("f.bin"))  # not through the proxy
+            assert recorded.etag
+            assert recorded.size == len(data)
+            answer = await transport.read(proxy.url("f.bin"), 100, 40_100, expect=recorded)
+            return answer.data
+        finally:
+            await transport.aclose()
+
+    assert run_blocking(go()) == data[100:40_100]
+    assert transport.stats.snapshot().retries == 2
+    assert [e["fault"] for e in proxy.log] == [rule.kind, rule.kind, None]
+
+
 def test_s3_like_server_is_noticed_once_and_its_body_never_read(
     make_proxy, nginx: NginxServer, nginx_root: Path
 ) -> None:
