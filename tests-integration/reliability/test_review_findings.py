@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +177,12 @@ UNTYPED_BEFORE: dict[str, tuple[dict[str, Any], type[ShadowzarrError], str]] = {
         ReferenceFormatError,
         "array 'a'",
     ),
+    # numcodecs' constructor, run by zarr only at the first decode: TypeError before
+    "numcodecs keyword it does not know": (
+        {"codecs": [BYTES, {"name": "numcodecs.zlib", "configuration": {"level": 1, "x_": 2}}]},
+        ReferenceFormatError,
+        "array 'a': codec 'numcodecs.zlib'",
+    ),
     # fletcher32 over fewer bytes than its checksum: IndexError before
     "fletcher32 over 2 bytes": (
         {"codecs": [BYTES, {"name": "numcodecs.fletcher32", "configuration": {}}], "_chunk": 2},
@@ -280,3 +289,35 @@ def test_a_same_size_rewrite_of_a_local_file_is_seen_by_open_array_and_reference
     if mtime == "new":
         with pytest.raises(SourceChangedError, match="rewritten"):
             open_rfs(references)["a"][:]
+
+
+def test_members_of_a_group_with_two_bad_arrays_print_nothing_but_the_error(
+    tmp_path: Path,
+) -> None:
+    """zarr's ``members()`` raises the first member's error and abandons the other tasks; the
+    second bad array's error was reported on stderr as "Task exception was never retrieved"
+    (found by the long fuzz run). The caller gets one typed error and nothing is printed."""
+    bad = {"a": _meta(codecs=["bytes"]), "b": _meta(shape=None)}
+    refs = {"zarr.json": GROUP, **{f"{name}/zarr.json": meta for name, meta in bad.items()}}
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps({"version": 1, "refs": refs}))
+    code = """
+        import gc, sys
+        from shadowzarr_spec import ReferenceFormatError
+        from shadowzarr_store import open_rfs
+        root = open_rfs(sys.argv[1])
+        try:
+            list(root.members(max_depth=None))
+        except ReferenceFormatError as exc:
+            print(type(exc).__name__)
+        gc.collect()
+    """
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", textwrap.dedent(code), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ReferenceFormatError"
+    assert done.stderr == ""

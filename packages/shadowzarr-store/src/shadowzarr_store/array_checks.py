@@ -227,6 +227,20 @@ def _name(codec: Codec) -> str:
     return name if isinstance(name, str) else type(codec).__name__
 
 
+def _check_configuration(path: str, name: str, codec: Codec) -> None:
+    """zarr makes a ``numcodecs.*`` codec from its configuration only when it first decodes a
+    chunk: a configuration numcodecs refuses (an unknown keyword, a value of the wrong type)
+    is the array's error here, not a TypeError from inside zarr's read."""
+    if not hasattr(type(codec), "_codec"):
+        return
+    try:
+        codec._codec  # type: ignore[attr-defined]  # noqa: B018  (building it is the check)
+    except METADATA_ERRORS as exc:
+        raise ReferenceFormatError(
+            f"array {path!r}: codec {name!r} refuses its configuration: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def _build(
     path: str,
     codecs: tuple[Codec, ...],
@@ -246,6 +260,8 @@ def _build(
                 f"array {path!r} uses codec {name!r}, whose decoder shadowzarr cannot check "
                 "before it runs, so it does not read it from references"
             )
+        if not is_stand_in(name):
+            _check_configuration(path, name, codec)
     try:
         aa_codecs, serializer, bb_codecs = codecs_from_list_unchecked(codecs)
         chunk_spec = ArraySpec(
