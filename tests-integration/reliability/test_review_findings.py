@@ -208,6 +208,13 @@ def test_malformed_array_metadata_gives_our_error_naming_the_array(data: Path, n
     with pytest.raises(error) as caught:
         open_rfs(document)["a"][...]
     assert named in str(caught.value)
+    assert not isinstance(_root_cause(caught.value), ShadowzarrError)  # chained to the cause
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
 
 
 @pytest.mark.parametrize(
