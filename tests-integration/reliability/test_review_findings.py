@@ -193,6 +193,7 @@ UNTYPED_BEFORE: dict[str, tuple[dict[str, Any], type[ShadowzarrError], str]] = {
 
 
 @pytest.mark.parametrize("name", sorted(UNTYPED_BEFORE))
+@pytest.mark.filterwarnings("ignore:.*chunk shape:UserWarning")  # zarr's note on chunk shape 0
 def test_malformed_array_metadata_gives_our_error_naming_the_array(data: Path, name: str) -> None:
     changes, error, named = UNTYPED_BEFORE[name]
     changes = dict(changes)
