@@ -329,3 +329,34 @@ def test_members_of_a_group_with_two_bad_arrays_print_nothing_but_the_error(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ReferenceFormatError"
     assert done.stderr == ""
+
+
+def test_a_selection_record_past_2_63_bytes_is_refused(data: Path) -> None:
+    """Found by the long fuzz run: numpy's ValueError ("Maximum allowed dimension exceeded")
+    when a selection's record of 2**64 bytes was applied."""
+    document = {
+        "version": 2,
+        "refs": {"zarr.json": GROUP, "a/zarr.json": _meta(), "a/c/0": [str(data), 0, 256]},
+        "selections": {"a": {"record_size": 2**64, "keep": [[0, 4]]}},
+    }
+    with pytest.raises(ReferenceFormatError, match="record_size"):
+        open_rfs(document)["a"][...]
+
+
+def test_a_codec_name_holding_a_nul_is_a_missing_codec_of_that_array(data: Path) -> None:
+    """Found by the long fuzz run: the stand-in for a codec that is not installed was a class
+    named after it, and ``type()`` refuses a NUL (ValueError)."""
+    document = {
+        "version": 1,
+        "refs": {
+            "zarr.json": GROUP,
+            "a/zarr.json": _meta(codecs=[BYTES, {"name": "zlib\x00"}]),
+            "a/c/0": [str(data), 0, 256],
+            "b/zarr.json": _meta(),
+            "b/c/0": [str(data), 0, 256],
+        },
+    }
+    root = open_rfs(document)
+    with pytest.raises(UnsupportedFeatureError, match=r"array 'a' needs codec 'zlib\\x00'"):
+        root["a"][...]
+    np.testing.assert_array_equal(root["b"][...], VALUES)

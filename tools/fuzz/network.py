@@ -9,7 +9,8 @@ through the proxy. Three classes of cases:
   are plain kerchunk (v1). Every value read must be the source's, and every cache row must hold
   the source's bytes at its range; errors must be typed, and every array must read (retries
   overcome a fault at 10%; a refusal counts in "others refused"), but for ``short_end
-  unsized``, where a short answer claiming the end of the file is an error by design.
+  unsized``, where a short answer claiming the end of the file is an error by design, and
+  ``trickle``, which the deadline ends with `SourceTimeoutError` (no other error allowed).
 - ``replaced <local|remote>``: a source is replaced by a file of the same size and other bytes
   after the references were made; a read must raise `SourceChangedError` (another error counts
   in "others refused") or read the original values (from a cache), never the new bytes.
@@ -121,8 +122,10 @@ def fault_cases(
                     "strict_values": True,
                     # Six retries overcome a fault at 10%: every array must read, except where
                     # no size is recorded and a short answer claims the file ends there (an
-                    # error by design: nothing proves the chunk may be padded).
-                    "must_read": sized or kind != "short_end",
+                    # error by design: nothing proves the chunk may be padded), and under a
+                    # trickle, which the deadline ends (its error, and only it, is allowed).
+                    "must_read": kind != "trickle" and (sized or kind != "short_end"),
+                    **({"allowed_errors": ["SourceTimeoutError"]} if kind == "trickle" else {}),
                     "passes": 2,
                     "options": {**FAULT_OPTIONS, "local_cache": str(cache)},
                     "cache_files": {network.proxy.url("data"): str(network.www / "data")},

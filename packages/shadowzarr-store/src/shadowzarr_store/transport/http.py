@@ -173,7 +173,9 @@ class HttpBackend:
                     )
                 return Answer(body, len(body), response.headers.get("ETag"), _final(response, url))
             if status == 200:
-                raise SourceError(f"{shown}: the server ignored the Range header (200, not 206)")
+                # Retried like any other wrong answer to a range (a faulty proxy, a lost
+                # header); a server that never answers ranges fails after the retries.
+                raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
             raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
         raise AssertionError("unreachable")
 
