@@ -11,15 +11,18 @@ fletcher32), from zarr's metadata validation and from URLs no client can send. E
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import h5py
+import numcodecs
 import numpy as np
 import pytest
 import zarr
@@ -360,3 +363,42 @@ def test_a_codec_name_holding_a_nul_is_a_missing_codec_of_that_array(data: Path)
     with pytest.raises(UnsupportedFeatureError, match=r"array 'a' needs codec 'zlib\\x00'"):
         root["a"][...]
     np.testing.assert_array_equal(root["b"][...], VALUES)
+
+
+def test_a_string_chunk_claiming_a_billion_items_is_refused_before_any_allocation() -> None:
+    """Found by the long fuzz run (6.5 GB of heap in one case): numcodecs' vlen-utf8 decoder
+    allocates an object array of the item count its header states before reading any item."""
+    strings = numcodecs.VLenUTF8().encode(np.array(["a", "bc", "", "def"], dtype=object))
+    claim = (10**9).to_bytes(4, "little") + strings[4:]
+    document = {
+        "version": 1,
+        "refs": {
+            "zarr.json": GROUP,
+            "s/zarr.json": _meta(
+                shape=[4],
+                data_type="string",
+                fill_value="",
+                chunk_grid={"name": "regular", "configuration": {"chunk_shape": [4]}},
+                codecs=[{"name": "vlen-utf8", "configuration": {}}],
+            ),
+            "s/c/0": "base64:" + base64.b64encode(claim).decode(),
+            "t/zarr.json": _meta(
+                shape=[4],
+                data_type="string",
+                fill_value="",
+                chunk_grid={"name": "regular", "configuration": {"chunk_shape": [4]}},
+                codecs=[{"name": "vlen-utf8", "configuration": {}}],
+            ),
+            "t/c/0": "base64:" + base64.b64encode(strings).decode(),
+        },
+    }
+    root = open_rfs(document)
+    assert list(root["t"][:]) == ["a", "bc", "", "def"]
+    tracemalloc.start()
+    try:
+        with pytest.raises(ChunkDecodeError, match=r"'s/c/0'.*header says 1000000000"):
+            root["s"][:]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak} bytes allocated refusing the chunk"

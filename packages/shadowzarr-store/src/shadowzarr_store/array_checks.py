@@ -198,7 +198,22 @@ class ArrayChecks:
                     f"{where}: chunk {key!r} is an image of {size.pixels} pixels; a chunk of "
                     f"array {self.path!r} holds {elements} elements"
                 )
+        elif self.serializer_name in ("vlen-utf8", "vlen-bytes"):
+            self._check_item_count(data, key, where)
         return data
+
+    def _check_item_count(self, data: bytes, key: str, where: str) -> None:
+        """numcodecs allocates an object array of the item count a variable-length chunk's
+        header states before it reads any item (8 bytes per item: 10**9 items are 8 GB): a
+        count other than the chunk's elements, or more than its bytes can hold, is refused
+        first."""
+        elements = math.prod(self.layer_spec.shape)
+        count = int.from_bytes(data[:4], "little") if len(data) >= 4 else None
+        if count != elements or 4 + 4 * count > len(data):
+            raise ChunkDecodeError(
+                f"{where}: chunk {key!r} of array {self.path!r} is not {self.serializer_name} "
+                f"data of {elements} items (its header says {count}, in {len(data)} bytes)"
+            )
 
 
 def _parse(path: str, document: Any) -> ArrayV3Metadata:
