@@ -12,7 +12,9 @@ faults or after a source was replaced, arrays that must be refused); bad cache r
 rows whose bytes differ from the source's); leaks (a planted secret in an error, stderr, a cache
 or a request to another origin; "Task was destroyed"-like output; tasks left running); over
 memory (Python heap past the case's budget); others refused (an array a mutation did not touch
-that failed to read). The exit status is 1 when any column but ``cases`` is not zero.
+that failed to read; under faults that retries overcome, any array that failed to read; for a
+replaced source, an error other than `SourceChangedError`). The exit status is 1 when any
+column but ``cases`` is not zero. The figures of the long run are in ``tools/fuzz/RESULTS.md``.
 
 The machine is shared: run it with ``nice``. Cases run in child processes (``--workers``).
 """

@@ -120,13 +120,17 @@ def test_a_server_answering_another_range_is_detected(
 def test_a_range_served_after_a_lost_fault_is_exact(
     nginx_root: Path, make_pattern, make_proxy
 ) -> None:
-    """One ignored Range, then an honest server: the store's next read is right (nothing stuck)."""
+    """Ignored Ranges past the retry budget are an error; then an honest server: the store's
+    next read is right (nothing stuck). One ignored Range within the budget is retried."""
     pattern = make_pattern(nginx_root / "p.bin", chunks=8, chunk_items=256)
-    proxy = make_proxy(faults=[FaultRule("ignore_range", times=1)])
+    proxy = make_proxy(faults=[FaultRule("ignore_range", times=2)])
     array = _open(pattern.references(proxy.url("p.bin")), **UNMERGED, retries=1)
-    with pytest.raises(SourceError):
+    with pytest.raises(SourceError, match="ignored the Range"):
         array[0:256]
     assert_array_equal_exact(array[:], pattern.expected, "after the fault")
+    proxy.set_faults([FaultRule("ignore_range", times=1)])
+    assert_array_equal_exact(array[256:512], pattern.expected[256:512], "retried")
+    assert [entry["fault"] for entry in proxy.log].count("ignore_range") == 3
 
 
 def _replace(nginx: NginxServer, make_pattern, name: str, pattern, salt: int) -> None:

@@ -1,6 +1,6 @@
 """A bounded fuzzing run: hostile and mutated reference files give typed errors or right values.
 
-Budget (seeded, about a minute on two loaded cores): the 70-odd hostile references of
+Budget (seeded, about a minute on two loaded cores): the 80-odd hostile references of
 ``tools/fuzz/hostile.py`` and 240 reference files mutated from valid ones of both forms (80
 each of plain kerchunk v1 JSON, v2 JSON with gen entries, templates, a selection and recorded
 sizes, and a reference directory with index arrays written by shadowzarr and by zarr-python,

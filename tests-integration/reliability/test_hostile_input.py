@@ -236,11 +236,7 @@ def test_store_reads_of_arbitrary_offsets_and_sizes(
         rfs = rfs_from_json(document)
         values = zarr.open_array(RfsStore(rfs), path="a", mode="r", zarr_format=3)[:4]
     except ShadowzarrError:
-        return
-    except (ValueError, RuntimeError):
-        # zstd refusing garbage bytes is zarr's error, raised before any value is returned.
-        if not compressed:
-            raise
+        # zstd refusing garbage bytes included: checked before zstd sees them (ChunkDecodeError)
         return
     assert not compressed
     assert size == 0 or 0 <= offset < len(file_bytes)

@@ -3,7 +3,10 @@
 Reads one JSON case a line from stdin and answers one JSON result a line on stdout. A crash
 (a signal) kills only this process, and the parent sees it; a hang is the parent's timeout.
 Within a case: every exception must be a ``ShadowzarrError`` (or zarr's ``KeyError`` for a
-node that is absent), arrays the mutation did not touch must read exactly their values, no
+node that is absent), arrays the mutation did not touch must read exactly their values (and
+every array of a ``must_read`` case: faults that retries overcome; a case's
+``allowed_errors`` are the only errors it may raise, as `SourceChangedError` for a replaced
+source), no
 planted secret may appear in an error, Python's heap may not grow past the case's budget
 (``tracemalloc``; the address space is capped too), nothing may be printed to stderr about
 pending tasks or unretrieved errors, and no task may be left running on zarr's loop.
@@ -108,7 +111,13 @@ def _run(case: dict[str, Any], result: dict[str, Any]) -> None:
             result["typed"] += 1
             if SECRET in str(exc) or SECRET in repr(exc.args):
                 result["leaks"].append(f"{name}: secret in {type(exc).__name__}")
-            if touched is not None and name in expected and name not in touched:
+            untouched = touched is not None and name not in touched
+            allowed = case.get("allowed_errors")
+            if name in expected and (
+                untouched
+                or case.get("must_read")
+                or (allowed is not None and type(exc).__name__ not in allowed)
+            ):
                 result["collateral"].append(f"{name}: {type(exc).__name__}: {exc}"[:300])
             return None
         except KeyError as exc:

@@ -45,9 +45,9 @@ class Selection:
     keep: tuple[tuple[int, int], ...]
 
     def __post_init__(self) -> None:
-        if self.record_size <= 0:
+        if not 0 < self.record_size < 2**63:  # a record is one axis of a numpy array
             raise ReferenceFormatError(
-                f"selection record_size must be positive, got {self.record_size}"
+                f"selection record_size must be positive and below 2**63, got {self.record_size}"
             )
         if not self.keep:
             raise ReferenceFormatError("selection keeps no bytes")

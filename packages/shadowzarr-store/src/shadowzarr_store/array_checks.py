@@ -198,7 +198,22 @@ class ArrayChecks:
                     f"{where}: chunk {key!r} is an image of {size.pixels} pixels; a chunk of "
                     f"array {self.path!r} holds {elements} elements"
                 )
+        elif self.serializer_name in ("vlen-utf8", "vlen-bytes"):
+            self._check_item_count(data, key, where)
         return data
+
+    def _check_item_count(self, data: bytes, key: str, where: str) -> None:
+        """numcodecs allocates an object array of the item count a variable-length chunk's
+        header states before it reads any item (8 bytes per item: 10**9 items are 8 GB): a
+        count other than the chunk's elements, or more than its bytes can hold, is refused
+        first."""
+        elements = math.prod(self.layer_spec.shape)
+        count = int.from_bytes(data[:4], "little") if len(data) >= 4 else None
+        if count != elements or 4 + 4 * count > len(data):
+            raise ChunkDecodeError(
+                f"{where}: chunk {key!r} of array {self.path!r} is not {self.serializer_name} "
+                f"data of {elements} items (its header says {count}, in {len(data)} bytes)"
+            )
 
 
 def _parse(path: str, document: Any) -> ArrayV3Metadata:
@@ -227,6 +242,20 @@ def _name(codec: Codec) -> str:
     return name if isinstance(name, str) else type(codec).__name__
 
 
+def _check_configuration(path: str, name: str, codec: Codec) -> None:
+    """zarr makes a ``numcodecs.*`` codec from its configuration only when it first decodes a
+    chunk: a configuration numcodecs refuses (an unknown keyword, a value of the wrong type)
+    is the array's error here, not a TypeError from inside zarr's read."""
+    if not hasattr(type(codec), "_codec"):
+        return
+    try:
+        codec._codec  # type: ignore[attr-defined]  # noqa: B018  (building it is the check)
+    except METADATA_ERRORS as exc:
+        raise ReferenceFormatError(
+            f"array {path!r}: codec {name!r} refuses its configuration: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def _build(
     path: str,
     codecs: tuple[Codec, ...],
@@ -246,6 +275,8 @@ def _build(
                 f"array {path!r} uses codec {name!r}, whose decoder shadowzarr cannot check "
                 "before it runs, so it does not read it from references"
             )
+        if not is_stand_in(name):
+            _check_configuration(path, name, codec)
     try:
         aa_codecs, serializer, bb_codecs = codecs_from_list_unchecked(codecs)
         chunk_spec = ArraySpec(

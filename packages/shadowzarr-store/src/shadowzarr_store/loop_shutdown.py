@@ -7,7 +7,10 @@ program then ends, zarr stops and closes that loop with them pending, and Python
 thousands of lines after the one error that matters. So before zarr's own exit hook runs, every
 task still pending on a loop a store used is cancelled and awaited (what ``asyncio.run`` does
 with the tasks left when its main coroutine ends); the error the program printed stays the
-only output.
+only output. Likewise ``Group.members()`` raises the first member's error and abandons the
+others' tasks: when they fail too, asyncio reports "Task exception was never retrieved" for
+each when it is collected. A loop a store reads on drops that report for the project's own
+errors (the caller already has one); every other report goes to the loop's handler as before.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import asyncio
 import atexit
 import contextlib
 import weakref
+from typing import Any
+
+from shadowzarr_spec import ShadowzarrError
 
 __all__ = ["note_loop", "shut_down_loops"]
 
@@ -24,8 +30,23 @@ _WAIT_SECONDS = 5.0
 
 
 def note_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Remember a loop a store reads on, to shut it down gracefully at exit."""
+    """Remember a loop a store reads on, to shut it down gracefully at exit (and keep it from
+    reporting our errors in the tasks zarr abandoned)."""
+    if loop in _LOOPS:
+        return
     _LOOPS.add(loop)
+    previous = loop.get_exception_handler()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        abandoned = "never retrieved" in str(context.get("message", ""))
+        if abandoned and isinstance(context.get("exception"), ShadowzarrError):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
 
 
 def shut_down_loops() -> None:

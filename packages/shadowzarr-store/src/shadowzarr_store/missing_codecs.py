@@ -164,7 +164,7 @@ def _register_stand_in(name: str, kind: CodecKind) -> None:
     if name in _stand_ins:
         return
     stand_in = type(
-        f"MissingCodec[{name}]",
+        f"MissingCodec[{name!r}]",  # repr: a name from a reference may hold a NUL
         (_StandIn, _BASES[kind]),
         {"codec_name": name, "__module__": __name__},
     )

@@ -78,6 +78,19 @@ def _place(url: str) -> tuple[str, str, int | None, str] | None:
     return scheme, host, port, normalise_path(parts.path)
 
 
+def _check_usable(url: str) -> None:
+    """Refuse a URL no client can send (a port past 65535, a broken IPv6 host, no host): a
+    reference may hold any string, and this is its error rather than a ValueError from deep in a
+    client."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (parsing the port is the check)
+    except ValueError as exc:
+        raise SourceAccessError(f"{redact(url)}: not a usable URL ({exc})") from exc
+    if not parts.netloc:
+        raise SourceAccessError(f"{redact(url)}: not a usable URL (it names no host)")
+
+
 @dataclass(frozen=True, slots=True)
 class AccessPolicy:
     """Checks each location before it is read; refusals are `SourceAccessError`."""
@@ -102,6 +115,7 @@ class AccessPolicy:
                     "(pass allow_local_files=True to allow it)"
                 )
             return
+        _check_usable(location)
         if self.prefixes is not None and not any(p.admits(location) for p in self.prefixes):
             raise SourceAccessError(f"{redact(location)}: not under any of the allowed_urls")
 

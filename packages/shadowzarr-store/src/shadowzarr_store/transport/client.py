@@ -24,6 +24,7 @@ from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError, 
 from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
 from shadowzarr_store.transport.errors import (
+    FramingError,
     RangeNotSatisfiable,
     SourceTimeoutError,
     TransientError,
@@ -41,6 +42,24 @@ if TYPE_CHECKING:
 __all__ = ["Transport", "same_etag"]
 
 _UNKNOWN = SourceInfo()
+
+
+def _consistent(answer: Answer, expect: SourceInfo, shown: str) -> None:
+    """A file size other than the recorded one under the recorded ETag: the server contradicts
+    itself (a short answer claiming the file ends early, a wrong Content-Range), since the ETag
+    says the file did not change. A framing error, retried, never `SourceChangedError`."""
+    if (
+        expect.size is not None
+        and answer.total is not None
+        and answer.total != expect.size
+        and expect.etag
+        and answer.etag
+        and same_etag(answer.etag, expect.etag)
+    ):
+        raise FramingError(
+            f"{shown}: the answer says the file is {answer.total} bytes under the ETag recorded "
+            f"for {expect.size} bytes (a faulty answer, not a changed file)"
+        )
 
 
 def same_etag(a: str, b: str) -> bool:
@@ -103,8 +122,11 @@ class Transport:
 
         async def attempt(target: str) -> Answer:
             if kind_of(target) == "object_store":
-                return await self.objects.get(target, start, end, expect.etag, shown)
-            return await self.http.get(target, start, end, expect.etag, shown)
+                answer = await self.objects.get(target, start, end, expect.etag, shown)
+            else:
+                answer = await self.http.get(target, start, end, expect.etag, shown)
+            _consistent(answer, expect, shown)
+            return answer
 
         answer = await self._remote(url, shown, attempt)
         self._check(answer, expect, shown)
@@ -212,8 +234,14 @@ class Transport:
                 raise RangeNotSatisfiable(
                     f"{shown}: starts past the end of the file ({size} bytes recorded)"
                 )
+
+            async def attempt() -> Answer:
+                answer = await get(physical, start, end, etag, shown)
+                _consistent(answer, expect, shown)
+                return answer
+
             try:
-                answer = await self._deadline(shown, lambda: get(physical, start, end, etag, shown))
+                answer = await self._deadline(shown, attempt)
             except SourceAccessError:
                 if not renewable:
                     raise
@@ -242,7 +270,10 @@ class Transport:
         async def attempt(target: str) -> list[Answer] | None:
             if kind_of(target) != "http":
                 return None  # resolved to an object store: one range per request
-            return await self.http.get_many(target, spans, expect.etag, shown)
+            parts = await self.http.get_many(target, spans, expect.etag, shown)
+            for part in parts or ():
+                _consistent(part, expect, shown)
+            return parts
 
         parts = await self._remote(url, shown, attempt)
         with self._lock:

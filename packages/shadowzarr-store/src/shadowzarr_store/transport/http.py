@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import aiohttp
-from shadowzarr_spec import SourceError
+from shadowzarr_spec import SourceAccessError, SourceError
 from yarl import URL
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
@@ -173,7 +173,9 @@ class HttpBackend:
                     )
                 return Answer(body, len(body), response.headers.get("ETag"), _final(response, url))
             if status == 200:
-                raise SourceError(f"{shown}: the server ignored the Range header (200, not 206)")
+                # Retried like any other wrong answer to a range (a faulty proxy, a lost
+                # header); a server that never answers ranges fails after the retries.
+                raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
             raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
         raise AssertionError("unreachable")
 
@@ -225,7 +227,7 @@ class _LastHop:
         rules = backend._options.header_rules
         for _ in range(_MAX_REDIRECTS + 1):
             sent = {**rules.for_url(target), **self._headers}
-            address = URL(target)
+            address = _address(target)
             backend._access.check(str(address))  # the URL as aiohttp will send it
             context = session.get(address, headers=sent, allow_redirects=False)
             try:
@@ -240,7 +242,12 @@ class _LastHop:
                 self._context = context
                 return response
             await context.__aexit__(None, None, None)
-            target = urljoin(target, location)
+            try:
+                target = urljoin(target, location)
+            except ValueError as exc:
+                raise SourceAccessError(
+                    f"{self._shown}: a redirect to an unusable URL was refused ({exc})"
+                ) from exc
             backend._access.check_redirect(target)
         raise SourceError(f"{self._shown}: more than {_MAX_REDIRECTS} redirects")
 
@@ -267,6 +274,15 @@ class _LastHop:
         if isinstance(exc, aiohttp.ClientError):
             return SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}")
         return exc
+
+
+def _address(url: str) -> URL:
+    """``url`` as aiohttp sends it; one it cannot send (a port past 65535, a broken IPv6
+    host) is refused by name rather than with yarl's ValueError."""
+    try:
+        return URL(url)
+    except ValueError as exc:
+        raise SourceAccessError(f"{redact(url)}: not a usable URL ({exc})") from exc
 
 
 def _part_for(

@@ -133,7 +133,13 @@ def redact(location: str) -> str:
     try:
         parts = urlsplit(location)
     except ValueError:
-        return location.split("://", 1)[0] + "://<unparsable URL>"
+        # Still named (an error must say which URL), without user info or any query.
+        scheme, rest = location.split("://", 1)
+        rest, question, _ = rest.partition("?")
+        authority, slash, path = rest.partition("/")
+        if "@" in authority:
+            authority = "***@" + authority.rsplit("@", 1)[1]
+        return f"{scheme}://{authority}{slash}{path}" + ("?***" if question else "")
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
