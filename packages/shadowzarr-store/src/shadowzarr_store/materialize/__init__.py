@@ -262,9 +262,7 @@ async def _rewrite(
         )
         await log.save(plan.path, state)
     resumed = len(state.done)
-    bar.advance(
-        "copy", plan.path, sum(region_bytes(all_regions[i], itemsize) for i in state.done)
-    )
+    bar.advance("copy", plan.path, sum(region_bytes(all_regions[i], itemsize) for i in state.done))
     dest = await zarr_async.open_array(store=dest_store, path=plan.path, zarr_format=3, mode="r+")
     todo = (i for i in range(len(all_regions)) if i not in state.done)
 
@@ -335,7 +333,7 @@ async def _rewrite_on_cluster(
 def _source_store(rfs: ReferenceFileSystem, store_options: dict[str, Any]) -> Any:
     """The store materialize reads from, here or on a worker. Chunks copied as stored must be
     the stored bytes, never a sharded or grouped view's index + data."""
-    from shadowzarr_store import RfsStore
+    from shadowzarr_store.rfs_store import RfsStore
 
     return RfsStore(rfs, **{**store_options, "sharded_view": 0, "grouped_view": 0})
 

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import html
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from shadowzarr_store.remote.remote_array import RemoteArray
 
 __all__ = ["MAP_CELLS", "info_html", "remote_array_html"]
 
@@ -45,7 +42,31 @@ _COLD = "#d0d7de"
 _MISSING = "#ffffff"
 
 
-def remote_array_html(remote: RemoteArray) -> str:
+class Summarized(Protocol):
+    """What the summary reads of a `RemoteArray` (named by its fields, so that this module does
+    not import the class that imports it)."""
+
+    _caches: Any
+
+    @property
+    def array(self) -> Any: ...
+    @property
+    def store(self) -> Any: ...
+    @property
+    def urlpath(self) -> str: ...
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def cache_bytes(self) -> int: ...
+    @property
+    def max_cache_bytes(self) -> int | None: ...
+    @property
+    def info_items(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def remote_array_html(remote: Summarized) -> str:
     """The summary of ``remote``: its fields, a map of which chunks are cached, its traffic."""
     items = dict(remote.info_items)
     groups = {
@@ -95,7 +116,7 @@ def info_html(items: tuple[tuple[str, str], ...]) -> str:
     return _STYLE + f"<div class=szr><table>{rows}</table></div>"
 
 
-def _cache_bar(remote: RemoteArray) -> str:
+def _cache_bar(remote: Summarized) -> str:
     cap = remote.max_cache_bytes
     if not cap:
         return ""
@@ -103,7 +124,7 @@ def _cache_bar(remote: RemoteArray) -> str:
     return f"<span class=bar><i style='width:{100 * share:.1f}%'></i></span>"
 
 
-def _chunk_map(remote: RemoteArray) -> str:
+def _chunk_map(remote: Summarized) -> str:
     """An SVG of the chunk grid (the first two axes; later ones folded in): cached, not
     cached, never written. Answered from the cache alone, without a request."""
     state = _chunk_states(remote)
@@ -145,7 +166,7 @@ def _chunk_map(remote: RemoteArray) -> str:
     )
 
 
-def _chunk_states(remote: RemoteArray) -> np.ndarray | None:
+def _chunk_states(remote: Summarized) -> np.ndarray | None:
     """Per map cell: the share of its chunks that are cached (0…1), or -1 if none written."""
     from zarr.core.sync import sync
 
