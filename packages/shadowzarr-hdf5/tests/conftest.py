@@ -66,8 +66,8 @@ def materialize(rfs: ReferenceFileSystem) -> zarr.Group:
 
 
 @pytest.fixture
-def open_refs() -> Callable[[ReferenceFileSystem], zarr.Group]:
-    """The product's reader: RfsStore through open_rfs."""
+def open_refs() -> Callable[..., zarr.Group]:
+    """The product's reader: RfsStore through open_rfs (store options as keywords)."""
     from shadowzarr_store import open_rfs
 
     return open_rfs
