@@ -448,16 +448,13 @@ def run_sequential(ctx: Context, local: Path) -> list[Row]:
     return rows
 
 
-def _limit(ctx: Context, local: Path, case: str, runs: int) -> Row:
-    """Plain concurrent range requests of 8 MiB, 16 in flight, over the dataset's bytes."""
+def plain_ranges(url: str, size: int, *, step: int = 8 * 2**20, in_flight: int = 16) -> int:
+    """Fetch bytes [0, size) of ``url`` in plain concurrent range requests (the limit rows:
+    what the link and the server give); return the bytes received."""
     import aiohttp
 
-    url = ctx.server.url(local.name)
-    size = local.stat().st_size
-    step = 8 * 2**20
-
     async def fetch_all() -> int:
-        limit = asyncio.Semaphore(16)
+        limit = asyncio.Semaphore(in_flight)
         async with aiohttp.ClientSession() as session:
 
             async def one(start: int) -> int:
@@ -468,7 +465,12 @@ def _limit(ctx: Context, local: Path, case: str, runs: int) -> Row:
 
             return sum(await asyncio.gather(*(one(s) for s in range(0, size, step))))
 
+    return asyncio.run(fetch_all())
+
+
+def _limit(ctx: Context, local: Path, case: str, runs: int) -> Row:
+    """Plain concurrent range requests of 8 MiB, 16 in flight, over the dataset's bytes."""
+    url = ctx.server.url(local.name)
+    size = local.stat().st_size
     row = Row("5 sequential", case, "limit: plain concurrent range requests")
-    return measure(
-        row, ctx.server, lambda: asyncio.run(fetch_all()), lambda n: n == size, runs=runs
-    )
+    return measure(row, ctx.server, lambda: plain_ranges(url, size), lambda n: n == size, runs=runs)

@@ -35,6 +35,7 @@ import h5py
 import numpy as np
 from measure import Row, measure, not_run
 from peers import h5py_blockcache_file, kerchunk_group, kerchunk_refs
+from reading import plain_ranges
 from server import BenchServer
 from venvs import peer_pythons
 
@@ -458,26 +459,9 @@ def _dask_client() -> Any:
 def _limit(server: BenchServer, case: str, refs: dict[str, Any], runs: int) -> Row:
     """The whole file in plain concurrent range requests (8 MiB, 16 in flight): the bytes of
     the sequential read at what the link and the server give (bench.py's limit row)."""
-    import asyncio
-
-    import aiohttp
-
-    url, size, step = refs["url"], refs["size"], 8 * 2**20
-
-    async def fetch_all() -> int:
-        limit = asyncio.Semaphore(16)
-        async with aiohttp.ClientSession() as session:
-
-            async def one(start: int) -> int:
-                async with limit:
-                    end = min(start + step, size) - 1
-                    async with session.get(url, headers={"Range": f"bytes={start}-{end}"}) as r:
-                        return len(await r.read())
-
-            return sum(await asyncio.gather(*(one(s) for s in range(0, size, step))))
-
+    url, size = refs["url"], refs["size"]
     row = Row("reads", case, "limit: plain concurrent range requests")
-    return measure(row, server, lambda: asyncio.run(fetch_all()), lambda n: n == size, runs=runs)
+    return measure(row, server, lambda: plain_ranges(url, size), lambda n: n == size, runs=runs)
 
 
 def _throughputs(rows: list[dict[str, Any]], size: int) -> None:

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 
+from shadowzarr_store.sharded_view import sharding_codec
+
 __all__ = [
     "AUTO_SHARD_BYTES",
     "GROUP_BELOW_BYTES",
@@ -197,19 +199,7 @@ class GroupedView:
                     "name": "regular",
                     "configuration": {**grid, "chunk_shape": list(layout.shard_shape)},
                 }
-                document["codecs"] = [
-                    {
-                        "name": "sharding_indexed",
-                        "configuration": {
-                            "chunk_shape": list(layout.chunk_shape),
-                            "codecs": document["codecs"],
-                            "index_codecs": [
-                                {"name": "bytes", "configuration": {"endian": "little"}}
-                            ],
-                            "index_location": "start",
-                        },
-                    }
-                ]
+                document["codecs"] = [sharding_codec(list(layout.chunk_shape), document["codecs"])]
                 changed = True
         consolidated = document.get("consolidated_metadata")
         if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):

@@ -133,19 +133,7 @@ class ShardedView:
             if layout is not None:
                 inner_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
                 inner_shape[layout.axis] = layout.rows
-                document["codecs"] = [
-                    {
-                        "name": "sharding_indexed",
-                        "configuration": {
-                            "chunk_shape": inner_shape,
-                            "codecs": document["codecs"],
-                            "index_codecs": [
-                                {"name": "bytes", "configuration": {"endian": "little"}}
-                            ],
-                            "index_location": "start",
-                        },
-                    }
-                ]
+                document["codecs"] = [sharding_codec(inner_shape, document["codecs"])]
                 changed = True
         consolidated = document.get("consolidated_metadata")
         if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
@@ -154,6 +142,21 @@ class ShardedView:
                     child_path = f"{path}/{child}" if path else child
                     changed |= self._rewrite_node(child_path, child_document)
         return changed
+
+
+def sharding_codec(inner_shape: list[int], codecs: list[Any]) -> dict[str, Any]:
+    """The ``sharding_indexed`` codec document both views show: inner chunks of
+    ``inner_shape`` encoded by ``codecs``, and a plain little-endian index at the start (the
+    index the store synthesizes)."""
+    return {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": inner_shape,
+            "codecs": codecs,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "start",
+        },
+    }
 
 
 def _slowest_stored_axis(first_codec: dict[str, Any], ndim: int) -> int | None:
