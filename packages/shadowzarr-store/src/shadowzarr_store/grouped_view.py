@@ -22,16 +22,15 @@ with ``grouped_view=0`` (or takes `RfsStore.stored_view`).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
+from shadowzarr_spec import ReferenceFileSystem, array_info
 
-from shadowzarr_store.sharded_view import sharding_codec
+from shadowzarr_store.sharded_view import rewrite_zarr_json, sharding_codec
 
 __all__ = [
     "AUTO_SHARD_BYTES",
@@ -182,32 +181,19 @@ class GroupedView:
 
     def rewrite(self, key: str, data: bytes) -> bytes:
         """A ``zarr.json`` as the view shows it (grouped arrays, and consolidated entries)."""
-        path = key[: -len("zarr.json")].rstrip("/")
-        document = parse_json(data)
-        if not isinstance(document, dict):
-            return data
-        changed = self._rewrite_node(path, document)
-        return json.dumps(document, allow_nan=True).encode() if changed else data
+        return rewrite_zarr_json(key, data, self._rewrite_array)
 
-    def _rewrite_node(self, path: str, document: dict[str, Any]) -> bool:
-        changed = False
-        if document.get("node_type") == "array":
-            layout = self.layout(path)
-            if layout is not None:
-                grid = document["chunk_grid"]["configuration"]
-                document["chunk_grid"] = {
-                    "name": "regular",
-                    "configuration": {**grid, "chunk_shape": list(layout.shard_shape)},
-                }
-                document["codecs"] = [sharding_codec(list(layout.chunk_shape), document["codecs"])]
-                changed = True
-        consolidated = document.get("consolidated_metadata")
-        if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
-            for child, child_document in consolidated["metadata"].items():
-                if isinstance(child_document, dict):
-                    child_path = f"{path}/{child}" if path else child
-                    changed |= self._rewrite_node(child_path, child_document)
-        return changed
+    def _rewrite_array(self, path: str, document: dict[str, Any]) -> bool:
+        layout = self.layout(path)
+        if layout is None:
+            return False
+        grid = document["chunk_grid"]["configuration"]
+        document["chunk_grid"] = {
+            "name": "regular",
+            "configuration": {**grid, "chunk_shape": list(layout.shard_shape)},
+        }
+        document["codecs"] = [sharding_codec(list(layout.chunk_shape), document["codecs"])]
+        return True
 
 
 def _factors(grid: tuple[int, ...], budget: int) -> tuple[int, ...]:

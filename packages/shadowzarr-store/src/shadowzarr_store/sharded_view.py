@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,29 +120,39 @@ class ShardedView:
 
     def rewrite(self, key: str, data: bytes) -> bytes:
         """A ``zarr.json`` as the view shows it (arrays, and consolidated entries, sharded)."""
-        path = key[: -len("zarr.json")].rstrip("/")
-        document = parse_json(data)
-        if not isinstance(document, dict):
-            return data
-        changed = self._rewrite_node(path, document)
-        return json.dumps(document, allow_nan=True).encode() if changed else data
+        return rewrite_zarr_json(key, data, self._rewrite_array)
 
-    def _rewrite_node(self, path: str, document: dict[str, Any]) -> bool:
-        changed = False
-        if document.get("node_type") == "array":
-            layout = self.layout(path)
-            if layout is not None:
-                inner_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
-                inner_shape[layout.axis] = layout.rows
-                document["codecs"] = [sharding_codec(inner_shape, document["codecs"])]
-                changed = True
+    def _rewrite_array(self, path: str, document: dict[str, Any]) -> bool:
+        layout = self.layout(path)
+        if layout is None:
+            return False
+        inner_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
+        inner_shape[layout.axis] = layout.rows
+        document["codecs"] = [sharding_codec(inner_shape, document["codecs"])]
+        return True
+
+
+def rewrite_zarr_json(
+    key: str, data: bytes, rewrite_array: Callable[[str, dict[str, Any]], bool]
+) -> bytes:
+    """``data``, the ``zarr.json`` at ``key``, with every array document in it (the node and
+    its consolidated entries) passed to ``rewrite_array(path, document)``, which changes the
+    document in place and says whether it did; the bytes as they were when none changed."""
+    path = key[: -len("zarr.json")].rstrip("/")
+    document = parse_json(data)
+    if not isinstance(document, dict):
+        return data
+
+    def visit(path: str, document: dict[str, Any]) -> bool:
+        changed = document.get("node_type") == "array" and rewrite_array(path, document)
         consolidated = document.get("consolidated_metadata")
         if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
             for child, child_document in consolidated["metadata"].items():
                 if isinstance(child_document, dict):
-                    child_path = f"{path}/{child}" if path else child
-                    changed |= self._rewrite_node(child_path, child_document)
+                    changed |= visit(f"{path}/{child}" if path else child, child_document)
         return changed
+
+    return json.dumps(document, allow_nan=True).encode() if visit(path, document) else data
 
 
 def sharding_codec(inner_shape: list[int], codecs: list[Any]) -> dict[str, Any]:
