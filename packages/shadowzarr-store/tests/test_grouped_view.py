@@ -16,6 +16,7 @@ from shadowzarr_spec import write_rfs
 from shadowzarr_testing.proxy import LatencyProxy
 
 from shadowzarr_store import RfsStore, load_rfs, open_rfs
+from shadowzarr_store.grouped_view import PACK_BYTES
 
 LATENCY = 0.02
 ROWS, COLUMNS, CHUNK = 40_000, 32, (64, 4)  # float32: 1 KiB chunks, 20,000 of them
@@ -37,6 +38,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         wide = f.create_dataset("sparse_indexed", (32768,), "<i4", chunks=(16,), fillvalue=-7)
         wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk index, mostly never written
         wide[24000:24176] = np.arange(176)
+        holes = f.create_dataset("holes", (65536,), "<i4", chunks=(16,), fillvalue=-7)
+        holes[100:200] = np.arange(100)  # 4 packs of 1,024 stored chunks; 3 never written
         f.create_dataset(
             "zipped", data=np.arange(8192, dtype="<i4"), chunks=(64,), compression="gzip"
         )
@@ -119,14 +122,22 @@ def test_one_second_of_64_channels_of_4_kib_chunks(files, served, reader) -> Non
     assert trips <= data_trips + 3
 
 
-def test_a_single_value_reads_one_stored_chunk(files, served) -> None:
+def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
+    """Uncompressed stored chunks are packed into inner chunks of about PACK_BYTES: one value
+    costs that bounded read-ahead, never the rest of its 4 MiB shard."""
     proxy, refs = served
     array = open_rfs(refs["table"])["table"]
     proxy.wait_idle()
     proxy.reset()
     assert array[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
     proxy.wait_idle()
-    assert proxy.bytes_sent("table.h5") == 1024  # never the rest of its shard
+    assert PACK_BYTES <= proxy.bytes_sent("table.h5") <= PACK_BYTES + 4096
+    assert proxy.count(path_prefix="table.h5") == 1
+    before = proxy.bytes_sent("table.h5")
+    stored = RfsStore(load_rfs(refs["table"]), grouped_view=0)
+    assert zarr.open_array(stored, path="table", mode="r")[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
+    proxy.wait_idle()
+    assert proxy.bytes_sent("table.h5") - before == 1024  # as stored: the one chunk
 
 
 def test_missing_and_never_written_chunks_read_as_fill(files, served) -> None:
@@ -162,7 +173,10 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     as_stored = zarr.open_array(stored, path="table", mode="r").metadata
     assert as_stored.chunk_grid.chunk_shape == CHUNK
     assert shown.chunk_grid.chunk_shape == (CHUNK[0] * 128, COLUMNS)
-    assert shown.codecs[0].chunk_shape == CHUNK  # the stored chunks, inside shards
+    # inner chunks of 8 x 8 stored chunks (64 KiB), inside shards
+    assert shown.codecs[0].chunk_shape == (CHUNK[0] * 8, COLUMNS)
+    zipped = zarr.open_array(store, path="zipped", mode="r").metadata
+    assert zipped.codecs[0].chunk_shape == (64,)  # compressed: the stored chunks themselves
 
     async def keys(s: RfsStore) -> list[str]:
         return [k async for k in s.list_prefix("sparse/c/")]
@@ -172,41 +186,62 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     assert RfsStore(load_rfs(refs["table"]), grouped_view=False).options.grouped_view == 0
 
 
+def test_a_pack_never_written_costs_no_read(files, served) -> None:
+    proxy, refs = served
+    holes = open_rfs(refs["table"])["holes"]
+    proxy.wait_idle()
+    before = proxy.count(path_prefix="table.h5")
+    assert (holes[20_000:60_000] == -7).all()
+    proxy.wait_idle()
+    assert proxy.count(path_prefix="table.h5") == before  # nothing stored there: no read
+    np.testing.assert_array_equal(holes[:1000], _h5(files, "table", "holes", slice(0, 1000)))
+    proxy.wait_idle()
+    assert proxy.count(path_prefix="table.h5") == before + 1  # the one written pack
+
+
 def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
     from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
     from zarr.core.buffer import default_buffer_prototype
 
     store = RfsStore(generate_rfs(files / "table.h5", progress=False))
     prototype = default_buffer_prototype()
+    with h5py.File(files / "table.h5") as f:
+        sparse, indexed = f["sparse"][:], f["sparse_indexed"][:]
+
+    async def ranges_match(key: str, whole: bytes) -> None:
+        for request, expected in (
+            (RangeByteRequest(4090, 4200), whole[4090:4200]),
+            (OffsetByteRequest(5000), whole[5000:]),
+            (SuffixByteRequest(100), whole[-100:]),
+            (RangeByteRequest(0, 16), whole[:16]),
+        ):
+            assert (await store.get(key, prototype, request)).to_bytes() == expected
+        batches = [
+            b
+            async for b in store.get_ranges(
+                key, [RangeByteRequest(4096, 4160), RangeByteRequest(4160, 4224)], prototype=prototype
+            )
+        ]
+        assert [[(i, buf.to_bytes()) for i, buf in batch] for batch in batches] == [
+            [(0, whole[4096:4160]), (1, whole[4160:4224])]
+        ]
 
     async def check() -> None:
+        # from a chunk index, uncompressed: one inner chunk packs 1,024 stored chunks, the
+        # never-written ones as fill
+        whole = (await store.get("sparse_indexed/c/0", prototype)).to_bytes()
+        assert len(whole) == await store.getsize("sparse_indexed/c/0") == 16 + 16384 * 4
+        assert np.frombuffer(whole[:16], "<u8").tolist() == [16, 16384 * 4]
+        assert np.array_equal(np.frombuffer(whole[16:], "<i4"), indexed[:16384])
+        await ranges_match("sparse_indexed/c/0", whole)
+        # listed one by one: the inner chunks are the stored chunks, each as stored
         whole = (await store.get("sparse/c/0", prototype)).to_bytes()
         assert len(whole) == await store.getsize("sparse/c/0")
         assert await store.exists("sparse/c/0")
         index = np.frombuffer(whole[: 16 * 256], "<u8").reshape(256, 2)
         assert (index[:10] == 2**64 - 1).all()  # never written: the empty marker
         assert index[10].tolist() == [16 * 256, 64]  # chunk 10, 64 bytes, right after the index
-        assert (
-            whole[int(index[10, 0]) : int(index[10, 0]) + 64]
-            == np.arange(16, dtype="<i4").tobytes()
-        )
-        for request, expected in (
-            (RangeByteRequest(4090, 4200), whole[4090:4200]),
-            (OffsetByteRequest(5000), whole[5000:]),
-            (SuffixByteRequest(100), whole[-100:]),
-            (RangeByteRequest(0, 16 * 256), whole[: 16 * 256]),
-        ):
-            assert (await store.get("sparse/c/0", prototype, request)).to_bytes() == expected
-        batches = [
-            b
-            async for b in store.get_ranges(
-                "sparse/c/0",
-                [RangeByteRequest(4096, 4160), RangeByteRequest(4160, 4224)],
-                prototype=prototype,
-            )
-        ]
-        assert [[(i, buf.to_bytes()) for i, buf in batch] for batch in batches] == [
-            [(0, whole[4096:4160]), (1, whole[4160:4224])]
-        ]
+        assert whole[16 * 256 :] == sparse[160:480].tobytes()
+        await ranges_match("sparse/c/0", whole)
 
     asyncio.run(check())

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from shadowzarr_spec import (
     MISSING_CHUNK,
+    ChunkDecodeError,
     InlineRef,
     ReferenceFileSystem,
     ReferenceFormatError,
@@ -27,6 +28,7 @@ from shadowzarr_store.merge import gathered_reads
 from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
 from shadowzarr_store.missing_codecs import MissingCodecs
 from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.packed_reads import read_runs
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.resolve import (
     ReadPlan,
@@ -188,6 +190,7 @@ class RfsStore(Store):
                 self._rfs,
                 self._options.grouped_view,
                 skip=None if sharded is None else lambda path: sharded.layout(path) is not None,
+                packable=self._index_only_array,
             )
             if self._options.grouped_view
             else None
@@ -254,35 +257,33 @@ class RfsStore(Store):
             return found
         path, shard, layout = group
         chunks = layout.inner_chunks(shard)
-        fast = await self._shard_index_from_chunk_index(path, chunks)
+        packing = {"members": layout.members, "inner_nbytes": layout.members * layout.chunk_nbytes}
+        fast = await self._shard_index_from_chunk_index(path, chunks, packing)
         if fast is not None:
             index = fast
         elif not any(chunks):
             keys: list[str | None] = [None] * len(chunks)
             values: list[InlineRef | SourceValue | None] = [None] * len(chunks)
-            index = ShardIndex.build(keys, [None] * len(chunks), tuple(values))
+            index = ShardIndex.build(keys, [None] * len(chunks), tuple(values), **packing)
         else:
             keys, values = await self._resolver.resolve_chunks(path, chunks)
             lengths = [
                 await self._logical_length(k, v) if _needs_read(v) else _known_length(k, v, self)
                 for k, v in zip(keys, values, strict=True)
             ]
-            index = ShardIndex.build(keys, lengths, tuple(values))
+            index = ShardIndex.build(keys, lengths, tuple(values), **packing)
         if len(self._shard_indexes) >= _SHARD_INDEXES_KEPT:
             self._shard_indexes.pop(next(iter(self._shard_indexes)))
         self._shard_indexes[key] = index
         return index
 
     async def _shard_index_from_chunk_index(
-        self, path: str, chunks: list[tuple[int, ...] | None]
+        self, path: str, chunks: list[tuple[int, ...] | None], packing: dict[str, int]
     ) -> ShardIndex | None:
         """The shard index straight from the chunk index's arrays (no object per chunk), for an
         array whose every chunk reference is in its chunk index and has no selection; None
         otherwise. Inner chunks are resolved again only when read."""
-        fast = self._index_only.get(path)
-        if fast is None:
-            fast = self._index_only[path] = self._chunk_index_only(path)
-        if fast is False or not any(chunks):
+        if not self._index_only_array(path) or not any(chunks):
             return None
         first = chunk_key(path, (0,) * len(self._indexes.grid(path)))
         chunk_layout = self._resolver.layout_of_key(first)
@@ -303,7 +304,19 @@ class RfsStore(Store):
                 # an uncompressed chunk reads at its full size (padded); an over-long reference
                 # keeps its size here and fails when read, as unsharded
                 lengths[j] = full if full is not None and size <= full else size
-        return ShardIndex.build(keys, lengths, (_UNRESOLVED,) * len(chunks))
+        every_offset = np.full(len(chunks), _MISSING_ENTRY, dtype=np.uint64)
+        every_size = every_offset.copy()
+        every_offset[where], every_size[where] = offsets, sizes
+        entries = (self._rfs.indexes[path].url, every_offset, every_size)
+        return ShardIndex.build(
+            keys, lengths, (_UNRESOLVED,) * len(chunks), entries=entries, **packing
+        )
+
+    def _index_only_array(self, path: str) -> bool:
+        found = self._index_only.get(path)
+        if found is None:
+            found = self._index_only[path] = self._chunk_index_only(path)
+        return found
 
     def _chunk_index_only(self, path: str) -> bool:
         """Whether every chunk reference of ``path`` comes from its chunk index (no refs or gen
@@ -361,37 +374,100 @@ class RfsStore(Store):
         start, end = byte_window(byte_range, index.total)
         head = index.index[start : min(end, len(index.index))]
         checks = self._gate.chunk_checks(key)  # the shard's array is its inner chunks' array
-        reads = []
         first = max(bisect.bisect_right(index.offsets, start) - 1, 0)
-        for j in range(first, len(index.keys)):
-            inner, offset, length = index.keys[j], index.offsets[j], index.lengths[j]
+        touched = []  # (inner chunk, its part [a, b))
+        for j in range(first, len(index.offsets)):
+            offset, size = index.offsets[j], index.sizes[j]
             if offset >= end:
                 break
-            if inner is None or offset + length <= start:
-                continue
-            a, b = max(start, offset) - offset, min(end, offset + length) - offset
-            whole = (a, b) == (0, length)
-            reads.append((inner, None if whole else RangeByteRequest(a, b), index.values[j]))
-        if len(reads) == 1 and not head:  # zarr's usual ask: one inner chunk, exactly
-            inner, rng, value = reads[0]
-            part = await self._get_stored(inner, prototype, rng, value, checks)
-            if part is None:
-                raise self._vanished(inner, key)
-            return part
+            if size and offset + size > start:
+                touched.append((j, max(start, offset) - offset, min(end, offset + size) - offset))
+        if index.members > 1 and not touched:
+            pieces = [head]
+        elif index.members > 1:
+            group = self._group_of(key)
+            assert group is not None
+            packs = await self._read_packs(key, group[2], index, [j for j, _, _ in touched], checks)
+            pieces: list[bytes | memoryview] = [head] if head else []
+            pieces += [packs[i, a:b].data for i, (_, a, b) in enumerate(touched)]
+        else:
+            reads = [
+                (
+                    index.keys[j],
+                    None if (a, b) == (0, index.sizes[j]) else RangeByteRequest(a, b),
+                    index.values[j],
+                )
+                for j, a, b in touched
+            ]
+            if len(reads) == 1 and not head:  # zarr's usual ask: one inner chunk, exactly
+                inner, rng, value = reads[0]
+                assert inner is not None
+                part = await self._get_stored(inner, prototype, rng, value, checks)
+                if part is None:
+                    raise self._vanished(inner, key)
+                return part
+            parts = await self._stored_parts(key, reads, prototype, checks)
+            pieces = [head] if head else []
+            pieces += [part.as_numpy_array().data for part in parts]
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
+
+    async def _stored_parts(
+        self,
+        key: str,
+        reads: list[tuple[str | None, ByteRequest | None, Any]],
+        prototype: BufferPrototype,
+        checks: ArrayChecks | None,
+    ) -> list[Buffer]:
+        """Stored chunks of shard ``key`` read at once (the merger joins neighbours)."""
         with gathered_reads():
             parts = await asyncio.gather(
                 *(
                     self._get_stored(inner, prototype, rng, value, checks)
                     for inner, rng, value in reads
+                    if inner is not None
                 )
             )
-        pieces: list[bytes | memoryview] = [head] if head else []
         for (inner, _, _), part in zip(reads, parts, strict=True):
             if part is None:
-                raise self._vanished(inner, key)
-            pieces.append(part.as_numpy_array().data)
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
+                raise self._vanished(str(inner), key)
+        return cast("list[Buffer]", parts)
+
+    async def _read_packs(
+        self,
+        key: str,
+        layout: GroupLayout,
+        index: ShardIndex,
+        inner: list[int],
+        checks: ArrayChecks | None,
+    ) -> np.ndarray:
+        """Inner chunks ``inner`` of a packed shard, (inner chunks, bytes of one): their stored
+        chunks read at once and rearranged; a stored chunk that is not stored is the fill."""
+        members, nbytes = layout.members, layout.chunk_nbytes
+        wanted = np.array(
+            [j * members + m for j in inner for m in range(members)], dtype=np.int64
+        )
+        block = np.empty((len(wanted), nbytes), dtype=np.uint8)
+        stored = np.array([index.keys[i] is not None for i in wanted.tolist()], dtype=bool)
+        if not stored.all():
+            fill = fill_pattern(self._resolver.fill_of_key(key), 0, nbytes)
+            block[~stored] = np.frombuffer(fill, dtype=np.uint8)
+        positions = wanted[stored]
+        fetched = await read_runs(self._reader, index.entries, positions, nbytes)
+        if fetched is None:  # not straight from the index, or not plain: chunk by chunk
+            reads = [(index.keys[i], None, index.values[i]) for i in positions.tolist()]
+            parts = await self._stored_parts(key, reads, default_buffer_prototype(), checks)
+            for row, (i, part) in enumerate(zip(positions.tolist(), parts, strict=True)):
+                data = part.as_numpy_array().view(np.uint8)
+                if len(data) != nbytes:
+                    raise ChunkDecodeError(
+                        f"{self!r}: stored chunk {index.keys[i]!r} holds {len(data)} bytes; an "
+                        f"uncompressed chunk of its array holds {nbytes}"
+                    )
+                block[np.flatnonzero(stored)[row]] = data
+        else:
+            block[stored] = fetched
+        return layout.pack_bytes(block.reshape(len(inner), members, nbytes))
 
     def _vanished(self, inner: str, key: str) -> ReferenceFormatError:
         return ReferenceFormatError(

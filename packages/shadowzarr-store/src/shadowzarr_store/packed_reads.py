@@ -1,0 +1,65 @@
+"""Reading the stored chunks of a packed inner chunk straight from their chunk-index entries.
+
+An inner chunk of the grouped view of an uncompressed array packs many stored chunks (see
+`shadowzarr_store.grouped_view`). Reading each through the store's per-key path costs tens of
+microseconds of Python apiece, as much as zarr's own per-chunk cost that packing removes. When
+every one of them comes straight from the chunk index as a plain, full-size chunk, their ranges
+are sorted and joined with numpy, each contiguous run is one read, and the bytes are cut with one
+gather. Anything else (a short or over-long chunk, one past the recorded end of the file, a short
+answer) goes back to the per-key path, which pads, checks and names the chunk in its errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shadowzarr_store.merge import gathered_reads
+
+if TYPE_CHECKING:
+    from shadowzarr_store.source_reader import SourceReader
+
+__all__ = ["read_runs"]
+
+
+async def read_runs(
+    reader: SourceReader,
+    entries: tuple[str, np.ndarray, np.ndarray] | None,
+    positions: np.ndarray,
+    nbytes: int,
+) -> np.ndarray | None:
+    """Stored chunks ``positions`` of ``entries`` (url, offsets, sizes), as (chunks, ``nbytes``)
+    bytes; None when the fast path does not apply."""
+    if entries is None:
+        return None
+    if not len(positions):
+        return np.empty((0, nbytes), dtype=np.uint8)
+    url, offsets, sizes = entries
+    where = offsets[positions].astype(np.int64)
+    if bool((sizes[positions] != nbytes).any()):
+        return None
+    recorded = reader.rfs.sources.get(url)
+    if recorded is not None and recorded.size is not None:
+        if bool((where + nbytes > recorded.size).any()):
+            return None
+    order = np.argsort(where, kind="stable")
+    ordered = where[order]
+    breaks = np.flatnonzero(ordered[1:] != ordered[:-1] + nbytes) + 1
+    firsts = np.concatenate(([0], breaks)).tolist()
+    lasts = np.concatenate((breaks, [len(ordered)])).tolist()
+    spans = [(int(ordered[a]), int(ordered[b - 1]) + nbytes) for a, b in zip(firsts, lasts, strict=True)]
+    with gathered_reads():
+        answers = await asyncio.gather(*(reader.read(url, a, b) for a, b in spans))
+    pieces = []
+    for (a, b), (raw, cached) in zip(spans, answers, strict=True):
+        if len(raw) != b - a:
+            return None
+        if not cached:
+            await reader.remember(url, a, b, raw)
+        pieces.append(np.frombuffer(raw, dtype=np.uint8))
+    joined = (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)).reshape(-1, nbytes)
+    out = np.empty_like(joined)
+    out[order] = joined
+    return out
