@@ -172,7 +172,7 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     shown = zarr.open_array(store, path="table", mode="r").metadata
     as_stored = zarr.open_array(stored, path="table", mode="r").metadata
     assert as_stored.chunk_grid.chunk_shape == CHUNK
-    assert shown.chunk_grid.chunk_shape == (CHUNK[0] * 128, COLUMNS)
+    assert shown.chunk_grid.chunk_shape == (CHUNK[0] * 512, COLUMNS)  # 4 MiB
     # inner chunks of 8 x 8 stored chunks (64 KiB), inside shards
     assert shown.codecs[0].chunk_shape == (CHUNK[0] * 8, COLUMNS)
     zipped = zarr.open_array(store, path="zipped", mode="r").metadata
@@ -227,12 +227,13 @@ def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
         ]
 
     async def check() -> None:
-        # from a chunk index, uncompressed: one inner chunk packs 1,024 stored chunks, the
-        # never-written ones as fill
+        # from a chunk index, uncompressed: one shard of two inner chunks, each packing 1,024
+        # stored chunks, the never-written ones as fill
         whole = (await store.get("sparse_indexed/c/0", prototype)).to_bytes()
-        assert len(whole) == await store.getsize("sparse_indexed/c/0") == 16 + 16384 * 4
-        assert np.frombuffer(whole[:16], "<u8").tolist() == [16, 16384 * 4]
-        assert np.array_equal(np.frombuffer(whole[16:], "<i4"), indexed[:16384])
+        assert len(whole) == await store.getsize("sparse_indexed/c/0") == 32 + 32768 * 4
+        index = np.frombuffer(whole[:32], "<u8").reshape(2, 2).tolist()
+        assert index == [[32, 16384 * 4], [32 + 16384 * 4, 16384 * 4]]
+        assert np.array_equal(np.frombuffer(whole[32:], "<i4"), indexed)
         await ranges_match("sparse_indexed/c/0", whole)
         # listed one by one: the inner chunks are the stored chunks, each as stored
         whole = (await store.get("sparse/c/0", prototype)).to_bytes()
@@ -245,3 +246,26 @@ def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
         await ranges_match("sparse/c/0", whole)
 
     asyncio.run(check())
+
+
+def test_packed_inner_chunks_equal_h5py_at_every_edge(tmp_path: Path) -> None:
+    """Packs reaching past the array's end, partly written packs, big-endian items and every
+    kind of selection read exactly what h5py reads."""
+    rng = np.random.default_rng(7)
+    values = rng.integers(-30000, 30000, size=(1003, 7)).astype(">i2")
+    with h5py.File(tmp_path / "edges.h5", "w") as f:
+        f.create_dataset("full", data=values, chunks=(10, 3))
+        part = f.create_dataset("part", (1003, 7), ">i2", chunks=(10, 3), fillvalue=-5)
+        part[95:400, 2:6] = values[95:400, 2:6]
+    rfs = generate_rfs(tmp_path / "edges.h5", chunk_index_threshold=10, progress=False)
+    group = open_rfs(rfs)
+    with h5py.File(tmp_path / "edges.h5") as f:
+        for name in ("full", "part"):
+            array, native = group[name], f[name]
+            assert array.chunks != (10, 3)  # packed
+            points = (rng.integers(0, 1003, 300), rng.integers(0, 7, 300))
+            rows = np.sort(rng.choice(1003, 50, replace=False))
+            for selection in (np.s_[:], np.s_[997:], np.s_[5:333, 1:6], np.s_[::13, 6], np.s_[1002, :]):
+                np.testing.assert_array_equal(array[selection], native[selection])
+            np.testing.assert_array_equal(array.vindex[points], native[:][points])
+            np.testing.assert_array_equal(array.oindex[rows, [0, 6]], native[:][rows][:, [0, 6]])

@@ -115,26 +115,40 @@ class ChunkIndexReader:
         ]
 
     async def entries(
-        self, path: str, coords: list[tuple[int, ...]]
+        self, path: str, coords: list[tuple[int, ...]] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The index's (offsets, sizes) of chunks ``coords`` of ``path`` as uint64 arrays; both
-        `MISSING_CHUNK` for a chunk never written or outside the grid."""
+        """The index's (offsets, sizes) of chunks ``coords`` of ``path`` (tuples, or an
+        (n, ndim) integer array) as uint64 arrays; both `MISSING_CHUNK` for a chunk never
+        written or outside the grid."""
         index = self._rfs.indexes[path]
         grid = self.grid(path)
         offsets = np.full(len(coords), _MISSING, dtype=np.uint64)
         sizes = np.full(len(coords), _MISSING, dtype=np.uint64)
-        inside = np.array(
-            [
-                len(c) == len(grid) and all(0 <= x < g for x, g in zip(c, grid, strict=True))
-                for c in coords
-            ],
-            dtype=bool,
-        )
+        if isinstance(coords, np.ndarray):
+            every = coords.reshape(len(coords), -1)
+            inside = (
+                np.ones(len(coords), dtype=bool)
+                if every.shape[1] == len(grid)
+                else np.zeros(len(coords), dtype=bool)
+            )
+            if every.shape[1] == len(grid):
+                inside &= ((every >= 0) & (every < np.array(grid, dtype=np.int64))).all(axis=1)
+        else:
+            inside = np.array(
+                [
+                    len(c) == len(grid) and all(0 <= x < g for x, g in zip(c, grid, strict=True))
+                    for c in coords
+                ],
+                dtype=bool,
+            )
         if not inside.any():
             return offsets, sizes
-        points = np.array(
-            [c for c, ok in zip(coords, inside.tolist(), strict=True) if ok], dtype=np.int64
-        ).reshape(int(inside.sum()), len(grid))
+        if isinstance(coords, np.ndarray):
+            points = every[inside].astype(np.int64, copy=False)
+        else:
+            points = np.array(
+                [c for c, ok in zip(coords, inside.tolist(), strict=True) if ok], dtype=np.int64
+            ).reshape(int(inside.sum()), len(grid))
         if index.table is not None:
             entries = index.table[tuple(points.T)]
             offsets[inside], sizes[inside] = entries[..., 0], entries[..., 1]

@@ -57,6 +57,8 @@ MAX_INNER_CHUNKS = 1024
 """Most stored chunks in one shard: its index is rebuilt from the references when first read."""
 MIN_CHUNKS = 4
 """Arrays of fewer stored chunks are left as stored."""
+MAX_PACKED_FACTOR = 4
+"""A shard of packed inner chunks may hold this many times `MAX_INNER_CHUNKS` stored chunks."""
 PACK_BYTES = 64 * 1024
 """Bytes of one inner chunk of the view of an uncompressed array, about: a block of stored
 chunks (zarr's per-chunk cost paid once per this many bytes; the read-ahead of a
@@ -121,24 +123,33 @@ class GroupLayout:
         """The stored chunk coordinates of ``shard``: inner chunks in C order, and within each
         its ``members`` stored chunks in C order (None: outside the stored grid, or ``shard``
         is not in the view's grid)."""
-        if len(shard) != len(self.grid) or any(
+        return [None if row[0] < 0 else tuple(row) for row in self.inner_points(shard).tolist()]
+
+    def inner_points(self, shard: tuple[int, ...]) -> np.ndarray:
+        """`inner_chunks` as an (n, ndim) array, a row of -1 for None (no object per chunk)."""
+        ndim = len(self.grid)
+        total = self.count * self.members
+        if len(shard) != ndim or any(
             not 0 <= s * f < g for s, f, g in zip(shard, self.factors, self.grid, strict=True)
         ):
-            return [None] * self.count * self.members
-        grid, packed = self.grid, self.packed
-        outer = [range(s * f, s * f + f, p) for s, f, p in zip(shard, self.factors, packed, strict=True)]
-        found: list[tuple[int, ...] | None] = []
-        for first in itertools.product(*outer):
-            ranges = [range(c, c + p) for c, p in zip(first, packed, strict=True)]
-            found.extend(
-                coords if all(c < g for c, g in zip(coords, grid, strict=True)) else None
-                for coords in itertools.product(*ranges)
-            )
-        return found
+            return np.full((total, ndim), -1, dtype=np.int64)
+        packs, packed = self.packs, self.packed
+        # axes (pack index per axis..., member index per axis...), C order of each
+        outer = np.indices(packs, dtype=np.int64).reshape(ndim, -1)
+        inner = np.indices(packed, dtype=np.int64).reshape(ndim, -1)
+        origin = np.array(shard, dtype=np.int64)[:, None] * np.array(self.factors)[:, None]
+        points = (
+            origin[:, :, None]
+            + outer[:, :, None] * np.array(packed)[:, None, None]
+            + inner[:, None, :]
+        ).reshape(ndim, -1).T
+        points[(points >= np.array(self.grid)).any(axis=1)] = -1
+        return np.ascontiguousarray(points)
 
-    def pack_bytes(self, members: np.ndarray) -> np.ndarray:
+    def pack_bytes(self, members: np.ndarray, into: np.ndarray | None = None) -> np.ndarray:
         """Inner chunks from their stored chunks: ``members`` is (inner chunks, `members`,
-        `chunk_nbytes`) bytes; the result (inner chunks, bytes of one) in C order."""
+        `chunk_nbytes`) bytes; the result (inner chunks, bytes of one) in C order, written
+        into ``into`` if given (one copy, straight into the value zarr gets)."""
         count = members.shape[0]
         ndim = len(self.chunk_shape)
         blocks = members.reshape(count, *self.packed, *self.chunk_shape, self.itemsize)
@@ -147,7 +158,11 @@ class GroupLayout:
         for axis in range(ndim):
             order += [1 + axis, 1 + ndim + axis]
         order.append(1 + 2 * ndim)
-        return np.ascontiguousarray(blocks.transpose(order)).reshape(count, -1)
+        if into is None:
+            return np.ascontiguousarray(blocks.transpose(order)).reshape(count, -1)
+        target = into.reshape(blocks.transpose(order).shape)
+        np.copyto(target, blocks.transpose(order))
+        return into
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,9 +279,6 @@ class GroupedView:
             return None
         if math.prod(grid) < MIN_CHUNKS:
             return None
-        factors = _factors(grid, min(MAX_INNER_CHUNKS, self._shard_bytes // chunk_nbytes))
-        if math.prod(factors) < 2:
-            return None
         pack: tuple[int, ...] = ()
         if (
             _uncompressed(info.codecs)
@@ -276,9 +288,18 @@ class GroupedView:
             # the same order as the shard's blocks (trailing axes first): stored chunks
             # neighbouring in a C-order file, so one pack is one run of bytes
             pack = _factors(grid, PACK_BYTES // chunk_nbytes)
-            factors = tuple(_whole_packs(f, p, g) for f, p, g in zip(factors, pack, grid, strict=True))
             if math.prod(pack) < 2:
                 pack = ()
+        # a packed shard's index is read with numpy from the chunk index: it may hold more
+        # stored chunks (fewer shards: fewer waves of zarr's async.concurrency shard reads)
+        most = MAX_INNER_CHUNKS * (MAX_PACKED_FACTOR if pack else 1)
+        factors = _factors(grid, min(most, self._shard_bytes // chunk_nbytes))
+        if math.prod(factors) < 2:
+            return None
+        if pack:
+            factors = tuple(
+                _whole_packs(f, p, g) for f, p, g in zip(factors, pack, grid, strict=True)
+            )
         return GroupLayout(tuple(info.chunk_shape), tuple(grid), factors, pack, itemsize)
 
     def rewrite(self, key: str, data: bytes) -> bytes:

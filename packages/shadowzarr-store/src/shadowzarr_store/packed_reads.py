@@ -60,6 +60,8 @@ async def read_runs(
             await reader.remember(url, a, b, raw)
         pieces.append(np.frombuffer(raw, dtype=np.uint8))
     joined = (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)).reshape(-1, nbytes)
+    if bool((order == np.arange(len(order))).all()):
+        return joined  # already in the order asked for: the answers' own bytes
     out = np.empty_like(joined)
     out[order] = joined
     return out

@@ -196,6 +196,7 @@ class RfsStore(Store):
             else None
         )
         self._shard_indexes: dict[str, ShardIndex] = {}
+        self._shard_index_builds: dict[tuple[Any, str], asyncio.Future[ShardIndex]] = {}
         self._index_only: dict[str, bool] = {}
         self._sorted_keys: list[str] = []
         self._sorted_count = -1
@@ -255,10 +256,22 @@ class RfsStore(Store):
         found = self._shard_indexes.get(key)
         if found is not None:
             return found
+        task = self._shard_index_builds.get((asyncio.get_running_loop(), key))
+        if task is None:  # one build however many reads of the shard arrive at once
+            task = asyncio.ensure_future(self._build_shard_index(key, group))
+            self._shard_index_builds[(asyncio.get_running_loop(), key)] = task
+            task.add_done_callback(
+                lambda _, k=(asyncio.get_running_loop(), key): self._shard_index_builds.pop(k, None)
+            )
+        return await asyncio.shield(task)
+
+    async def _build_shard_index(
+        self, key: str, group: tuple[str, tuple[int, ...], GroupLayout]
+    ) -> ShardIndex:
         path, shard, layout = group
-        chunks = layout.inner_chunks(shard)
         packing = {"members": layout.members, "inner_nbytes": layout.members * layout.chunk_nbytes}
-        fast = await self._shard_index_from_chunk_index(path, chunks, packing)
+        fast = await self._shard_index_from_chunk_index(path, layout.inner_points(shard), packing)
+        chunks = layout.inner_chunks(shard) if fast is None else []
         if fast is not None:
             index = fast
         elif not any(chunks):
@@ -278,38 +291,42 @@ class RfsStore(Store):
         return index
 
     async def _shard_index_from_chunk_index(
-        self, path: str, chunks: list[tuple[int, ...] | None], packing: dict[str, int]
+        self, path: str, points: np.ndarray, packing: dict[str, int]
     ) -> ShardIndex | None:
         """The shard index straight from the chunk index's arrays (no object per chunk), for an
         array whose every chunk reference is in its chunk index and has no selection; None
-        otherwise. Inner chunks are resolved again only when read."""
-        if not self._index_only_array(path) or not any(chunks):
+        otherwise. ``points``: the shard's stored chunks (`GroupLayout.inner_points`). Inner
+        chunks are resolved again only when read."""
+        inside = points[:, 0] >= 0
+        if not self._index_only_array(path) or not inside.any():
             return None
         first = chunk_key(path, (0,) * len(self._indexes.grid(path)))
         chunk_layout = self._resolver.layout_of_key(first)
         full = None if chunk_layout is None else chunk_layout.chunk_nbytes
-        where = [j for j, c in enumerate(chunks) if c is not None]
-        offsets, sizes = await self._indexes.entries(path, [chunks[j] or () for j in where])
+        where = np.flatnonzero(inside)
+        offsets, sizes = await self._indexes.entries(path, points[where])
         present = ~((offsets == _MISSING_ENTRY) & (sizes == _MISSING_ENTRY))
         if bool(((offsets[present] > _LARGEST_NUMBER) | (sizes[present] > _LARGEST_NUMBER)).any()):
             # Entries no reference could hold (a damaged index): the path chunk by chunk
             # refuses them with the error that names the chunk.
             return None
-        keys: list[str | None] = [None] * len(chunks)
-        lengths: list[int | None] = [None] * len(chunks)
+        keys: list[str | None] = [None] * len(points)
+        lengths: list[int | None] = [None] * len(points)
         prefix = chunk_key(path, ()) + "/"
-        for j, stored, size in zip(where, present.tolist(), sizes.tolist(), strict=True):
-            if stored:
-                keys[j] = prefix + "/".join(map(str, chunks[j] or ()))
-                # an uncompressed chunk reads at its full size (padded); an over-long reference
-                # keeps its size here and fails when read, as unsharded
-                lengths[j] = full if full is not None and size <= full else size
-        every_offset = np.full(len(chunks), _MISSING_ENTRY, dtype=np.uint64)
+        stored_rows = where[present]
+        for j, coords, size in zip(
+            stored_rows.tolist(), points[stored_rows].tolist(), sizes[present].tolist(), strict=True
+        ):
+            keys[j] = prefix + "/".join(map(str, coords))
+            # an uncompressed chunk reads at its full size (padded); an over-long reference
+            # keeps its size here and fails when read, as unsharded
+            lengths[j] = full if full is not None and size <= full else size
+        every_offset = np.full(len(points), _MISSING_ENTRY, dtype=np.uint64)
         every_size = every_offset.copy()
         every_offset[where], every_size[where] = offsets, sizes
         entries = (self._rfs.indexes[path].url, every_offset, every_size)
         return ShardIndex.build(
-            keys, lengths, (_UNRESOLVED,) * len(chunks), entries=entries, **packing
+            keys, lengths, (_UNRESOLVED,) * len(points), entries=entries, **packing
         )
 
     def _index_only_array(self, path: str) -> bool:
@@ -387,7 +404,15 @@ class RfsStore(Store):
         elif index.members > 1:
             group = self._group_of(key)
             assert group is not None
-            packs = await self._read_packs(key, group[2], index, [j for j, _, _ in touched], checks)
+            inner = [j for j, _, _ in touched]
+            if all((a, b) == (0, index.sizes[j]) for j, a, b in touched):
+                # whole inner chunks (zarr's usual ask): packed straight into the value
+                value = np.empty(end - start, dtype=np.uint8)
+                value[: len(head)] = np.frombuffer(head, dtype=np.uint8)
+                body = value[len(head) :].reshape(len(inner), -1)
+                await self._read_packs(key, group[2], index, inner, checks, into=body)
+                return prototype.buffer.from_array_like(value)
+            packs = await self._read_packs(key, group[2], index, inner, checks)
             pieces: list[bytes | memoryview] = [head] if head else []
             pieces += [packs[i, a:b].data for i, (_, a, b) in enumerate(touched)]
         else:
@@ -440,9 +465,11 @@ class RfsStore(Store):
         index: ShardIndex,
         inner: list[int],
         checks: ArrayChecks | None,
+        into: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Inner chunks ``inner`` of a packed shard, (inner chunks, bytes of one): their stored
-        chunks read at once and rearranged; a stored chunk that is not stored is the fill."""
+        """Inner chunks ``inner`` of a packed shard, (inner chunks, bytes of one), written into
+        ``into`` if given: their stored chunks read at once and rearranged; a stored chunk
+        that is not stored is the fill."""
         members, nbytes = layout.members, layout.chunk_nbytes
         wanted = np.array(
             [j * members + m for j in inner for m in range(members)], dtype=np.int64
@@ -465,9 +492,11 @@ class RfsStore(Store):
                         f"uncompressed chunk of its array holds {nbytes}"
                     )
                 block[np.flatnonzero(stored)[row]] = data
+        elif bool(stored.all()):
+            block = fetched  # no copy: straight from the answers
         else:
             block[stored] = fetched
-        return layout.pack_bytes(block.reshape(len(inner), members, nbytes))
+        return layout.pack_bytes(block.reshape(len(inner), members, nbytes), into)
 
     def _vanished(self, inner: str, key: str) -> ReferenceFormatError:
         return ReferenceFormatError(
