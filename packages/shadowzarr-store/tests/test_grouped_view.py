@@ -38,8 +38,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         wide = f.create_dataset("sparse_indexed", (32768,), "<i4", chunks=(16,), fillvalue=-7)
         wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk index, mostly never written
         wide[24000:24176] = np.arange(176)
-        holes = f.create_dataset("holes", (65536,), "<i4", chunks=(16,), fillvalue=-7)
-        holes[100:200] = np.arange(100)  # 4 packs of 1,024 stored chunks; 3 never written
+        holes = f.create_dataset("holes", (1 << 20,), "<i4", chunks=(16,), fillvalue=-7)
+        holes[100:200] = np.arange(100)  # 16 packs of 4,096 stored chunks; 15 never written
         f.create_dataset(
             "zipped", data=np.arange(8192, dtype="<i4"), chunks=(64,), compression="gzip"
         )
@@ -131,7 +131,9 @@ def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
     proxy.reset()
     assert array[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
     proxy.wait_idle()
-    assert PACK_BYTES <= proxy.bytes_sent("table.h5") <= PACK_BYTES + 4096
+    # the pack's stored chunks, and the few B-tree nodes HDF5 wrote between them (the merger
+    # reads a small gap rather than pay a second request)
+    assert PACK_BYTES <= proxy.bytes_sent("table.h5") <= PACK_BYTES * 9 // 8
     assert proxy.count(path_prefix="table.h5") == 1
     before = proxy.bytes_sent("table.h5")
     stored = RfsStore(load_rfs(refs["table"]), grouped_view=0)
@@ -173,8 +175,8 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     as_stored = zarr.open_array(stored, path="table", mode="r").metadata
     assert as_stored.chunk_grid.chunk_shape == CHUNK
     assert shown.chunk_grid.chunk_shape == (CHUNK[0] * 512, COLUMNS)  # 4 MiB
-    # inner chunks of 8 x 8 stored chunks (64 KiB), inside shards
-    assert shown.codecs[0].chunk_shape == (CHUNK[0] * 8, COLUMNS)
+    # inner chunks of 32 x 8 stored chunks (256 KiB, PACK_BYTES), inside shards
+    assert shown.codecs[0].chunk_shape == (CHUNK[0] * 32, COLUMNS)
     zipped = zarr.open_array(store, path="zipped", mode="r").metadata
     assert zipped.codecs[0].chunk_shape == (64,)  # compressed: the stored chunks themselves
 
@@ -191,7 +193,7 @@ def test_a_pack_never_written_costs_no_read(files, served) -> None:
     holes = open_rfs(refs["table"])["holes"]
     proxy.wait_idle()
     before = proxy.count(path_prefix="table.h5")
-    assert (holes[20_000:60_000] == -7).all()
+    assert (holes[70_000:600_000] == -7).all()
     proxy.wait_idle()
     assert proxy.count(path_prefix="table.h5") == before  # nothing stored there: no read
     np.testing.assert_array_equal(holes[:1000], _h5(files, "table", "holes", slice(0, 1000)))
@@ -227,13 +229,13 @@ def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
         ]
 
     async def check() -> None:
-        # from a chunk index, uncompressed: one shard of two inner chunks, each packing 1,024
-        # stored chunks, the never-written ones as fill
+        # from a chunk index, uncompressed: one inner chunk packs all 2,048 stored chunks (up
+        # to PACK_BYTES, here the whole array), the never-written ones as fill
+        assert PACK_BYTES >= indexed.nbytes
         whole = (await store.get("sparse_indexed/c/0", prototype)).to_bytes()
-        assert len(whole) == await store.getsize("sparse_indexed/c/0") == 32 + 32768 * 4
-        index = np.frombuffer(whole[:32], "<u8").reshape(2, 2).tolist()
-        assert index == [[32, 16384 * 4], [32 + 16384 * 4, 16384 * 4]]
-        assert np.array_equal(np.frombuffer(whole[32:], "<i4"), indexed)
+        assert len(whole) == await store.getsize("sparse_indexed/c/0") == 16 + indexed.nbytes
+        assert np.frombuffer(whole[:16], "<u8").tolist() == [16, indexed.nbytes]
+        assert np.array_equal(np.frombuffer(whole[16:], "<i4"), indexed)
         await ranges_match("sparse_indexed/c/0", whole)
         # listed one by one: the inner chunks are the stored chunks, each as stored
         whole = (await store.get("sparse/c/0", prototype)).to_bytes()

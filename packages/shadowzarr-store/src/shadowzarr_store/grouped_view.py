@@ -15,12 +15,12 @@ A shard's value, as zarr sees it, is the index (``count`` little-endian ``uint64
 offset and length) followed by the logical bytes of its stored chunks in C order; a chunk that
 is not stored has the empty marker and reads as the fill value, as it did unsharded.
 
-Uncompressed arrays (the plain ``bytes`` codec alone) go one step further: each inner chunk of
-a shard packs a block of stored chunks (about ``PACK_BYTES``, trailing axes first), their bytes
-rearranged here into one C-order block. zarr's cost is per inner chunk (tasks, indexing,
-scattering: about 0.1 ms each), so reading 4 KiB chunks one by one ran at a few MB/s; packed,
-that cost is paid once per 64 KiB. The price is a bounded read-ahead: a selection touching one
-stored chunk reads the ``PACK_BYTES`` around it.
+Uncompressed arrays (the plain ``bytes`` codec alone) whose chunks all come from one chunk
+index go one step further: each inner chunk of a shard packs a block of stored chunks (about
+``PACK_BYTES``, trailing axes first), their bytes rearranged here into one C-order block.
+zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms each), so reading
+4 KiB chunks one by one ran at a few MB/s; packed, that cost is paid once per ``PACK_BYTES``.
+The price is a bounded read-ahead: a selection touching one stored chunk reads its pack.
 
 Metadata and keys differ from the stored ones, so code that copies chunk bytes opens the store
 with ``grouped_view=0`` (or takes `RfsStore.stored_view`).
@@ -59,7 +59,7 @@ MIN_CHUNKS = 4
 """Arrays of fewer stored chunks are left as stored."""
 MAX_PACKED_FACTOR = 4
 """A shard of packed inner chunks may hold this many times `MAX_INNER_CHUNKS` stored chunks."""
-PACK_BYTES = 64 * 1024
+PACK_BYTES = 256 * 1024
 """Bytes of one inner chunk of the view of an uncompressed array, about: a block of stored
 chunks (zarr's per-chunk cost paid once per this many bytes; the read-ahead of a
 selection that touches one stored chunk)."""
