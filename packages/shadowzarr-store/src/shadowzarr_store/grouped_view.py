@@ -58,7 +58,9 @@ MAX_INNER_CHUNKS = 1024
 MIN_CHUNKS = 4
 """Arrays of fewer stored chunks are left as stored."""
 MAX_PACKED_FACTOR = 4
-"""A shard of packed inner chunks may hold this many times `MAX_INNER_CHUNKS` stored chunks."""
+"""A shard of packed inner chunks may hold this many times `MAX_INNER_CHUNKS` stored chunks and
+the shard size's bytes (its index is read with numpy; fewer shards are fewer waves of zarr's
+``async.concurrency`` shard reads)."""
 PACK_BYTES = 256 * 1024
 """Bytes of one inner chunk of the view of an uncompressed array, about: a block of stored
 chunks (zarr's per-chunk cost paid once per this many bytes; the read-ahead of a
@@ -290,10 +292,10 @@ class GroupedView:
             pack = _factors(grid, PACK_BYTES // chunk_nbytes)
             if math.prod(pack) < 2:
                 pack = ()
-        # a packed shard's index is read with numpy from the chunk index: it may hold more
-        # stored chunks (fewer shards: fewer waves of zarr's async.concurrency shard reads)
-        most = MAX_INNER_CHUNKS * (MAX_PACKED_FACTOR if pack else 1)
-        factors = _factors(grid, min(most, self._shard_bytes // chunk_nbytes))
+        scale = MAX_PACKED_FACTOR if pack else 1
+        factors = _factors(
+            grid, min(MAX_INNER_CHUNKS * scale, self._shard_bytes * scale // chunk_nbytes)
+        )
         if math.prod(factors) < 2:
             return None
         if pack:
