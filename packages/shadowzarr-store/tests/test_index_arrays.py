@@ -70,7 +70,9 @@ def test_an_index_of_other_chunks_reads_over_http_one_index_chunk_a_region(
     nginx.reset()
     np.testing.assert_array_equal(array[1300:1310], values[1300:1310])  # index chunk 1
     uris = sorted(entry.uri for entry in nginx.entries() if "/index/" in entry.uri)
-    assert uris == ["/refs/index/a/c/1/0", "/refs/index/a/zarr.json"]
+    # beside the zarr.json, the chunk of the layout write_rfs would write (c/0/0) was read on
+    # a guess and dropped: this layout is not that one
+    assert uris == ["/refs/index/a/c/0/0", "/refs/index/a/c/1/0", "/refs/index/a/zarr.json"]
     nginx.reset()
     np.testing.assert_array_equal(array[1400:1500], values[1400:1500])  # the same index chunk
     np.testing.assert_array_equal(array[9000:9010], values[9000:9010])  # index chunk 7

@@ -67,8 +67,7 @@ def test_the_plan_is_what_nginx_serves(
     stored = RfsStore(rfs, grouped_view=0)
     got = zarr.open_array(stored, path="signal", mode="r", zarr_format=3)[selection]
     np.testing.assert_array_equal(got, values[selection])
-    assert nginx.count(path_prefix="signal.bin") == len(plan.requests)
-    assert nginx.bytes_sent(path_prefix="signal.bin") == plan.request_bytes
+    _served_as_planned(nginx, plan)
     assert nginx.count(path_prefix="signal.shadowzarr/index/") == len(plan.index_chunks) + len(
         plan.index_metadata
     )
@@ -100,3 +99,30 @@ def test_extents_are_every_stored_chunk(nginx: NginxServer, nginx_root: Path) ->
     assert all(extent.size == CHUNK for extent in extents)
     assert [e.start for e in extents] == sorted(e.start for e in extents)
     assert min(e.start for e in extents) == 4096 + 512
+
+
+def _served_as_planned(nginx: NginxServer, plan: Any) -> None:
+    """nginx served the plan's requests, give or take one join: requests of one wave are
+    answered at about the same moment, and whether their successors meet in one flush or two
+    is the event loop's timing, not the plan's. Either way every range starts and ends at a
+    planned chunk, holds every chunk once, and joins chunks only across gaps the merger joins."""
+    served = sorted(
+        (int(a), int(b) + 1)
+        for a, b in (
+            e.range.removeprefix("bytes=").split("-")
+            for e in nginx.entries()
+            if e.uri.endswith("signal.bin")
+        )
+    )
+    assert abs(len(served) - len(plan.requests)) <= 1
+    chunks = sorted({(c.start, c.end) for c in plan.chunks})
+    holding = {start: end for start, end in served}
+    position = 0
+    for start, end in served:
+        assert chunks[position][0] == start  # every chunk once, in order, nothing else
+        while chunks[position][1] < end:
+            assert 0 <= chunks[position + 1][0] - chunks[position][1] <= plan.merge_gap
+            position += 1
+        assert chunks[position][1] == end
+        position += 1
+    assert position == len(chunks) and len(holding) == len(served)

@@ -28,6 +28,7 @@ from shadowzarr_spec import (
     ShadowzarrError,
     UnsupportedFeatureError,
     array_info,
+    index_array_metadata,
     parse_json,
 )
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["ChunkIndexReader", "index_location"]
 
 _MISSING = int(MISSING_CHUNK)
+_GUESSED_CHUNKS = 2
+"""Most index chunks fetched on a guess, before the index's ``zarr.json`` is read."""
 
 
 def index_location(base: str | None, index_path: str, key: str) -> str:
@@ -98,7 +101,7 @@ class ChunkIndexReader:
         if index.table is not None:
             offset, size = (int(v) for v in index.table[coords])
         else:
-            layout = await self.layout(path)
+            layout = await self._layout_with(path, np.array([coords], dtype=np.int64))
             offset, size = [await self._entry(path, layout, (*coords, k)) for k in (0, 1)]
         if offset == _MISSING and size == _MISSING:
             return None
@@ -153,7 +156,7 @@ class ChunkIndexReader:
             entries = index.table[tuple(points.T)]
             offsets[inside], sizes[inside] = entries[..., 0], entries[..., 1]
             return offsets, sizes
-        layout = await self.layout(path)
+        layout = await self._layout_with(path, points)
         block_shape = np.array(layout.chunk_shape[:-1], dtype=np.int64)
         blocks = points // block_shape
         local = points - blocks * block_shape
@@ -183,6 +186,44 @@ class ChunkIndexReader:
                 raise
             self._layouts[path] = layout
         return layout
+
+    async def _layout_with(self, path: str, points: np.ndarray) -> IndexArrayLayout:
+        """`layout`; the first time, the index chunks holding chunks ``points`` are fetched at
+        the same time as the index's ``zarr.json``, on the guess that the index is laid out as
+        `write_rfs` lays it out (a function of the chunk grid), so a cold read of an array
+        costs one round trip for its index, not two. The guess is used only once the
+        ``zarr.json`` is read and describes exactly that layout; otherwise what was fetched
+        is dropped and the chunks are read as the ``zarr.json`` says."""
+        if path in self._layouts:
+            return await self.layout(path)
+        return await self._once(("guess", path), lambda: self._guessed(path, points))
+
+    async def _guessed(self, path: str, points: np.ndarray) -> IndexArrayLayout:
+        grid = self.grid(path)
+        try:
+            guess = IndexArrayLayout.from_metadata(index_array_metadata(grid), grid, path)
+        except ShadowzarrError:
+            return await self.layout(path)
+        block_shape = np.array(guess.chunk_shape[:-1], dtype=np.int64)
+        blocks = np.unique(points.reshape(len(points), -1) // block_shape, axis=0)
+        wanted = {
+            guess.locate((*(int(b) * c for b, c in zip(row, guess.chunk_shape, strict=False)), k))[0]
+            for row in blocks[:_GUESSED_CHUNKS].tolist()
+            for k in (0, 1)
+        }
+        wanted = {c for c in wanted if (path, c) not in self._blocks}
+        layout_read, *fetched = await asyncio.gather(
+            self.layout(path),
+            *(self._fetch_block(path, guess, c) for c in wanted),
+            return_exceptions=True,
+        )
+        if isinstance(layout_read, BaseException):
+            raise layout_read
+        if layout_read == guess:
+            for coords, block in zip(wanted, fetched, strict=True):
+                if not isinstance(block, BaseException):  # else read (and refused) as usual
+                    self._keep(path, coords, block)
+        return layout_read
 
     async def _load_layout(self, path: str) -> IndexArrayLayout:
         location = self._location(path, "zarr.json")
@@ -235,20 +276,29 @@ class ChunkIndexReader:
     async def _load_and_keep(
         self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
     ) -> Any:
+        try:
+            block: Any = await self._fetch_block(path, layout, block_coords)
+        except ReferenceFormatError as exc:
+            block = exc  # a damaged index chunk stays damaged: refused without a fetch
+        self._keep(path, block_coords, block)
+        if isinstance(block, ShadowzarrError):
+            raise block
+        return block
+
+    async def _fetch_block(
+        self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
+    ) -> Any:
+        """One index chunk fetched and decoded as ``layout`` says (not kept)."""
         location = self._location(path, layout.chunk_key(block_coords))
         data = await self._fetch(location)  # a missing index chunk is an error, never fill
         self._stats.add(index_chunk_reads=1)
-        try:
-            block: Any = layout.decode(data, f"index of {path!r} ({location})")
-        except ReferenceFormatError as exc:
-            block = exc  # a damaged index chunk stays damaged: refused without a fetch
+        return layout.decode(data, f"index of {path!r} ({location})")
+
+    def _keep(self, path: str, block_coords: tuple[int, ...], block: Any) -> None:
         with self._lock:
             self._blocks[(path, block_coords)] = block
             while len(self._blocks) > self._capacity:
                 self._blocks.popitem(last=False)
-        if isinstance(block, ShadowzarrError):
-            raise block
-        return block
 
     def _location(self, path: str, key: str) -> str:
         index = self._rfs.indexes[path]

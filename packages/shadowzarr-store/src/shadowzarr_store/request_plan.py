@@ -234,29 +234,20 @@ def _requests(chunks: list[ChunkExtent], store: RfsStore, concurrency: int) -> l
 
     zarr sends the first ``concurrency`` reads at once; the merge queue flushes them together
     (zarr is then throttled, so long runs get a head start). Later reads follow as earlier ones
-    finish: the reads a finished request served free their slots together, and their
-    successors are merged with each other. Requests are taken to finish in the order they
-    were sent, which is what a server answering in turn does.
+    finish: the requests of one flush are taken to finish together (sent at once, they are
+    answered at once), so the reads they served free their slots together and their
+    successors are merged with each other.
     """
     options = store.options
     merger = RangeMerger(_never, options, StoreStats())
     waiting = list(chunks)
     requests: list[PlannedRequest] = []
-    in_flight: list[PlannedRequest] = []
-    outstanding = 0
     batch, waiting = waiting[:concurrency], waiting[concurrency:]
     while batch:
-        outstanding += len(batch)
-        sent = _merge(batch, merger, throttled=outstanding >= concurrency)
+        sent = _merge(batch, merger, throttled=len(batch) >= concurrency)
         requests.extend(sent)
-        in_flight.extend(sent)
-        finished = in_flight.pop(0)
-        outstanding -= len(finished.chunks)
-        batch, waiting = waiting[: len(finished.chunks)], waiting[len(finished.chunks) :]
-        while not batch and in_flight and waiting:
-            finished = in_flight.pop(0)
-            outstanding -= len(finished.chunks)
-            batch, waiting = waiting[: len(finished.chunks)], waiting[len(finished.chunks) :]
+        freed = sum(len(request.chunks) for request in sent)
+        batch, waiting = waiting[:freed], waiting[freed:]
     return requests
 
 
