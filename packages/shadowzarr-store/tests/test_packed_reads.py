@@ -65,3 +65,59 @@ def test_packed_reads_equal_stored_reads(tmp_path: Path, kind: str) -> None:
         assert str(raised.value) == str(failure)
     if kind == "sound":
         np.testing.assert_array_equal(whole, values)
+
+
+def _filters() -> dict[str, dict]:
+    import hdf5plugin
+
+    return {
+        "gzip": {"compression": "gzip"},
+        "shuffle+gzip+fletcher32": {"compression": "gzip", "shuffle": True, "fletcher32": True},
+        # LZF grows the 3-row edge chunks, so HDF5 stores them unfiltered and they are listed
+        # in refs (the array is then grouped unpacked): no edge here
+        "lzf": {"compression": "lzf", "rows": 1600},
+        "zstd": dict(hdf5plugin.Zstd()),
+        "blosc-lz4": dict(hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.SHUFFLE)),
+        "big-endian gzip": {"compression": "gzip", "dtype": ">i4"},
+    }
+
+
+@pytest.mark.parametrize("name", list(_filters()))
+def test_decoded_packs_equal_h5py(tmp_path: Path, name: str) -> None:
+    """Compressed stored chunks are decoded by the store into packs of plain bytes: the same
+    values as h5py, for every selection, and the stored view keeps the stored codecs."""
+    options = dict(_filters()[name])
+    dtype, rows = options.pop("dtype", "<i4"), options.pop("rows", 1603)
+    # compressible: every chunk filtered (a filter HDF5 may skip for a chunk it would grow
+    # leaves that chunk listed in refs, and the array is then grouped unpacked)
+    values = (np.arange(rows * 12).reshape(rows, 12) // 40 % 977 - 400).astype(dtype)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("x", data=values, chunks=(8, 4), **options)
+        part = f.create_dataset("part", (rows, 12), dtype, chunks=(8, 4), fillvalue=-9, **options)
+        part[300:900, 4:8] = values[300:900, 4:8]
+    rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
+    group, stored = open_rfs(rfs), open_rfs(rfs, grouped_view=0)
+    with h5py.File(tmp_path / "f.h5") as f:
+        for path in ("x", "part"):
+            packed, native = group[path], f[path][:]
+            inner = [c.to_dict()["name"] for c in packed.metadata.codecs[0].codecs]
+            assert packed.chunks != (8, 4) and inner == ["bytes"]
+            assert len(stored[path].metadata.codecs) > 1  # as stored: its compressor
+            for selection in (np.s_[:], np.s_[1590:], np.s_[17:333, 3:9], np.s_[::7, 11]):
+                np.testing.assert_array_equal(packed[selection], native[selection])
+
+
+def test_a_damaged_compressed_chunk_fails_its_pack_by_name(tmp_path: Path) -> None:
+    values = np.arange(1600 * 8, dtype="<i4").reshape(1600, 8)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("x", data=values, chunks=(8, 8), compression="gzip")
+    rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
+    rfs.indexes["x"].table[5, 0, 0] += 3  # the reference of chunk 5 starts 3 bytes late
+    stored = open_rfs(rfs, grouped_view=0)["x"]
+    with pytest.raises(ShadowzarrError) as as_stored:
+        stored[40:48]
+    packed = open_rfs(rfs)["x"]
+    for selection in (np.s_[40:48], np.s_[0:8]):  # chunk 5 itself, and a neighbour in its pack
+        with pytest.raises(type(as_stored.value), match="'x/c/5/0'"):
+            packed[selection]
+    np.testing.assert_array_equal(stored[0:8], values[0:8])  # as stored: the neighbour reads

@@ -184,6 +184,18 @@ class ArrayChecks:
                 f"{self.chunk_shape}"
             )
 
+    def decoded_chunk(self, data: bytes | memoryview, key: str, where: str) -> bytes:
+        """A stored chunk of an array whose only array codec is ``bytes``, its byte codecs
+        undone (bounded, checksums checked): the chunk's items as stored, exactly
+        `chunk_bytes` of them, or `ChunkDecodeError`."""
+        decoded = self._decode_layers(bytes(data), key, where)
+        if len(decoded) != self.chunk_bytes:
+            raise ChunkDecodeError(
+                f"{where}: chunk {key!r} of array {self.path!r} decodes to {len(decoded)} "
+                f"bytes, not the {self.chunk_bytes} of a chunk"
+            )
+        return decoded
+
     def _decode_layers(self, data: bytes, key: str, where: str) -> bytes:
         for layer in self.layers:
             data = decode_layer(layer, data, self.layer_spec, key, where)

@@ -21,6 +21,8 @@ index go one step further: each inner chunk of a shard packs a block of stored c
 zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms each), so reading
 4 KiB chunks one by one ran at a few MB/s; packed, that cost is paid once per ``PACK_BYTES``.
 The price is a bounded read-ahead: a selection touching one stored chunk reads its pack.
+Compressed chunks (byte codecs over ``bytes``) are packed too, decoded by the store: the view's
+inner chunks are then plain ``bytes``, the stored codecs undone (``GroupLayout.decoded``).
 
 Metadata and keys differ from the stored ones, so code that copies chunk bytes opens the store
 with ``grouped_view=0`` (or takes `RfsStore.stored_view`).
@@ -81,6 +83,9 @@ class GroupLayout:
     factors: tuple[int, ...]
     pack: tuple[int, ...] = ()
     itemsize: int = 0
+    decoded: bool = False
+    """Whether packs hold stored chunks decoded by the store (their byte codecs undone), so
+    the view's inner chunks are plain ``bytes``."""
 
     @property
     def packed(self) -> tuple[int, ...]:
@@ -239,9 +244,11 @@ class GroupedView:
     def __init__(
         self, rfs: ReferenceFileSystem, setting: int | str, skip: Any = None, packable: Any = None
     ) -> None:
-        """``skip(path)``: leave the array as stored; ``packable(path)``: every chunk of it comes
-        from one chunk index (one file), so a pack's read-ahead never reaches into another
-        source, where a neighbour's failure would fail a selection that does not touch it."""
+        """``skip(path)``: leave the array as stored; ``packable(path)``: how its stored chunks
+        may be packed: ``"plain"`` (uncompressed), ``"decoded"`` (byte codecs the store undoes
+        itself) or None. Only arrays whose every chunk comes from one chunk index (one file)
+        are packed, so a pack's read-ahead never reaches into another source, where a
+        neighbour's failure would fail a selection that does not touch it."""
         self._rfs = rfs
         if setting == "auto":
             self._shard_bytes = AUTO_SHARD_BYTES
@@ -282,11 +289,12 @@ class GroupedView:
         if math.prod(grid) < MIN_CHUNKS:
             return None
         pack: tuple[int, ...] = ()
-        if (
-            _uncompressed(info.codecs)
-            and PACK_BYTES // chunk_nbytes >= 2
-            and (self._packable is None or self._packable(path))
-        ):
+        kind = None
+        if PACK_BYTES // chunk_nbytes >= 2:
+            kind = "plain" if _uncompressed(info.codecs) else None
+            if self._packable is not None:
+                kind = self._packable(path)
+        if kind is not None:
             # the same order as the shard's blocks (trailing axes first): stored chunks
             # neighbouring in a C-order file, so one pack is one run of bytes
             pack = _factors(grid, PACK_BYTES // chunk_nbytes)
@@ -302,7 +310,8 @@ class GroupedView:
             factors = tuple(
                 _whole_packs(f, p, g) for f, p, g in zip(factors, pack, grid, strict=True)
             )
-        return GroupLayout(tuple(info.chunk_shape), tuple(grid), factors, pack, itemsize)
+        decoded = bool(pack) and kind == "decoded"
+        return GroupLayout(tuple(info.chunk_shape), tuple(grid), factors, pack, itemsize, decoded)
 
     def rewrite(self, key: str, data: bytes) -> bytes:
         """A ``zarr.json`` as the view shows it (grouped arrays, and consolidated entries)."""
@@ -317,7 +326,9 @@ class GroupedView:
             "name": "regular",
             "configuration": {**grid, "chunk_shape": list(layout.shard_shape)},
         }
-        document["codecs"] = [sharding_codec(list(layout.inner_shape), document["codecs"])]
+        # decoded packs are the stored chunks with their byte codecs undone: plain bytes
+        inner = document["codecs"][:1] if layout.decoded else document["codecs"]
+        document["codecs"] = [sharding_codec(list(layout.inner_shape), inner)]
         return True
 
 

@@ -89,6 +89,10 @@ class MissingCodecs:
                     f"{install_hint(name)}"
                 )
 
+    def refuses(self, path: str) -> bool:
+        """Whether the array at ``path`` is refused here (a codec it needs is not installed)."""
+        return path in self._refused
+
     def check_chunk(self, key: str) -> None:
         """Raise `UnsupportedFeatureError` if ``key`` is a chunk of an array refused here."""
         if not self._refused:

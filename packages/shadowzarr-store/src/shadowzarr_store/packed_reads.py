@@ -28,28 +28,37 @@ async def read_runs(
     reader: SourceReader,
     entries: tuple[str, np.ndarray, np.ndarray] | None,
     positions: np.ndarray,
-    nbytes: int,
-) -> np.ndarray | None:
-    """Stored chunks ``positions`` of ``entries`` (url, offsets, sizes), as (chunks, ``nbytes``)
-    bytes; None when the fast path does not apply."""
+    nbytes: int | None,
+    bound: int | None = None,
+) -> np.ndarray | list[memoryview] | None:
+    """Stored chunks ``positions`` of ``entries`` (url, offsets, sizes): as (chunks, ``nbytes``)
+    bytes when every one is a plain chunk of ``nbytes``; with ``nbytes`` None, encoded chunks
+    of up to ``bound`` bytes each, as one buffer per chunk. None when the fast path does not
+    apply."""
     if entries is None:
         return None
     if not len(positions):
-        return np.empty((0, nbytes), dtype=np.uint8)
+        return np.empty((0, nbytes or 0), dtype=np.uint8) if nbytes is not None else []
     url, offsets, sizes = entries
     where = offsets[positions].astype(np.int64)
-    if bool((sizes[positions] != nbytes).any()):
+    size = sizes[positions].astype(np.int64)
+    if nbytes is not None and bool((size != nbytes).any()):
+        return None
+    if nbytes is None and (bool((size <= 0).any()) or (bound is not None and size.max() > bound)):
         return None
     recorded = reader.rfs.sources.get(url)
     if recorded is not None and recorded.size is not None:
-        if bool((where + nbytes > recorded.size).any()):
+        if bool((where + size > recorded.size).any()):
             return None
     order = np.argsort(where, kind="stable")
-    ordered = where[order]
-    breaks = np.flatnonzero(ordered[1:] != ordered[:-1] + nbytes) + 1
+    ordered, lengths = where[order], size[order]
+    breaks = np.flatnonzero(ordered[1:] != ordered[:-1] + lengths[:-1]) + 1
     firsts = np.concatenate(([0], breaks)).tolist()
     lasts = np.concatenate((breaks, [len(ordered)])).tolist()
-    spans = [(int(ordered[a]), int(ordered[b - 1]) + nbytes) for a, b in zip(firsts, lasts, strict=True)]
+    spans = [
+        (int(ordered[a]), int(ordered[b - 1] + lengths[b - 1]))
+        for a, b in zip(firsts, lasts, strict=True)
+    ]
     with gathered_reads():
         answers = await asyncio.gather(*(reader.read(url, a, b) for a, b in spans))
     pieces = []
@@ -59,7 +68,15 @@ async def read_runs(
         if not cached:
             await reader.remember(url, a, b, raw)
         pieces.append(np.frombuffer(raw, dtype=np.uint8))
-    joined = (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)).reshape(-1, nbytes)
+    joined = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    if nbytes is None:
+        ends = np.cumsum(lengths)
+        cut = [memoryview(joined[e - n : e]) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True)]
+        found: list[memoryview] = [cut[0]] * len(cut)
+        for i, j in enumerate(order.tolist()):
+            found[j] = cut[i]
+        return found
+    joined = joined.reshape(-1, nbytes)
     if bool((order == np.arange(len(order))).all()):
         return joined  # already in the order asked for: the answers' own bytes
     out = np.empty_like(joined)

@@ -45,6 +45,7 @@ __all__ = [
     "Resolver",
     "SourceValue",
     "byte_window",
+    "fill_element",
     "finish_inline",
     "finish_whole",
     "plan_read",
@@ -277,7 +278,7 @@ def chunk_layout(info: ArrayInfo, selection: Selection | None) -> ChunkLayout | 
     chunk_nbytes: int | None = None
     fill = b""
     if info.uncompressed:
-        element = _fill_element(info)
+        element = fill_element(info)
         if element is not None:
             fill = element
             chunk_nbytes = math.prod(info.chunk_shape) * len(element)
@@ -286,7 +287,7 @@ def chunk_layout(info: ArrayInfo, selection: Selection | None) -> ChunkLayout | 
     return ChunkLayout(chunk_nbytes=chunk_nbytes, fill=fill, selection=selection)
 
 
-def _fill_element(info: ArrayInfo) -> bytes | None:
+def fill_element(info: ArrayInfo) -> bytes | None:
     """One fill-value element in stored byte order, by zarr's own dtype rules; None if variable."""
     try:
         dtype = get_data_type_from_json(info.data_type, zarr_format=3)

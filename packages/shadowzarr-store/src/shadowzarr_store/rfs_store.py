@@ -16,6 +16,7 @@ from shadowzarr_spec import (
     ReferenceFileSystem,
     ReferenceFormatError,
     ShadowzarrError,
+    array_info,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
@@ -35,6 +36,7 @@ from shadowzarr_store.resolve import (
     Resolver,
     SourceValue,
     byte_window,
+    fill_element,
     fill_pattern,
     finish_inline,
     finish_whole,
@@ -190,13 +192,14 @@ class RfsStore(Store):
                 self._rfs,
                 self._options.grouped_view,
                 skip=None if sharded is None else lambda path: sharded.layout(path) is not None,
-                packable=self._index_only_array,
+                packable=self._pack_kind,
             )
             if self._options.grouped_view
             else None
         )
         self._shard_indexes: dict[str, ShardIndex] = {}
         self._shard_index_builds: dict[tuple[Any, str], asyncio.Future[ShardIndex]] = {}
+        self._pack_fills: dict[str, bytes] = {}
         self._index_only: dict[str, bool] = {}
         self._sorted_keys: list[str] = []
         self._sorted_count = -1
@@ -468,8 +471,8 @@ class RfsStore(Store):
         into: np.ndarray | None = None,
     ) -> np.ndarray:
         """Inner chunks ``inner`` of a packed shard, (inner chunks, bytes of one), written into
-        ``into`` if given: their stored chunks read at once and rearranged; a stored chunk
-        that is not stored is the fill."""
+        ``into`` if given: their stored chunks read at once (and decoded, for decoded packs)
+        and rearranged; a stored chunk that is not stored is the fill."""
         members, nbytes = layout.members, layout.chunk_nbytes
         wanted = np.array(
             [j * members + m for j in inner for m in range(members)], dtype=np.int64
@@ -477,9 +480,25 @@ class RfsStore(Store):
         block = np.empty((len(wanted), nbytes), dtype=np.uint8)
         stored = np.array([index.keys[i] is not None for i in wanted.tolist()], dtype=bool)
         if not stored.all():
-            fill = fill_pattern(self._resolver.fill_of_key(key), 0, nbytes)
+            fill = fill_pattern(self._pack_fill(key), 0, nbytes)
             block[~stored] = np.frombuffer(fill, dtype=np.uint8)
         positions = wanted[stored]
+        if layout.decoded:
+            assert checks is not None
+            encoded = await read_runs(
+                self._reader, index.entries, positions, None, checks.stored_bound
+            )
+            if encoded is None:  # not straight from the index: chunk by chunk, checked
+                reads = [(index.keys[i], None, index.values[i]) for i in positions.tolist()]
+                parts = await self._stored_parts(key, reads, default_buffer_prototype(), checks)
+                encoded = [part.as_numpy_array().data for part in parts]
+            names = [str(index.keys[i]) for i in positions.tolist()]
+            url = index.entries[0] if index.entries is not None else key
+            # one worker-thread hop for the lot; zlib, zstd and blosc let go of the GIL, so
+            # two packs decode on two cores
+            decoded = await asyncio.to_thread(_decode_members, checks, encoded, names, url)
+            block[stored] = np.frombuffer(decoded, dtype=np.uint8).reshape(-1, nbytes)
+            return layout.pack_bytes(block.reshape(len(inner), members, nbytes), into)
         fetched = await read_runs(self._reader, index.entries, positions, nbytes)
         if fetched is None:  # not straight from the index, or not plain: chunk by chunk
             reads = [(index.keys[i], None, index.values[i]) for i in positions.tolist()]
@@ -493,10 +512,45 @@ class RfsStore(Store):
                     )
                 block[np.flatnonzero(stored)[row]] = data
         elif bool(stored.all()):
-            block = fetched  # no copy: straight from the answers
+            block = cast("np.ndarray", fetched)  # no copy: straight from the answers
         else:
             block[stored] = fetched
         return layout.pack_bytes(block.reshape(len(inner), members, nbytes), into)
+
+    def _pack_fill(self, key: str) -> bytes:
+        """One fill element of the array of shard ``key`` in stored byte order (a pack's stored
+        chunk that was never written)."""
+        split = array_of_chunk_key(key)
+        assert split is not None
+        found = self._pack_fills.get(split[0])
+        if found is None:
+            info = array_info(self._rfs, split[0])
+            found = (fill_element(info) if info is not None else None) or b""
+            self._pack_fills[split[0]] = found
+        return found
+
+    def _pack_kind(self, path: str) -> str | None:
+        """How the grouped view may pack the stored chunks of ``path`` (see `GroupedView`):
+        only arrays read straight from one chunk index, whose one array codec is ``bytes``;
+        ``"plain"`` without byte codecs, ``"decoded"`` with byte codecs of bounded output."""
+        if not self._index_only_array(path):
+            return None
+        try:
+            checks = self._gate.array(path)
+        except ShadowzarrError:
+            return None  # refused: its chunks are refused as stored
+        if (
+            checks is None
+            or checks.shards is not None
+            or checks.filters
+            or checks.serializer_name != "bytes"
+        ):
+            return None
+        if not checks.layers:
+            return "plain"
+        if checks.stored_bound is None or self._missing_codecs.refuses(path):
+            return None
+        return "decoded"
 
     def _vanished(self, inner: str, key: str) -> ReferenceFormatError:
         return ReferenceFormatError(
@@ -939,3 +993,13 @@ def _same_rfs(a: ReferenceFileSystem, b: ReferenceFileSystem) -> bool:
         elif not np.array_equal(index.table, other.table):
             return False
     return True
+
+
+def _decode_members(
+    checks: ArrayChecks, encoded: list[Any], names: list[str], where: str
+) -> bytes:
+    """Stored chunks decoded one after another (in a worker thread), joined."""
+    return b"".join(
+        checks.decoded_chunk(data, name, where) for data, name in zip(encoded, names, strict=True)
+    )
+
