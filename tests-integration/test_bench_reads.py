@@ -59,3 +59,8 @@ def test_quick_reads_run_with_exact_values_and_counted_round_trips(tmp_path: Pat
     skipped = [row for row in document["rows"] if not row["ours"] and row not in rows]
     assert all(row["not_run"] for row in skipped)
     assert [row for row in rows if not row["ours"]] == [limit]
+    (json_row,) = document["json_refs"]  # the JSON open/write figures, in the same script
+    assert json_row["refs"] == 10_000
+    assert json_row["ours_open_s"] > 0 and json_row["kerchunk_open_s"] > 0
+    assert json_row["ours_write_s"] > 0 and json_row["kerchunk_write_s"] > 0
+

@@ -18,6 +18,7 @@ of requests, counted by the proxy) and bytes come from the server's own counters
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -507,6 +508,12 @@ def main(argv: list[str] | None = None) -> int:
         help="RfsStore options of our readers, as JSON ('{\"grouped_view\": 0}': as stored)",
     )
     parser.add_argument("--build-venvs", action="store_true", help="build remfile/async-hdf5")
+    parser.add_argument(
+        "--json-refs",
+        default=None,
+        help="version-1 JSON open/write against kerchunk at these numbers of refs (comma list; "
+        "default 100000,1000000, with --quick 10000; 0: none)",
+    )
     args = parser.parse_args(argv)
     sizes = Sizes.quick() if args.quick else Sizes()
     STORE_OPTIONS.update(json.loads(args.store_options))
@@ -524,6 +531,18 @@ def main(argv: list[str] | None = None) -> int:
             rows = run(server, refs, sizes, runs, skip, scratch, args.build_venvs, args.cases)
             seconds = time.perf_counter() - started
     print_table(rows)
+    json_sizes = [
+        int(n)
+        for n in (args.json_refs or ("10000" if args.quick else "100000,1000000")).split(",")
+        if int(n) > 0
+    ]
+    json_rows = []
+    if json_sizes:
+        import json_refs
+
+        json_rows = json_refs.run(json_sizes, runs=1 if args.quick else min(runs, 2))
+        print("\nversion-1 JSON references (every chunk listed): open and write\n")
+        print(json_refs.table(json_rows))
     if args.json is not None:
         document = {
             "command": " ".join(
@@ -540,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": seconds,
             "machine": {"python": platform.python_version(), "platform": platform.platform()},
             "rows": rows,
+            "json_refs": [dataclasses.asdict(r) for r in json_rows],
         }
         args.json.write_text(json.dumps(document, indent=1))
         print(f"\nwritten to {args.json}")
