@@ -125,17 +125,12 @@ class HttpBackend:
             await session.close()
 
     def close(self) -> None:
-        """Close the sessions of every loop still running (from outside those loops)."""
+        """Close the sessions and connections of every loop still running (from outside those
+        loops)."""
         with self._lock:
             sessions = list(self._sessions.items())
             self._sessions.clear()
-            pools = list(self._pools.items())
-            self._pools.clear()
-        for loop, by_origin in pools:
-            if not loop.is_closed():
-                for pool in by_origin.values():
-                    with contextlib.suppress(RuntimeError):
-                        loop.call_soon_threadsafe(pool.close)
+        self._close_pools_soon()
         current = _running_loop()
         for loop, session in sessions:
             if session.closed or loop.is_closed():
@@ -155,6 +150,17 @@ class HttpBackend:
             if not session.closed and not loop.is_closed():
                 with contextlib.suppress(RuntimeError):
                     asyncio.run_coroutine_threadsafe(session.close(), loop)
+        self._close_pools_soon()
+
+    def _close_pools_soon(self) -> None:
+        """Close the kept-alive connections of every loop, on their loops."""
+        with self._lock:
+            pools = list(self._pools.items())
+            self._pools.clear()
+        for loop, by_origin in pools:
+            for pool in by_origin.values():
+                with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
+                    loop.call_soon_threadsafe(pool.close)
 
     def forget_loops(self) -> None:
         """After a fork: the parent's loops and sessions are not ours to use."""
