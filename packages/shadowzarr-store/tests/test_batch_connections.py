@@ -4,16 +4,12 @@ aiohttp's requests, at a fraction of the CPU."""
 
 from __future__ import annotations
 
-import http.server
 import os
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pytest
-from shadowzarr_spec import SourceAccessError, SourceChangedError
+from shadowzarr_spec import SourceChangedError
 from shadowzarr_testing import FaultRule
 
 from shadowzarr_store.transport import RangeSource, TransportOptions
@@ -109,49 +105,3 @@ def test_a_file_changed_under_a_batch_is_caught(
         nginx.write_file("f.bin", os.urandom(200_000))
         with pytest.raises(SourceChangedError):
             source.fetch_many(RANGES)
-
-
-@contextmanager
-def _redirecting(target: str) -> Iterator[str]:
-    """A server answering every GET with a redirect to ``target`` + its path."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            self.send_response(302)
-            self.send_header("Location", target + self.path)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_a_redirect_in_a_batch_is_followed_only_within_the_allowed_urls(
-    make_proxy, nginx: NginxServer, nginx_root: Path
-) -> None:
-    data = _blob(nginx_root)
-    proxy: LatencyProxy = make_proxy(nginx.url(""))
-    with _redirecting(proxy.url("").rstrip("/")) as home:
-        allowed = [home + "/", proxy.url("")]
-        with _single(home + "/f.bin", allowed_urls=allowed) as source:
-            for _ in range(2):
-                assert source.fetch_many(RANGES) == [data[o : o + n] for o, n in RANGES]
-        # Redirected once per range of the first batch; the second went straight there.
-        assert proxy.count() == 2 * len(RANGES)
-        with (
-            _single(home + "/f.bin", allowed_urls=[home + "/"]) as source,
-            pytest.raises(SourceAccessError, match="allowed_urls"),
-        ):
-            source.fetch_many(RANGES)
-        assert proxy.count() == 2 * len(RANGES)

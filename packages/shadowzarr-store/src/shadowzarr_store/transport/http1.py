@@ -63,6 +63,7 @@ class _Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[tuple[Head, bytes]] | None = None
         self._head: Head | None = None
         self._length = 0
+        self._keep = False
         self.progress = 0
         self._lost = False
 
@@ -102,7 +103,7 @@ class _Connection(asyncio.Protocol):
             if length is None or not length.isdigit() or "transfer-encoding" in head.headers:
                 self._fail(Unhandled(head.status))
                 return
-            self._head, self._length, self.reusable = head, int(length), reusable
+            self._head, self._length, self._keep = head, int(length), reusable
         if len(buffer) < self._length:
             return
         if len(buffer) > self._length:
@@ -110,6 +111,7 @@ class _Connection(asyncio.Protocol):
             return
         body = bytes(buffer)
         buffer.clear()
+        self.reusable = self._keep  # only once the whole answer is in
         waiter, self._waiter = self._waiter, None
         if not waiter.done():
             waiter.set_result((self._head, body))
@@ -209,17 +211,12 @@ class OriginPool:
         timer = [loop.call_later(self._timeout, watch)]
         try:
             return await waiter
-        except Unhandled:
-            raise
         except TimeoutError as exc:
             raise TransientError(f"{shown}: no answer within {self._timeout} s") from exc
         except ConnectionError as exc:
             raise TransientError(f"{shown}: {exc}") from exc
         except FramingError as exc:
             raise FramingError(f"{shown}: {exc}") from exc
-        except asyncio.CancelledError:
-            connection.reusable = False
-            raise
         finally:
             timer[0].cancel()
 
