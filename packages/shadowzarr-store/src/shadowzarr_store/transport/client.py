@@ -118,7 +118,8 @@ class Transport:
                 f"{shown}: starts past the end of the file ({expect.size} bytes recorded)"
             )
         if kind == "local":
-            return await asyncio.to_thread(self._read_local, url, [(start, end)], expect, shown)
+            spans: list[tuple[int, int | None]] = [(start, end)]
+            return (await asyncio.to_thread(self._read_local_many, url, spans, expect, shown))[0]
 
         async def attempt(target: str) -> Answer:
             if kind_of(target) == "object_store":
@@ -293,11 +294,6 @@ class Transport:
         return parts
 
     # -- backends -------------------------------------------------------------------------------
-
-    def _read_local(
-        self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str
-    ) -> Answer:
-        return self._read_local_many(url, spans, expect, shown)[0]
 
     def _read_local_many(
         self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str

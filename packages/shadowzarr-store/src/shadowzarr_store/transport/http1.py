@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from functools import cache
 from typing import TYPE_CHECKING
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
 __all__ = ["Head", "OriginPool", "Unhandled"]
 
 _MAX_HEAD = 64 * 1024
+
+
+@cache
+def _tls() -> ssl.SSLContext:
+    """One verifying context for every pool (loading the CA certificates takes milliseconds)."""
+    return ssl.create_default_context()
 
 
 class Unhandled(Exception):
@@ -139,7 +146,7 @@ class OriginPool:
     def __init__(self, address: URL, limit: int, timeout: float) -> None:
         self._host = address.raw_host or ""
         self._port = address.port or (443 if address.scheme == "https" else 80)
-        self._tls = ssl.create_default_context() if address.scheme == "https" else None
+        self._tls = _tls() if address.scheme == "https" else None
         self._host_header = address.host_port_subcomponent
         self._timeout = timeout
         self._idle: list[_Connection] = []
