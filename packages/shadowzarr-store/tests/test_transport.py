@@ -466,3 +466,29 @@ def test_a_redirect_to_another_scheme_is_refused_with_our_error(target: str) -> 
     ):
         load_rfs(home + "/hop/refs.json")
     assert len(seen) == 1  # the hop itself, nothing after it
+
+
+def test_a_redirect_in_a_batch_is_followed_only_within_the_allowed_urls(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """A batch's single-range requests go over the transport's own HTTP/1.1 connections, which
+    leave a redirect to aiohttp: each hop checked, the place remembered for the next batch."""
+    data = os.urandom(200_000)
+    (nginx_root / "f.bin").write_bytes(data)
+    ranges = [(i * 5_000, 100 + i) for i in range(40)]
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    seen: list[tuple[str, str | None]] = []
+    with _server(seen, {"/f.bin": proxy.url("f.bin")}) as home:
+        options = TransportOptions(multi_range=False, allowed_urls=[home + "/", proxy.url("")])
+        with RangeSource(home + "/f.bin", options, max_gap=0) as source:
+            for _ in range(2):
+                assert source.fetch_many(ranges) == [data[o : o + n] for o, n in ranges]
+        # Each range of the first batch was redirected; the second went straight there.
+        assert proxy.count() == 2 * len(ranges)
+        options = TransportOptions(multi_range=False, allowed_urls=[home + "/"])
+        with (
+            RangeSource(home + "/f.bin", options, max_gap=0) as source,
+            pytest.raises(SourceAccessError, match="allowed_urls"),
+        ):
+            source.fetch_many(ranges)
+    assert proxy.count() == 2 * len(ranges)

@@ -12,6 +12,7 @@ from shadowzarr_store.transport import RangeSource
 from shadowzarr_hdf5.format.btree_v2 import header_size, parse_header
 from shadowzarr_hdf5.format.chunk_index import read_dataset_index
 from shadowzarr_hdf5.format.data_layout import IndexKind
+from shadowzarr_hdf5.format.errors import Hdf5FormatError
 from shadowzarr_hdf5.format.superblock_extension import read_superblock
 from shadowzarr_hdf5.h5py_glue import dataset_address
 from shadowzarr_hdf5.remote import read_chunk_table
@@ -191,3 +192,33 @@ def test_v2_btree_of_depth_two(tmp_path: Path, compression: str | None) -> None:
         (head,) = source.fetch_many([(sb.absolute(layout.address), header_size(sb))])
         assert parse_header(sb, head, layout.address).depth >= 2
     check_file(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [(slice(0, 4), b"TRAP", "expected b'TREE'"), (slice(6, 8), b"\xff\xff", "claims 65535")],
+    ids=["signature", "entry count"],
+)
+def test_a_damaged_leaf_of_a_v1_btree_is_named(
+    tmp_path: Path, field: slice, value: bytes, message: str
+) -> None:
+    """A level's leaves are decoded together; a bad one is still refused by its address."""
+    path = tmp_path / "deep.h5"
+    with h5py.File(path, "w", libver="earliest") as f:
+        dset = f.create_dataset("a", (0,), maxshape=(None,), chunks=(4,), dtype="i4")
+        for start in range(0, 600, 4):
+            dset.resize((start + 4,))
+            dset[start:] = np.arange(start, start + 4, dtype="i4")
+        address = dataset_address(dset)
+    raw = bytearray(path.read_bytes())
+    leaves = [
+        at
+        for at in range(len(raw) - 8)
+        if raw[at : at + 4] == b"TREE" and raw[at + 4] == 1 and raw[at + 5] == 0
+    ]
+    assert len(leaves) > 2  # a tree of more than one level
+    raw[leaves[1] + field.start : leaves[1] + field.stop] = value
+    path.write_bytes(raw)
+    with RangeSource(path) as source, pytest.raises(Hdf5FormatError, match=message) as caught:
+        read_chunk_table(source, address)
+    assert str(leaves[1]) in str(caught.value)

@@ -165,7 +165,7 @@ def test_prefetch_many_datasets_in_lockstep(
         requests = remote.stats.requests
         for d in datasets:
             count_chunks(d)
-        assert len(remote.prefetch_dataset_index(f["small"])) == len(tables[0])
+        assert len(remote.prefetch_dataset_indexes([f["small"]])[0]) == len(tables[0])
         assert remote.stats.requests == requests
     with h5py.File(tmp_path / "g.h5", "r") as f:
         with RemoteFile(tmp_path / "g.h5") as local:

@@ -214,10 +214,6 @@ class RemoteFile(io.RawIOBase):
                     out[i] = data
             return [b if b is not None else b"" for b in out]
 
-    def prefetch_dataset_index(self, dataset: Any) -> ChunkTable:
-        """Fetch one dataset's index starting from its object header (see the plural)."""
-        return self.prefetch_dataset_indexes([dataset])[0]
-
     def prefetch_dataset_indexes(self, datasets: list[Any]) -> list[ChunkTable]:
         """Fetch the indexes of many datasets at once (h5py datasets or header addresses).
 

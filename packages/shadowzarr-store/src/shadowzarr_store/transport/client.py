@@ -118,7 +118,8 @@ class Transport:
                 f"{shown}: starts past the end of the file ({expect.size} bytes recorded)"
             )
         if kind == "local":
-            return await asyncio.to_thread(self._read_local, url, [(start, end)], expect, shown)
+            spans: list[tuple[int, int | None]] = [(start, end)]
+            return (await asyncio.to_thread(self._read_local_many, url, spans, expect, shown))[0]
 
         async def attempt(target: str) -> Answer:
             if kind_of(target) == "object_store":
@@ -224,7 +225,7 @@ class Transport:
             return [await self.read(url, runs[0].start, runs[0].end, expect=expect)]
         named = redact(url)
         physical, renewable = await self._physical(url, named)
-        get = self.objects.get if kind_of(physical) == "object_store" else self.http.get
+        get = self.objects.get if kind_of(physical) == "object_store" else self.http.get_range
         etag, size = expect.etag, expect.size
         counted: list[int] = []  # bytes of the answers counted here (`read` counts its own)
 
@@ -241,7 +242,7 @@ class Transport:
                 return answer
 
             try:
-                answer = await self._deadline(shown, attempt)
+                answer = await self._retried(attempt)
             except SourceAccessError:
                 if not renewable:
                     raise
@@ -251,8 +252,14 @@ class Transport:
             counted.append(len(answer.data))
             return answer
 
-        try:
+        async def batch() -> list[Answer]:
             return list(await asyncio.gather(*(one(r.start, r.end) for r in runs)))
+
+        # The requests start together, so one deadline for the batch is each one's deadline
+        # (asyncio.timeout cost a tenth of a request's CPU).
+        shown = f"{named} ({len(runs)} ranges from {runs[0].start} to {runs[-1].end - 1})"
+        try:
+            return await self._deadline(shown, batch, retried=False)
         finally:
             self.stats.add(requests=len(counted), bytes=sum(counted))
 
@@ -287,11 +294,6 @@ class Transport:
         return parts
 
     # -- backends -------------------------------------------------------------------------------
-
-    def _read_local(
-        self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str
-    ) -> Answer:
-        return self._read_local_many(url, spans, expect, shown)[0]
 
     def _read_local_many(
         self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str
@@ -359,30 +361,38 @@ class Transport:
             return remembered[0], True
         return url, False
 
-    async def _deadline[T](self, shown: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """``attempt()`` retried on transient failures, all of it within ``deadline`` seconds."""
+    async def _deadline[T](
+        self, shown: str, attempt: Callable[[], Awaitable[T]], *, retried: bool = True
+    ) -> T:
+        """``attempt()`` retried on transient failures (unless it retries its own parts), all
+        of it within ``deadline`` seconds."""
         options = self.options
         scope = asyncio.timeout(options.deadline)
         try:
             async with scope:
-                last: TransientError | None = None
-                for number in range(options.attempts):
-                    if number:
-                        self.stats.add(retries=1)
-                        assert last is not None
-                        await asyncio.sleep(options.delay(number - 1, last.retry_after))
-                    try:
-                        return await attempt()
-                    except TransientError as exc:
-                        last = exc
-                assert last is not None
-                raise SourceError(f"{last} (gave up after {options.attempts} attempts)") from last
+                return await (self._retried(attempt) if retried else attempt())
         except TimeoutError as exc:
             if not scope.expired() or isinstance(exc, SourceTimeoutError):
                 raise
             raise SourceTimeoutError(
                 f"{shown}: no complete answer within the {options.deadline} s deadline"
             ) from exc
+
+    async def _retried[T](self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()`` retried on transient failures, with backoff."""
+        options = self.options
+        last: TransientError | None = None
+        for number in range(options.attempts):
+            if number:
+                self.stats.add(retries=1)
+                assert last is not None
+                await asyncio.sleep(options.delay(number - 1, last.retry_after))
+            try:
+                return await attempt()
+            except TransientError as exc:
+                last = exc
+        assert last is not None
+        raise SourceError(f"{last} (gave up after {options.attempts} attempts)") from last
 
     @staticmethod
     def _check(answer: Answer, expect: SourceInfo, shown: str) -> None:

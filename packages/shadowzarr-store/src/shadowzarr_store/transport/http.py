@@ -23,6 +23,7 @@ from shadowzarr_spec import SourceAccessError, SourceError
 from yarl import URL
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
+from shadowzarr_store.transport.http1 import OriginPool, Unhandled
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
@@ -37,6 +38,7 @@ __all__ = ["Answer", "HttpBackend"]
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _MAX_REDIRECTS = 10
+_MAX_HOPS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,24 @@ class HttpBackend:
         self._sessions: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, aiohttp.ClientSession
         ] = weakref.WeakKeyDictionary()
+        self._hops: dict[str, tuple[URL, dict[str, str]]] = {}
+        self._pools: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[str, str, int | None], OriginPool]
+        ] = weakref.WeakKeyDictionary()
+
+    def _hop(self, target: str) -> tuple[URL, dict[str, str]]:
+        """``target`` as aiohttp sends it, checked against the access policy, and the user
+        headers bound to it: worked out once per URL, since a generator asks thousands of
+        ranges of one URL at once (the policy and the rules are frozen)."""
+        hop = self._hops.get(target)
+        if hop is None:
+            address = _address(target)
+            self._access.check(str(address))  # the URL as aiohttp will send it
+            hop = (address, self._options.header_rules.for_url(target))
+            if len(self._hops) >= _MAX_HOPS_KEPT:
+                self._hops.clear()
+            self._hops[target] = hop
+        return hop
 
     # -- sessions -------------------------------------------------------------------------------
 
@@ -81,18 +101,36 @@ class HttpBackend:
                 self._sessions[loop] = session
             return session
 
+    def _pool(self, address: URL) -> OriginPool:
+        loop = asyncio.get_running_loop()
+        origin = (address.scheme, address.raw_host or "", address.port)
+        pools = self._pools.get(loop)
+        if pools is None:
+            with self._lock:
+                pools = self._pools.setdefault(loop, {})
+        pool = pools.get(origin)
+        if pool is None:
+            options = self._options
+            pool = pools[origin] = OriginPool(address, options.max_connections, options.timeout)
+        return pool
+
     async def aclose(self) -> None:
-        """Close the session of the running loop."""
+        """Close the session and connections of the running loop."""
         with self._lock:
             session = self._sessions.pop(asyncio.get_running_loop(), None)
+            pools = self._pools.pop(asyncio.get_running_loop(), {})
+        for pool in pools.values():
+            pool.close()
         if session is not None:
             await session.close()
 
     def close(self) -> None:
-        """Close the sessions of every loop still running (from outside those loops)."""
+        """Close the sessions and connections of every loop still running (from outside those
+        loops)."""
         with self._lock:
             sessions = list(self._sessions.items())
             self._sessions.clear()
+        self._close_pools_soon()
         current = _running_loop()
         for loop, session in sessions:
             if session.closed or loop.is_closed():
@@ -112,18 +150,25 @@ class HttpBackend:
             if not session.closed and not loop.is_closed():
                 with contextlib.suppress(RuntimeError):
                     asyncio.run_coroutine_threadsafe(session.close(), loop)
+        self._close_pools_soon()
+
+    def _close_pools_soon(self) -> None:
+        """Close the kept-alive connections of every loop, on their loops."""
+        with self._lock:
+            pools = list(self._pools.items())
+            self._pools.clear()
+        for loop, by_origin in pools:
+            for pool in by_origin.values():
+                with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
+                    loop.call_soon_threadsafe(pool.close)
 
     def forget_loops(self) -> None:
         """After a fork: the parent's loops and sessions are not ours to use."""
         self._lock = threading.Lock()
         self._sessions = weakref.WeakKeyDictionary()
+        self._pools = weakref.WeakKeyDictionary()
 
     # -- requests -------------------------------------------------------------------------------
-
-    def _request(self, url: str, headers: dict[str, str], shown: str) -> _LastHop:
-        """``async with``: the answer of the last hop of ``url``'s redirects (each hop checked
-        first)."""
-        return _LastHop(self, url, headers, shown)
 
     async def ask_redirect(
         self, url: str, headers: dict[str, str], shown: str
@@ -153,17 +198,18 @@ class HttpBackend:
             headers["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
         if etag:
             headers["If-Match"] = etag
-        async with self._request(url, headers, shown) as response:
+        hop = _LastHop(self, url, headers, shown)
+        async with hop as response:
             status = response.status
             if status == 206 and not whole:
-                first, last, total = _content_range(response, shown)
+                first, last, total = _content_range(response.headers.get("Content-Range"), shown)
                 _check_range(first, last, total, start, end, shown)
                 body = await _body(response, shown)
                 if len(body) != last - first + 1:
                     raise FramingError(
                         f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                     )
-                return Answer(body, total, response.headers.get("ETag"), _final(response, url))
+                return Answer(body, total, response.headers.get("ETag"), hop.final)
             if status == 200 and whole:
                 body = await _body(response, shown)
                 length = response.content_length
@@ -171,12 +217,43 @@ class HttpBackend:
                     raise FramingError(
                         f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
                     )
-                return Answer(body, len(body), response.headers.get("ETag"), _final(response, url))
+                return Answer(body, len(body), response.headers.get("ETag"), hop.final)
             if status == 200:
                 # Retried like any other wrong answer to a range (a faulty proxy, a lost
                 # header); a server that never answers ranges fails after the retries.
                 raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
             raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
+        raise AssertionError("unreachable")
+
+    async def get_range(
+        self, url: str, start: int, end: int, etag: str | None, shown: str
+    ) -> Answer:
+        """`get` of bytes ``[start, end)`` on a kept-alive plain HTTP/1.1 connection (see
+        `shadowzarr_store.transport.http1`: a fraction of aiohttp's CPU per request, for the
+        thousands of ranges of a batch); what it leaves (a redirect) goes to `get`."""
+        address, bound = self._hop(url)
+        pool = self._pool(address)
+        headers = {**bound, "Range": f"bytes={start}-{end - 1}"}
+        if etag:
+            headers["If-Match"] = etag
+        try:
+            head, body = await pool.request(pool.head(address, headers), shown)
+        except Unhandled:
+            return await self.get(url, start, end, etag, shown)
+        status = head.status
+        if status == 206:
+            first, last, total = _content_range(head.headers.get("content-range"), shown)
+            _check_range(first, last, total, start, end, shown)
+            if len(body) != last - first + 1:
+                raise FramingError(
+                    f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
+                )
+            return Answer(body, total, head.headers.get("etag"))
+        if status in REDIRECTS:
+            return await self.get(url, start, end, etag, shown)
+        if status == 200:
+            raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
+        raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
     async def get_many(
@@ -188,14 +265,15 @@ class HttpBackend:
         headers = {"Range": f"bytes={spec}"}
         if etag:
             headers["If-Match"] = etag
-        async with self._request(url, headers, shown) as response:
+        hop = _LastHop(self, url, headers, shown)
+        async with hop as response:
             status = response.status
             boundary = boundary_of(response.headers.get("Content-Type", ""))
             if status == 206 and boundary is not None:
                 body = await _body(response, shown)
                 tag = response.headers.get("ETag")
                 parts = parse_byteranges(body, boundary, shown)
-                final = _final(response, url)
+                final = hop.final
                 return [_part_for(parts, start, end, tag, final, shown) for start, end in ranges]
             if status in (200, 206, 400, 416, 501):
                 # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
@@ -214,21 +292,21 @@ class _LastHop:
     answer, become `TransientError` (worth retrying); other client errors `SourceError`.
     """
 
-    __slots__ = ("_backend", "_context", "_headers", "_shown", "_url")
+    __slots__ = ("_backend", "_context", "_headers", "_shown", "_url", "final")
 
     def __init__(self, backend: HttpBackend, url: str, headers: dict[str, str], shown: str):
         self._backend, self._url, self._headers, self._shown = backend, url, headers, shown
         self._context: Any = None
+        self.final: str | None = None
+        """Where redirects led (None: the answer is ``url``'s own)."""
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
         backend = self._backend
         session = backend._session()
         target = self._url
-        rules = backend._options.header_rules
-        for _ in range(_MAX_REDIRECTS + 1):
-            sent = {**rules.for_url(target), **self._headers}
-            address = _address(target)
-            backend._access.check(str(address))  # the URL as aiohttp will send it
+        for hops in range(_MAX_REDIRECTS + 1):
+            address, bound = backend._hop(target)
+            sent = {**bound, **self._headers} if bound else self._headers
             context = session.get(address, headers=sent, allow_redirects=False)
             try:
                 response = await context.__aenter__()
@@ -240,6 +318,8 @@ class _LastHop:
             location = response.headers.get("Location")
             if response.status not in REDIRECTS or not location:
                 self._context = context
+                if hops:
+                    self.final = str(response.url)
                 return response
             await context.__aexit__(None, None, None)
             try:
@@ -297,11 +377,6 @@ def _part_for(
     raise FramingError(f"{shown}: no part of the multipart answer holds bytes {start}-{end - 1}")
 
 
-def _final(response: aiohttp.ClientResponse, asked: str) -> str | None:
-    final = str(response.url)
-    return None if final == asked or final == str(URL(asked)) else final
-
-
 async def _body(response: aiohttp.ClientResponse, shown: str) -> bytes:
     try:
         return await response.read()
@@ -309,8 +384,8 @@ async def _body(response: aiohttp.ClientResponse, shown: str) -> bytes:
         raise TransientError(f"{shown}: body cut short: {type(exc).__name__}") from exc
 
 
-def _content_range(response: aiohttp.ClientResponse, shown: str) -> tuple[int, int, int | None]:
-    header = response.headers.get("Content-Range", "")
+def _content_range(header: str | None, shown: str) -> tuple[int, int, int | None]:
+    header = header or ""
     match = _CONTENT_RANGE.match(header.strip())
     if match is None:
         raise FramingError(f"{shown}: 206 answer with an unusable Content-Range {header[:80]!r}")

@@ -1,0 +1,107 @@
+"""Batches of ranges on a single-range server go over kept-alive HTTP/1.1 connections
+(`shadowzarr_store.transport.http1`): the same headers, checks, retries and redirects as
+aiohttp's requests, at a fraction of the CPU."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from shadowzarr_spec import SourceChangedError
+from shadowzarr_testing import FaultRule
+
+from shadowzarr_store.transport import RangeSource, TransportOptions
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadowzarr_testing import LatencyProxy, NginxServer
+
+pytestmark = pytest.mark.network
+
+RANGES = [(i * 5_000, 100 + i) for i in range(40)]
+
+
+def _blob(nginx_root: Path) -> bytes:
+    data = os.urandom(200_000)
+    (nginx_root / "f.bin").write_bytes(data)
+    return data
+
+
+def _single(url: str, **options: object) -> RangeSource:
+    options.setdefault("multi_range", False)
+    return RangeSource(url, TransportOptions(**options), max_gap=0)  # type: ignore[arg-type]
+
+
+def test_a_batch_sends_the_headers_and_if_match_on_few_connections(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    data = _blob(nginx_root)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3", latency=0.01)
+    headers = {proxy.url(""): {"Authorization": "Bearer abc"}}
+    with _single(proxy.url("f.bin"), headers=headers, max_connections=4) as source:
+        assert source.fetch_many([(0, 10)]) == [data[:10]]
+        etag = source.etag
+        for _ in range(2):
+            assert source.fetch_many(RANGES) == [data[o : o + n] for o, n in RANGES]
+        assert source.stats.requests == 81
+    batch = proxy.log[1:]
+    assert len(batch) == 80
+    assert all(e["headers"]["authorization"] == "Bearer abc" for e in batch)
+    assert all(e["headers"]["if-match"] == etag for e in batch)
+    assert all(e["status"] == 206 for e in batch)
+    assert proxy.max_concurrent <= 4
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        FaultRule("reset", times=3),
+        FaultRule("503", times=3),
+        FaultRule("429", times=3, retry_after=0),
+        FaultRule("truncate", times=3),
+        FaultRule("wrong_range", times=3, shift=7, honest=True),
+        FaultRule("short_end", times=3),
+        FaultRule("ignore_range", times=3),
+    ],
+    ids=lambda rule: rule.kind,
+)
+def test_faults_in_a_batch_are_retried(
+    make_proxy, nginx: NginxServer, nginx_root: Path, rule: FaultRule
+) -> None:
+    data = _blob(nginx_root)
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    with _single(proxy.url("f.bin"), backoff=0) as source:
+        source.fetch_many([(0, 10)])  # the size, against which a short answer is checked
+        proxy.faults = [rule]
+        assert source.fetch_many(RANGES) == [data[o : o + n] for o, n in RANGES]
+        assert source.stats.retries == 3
+    assert proxy.count() == 1 + len(RANGES) + 3
+
+
+def test_a_stalled_range_of_a_batch_times_out_and_is_asked_again(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    data = _blob(nginx_root)
+    rule = FaultRule("stall", times=1, stall_seconds=20, after_bytes=10)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), faults=[rule])
+    started = time.monotonic()
+    with _single(proxy.url("f.bin"), backoff=0, timeout=0.5) as source:
+        assert source.fetch_many(RANGES) == [data[o : o + n] for o, n in RANGES]
+        assert source.stats.retries == 1
+    assert time.monotonic() - started < 5
+
+
+def test_a_file_changed_under_a_batch_is_caught(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    _blob(nginx_root)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3")
+    with _single(proxy.url("f.bin")) as source:
+        source.fetch_many([(0, 10)])
+        time.sleep(1.1)  # nginx's ETag holds the mtime in seconds
+        nginx.write_file("f.bin", os.urandom(200_000))
+        with pytest.raises(SourceChangedError):
+            source.fetch_many(RANGES)
