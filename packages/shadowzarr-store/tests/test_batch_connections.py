@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 import pytest
-from shadowzarr_spec import SourceChangedError
+from shadowzarr_spec import SourceChangedError, SourceError
 from shadowzarr_testing import FaultRule
 
 from shadowzarr_store.transport import RangeSource, TransportOptions
@@ -79,6 +79,21 @@ def test_faults_in_a_batch_are_retried(
         assert source.fetch_many(RANGES) == [data[o : o + n] for o, n in RANGES]
         assert source.stats.retries == 3
     assert proxy.count() == 1 + len(RANGES) + 3
+
+
+def test_a_server_ignoring_range_is_refused_before_its_bodies_are_read(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """200 with the whole object to every range: refused at the answer's head, so 40 ranges
+    of a 16 MB file never hold 40 copies of it."""
+    (nginx_root / "big.bin").write_bytes(os.urandom(16 << 20))
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    with _single(proxy.url("big.bin"), backoff=0, retries=1) as source:
+        source.fetch_many([(0, 10)])
+        proxy.faults = [FaultRule("ignore_range", times=1_000)]
+        with pytest.raises(SourceError, match="to a request for at most"):
+            source.fetch_many(RANGES)
+        assert source.stats.bytes < 1 << 20
 
 
 def test_a_stalled_range_of_a_batch_times_out_and_is_asked_again(

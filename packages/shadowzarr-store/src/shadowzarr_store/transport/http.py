@@ -237,7 +237,7 @@ class HttpBackend:
         if etag:
             headers["If-Match"] = etag
         try:
-            head, body = await pool.request(pool.head(address, headers), shown)
+            head, body = await pool.request(pool.head(address, headers), shown, end - start)
         except Unhandled:
             return await self.get(url, start, end, etag, shown)
         status = head.status

@@ -73,6 +73,7 @@ class _Connection(asyncio.Protocol):
         self._keep = False
         self.progress = 0
         self._lost = False
+        self._most: int | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -82,9 +83,14 @@ class _Connection(asyncio.Protocol):
     def usable(self) -> bool:
         return not self._lost and self.transport is not None and not self.transport.is_closing()
 
-    def send(self, head: bytes, waiter: asyncio.Future[tuple[Head, bytes]]) -> None:
+    def send(
+        self, head: bytes, waiter: asyncio.Future[tuple[Head, bytes]], most: int | None = None
+    ) -> None:
+        """Write a request; ``most``: the most body bytes its answer may have (a longer one,
+        such as a whole object from a server ignoring ``Range``, fails before it is read)."""
         assert self.transport is not None
         self._waiter, self._head, self.reusable = waiter, None, False
+        self._most = most
         self.transport.write(head)
 
     def data_received(self, data: bytes) -> None:
@@ -109,6 +115,14 @@ class _Connection(asyncio.Protocol):
             length = head.headers.get("content-length")
             if length is None or not length.isdigit() or "transfer-encoding" in head.headers:
                 self._fail(Unhandled(head.status))
+                return
+            if self._most is not None and int(length) > max(self._most, _MAX_HEAD):
+                self._fail(
+                    FramingError(
+                        f"an answer of {length} bytes (status {head.status}) to a request for "
+                        f"at most {self._most}"
+                    )
+                )
                 return
             self._head, self._length, self._keep = head, int(length), reusable
         if len(buffer) < self._length:
@@ -160,8 +174,11 @@ class OriginPool:
         lines.append("Accept-Encoding: identity\r\n\r\n")
         return "\r\n".join(lines).encode("utf-8")
 
-    async def request(self, head: bytes, shown: str) -> tuple[Head, bytes]:
-        """The answer to ``head``: (head, body)."""
+    async def request(
+        self, head: bytes, shown: str, most: int | None = None
+    ) -> tuple[Head, bytes]:
+        """The answer to ``head``: (head, body); ``most``: the most body bytes it may have (an
+        error page may have up to 64 KiB)."""
         async with self._slots:
             connection = None
             while self._idle and connection is None:
@@ -170,7 +187,7 @@ class OriginPool:
             try:
                 if connection is None:
                     connection = await self._connect(shown)
-                return await self._exchange(connection, head, shown)
+                return await self._exchange(connection, head, shown, most)
             finally:
                 if connection is not None:
                     if connection.reusable and connection.usable:
@@ -197,11 +214,11 @@ class OriginPool:
         return connection
 
     async def _exchange(
-        self, connection: _Connection, head: bytes, shown: str
+        self, connection: _Connection, head: bytes, shown: str, most: int | None
     ) -> tuple[Head, bytes]:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[tuple[Head, bytes]] = loop.create_future()
-        connection.send(head, waiter)
+        connection.send(head, waiter, most)
         # A stall (no bytes for ``timeout`` seconds) fails the request; one timer per request,
         # looked at every ``timeout`` seconds, not one per piece received.
         seen = [connection.progress]
