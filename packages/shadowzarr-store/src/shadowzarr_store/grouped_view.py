@@ -33,8 +33,9 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info
@@ -49,6 +50,7 @@ __all__ = [
     "GroupLayout",
     "GroupedView",
     "ShardIndex",
+    "StoredKeys",
 ]
 
 GROUP_BELOW_BYTES = 256 * 1024
@@ -178,7 +180,7 @@ class ShardIndex:
     ``members`` stored chunks): key, logical length and resolved reference; per inner chunk:
     offset and length in the shard's value."""
 
-    keys: tuple[str | None, ...]
+    keys: Sequence[str | None]
     lengths: tuple[int, ...]
     """Of each stored chunk; 0 for one that is not stored."""
     offsets: tuple[int, ...]
@@ -193,6 +195,8 @@ class ShardIndex:
     entries: tuple[str, np.ndarray, np.ndarray] | None = None
     """(url, offsets, sizes) of every stored chunk straight from the chunk index, when that
     is where they all come from (`MISSING_CHUNK` for one not stored)."""
+    stored: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Whether each stored chunk is stored (its key is not None)."""
 
     @property
     def empty(self) -> bool:
@@ -201,7 +205,7 @@ class ShardIndex:
     @classmethod
     def build(
         cls,
-        keys: list[str | None],
+        keys: Sequence[str | None],
         lengths: list[int | None],
         values: tuple[Any, ...] = (),
         *,
@@ -225,8 +229,13 @@ class ShardIndex:
             if size is not None:
                 table[j] = (position, size)
                 position += size
+        stored = np.array([n is not None for n in lengths], dtype=bool)
         return cls(
-            keys=tuple(k if n is not None else None for k, n in zip(keys, lengths, strict=True)),
+            keys=(
+                keys
+                if isinstance(keys, StoredKeys)
+                else tuple(k if n is not None else None for k, n in zip(keys, lengths, strict=True))
+            ),
             lengths=tuple(n or 0 for n in lengths),
             offsets=tuple(offsets),
             sizes=tuple(sizes),
@@ -235,7 +244,30 @@ class ShardIndex:
             values=values,
             members=members,
             entries=entries,
+            stored=stored,
         )
+
+
+class StoredKeys(Sequence[str | None]):
+    """The keys of a shard's stored chunks, each made when asked for: a shard from a chunk
+    index has thousands, a read names a few (in errors and the per-key path)."""
+
+    def __init__(self, prefix: str, points: np.ndarray, stored: np.ndarray) -> None:
+        self._prefix, self._points, self._stored = prefix, points, stored
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str | None]: ...
+    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not self._stored[i]:
+            return None
+        return self._prefix + "/".join(map(str, self._points[i].tolist()))
 
 
 class GroupedView:

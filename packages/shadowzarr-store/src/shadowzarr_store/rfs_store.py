@@ -23,7 +23,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByt
 from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
-from shadowzarr_store.grouped_view import GroupedView, GroupLayout, ShardIndex
+from shadowzarr_store.grouped_view import GroupedView, GroupLayout, ShardIndex, StoredKeys
 from shadowzarr_store.loop_shutdown import note_loop
 from shadowzarr_store.merge import gathered_reads
 from shadowzarr_store.metadata_gate import MetadataGate, is_metadata_key
@@ -313,17 +313,15 @@ class RfsStore(Store):
             # Entries no reference could hold (a damaged index): the path chunk by chunk
             # refuses them with the error that names the chunk.
             return None
-        keys: list[str | None] = [None] * len(points)
         lengths: list[int | None] = [None] * len(points)
-        prefix = chunk_key(path, ()) + "/"
         stored_rows = where[present]
-        for j, coords, size in zip(
-            stored_rows.tolist(), points[stored_rows].tolist(), sizes[present].tolist(), strict=True
-        ):
-            keys[j] = prefix + "/".join(map(str, coords))
+        for j, size in zip(stored_rows.tolist(), sizes[present].tolist(), strict=True):
             # an uncompressed chunk reads at its full size (padded); an over-long reference
             # keeps its size here and fails when read, as unsharded
             lengths[j] = full if full is not None and size <= full else size
+        is_stored = np.zeros(len(points), dtype=bool)
+        is_stored[stored_rows] = True
+        keys = StoredKeys(chunk_key(path, ()) + "/", points, is_stored)
         every_offset = np.full(len(points), _MISSING_ENTRY, dtype=np.uint64)
         every_size = every_offset.copy()
         every_offset[where], every_size[where] = offsets, sizes
@@ -478,7 +476,7 @@ class RfsStore(Store):
             [j * members + m for j in inner for m in range(members)], dtype=np.int64
         )
         block = np.empty((len(wanted), nbytes), dtype=np.uint8)
-        stored = np.array([index.keys[i] is not None for i in wanted.tolist()], dtype=bool)
+        stored = index.stored[wanted]
         if not stored.all():
             fill = fill_pattern(self._pack_fill(key), 0, nbytes)
             block[~stored] = np.frombuffer(fill, dtype=np.uint8)
