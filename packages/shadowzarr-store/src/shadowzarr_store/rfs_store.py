@@ -449,9 +449,8 @@ class RfsStore(Store):
         with gathered_reads():
             parts = await asyncio.gather(
                 *(
-                    self._get_stored(inner, prototype, rng, value, checks)
+                    self._get_stored(str(inner), prototype, rng, value, checks)
                     for inner, rng, value in reads
-                    if inner is not None
                 )
             )
         for (inner, _, _), part in zip(reads, parts, strict=True):
