@@ -120,3 +120,60 @@ def test_a_file_changed_under_a_batch_is_caught(
         nginx.write_file("f.bin", os.urandom(200_000))
         with pytest.raises(SourceChangedError):
             source.fetch_many(RANGES)
+
+
+# -- one large range: its body received straight into one buffer ---------------------------
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        FaultRule("reset", times=2),
+        FaultRule("503", times=2),
+        FaultRule("truncate", times=2),
+        FaultRule("wrong_range", times=2, shift=7, honest=True),
+        FaultRule("stall", times=1, stall_seconds=20, after_bytes=300_000),
+    ],
+    ids=lambda rule: rule.kind,
+)
+def test_one_large_range_is_received_whole_or_retried(
+    make_proxy, nginx: NginxServer, nginx_root: Path, rule: FaultRule
+) -> None:
+    """A range of megabytes arrives in hundreds of pieces into one buffer: a fault part-way
+    through (a reset, a cut-short body, a shifted range, a stall) is retried, never served."""
+    import asyncio
+
+    data = os.urandom(6 << 20)
+    (nginx_root / "large.bin").write_bytes(data)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3")
+    with _single(proxy.url("large.bin"), backoff=0, timeout=0.5) as source:
+        source.fetch_many([(0, 10)])
+        proxy.faults = [rule]
+        transport = source.transport
+
+        async def both() -> tuple[object, object]:
+            view = await transport.read(proxy.url("large.bin"), 1000, 5_001_000, view=True)
+            copy = await transport.read(proxy.url("large.bin"), 7, 3_000_007)
+            return view.data, copy.data
+
+        view, copy = asyncio.run(both())
+        assert isinstance(view, memoryview) and view == data[1000:5_001_000]
+        assert type(copy) is bytes and copy == data[7:3_000_007]
+        assert source.stats.retries >= 1
+    assert all(e["headers"].get("range") for e in proxy.log)
+
+
+def test_one_range_answered_with_more_than_asked_is_refused(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """A 200 with the whole 16 MB object to a 1 MB range fails at the answer's head."""
+    import asyncio
+
+    (nginx_root / "big.bin").write_bytes(os.urandom(16 << 20))
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    with _single(proxy.url("big.bin"), backoff=0, retries=1) as source:
+        source.fetch_many([(0, 10)])
+        proxy.faults = [FaultRule("ignore_range", times=1_000)]
+        with pytest.raises(SourceError, match="to a request for at most"):
+            asyncio.run(source.transport.read(proxy.url("big.bin"), 0, 1 << 20, view=True))
+        assert source.stats.bytes < 1 << 20

@@ -39,7 +39,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk index, mostly never written
         wide[24000:24176] = np.arange(176)
         holes = f.create_dataset("holes", (1 << 20,), "<i4", chunks=(16,), fillvalue=-7)
-        holes[100:200] = np.arange(100)  # 16 packs of 4,096 stored chunks; 15 never written
+        holes[100:200] = np.arange(100)  # 4 packs of 16,384 stored chunks; 3 never written
         f.create_dataset(
             "zipped", data=np.arange(8192, dtype="<i4"), chunks=(64,), compression="gzip"
         )
@@ -176,8 +176,8 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     as_stored = zarr.open_array(stored, path="table", mode="r").metadata
     assert as_stored.chunk_grid.chunk_shape == CHUNK
     assert shown.chunk_grid.chunk_shape == (CHUNK[0] * 512, COLUMNS)  # 4 MiB
-    # inner chunks of 32 x 8 stored chunks (256 KiB, PACK_BYTES), inside shards
-    assert shown.codecs[0].chunk_shape == (CHUNK[0] * 32, COLUMNS)
+    # inner chunks of whole rows of stored chunks, PACK_BYTES of float32 each, inside shards
+    assert shown.codecs[0].chunk_shape == (PACK_BYTES // (4 * COLUMNS), COLUMNS)
     zipped = zarr.open_array(store, path="zipped", mode="r").metadata
     assert zipped.codecs[0].chunk_shape == (64,)  # compressed: the stored chunks themselves
 
@@ -194,7 +194,8 @@ def test_a_pack_never_written_costs_no_read(files, served) -> None:
     holes = open_rfs(refs["table"])["holes"]
     proxy.wait_idle()
     before = proxy.count(path_prefix="table.h5")
-    assert (holes[70_000:600_000] == -7).all()
+    first_pack = PACK_BYTES // 4  # int32 values
+    assert (holes[first_pack + 100 : 1 << 20] == -7).all()
     proxy.wait_idle()
     assert proxy.count(path_prefix="table.h5") == before  # nothing stored there: no read
     np.testing.assert_array_equal(holes[:1000], _h5(files, "table", "holes", slice(0, 1000)))

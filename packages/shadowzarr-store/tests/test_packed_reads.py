@@ -121,3 +121,28 @@ def test_a_damaged_compressed_chunk_fails_its_pack_by_name(tmp_path: Path) -> No
         with pytest.raises(type(as_stored.value), match="'x/c/5/0'"):
             packed[selection]
     np.testing.assert_array_equal(stored[0:8], values[0:8])  # as stored: the neighbour reads
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_packs_rearranged_from_pieces_equal_packs_from_their_joined_bytes(seed: int) -> None:
+    """The answers of a shard's reads split its stored chunks anywhere (where the file's
+    order breaks): rearranging each piece straight into the value gives the same bytes as
+    joining them first, whatever the split, and pieces that are not whole packs are refused."""
+    from shadowzarr_store.grouped_view import GroupLayout
+
+    rng = np.random.default_rng(seed)
+    layout = GroupLayout(
+        chunk_shape=(3, 4, 2), grid=(40, 6, 3), factors=(8, 6, 3), pack=(2, 3, 3), itemsize=2
+    )
+    count = int(rng.integers(1, 7))
+    rows = count * layout.members
+    members = rng.integers(0, 256, (rows, layout.chunk_nbytes), dtype=np.uint8)
+    expected = layout.pack_bytes(members.reshape(count, layout.members, -1))
+    cuts = np.sort(rng.choice(np.arange(1, rows), size=min(rows - 1, 5), replace=False))
+    pieces = np.split(members, cuts)
+    np.testing.assert_array_equal(layout.pack_rows(pieces), expected)
+    into = np.zeros_like(expected)
+    assert layout.pack_rows(pieces, into) is into
+    np.testing.assert_array_equal(into, expected)
+    with pytest.raises(ValueError, match="not whole packs"):
+        layout.pack_rows([members[:-1]])

@@ -65,7 +65,7 @@ MAX_PACKED_FACTOR = 4
 """A shard of packed inner chunks may hold this many times `MAX_INNER_CHUNKS` stored chunks and
 the shard size's bytes (its index is read with numpy; fewer shards are fewer waves of zarr's
 ``async.concurrency`` shard reads)."""
-PACK_BYTES = 256 * 1024
+PACK_BYTES = 1024 * 1024
 """Bytes of one inner chunk of the view of an uncompressed array, about: a block of stored
 chunks (zarr's per-chunk cost paid once per this many bytes; the read-ahead of a
 selection that touches one stored chunk)."""
@@ -154,6 +154,39 @@ class GroupLayout:
         ).reshape(ndim, -1).T
         points[(points >= np.array(self.grid)).any(axis=1)] = -1
         return np.ascontiguousarray(points)
+
+    def pack_rows(self, pieces: Sequence[np.ndarray], into: np.ndarray | None = None) -> np.ndarray:
+        """`pack_bytes` of stored chunks given as consecutive pieces of (chunks,
+        `chunk_nbytes`) rows, together whole packs' members in order: each run of whole packs
+        inside a piece is rearranged straight from it, and only a pack split between two
+        pieces is joined first."""
+        members, nbytes = self.members, self.chunk_nbytes
+        count = sum(len(piece) for piece in pieces) // members
+        out = np.empty((count, members * nbytes), dtype=np.uint8) if into is None else into
+        done = 0  # packs written
+        carry: list[np.ndarray] = []  # the first rows of a pack split between pieces
+        held = 0
+        for piece in pieces:
+            at = 0
+            if held:
+                take = min(members - held, len(piece))
+                carry.append(piece[:take])
+                held, at = held + take, take
+                if held < members:
+                    continue
+                joined = np.concatenate(carry).reshape(1, members, nbytes)
+                self.pack_bytes(joined, out[done : done + 1])
+                done, carry, held = done + 1, [], 0
+            whole = (len(piece) - at) // members
+            if whole:
+                block = piece[at : at + whole * members].reshape(whole, members, nbytes)
+                self.pack_bytes(block, out[done : done + whole])
+                done, at = done + whole, at + whole * members
+            if at < len(piece):
+                carry, held = [piece[at:]], len(piece) - at
+        if held or done != count:
+            raise ValueError(f"pieces of {sum(map(len, pieces))} rows are not whole packs")
+        return out
 
     def pack_bytes(self, members: np.ndarray, into: np.ndarray | None = None) -> np.ndarray:
         """Inner chunks from their stored chunks: ``members`` is (inner chunks, `members`,

@@ -30,15 +30,16 @@ async def read_runs(
     positions: np.ndarray,
     nbytes: int | None,
     bound: int | None = None,
-) -> np.ndarray | list[memoryview] | None:
-    """Stored chunks ``positions`` of ``entries`` (url, offsets, sizes): as (chunks, ``nbytes``)
-    bytes when every one is a plain chunk of ``nbytes``; with ``nbytes`` None, encoded chunks
-    of up to ``bound`` bytes each, as one buffer per chunk. None when the fast path does not
-    apply."""
+) -> list[np.ndarray] | list[memoryview] | None:
+    """Stored chunks ``positions`` of ``entries`` (url, offsets, sizes). When every one is a
+    plain chunk of ``nbytes``: consecutive pieces of (chunks, ``nbytes``) bytes, together the
+    chunks in the order asked for (each piece an answer's own bytes where the file holds them
+    in that order: no copy to join them). With ``nbytes`` None: encoded chunks of up to
+    ``bound`` bytes each, one buffer per chunk. None when the fast path does not apply."""
     if entries is None:
         return None
     if not len(positions):
-        return np.empty((0, nbytes or 0), dtype=np.uint8) if nbytes is not None else []
+        return []
     url, offsets, sizes = entries
     where = offsets[positions].astype(np.int64)
     size = sizes[positions].astype(np.int64)
@@ -68,6 +69,8 @@ async def read_runs(
         if not cached:
             await reader.remember(url, a, b, raw)
         pieces.append(np.frombuffer(raw, dtype=np.uint8))
+    if nbytes is not None and bool((order == np.arange(len(order))).all()):
+        return [piece.reshape(-1, nbytes) for piece in pieces]  # the answers' own bytes
     joined = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     if nbytes is None:
         ends = np.cumsum(lengths)
@@ -77,8 +80,6 @@ async def read_runs(
             found[j] = cut[i]
         return found
     joined = joined.reshape(-1, nbytes)
-    if bool((order == np.arange(len(order))).all()):
-        return joined  # already in the order asked for: the answers' own bytes
     out = np.empty_like(joined)
     out[order] = joined
-    return out
+    return [out]

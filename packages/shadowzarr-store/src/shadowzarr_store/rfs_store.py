@@ -69,6 +69,10 @@ _SHARD_INDEXES_KEPT = 256
 """Synthesized shard indexes kept per store (each at most 16 KiB)."""
 
 
+_THREAD_PACKING_BYTES = 1024 * 1024
+"""Packs of at least this many bytes are rearranged in a worker thread."""
+
+
 class RfsStore(Store):
     """A read-only zarr v3 store whose keys are the references of a reference file system.
 
@@ -509,9 +513,14 @@ class RfsStore(Store):
                     )
                 block[np.flatnonzero(stored)[row]] = data
         elif bool(stored.all()):
-            block = cast("np.ndarray", fetched)  # no copy: straight from the answers
-        else:
-            block[stored] = fetched
+            # no copy to join the answers: each is rearranged straight from its own bytes
+            pieces = cast("list[np.ndarray]", fetched)
+            if block.nbytes < _THREAD_PACKING_BYTES:
+                return layout.pack_rows(pieces, into)
+            # numpy lets go of the GIL while it rearranges: the loop receives meanwhile
+            return await asyncio.to_thread(layout.pack_rows, pieces, into)
+        elif fetched:
+            block[stored] = np.concatenate(cast("list[np.ndarray]", fetched))
         return layout.pack_bytes(block.reshape(len(inner), members, nbytes), into)
 
     def _pack_fill(self, key: str) -> bytes:

@@ -111,7 +111,7 @@ class SourceReader:
         cached = await self._cache_get(url, 0, -1)
         if cached is not None:
             return cached, True
-        return await self.fetch(url, 0, None), False
+        return bytes(await self.fetch(url, 0, None)), False  # a whole file is bytes already
 
     async def remember(self, url: str, start: int, end: int, data: bytes | memoryview) -> None:
         """Keep checked bytes ``[start, end)`` of ``url`` (``0, -1``: the whole file) in the
@@ -123,10 +123,10 @@ class SourceReader:
         self.access.check_index(location, self.rfs.base)
         return await self.transport.read_whole(location)
 
-    async def fetch(self, url: str, start: int, end: int | None) -> bytes:
+    async def fetch(self, url: str, start: int, end: int | None) -> bytes | memoryview:
         """One physical read, no cache, no merging (the merge queue calls this)."""
         answer = await self.transport.read(
-            self.absolute(url), start, end, expect=self.source_info(url), name=url
+            self.absolute(url), start, end, expect=self.source_info(url), name=url, view=True
         )
         return answer.data
 

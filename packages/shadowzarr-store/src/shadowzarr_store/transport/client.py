@@ -105,10 +105,15 @@ class Transport:
         *,
         expect: SourceInfo | None = None,
         name: str | None = None,
+        view: bool = False,
     ) -> Answer:
         """Bytes ``[start, end)`` of ``url`` (``end`` None: to the end; ``0, None``: all of it);
         fewer only where the file ends. ``expect`` is what the file looked like when recorded
-        (size, ETag, local identity); ``name`` the location shown in errors."""
+        (size, ETag, local identity); ``name`` the location shown in errors; ``view``: the data
+        may be a read-only ``memoryview`` of the bytes as received (no copy into ``bytes``).
+
+        A range over HTTP goes on a kept-alive connection of `HttpBackend.get_range` (its body
+        received straight into one buffer); the rest (a whole file, an open end) over aiohttp."""
         expect = expect or _UNKNOWN
         shown = _describe(name or url, start, end)
         self.access.check(url)
@@ -124,6 +129,10 @@ class Transport:
         async def attempt(target: str) -> Answer:
             if kind_of(target) == "object_store":
                 answer = await self.objects.get(target, start, end, expect.etag, shown)
+            elif end is not None and end > start:
+                answer = await self.http.get_range(
+                    target, start, end, expect.etag, shown, view=view
+                )
             else:
                 answer = await self.http.get(target, start, end, expect.etag, shown)
             _consistent(answer, expect, shown)

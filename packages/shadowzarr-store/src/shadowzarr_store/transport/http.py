@@ -46,6 +46,8 @@ class Answer:
     """Bytes read, and what the server said about the whole file."""
 
     data: bytes
+    """A read-only ``memoryview`` instead only where the caller asked for one
+    (`Transport.read`'s ``view``)."""
     total: int | None
     """The file's size (Content-Range's total, or the length of a whole-file answer)."""
     etag: str | None
@@ -226,7 +228,7 @@ class HttpBackend:
         raise AssertionError("unreachable")
 
     async def get_range(
-        self, url: str, start: int, end: int, etag: str | None, shown: str
+        self, url: str, start: int, end: int, etag: str | None, shown: str, *, view: bool = False
     ) -> Answer:
         """`get` of bytes ``[start, end)`` on a kept-alive plain HTTP/1.1 connection (see
         `shadowzarr_store.transport.http1`: a fraction of aiohttp's CPU per request, for the
@@ -248,7 +250,7 @@ class HttpBackend:
                 raise FramingError(
                     f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                 )
-            return Answer(body, total, head.headers.get("etag"))
+            return Answer(body if view else bytes(body), total, head.headers.get("etag"))
         if status in REDIRECTS:
             return await self.get(url, start, end, etag, shown)
         if status == 200:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import ssl
 from functools import cache
+
+import numpy as np
 from typing import TYPE_CHECKING
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Head", "OriginPool", "Unhandled"]
 
 _MAX_HEAD = 64 * 1024
+_HEAD_BUFFER = 16 * 1024
 
 
 @cache
@@ -60,16 +63,20 @@ def _parse_head(raw: bytes) -> tuple[Head, bool]:
     return Head(status, headers), reusable
 
 
-class _Connection(asyncio.Protocol):
-    """One connection; one request on it at a time."""
+class _Connection(asyncio.BufferedProtocol):
+    """One connection; one request on it at a time. Bytes are received straight into their
+    final place (``recv_into``): the head into a small buffer, the body, once its length is
+    known, into one array of that length, so a large body is never joined from pieces."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.reusable = False
-        self._buffer = bytearray()
-        self._waiter: asyncio.Future[tuple[Head, bytes]] | None = None
+        self._heads = bytearray(_HEAD_BUFFER)
+        self._filled = 0
+        self._body: memoryview | None = None
+        self._received = 0
+        self._waiter: asyncio.Future[tuple[Head, memoryview]] | None = None
         self._head: Head | None = None
-        self._length = 0
         self._keep = False
         self.progress = 0
         self._lost = False
@@ -84,7 +91,7 @@ class _Connection(asyncio.Protocol):
         return not self._lost and self.transport is not None and not self.transport.is_closing()
 
     def send(
-        self, head: bytes, waiter: asyncio.Future[tuple[Head, bytes]], most: int | None = None
+        self, head: bytes, waiter: asyncio.Future[tuple[Head, memoryview]], most: int | None = None
     ) -> None:
         """Write a request; ``most``: the most body bytes its answer may have (a longer one,
         such as a whole object from a server ignoring ``Range``, fails before it is read)."""
@@ -93,49 +100,65 @@ class _Connection(asyncio.Protocol):
         self._most = most
         self.transport.write(head)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._body is not None:
+            return self._body[self._received :]
+        if self._filled == len(self._heads):  # a head longer than the buffer: keep it whole
+            self._heads.extend(bytes(_HEAD_BUFFER))
+        return memoryview(self._heads)[self._filled :]
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.progress += 1
-        buffer = self._buffer
-        buffer += data
+        if self._body is not None:
+            self._received += nbytes
+            if self._received == len(self._body):
+                self._finish()
+            return
+        self._filled += nbytes
         if self._waiter is None:
             self._fail(FramingError("bytes arrived with no request in flight"))
             return
-        if self._head is None:
-            end = buffer.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buffer) > _MAX_HEAD:
-                    self._fail(FramingError("an answer head longer than 64 KiB"))
-                return
-            try:
-                head, reusable = _parse_head(bytes(buffer[:end]))
-            except (ValueError, UnicodeDecodeError) as exc:
-                self._fail(FramingError(f"an unreadable answer head ({exc})"))
-                return
-            del buffer[: end + 4]
-            length = head.headers.get("content-length")
-            if length is None or not length.isdigit() or "transfer-encoding" in head.headers:
-                self._fail(Unhandled(head.status))
-                return
-            if self._most is not None and int(length) > max(self._most, _MAX_HEAD):
-                self._fail(
-                    FramingError(
-                        f"an answer of {length} bytes (status {head.status}) to a request for "
-                        f"at most {self._most}"
-                    )
-                )
-                return
-            self._head, self._length, self._keep = head, int(length), reusable
-        if len(buffer) < self._length:
+        filled = memoryview(self._heads)[: self._filled]
+        end = self._heads.find(b"\r\n\r\n", 0, self._filled)
+        if end < 0:
+            if self._filled > _MAX_HEAD:
+                self._fail(FramingError("an answer head longer than 64 KiB"))
             return
-        if len(buffer) > self._length:
+        try:
+            head, reusable = _parse_head(bytes(filled[:end]))
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._fail(FramingError(f"an unreadable answer head ({exc})"))
+            return
+        length = head.headers.get("content-length")
+        if length is None or not length.isdigit() or "transfer-encoding" in head.headers:
+            self._fail(Unhandled(head.status))
+            return
+        if self._most is not None and int(length) > max(self._most, _MAX_HEAD):
+            self._fail(
+                FramingError(
+                    f"an answer of {length} bytes (status {head.status}) to a request for "
+                    f"at most {self._most}"
+                )
+            )
+            return
+        self._head, self._keep = head, reusable
+        already = self._filled - end - 4
+        if already > int(length):
             self._fail(FramingError("more bytes than Content-Length said"))
             return
-        body = bytes(buffer)
-        buffer.clear()
+        self._body = memoryview(np.empty(int(length), dtype=np.uint8)).cast("B")
+        self._body[:already] = filled[end + 4 :]
+        self._received, self._filled = already, 0
+        if already == len(self._body):
+            self._finish()
+
+    def _finish(self) -> None:
+        body, self._body = self._body, None
+        assert body is not None and self._head is not None
         self.reusable = self._keep  # only once the whole answer is in
         waiter, self._waiter = self._waiter, None
-        if not waiter.done():
-            waiter.set_result((self._head, body))
+        if waiter is not None and not waiter.done():
+            waiter.set_result((self._head, body.toreadonly()))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
@@ -145,6 +168,7 @@ class _Connection(asyncio.Protocol):
             waiter.set_exception(ConnectionError(said))
 
     def _fail(self, exc: Exception) -> None:
+        self._body, self._filled = None, 0
         waiter, self._waiter = self._waiter, None
         self.reusable = False
         if waiter is not None and not waiter.done():
@@ -176,7 +200,7 @@ class OriginPool:
 
     async def request(
         self, head: bytes, shown: str, most: int | None = None
-    ) -> tuple[Head, bytes]:
+    ) -> tuple[Head, memoryview]:
         """The answer to ``head``: (head, body); ``most``: the most body bytes it may have (an
         error page may have up to 64 KiB)."""
         async with self._slots:
@@ -215,9 +239,9 @@ class OriginPool:
 
     async def _exchange(
         self, connection: _Connection, head: bytes, shown: str, most: int | None
-    ) -> tuple[Head, bytes]:
+    ) -> tuple[Head, memoryview]:
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[tuple[Head, bytes]] = loop.create_future()
+        waiter: asyncio.Future[tuple[Head, memoryview]] = loop.create_future()
         connection.send(head, waiter, most)
         # A stall (no bytes for ``timeout`` seconds) fails the request; one timer per request,
         # looked at every ``timeout`` seconds, not one per piece received.
