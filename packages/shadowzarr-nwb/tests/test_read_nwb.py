@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import time
 import weakref
 from typing import TYPE_CHECKING
 
@@ -113,11 +114,19 @@ def test_open_nwb_closes_at_the_end_of_the_block(nginx: NginxServer, nginx_root:
         store = nwbfile.read_io._shadowzarr_store
         _assert_same_file(nwbfile, source)
         assert isinstance(store, RfsStore)
-        sessions = list(store._reader.transport.http._sessions.values())
-        assert sessions
+        http = store._reader.transport.http
+        sessions = list(http._sessions.values())  # aiohttp's (whole files)
+        pools = [pool for by_origin in http._pools.values() for pool in by_origin.values()]
+        connections = [c for pool in pools for c in pool._all]  # kept-alive (ranges)
+        assert connections
         assert not any(session.closed for session in sessions)
+        assert all(connection.usable for connection in connections)
     assert nwbfile.read_io._shadowzarr_store is None
     assert all(session.closed for session in sessions)  # the HTTP sessions were closed
+    deadline = time.monotonic() + 5  # closed on their event loop, soon after the block
+    while any(c.usable for c in connections) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(connection.usable for connection in connections)
 
 
 def test_not_an_nwb_source(tmp_path: Path) -> None:

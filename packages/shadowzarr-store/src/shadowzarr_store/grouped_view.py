@@ -17,8 +17,8 @@ is not stored has the empty marker and reads as the fill value, as it did unshar
 
 Uncompressed arrays (the plain ``bytes`` codec alone) whose chunks all come from one chunk
 index go one step further: each inner chunk of a shard packs a block of stored chunks (about
-``PACK_BYTES``, trailing axes first), their bytes rearranged here into one C-order block.
-zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms each), so reading
+``PACK_BYTES``, 1 MiB, trailing axes first), their bytes rearranged here into one C-order
+block. zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms each), so reading
 4 KiB chunks one by one ran at a few MB/s; packed, that cost is paid once per ``PACK_BYTES``.
 The price is a bounded read-ahead: a selection touching one stored chunk reads its pack.
 Compressed chunks (byte codecs over ``bytes``) are packed too, decoded by the store: the view's
@@ -66,10 +66,10 @@ MAX_PACKED_FACTOR = 4
 the shard size's bytes (its index is read with numpy; fewer shards are fewer waves of zarr's
 ``async.concurrency`` shard reads)."""
 PACK_BYTES = 1024 * 1024
-"""Bytes of one inner chunk of the view of an uncompressed array, about: a block of stored
-chunks (zarr's per-chunk cost paid once per this many bytes; the read-ahead of a
-selection that touches one stored chunk)."""
-"""Arrays of fewer stored chunks are left as stored."""
+"""Bytes of one packed inner chunk, about: a block of stored chunks (zarr's per-chunk cost and
+ours paid once per this many bytes; the read-ahead of a selection that touches one stored
+chunk). Measured on a sequential read of 77 MB of 4 KiB chunks: 256 KiB packs cost 0.24 s of
+CPU, 1 MiB packs 0.18 s, 4 MiB 0.17 s; fsspec's default read-ahead is 5 MB."""
 EMPTY = (1 << 64) - 1
 _SKIPPED_CODECS = frozenset({"sharding_indexed", "vlen-utf8", "vlen-bytes", "vlen_utf8"})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import threading
 import weakref
@@ -228,11 +229,21 @@ class HttpBackend:
         raise AssertionError("unreachable")
 
     async def get_range(
-        self, url: str, start: int, end: int, etag: str | None, shown: str, *, view: bool = False
+        self,
+        url: str,
+        start: int,
+        end: int,
+        etag: str | None,
+        shown: str,
+        *,
+        view: bool = False,
+        hops: int = 0,
     ) -> Answer:
         """`get` of bytes ``[start, end)`` on a kept-alive plain HTTP/1.1 connection (see
         `shadowzarr_store.transport.http1`: a fraction of aiohttp's CPU per request, for the
-        thousands of ranges of a batch); what it leaves (a redirect) goes to `get`."""
+        thousands of ranges of a batch); redirects are followed here, each hop checked like
+        aiohttp's; what it leaves (a chunked body) goes to `get`. ``view``: the body as the
+        read-only ``memoryview`` it was received into."""
         address, bound = self._hop(url)
         pool = self._pool(address)
         headers = {**bound, "Range": f"bytes={start}-{end - 1}"}
@@ -251,8 +262,20 @@ class HttpBackend:
                     f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                 )
             return Answer(body if view else bytes(body), total, head.headers.get("etag"))
+        location = head.headers.get("location")
+        if status in REDIRECTS and location and hops < _MAX_REDIRECTS:
+            try:
+                target = urljoin(url, location)
+            except ValueError as exc:
+                raise SourceAccessError(
+                    f"{shown}: a redirect to an unusable URL was refused ({exc})"
+                ) from exc
+            answer = await self.get_range(
+                target, start, end, etag, shown, view=view, hops=hops + 1
+            )
+            return answer if answer.final else dataclasses.replace(answer, final=target)
         if status in REDIRECTS:
-            return await self.get(url, start, end, etag, shown)
+            return await self.get(url, start, end, etag, shown)  # aiohttp says what is wrong
         if status == 200:
             raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))

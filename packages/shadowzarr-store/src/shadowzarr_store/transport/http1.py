@@ -1,9 +1,11 @@
-"""One-range GETs on kept-alive HTTP/1.1 connections, for the bulk of a batch of ranges.
+"""One-range GETs on kept-alive HTTP/1.1 connections: every range read over HTTP.
 
 A generator reading an index from a server that answers one range per request (S3) sends
 thousands of small GETs at once. aiohttp spends about 130 µs of CPU on each, and on two cores
 that, not the network, bounded the generator. Here a request is one write of a prepared head
-and its answer one parse of a head and a ``Content-Length`` body (about 50 µs). Only that is
+and its answer one parse of a head and a ``Content-Length`` body (about 50 µs). The body is
+received straight into one array of its length (``recv_into``), so a read of megabytes is never
+joined from pieces: aiohttp's joining was a sixth of the CPU of a sequential read. Only that is
 understood: an answer needing more (a redirect, a chunked body) is `Unhandled`, and the caller
 asks aiohttp instead. Connection failures and stalls are `TransientError`, like aiohttp's.
 """
