@@ -20,11 +20,11 @@ def test_runs_are_recorded() -> None:
 def test_every_workload_of_a_recorded_run_is_drawn(results: Path, tmp_path: Path) -> None:
     sys.path.insert(0, str(BENCH))
     try:
-        from plots import plot_results
+        from plots import plot_results, settings_of
     finally:
         sys.path.remove(str(BENCH))
     document = json.loads(results.read_text())
-    workloads = {row["workload"] for s in document["settings"] for row in s["rows"]}
+    workloads = {row["workload"] for s in settings_of(document) for row in s["rows"]}
     written = plot_results(results, tmp_path, dpi=40)  # small: quick to draw
     assert workloads
     assert len(written) == len(workloads)

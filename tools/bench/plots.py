@@ -32,7 +32,7 @@ def plot_results(results: Path, folder: Path | None = None, *, dpi: int = 100) -
     from matplotlib.figure import Figure
 
     document = json.loads(results.read_text())
-    settings = document["settings"]
+    settings = settings_of(document)
     folder = folder or results.with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
     workloads: OrderedDict[str, OrderedDict[str, list[str]]] = OrderedDict()
@@ -61,6 +61,14 @@ def plot_results(results: Path, folder: Path | None = None, *, dpi: int = 100) -
         figure.savefig(target, dpi=dpi, facecolor="white")
         written.append(target)
     return written
+
+
+def settings_of(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The network settings of a results document: its ``settings``, or, as reads.py writes a
+    run of one setting, the document itself (its ``server`` naming the setting)."""
+    if "settings" in document:
+        return document["settings"]
+    return [{**document, "network": document["server"]}]
 
 
 def _legend(figure: Any, settings: list[dict[str, Any]], limit: bool) -> None:
