@@ -273,3 +273,46 @@ def test_packed_inner_chunks_equal_h5py_at_every_edge(tmp_path: Path) -> None:
                 np.testing.assert_array_equal(array[selection], native[selection])
             np.testing.assert_array_equal(array.vindex[points], native[:][points])
             np.testing.assert_array_equal(array.oindex[rows, [0, 6]], native[:][rows][:, [0, 6]])
+
+
+@pytest.mark.parametrize("members", [1, 4])
+def test_a_shard_index_places_each_inner_chunk_after_the_one_before(members: int) -> None:
+    """The synthesized index (built with numpy) against its definition, inner chunk by inner
+    chunk: a chunk with any stored member takes the next bytes after the index, one with none
+    has the empty marker and takes none."""
+    from shadowzarr_store.grouped_view import ShardIndex
+
+    rng = np.random.default_rng(members)
+    for _ in range(50):
+        count = int(rng.integers(0, 40))
+        lengths: list[int | None] = [
+            None if rng.random() < 0.4 else int(rng.integers(0, 5000))
+            for _ in range(count * members)
+        ]
+        built = ShardIndex.build(
+            [f"k/{j}" for j in range(len(lengths))], lengths, members=members, inner_nbytes=777
+        )
+        as_array = ShardIndex.build(
+            [f"k/{j}" for j in range(len(lengths))],
+            np.array([-1 if n is None else n for n in lengths], dtype=np.int64),
+            members=members,
+            inner_nbytes=777,
+        )
+        table = np.frombuffer(built.index, dtype="<u8").reshape(count, 2)
+        position = 16 * count
+        for j in range(count):
+            group = [n for n in lengths[j * members : (j + 1) * members] if n is not None]
+            if not group:
+                assert table[j].tolist() == [2**64 - 1, 2**64 - 1]
+                assert built.sizes[j] == 0
+                continue
+            size = 777 if members > 1 else group[0]
+            assert table[j].tolist() == [position, size]
+            assert (built.offsets[j], built.sizes[j]) == (position, size)
+            position += size
+        assert built.total == position
+        assert built.stored.tolist() == [n is not None for n in lengths]
+        assert list(built.keys) == [f"k/{j}" if n is not None else None for j, n in enumerate(lengths)]
+        assert (as_array.index, as_array.offsets, as_array.sizes, as_array.total) == (
+            built.index, built.offsets, built.sizes, built.total
+        )

@@ -210,12 +210,10 @@ class GroupLayout:
 @dataclass(frozen=True, slots=True)
 class ShardIndex:
     """A shard's synthesized index. Per stored chunk (inner chunks in C order, each its
-    ``members`` stored chunks): key, logical length and resolved reference; per inner chunk:
-    offset and length in the shard's value."""
+    ``members`` stored chunks): key, resolved reference and whether it is stored; per inner
+    chunk: offset and length in the shard's value."""
 
     keys: Sequence[str | None]
-    lengths: tuple[int, ...]
-    """Of each stored chunk; 0 for one that is not stored."""
     offsets: tuple[int, ...]
     """Of each inner chunk."""
     sizes: tuple[int, ...]
@@ -239,41 +237,45 @@ class ShardIndex:
     def build(
         cls,
         keys: Sequence[str | None],
-        lengths: list[int | None],
+        lengths: Sequence[int | None] | np.ndarray,
         values: tuple[Any, ...] = (),
         *,
         members: int = 1,
         inner_nbytes: int = 0,
         entries: tuple[str, np.ndarray, np.ndarray] | None = None,
     ) -> ShardIndex:
-        """``inner_nbytes``: the bytes of an inner chunk of several stored chunks (members >
-        1), present when any of them is stored."""
-        count = len(keys) // members
+        """``lengths``: each stored chunk's logical length, None (or, as an integer array, -1)
+        for one that is not stored. ``inner_nbytes``: the bytes of an inner chunk of several
+        stored chunks (members > 1), present when any of them is stored. Computed with numpy:
+        a shard from a chunk index has thousands of stored chunks."""
+        if isinstance(lengths, np.ndarray):
+            length = lengths.astype(np.int64, copy=False)
+        else:
+            length = np.array([-1 if n is None else n for n in lengths], dtype=np.int64)
+        stored = length >= 0
+        count = len(length) // members
+        present = stored[: count * members].reshape(count, members).any(axis=1)
+        if members > 1:
+            size = np.where(present, inner_nbytes, 0)
+        else:
+            size = np.where(present, length[:count], 0)
+        ends = 16 * count + np.cumsum(size, dtype=np.int64)
+        starts = ends - size
         table = np.full((count, 2), EMPTY, dtype="<u8")
-        position = 16 * count
-        offsets: list[int] = []
-        sizes: list[int] = []
-        for j in range(count):
-            group = lengths[j * members : (j + 1) * members]
-            stored = [n for n in group if n is not None]
-            size = (inner_nbytes if members > 1 else stored[0]) if stored else None
-            offsets.append(position)
-            sizes.append(size or 0)
-            if size is not None:
-                table[j] = (position, size)
-                position += size
-        stored = np.array([n is not None for n in lengths], dtype=bool)
+        table[present, 0] = starts[present]
+        table[present, 1] = size[present]
         return cls(
             keys=(
                 keys
                 if isinstance(keys, StoredKeys)
-                else tuple(k if n is not None else None for k, n in zip(keys, lengths, strict=True))
+                else tuple(
+                    k if ok else None for k, ok in zip(keys, stored.tolist(), strict=True)
+                )
             ),
-            lengths=tuple(n or 0 for n in lengths),
-            offsets=tuple(offsets),
-            sizes=tuple(sizes),
+            offsets=tuple(starts.tolist()),
+            sizes=tuple(size.tolist()),
             index=table.tobytes(),
-            total=position,
+            total=int(ends[-1]) if count else 0,
             values=values,
             members=members,
             entries=entries,

@@ -317,12 +317,14 @@ class RfsStore(Store):
             # Entries no reference could hold (a damaged index): the path chunk by chunk
             # refuses them with the error that names the chunk.
             return None
-        lengths: list[int | None] = [None] * len(points)
+        lengths = np.full(len(points), -1, dtype=np.int64)
         stored_rows = where[present]
-        for j, size in zip(stored_rows.tolist(), sizes[present].tolist(), strict=True):
+        stored_sizes = sizes[present].astype(np.int64)
+        if full is not None:
             # an uncompressed chunk reads at its full size (padded); an over-long reference
             # keeps its size here and fails when read, as unsharded
-            lengths[j] = full if full is not None and size <= full else size
+            stored_sizes = np.where(stored_sizes <= full, full, stored_sizes)
+        lengths[stored_rows] = stored_sizes
         is_stored = np.zeros(len(points), dtype=bool)
         is_stored[stored_rows] = True
         keys = StoredKeys(chunk_key(path, ()) + "/", points, is_stored)
