@@ -417,6 +417,7 @@ def _server(seen: list[tuple[str, str | None]], redirects: dict[str, str]) -> It
             if target is not None:
                 self.send_response(302)
                 self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
             body = b'{"version": 1, "refs": {}}'
@@ -466,6 +467,20 @@ def test_a_redirect_to_another_scheme_is_refused_with_our_error(target: str) -> 
     ):
         load_rfs(home + "/hop/refs.json")
     assert len(seen) == 1  # the hop itself, nothing after it
+
+
+@pytest.mark.parametrize("target", ["file:///etc/passwd", "unix:///run/x.sock", "ws://h/x"])
+def test_a_redirect_of_a_range_to_another_scheme_is_refused_with_our_error(target: str) -> None:
+    """Ranges go over the transport's own connections, which follow redirects themselves:
+    the same refusal as for whole reads, and nothing asked of the place it points to."""
+    seen: list[tuple[str, str | None]] = []
+    with _server(seen, {"/hop": target}) as home:
+        with (
+            RangeSource(home + "/hop", TransportOptions(multi_range=False), max_gap=0) as source,
+            pytest.raises(SourceAccessError, match="redirect"),
+        ):
+            source.fetch_many([(0, 10)])
+    assert len(seen) == 1  # the hop itself, refused where it was answered
 
 
 def test_a_redirect_in_a_batch_is_followed_only_within_the_allowed_urls(

@@ -270,6 +270,7 @@ class HttpBackend:
                 raise SourceAccessError(
                     f"{shown}: a redirect to an unusable URL was refused ({exc})"
                 ) from exc
+            self._access.check_redirect(target)  # http(s) only, within the allowed URLs
             answer = await self.get_range(
                 target, start, end, etag, shown, view=view, hops=hops + 1
             )
