@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import re
+import ssl
 import threading
 import weakref
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from shadowzarr_spec import SourceAccessError, SourceError
 from yarl import URL
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
-from shadowzarr_store.transport.http1 import OriginPool, Unhandled
+from shadowzarr_store.transport.http1 import OriginPool, Unhandled, certificate_refused
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
@@ -372,6 +373,11 @@ class _LastHop:
 
     def _translated(self, exc: BaseException) -> BaseException:
         shown = self._shown
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            refused = exc.certificate_error
+            if isinstance(refused, ssl.SSLCertVerificationError):
+                return SourceError(f"{shown}: {certificate_refused(refused)}")
+            return SourceError(f"{shown}: the server's certificate was refused ({refused})")
         if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
             return TransientError(f"{shown}: {type(exc).__name__}: {_said(exc)}")
         if isinstance(exc, TimeoutError) and not isinstance(exc, SourceError):

@@ -19,6 +19,8 @@ from functools import cache
 import numpy as np
 from typing import TYPE_CHECKING
 
+from shadowzarr_spec import SourceError
+
 from shadowzarr_store.transport.errors import FramingError, TransientError
 
 if TYPE_CHECKING:
@@ -34,6 +36,16 @@ _HEAD_BUFFER = 16 * 1024
 def _tls() -> ssl.SSLContext:
     """One verifying context for every pool (loading the CA certificates takes milliseconds)."""
     return ssl.create_default_context()
+
+
+def certificate_refused(exc: ssl.SSLCertVerificationError) -> str:
+    """Why the server's certificate was not accepted, for a user to act on (their trust store
+    is what ``SSL_CERT_FILE`` names, or the system's)."""
+    reason = exc.verify_message or exc.reason or str(exc)
+    return (
+        f"the server's certificate was refused ({reason}); a private certificate authority "
+        "is trusted through SSL_CERT_FILE"
+    )
 
 
 class Unhandled(Exception):
@@ -234,6 +246,9 @@ class OriginPool:
                 )
         except TimeoutError as exc:
             raise TransientError(f"{shown}: no connection within {self._timeout} s") from exc
+        except ssl.SSLCertVerificationError as exc:
+            # not transient: asking again meets the same certificate
+            raise SourceError(f"{shown}: {certificate_refused(exc)}") from exc
         except OSError as exc:
             raise TransientError(f"{shown}: cannot connect: {type(exc).__name__}") from exc
         self._all.add(connection)
