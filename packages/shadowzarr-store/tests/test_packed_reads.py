@@ -146,3 +146,41 @@ def test_packs_rearranged_from_pieces_equal_packs_from_their_joined_bytes(seed: 
     np.testing.assert_array_equal(into, expected)
     with pytest.raises(ValueError, match="not whole packs"):
         layout.pack_rows([members[:-1]])
+
+
+@pytest.mark.parametrize(
+    ("chunk_shape", "pack", "itemsize"),
+    [((5,), (7,), 8), ((3, 4), (2, 5), 2), ((1, 6), (4, 1), 4), ((3, 4, 2), (2, 3, 3), 2),
+     ((2, 1, 3), (1, 4, 2), 1)],
+)
+def test_a_pack_is_its_stored_chunks_placed_in_one_c_order_block(
+    chunk_shape: tuple[int, ...], pack: tuple[int, ...], itemsize: int
+) -> None:
+    """`GroupLayout.pack_bytes` against its definition, chunk by chunk: the inner chunk is the
+    block of its stored chunks (members in C order over ``pack``), each placed at its offset
+    in the block, the block's elements in C order."""
+    from shadowzarr_store.grouped_view import GroupLayout
+
+    layout = GroupLayout(
+        chunk_shape=chunk_shape,
+        grid=tuple(4 * p for p in pack),
+        factors=tuple(2 * p for p in pack),
+        pack=pack,
+        itemsize=itemsize,
+    )
+    rng = np.random.default_rng(len(chunk_shape))
+    count = 3
+    members = rng.integers(0, 256, (count, layout.members, layout.chunk_nbytes), dtype=np.uint8)
+    element = np.dtype((np.void, itemsize))
+    for into in (None, np.zeros((count, layout.members * layout.chunk_nbytes), np.uint8)):
+        packed = layout.pack_bytes(members, into)
+        assert packed.shape == (count, layout.members * layout.chunk_nbytes)
+        for k in range(count):
+            block = np.empty(layout.inner_shape, dtype=element)
+            for m, where in enumerate(np.ndindex(*pack)):
+                chunk = members[k, m].view(element).reshape(chunk_shape)
+                place = tuple(
+                    slice(w * c, (w + 1) * c) for w, c in zip(where, chunk_shape, strict=True)
+                )
+                block[place] = chunk
+            assert packed[k].tobytes() == block.tobytes()

@@ -194,16 +194,18 @@ class GroupLayout:
         into ``into`` if given (one copy, straight into the value zarr gets)."""
         count = members.shape[0]
         ndim = len(self.chunk_shape)
-        blocks = members.reshape(count, *self.packed, *self.chunk_shape, self.itemsize)
-        # (count, p0, p1, .., c0, c1, .., item) -> (count, p0, c0, p1, c1, .., item)
+        # A row of a stored chunk (its last axis) stays whole in the pack: moved as one
+        # element of that many bytes, numpy copies it at once (twice as fast as by bytes).
+        row = np.dtype((np.void, self.chunk_shape[-1] * self.itemsize))
+        blocks = members.view(row).reshape(count, *self.packed, *self.chunk_shape[:-1])
+        # (count, p0, p1, .., c0, c1, ..) -> (count, p0, c0, p1, c1, .., p_last)
         order = [0]
         for axis in range(ndim):
-            order += [1 + axis, 1 + ndim + axis]
-        order.append(1 + 2 * ndim)
+            order += [1 + axis] + ([1 + ndim + axis] if axis < ndim - 1 else [])
+        moved = blocks.transpose(order)
         if into is None:
-            return np.ascontiguousarray(blocks.transpose(order)).reshape(count, -1)
-        target = into.reshape(blocks.transpose(order).shape)
-        np.copyto(target, blocks.transpose(order))
+            return np.ascontiguousarray(moved).view(np.uint8).reshape(count, -1)
+        np.copyto(into.view(row).reshape(moved.shape), moved)
         return into
 
 
