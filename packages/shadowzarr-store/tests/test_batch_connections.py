@@ -177,3 +177,54 @@ def test_one_range_answered_with_more_than_asked_is_refused(
         with pytest.raises(SourceError, match="to a request for at most"):
             asyncio.run(source.transport.read(proxy.url("big.bin"), 0, 1 << 20, view=True))
         assert source.stats.bytes < 1 << 20
+
+
+@pytest.mark.parametrize("padding", [0, 15_000, 40_000, 70_000])
+def test_answer_heads_of_any_size_up_to_64_kib_are_read_and_longer_ones_refused(
+    padding: int,
+) -> None:
+    """The head is received into a buffer that grows past its first 16 KiB (a proxy or a CDN
+    may add long headers); the bytes after it begin the body wherever the split falls; a head
+    past 64 KiB is refused with our error (retried, then reported), never read without end."""
+    import http.server
+    import threading
+
+    data = os.urandom(300_000)
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            asked.append(self.headers.get("Range", ""))
+            first, _, last = self.headers["Range"].removeprefix("bytes=").partition("-")
+            start, end = int(first), int(last)
+            body = data[start : end + 1]
+            self.send_response(206)
+            if padding:
+                self.send_header("X-Padding", "p" * padding)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ranges = [(0, 10), (1_000, 150_000), (299_990, 10)]
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/f.bin"
+        with _single(url, retries=1, backoff=0.01) as source:
+            if padding < 64 * 1024:
+                for _ in range(2):  # the second time on the kept-alive connections
+                    assert source.fetch_many(ranges) == [data[o : o + n] for o, n in ranges]
+                assert len(asked) == 2 * len(ranges)
+            else:
+                with pytest.raises(SourceError, match="head longer than 64 KiB"):
+                    source.fetch_many(ranges)
+    finally:
+        server.shutdown()
+        server.server_close()

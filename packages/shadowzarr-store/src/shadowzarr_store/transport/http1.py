@@ -15,10 +15,9 @@ from __future__ import annotations
 import asyncio
 import ssl
 from functools import cache
-
-import numpy as np
 from typing import TYPE_CHECKING
 
+import numpy as np
 from shadowzarr_spec import SourceError
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
@@ -134,9 +133,10 @@ class _Connection(asyncio.BufferedProtocol):
             return
         filled = memoryview(self._heads)[: self._filled]
         end = self._heads.find(b"\r\n\r\n", 0, self._filled)
-        if end < 0:
-            if self._filled > _MAX_HEAD:
-                self._fail(FramingError("an answer head longer than 64 KiB"))
+        if end < 0 and self._filled <= _MAX_HEAD:
+            return  # more of the head to come
+        if end < 0 or end > _MAX_HEAD:
+            self._fail(FramingError("an answer head longer than 64 KiB"))
             return
         try:
             head, reusable = _parse_head(bytes(filled[:end]))
