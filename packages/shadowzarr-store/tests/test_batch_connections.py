@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from shadowzarr_spec import SourceChangedError, SourceError
-from shadowzarr_testing import FaultRule
+from shadowzarr_testing import FaultRule, QuietHandler, handler_server
 
 from shadowzarr_store.transport import RangeSource, TransportOptions
 
@@ -186,13 +186,10 @@ def test_answer_heads_of_any_size_up_to_64_kib_are_read_and_longer_ones_refused(
     """The head is received into a buffer that grows past its first 16 KiB (a proxy or a CDN
     may add long headers); the bytes after it begin the body wherever the split falls; a head
     past 64 KiB is refused with our error (retried, then reported), never read without end."""
-    import http.server
-    import threading
-
     data = os.urandom(300_000)
     asked: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
@@ -208,15 +205,9 @@ def test_answer_heads_of_any_size_up_to_64_kib_are_read_and_longer_ones_refused(
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     ranges = [(0, 10), (1_000, 150_000), (299_990, 10)]
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/f.bin"
+    with handler_server(Handler) as port:
+        url = f"http://127.0.0.1:{port}/f.bin"
         with _single(url, retries=1, backoff=0.01) as source:
             if padding < 64 * 1024:
                 for _ in range(2):  # the second time on the kept-alive connections
@@ -225,6 +216,3 @@ def test_answer_heads_of_any_size_up_to_64_kib_are_read_and_longer_ones_refused(
             else:
                 with pytest.raises(SourceError, match="head longer than 64 KiB"):
                     source.fetch_many(ranges)
-    finally:
-        server.shutdown()
-        server.server_close()

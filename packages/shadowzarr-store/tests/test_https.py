@@ -9,13 +9,11 @@ configure it; the refusals run here, where that authority is unknown."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import ssl
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +22,7 @@ from pathlib import Path
 import pytest
 import trustme
 from shadowzarr_spec import SourceError
+from shadowzarr_testing import QuietHandler, handler_server
 
 from shadowzarr_store import load_rfs
 from shadowzarr_store.transport import RangeSource, TransportOptions
@@ -37,7 +36,7 @@ def _https_server(certificate: trustme.LeafCert) -> Iterator[tuple[str, list[str
     """A keep-alive HTTPS server answering single ranges of `DATA` (and `REFS` whole)."""
     seen: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
@@ -59,21 +58,10 @@ def _https_server(certificate: trustme.LeafCert) -> Iterator[tuple[str, list[str
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     certificate.configure_cert(context)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://{{host}}:{server.server_port}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with handler_server(Handler, tls=context) as port:
+        yield f"https://{{host}}:{port}", seen
 
 
 _CHILD = """

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import http.server
 import json
 import os
-import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ from shadowzarr_spec import (
     SourceInfo,
     SourceNotFoundError,
 )
-from shadowzarr_testing import FaultRule
+from shadowzarr_testing import FaultRule, QuietHandler, handler_server
 
 from shadowzarr_store import RfsStore, load_rfs
 from shadowzarr_store.transport import (
@@ -410,7 +408,7 @@ def test_local_identity_catches_a_same_size_rewrite(tmp_path: Path) -> None:
 
 @contextmanager
 def _server(seen: list[tuple[str, str | None]], redirects: dict[str, str]) -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             seen.append((f"{self.server.server_port}{self.path}", self.headers.get("X-Key")))
             target = redirects.get(self.path.removesuffix("/refs.json"))
@@ -426,17 +424,8 @@ def _server(seen: list[tuple[str, str | None]], redirects: dict[str, str]) -> It
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with handler_server(Handler) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_reference_file_headers_follow_redirects_within_their_prefix_only() -> None:

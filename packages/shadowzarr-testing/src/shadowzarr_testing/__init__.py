@@ -2,7 +2,8 @@
 
 A real nginx on loopback (`NginxServer`), moto's S3 server on loopback (`MotoS3`), a reverse
 proxy with latency, bandwidth, faults, an S3-like ranges mode and a DANDI-like API
-(`LatencyProxy`), bit-exact array comparison, and the pytest plugin that provides them as
+(`LatencyProxy`), a server around a test's own request handler (`handler_server`), bit-exact
+array comparison, and the pytest plugin that provides them as
 fixtures.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from shadowzarr_testing._ports import free_port
 from shadowzarr_testing.compare import assert_array_equal_exact
 from shadowzarr_testing.faults import FaultKind, FaultRule
+from shadowzarr_testing.handler_server import QuietHandler, handler_server
 from shadowzarr_testing.nginx import (
     AccessLogEntry,
     NginxError,
@@ -33,7 +35,9 @@ __all__ = [
     "NginxNotFoundError",
     "NginxServer",
     "ProxyError",
+    "QuietHandler",
     "assert_array_equal_exact",
     "find_nginx",
     "free_port",
+    "handler_server",
 ]
