@@ -64,6 +64,32 @@ async def test_latency_is_added_to_every_request(make_proxy: MakeProxy, nginx: N
     assert [entry["duration"] >= 0.1 for entry in slow.log] == [True] * 4
 
 
+async def test_connect_latency_is_paid_once_per_connection(
+    make_proxy: MakeProxy, nginx: NginxServer
+) -> None:
+    """The handshakes of a real network: the first request of a connection waits
+    ``connect_latency`` more, the next ones on it do not; ``connections`` counts them."""
+    nginx.write_file("a.bin", b"x")
+    proxy = make_proxy(latency=0.01, connect_latency=0.2)
+    took = []
+    async with aiohttp.ClientSession() as session:  # one kept-alive connection
+        for _ in range(3):
+            started = time.perf_counter()
+            async with session.get(proxy.url("a.bin")) as response:
+                await response.read()
+            took.append(time.perf_counter() - started)
+    async with aiohttp.ClientSession() as session:  # a second connection
+        async with session.get(proxy.url("a.bin")) as response:
+            await response.read()
+    assert took[0] >= 0.21
+    assert all(t < 0.2 for t in took[1:])
+    proxy.wait_idle()
+    assert proxy.connections == 2
+    assert [entry["new_connection"] for entry in proxy.log] == [True, False, False, True]
+    proxy.reset()
+    assert proxy.connections == 0
+
+
 async def test_bandwidth_cap_is_shared_by_concurrent_downloads(
     make_proxy: MakeProxy, nginx: NginxServer
 ) -> None:

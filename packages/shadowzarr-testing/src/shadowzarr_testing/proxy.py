@@ -25,6 +25,7 @@ import socket
 import struct
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -142,6 +143,9 @@ class LatencyProxy:
         Base URL the requests are forwarded to (normally ``nginx.url("")``).
     latency
         Seconds added to every request before its response starts.
+    connect_latency
+        Seconds added once more to the first request of each new connection: the TCP and TLS
+        handshakes of a real network (about two round trips), which loopback does not have.
     bandwidth
         Bytes per second shared by all connections (``None``: unlimited).
     faults
@@ -165,7 +169,7 @@ class LatencyProxy:
         cost per request stays small next to the latency it adds. Latency, the bandwidth cap,
         faults and the counters apply as for forwarded requests.
 
-    Attributes ``latency``, ``bandwidth``, ``presign_ttl``, ``api_key`` and ``ranges`` may be
+    Attributes ``latency``, ``connect_latency``, ``bandwidth``, ``presign_ttl``, ``api_key`` and ``ranges`` may be
     changed while the proxy runs; ``faults`` too (assigning it replaces the plan).
     """
 
@@ -174,6 +178,7 @@ class LatencyProxy:
         upstream: str,
         *,
         latency: float = 0.0,
+        connect_latency: float = 0.0,
         bandwidth: float | None = None,
         faults: float | FaultRule | Sequence[FaultRule] | None = None,
         fault_kinds: Iterable[FaultKind] = DEFAULT_RANDOM_KINDS,
@@ -188,6 +193,8 @@ class LatencyProxy:
             raise ValueError(f"upstream must be an http(s) URL, not {upstream!r}")
         self.upstream = upstream.rstrip("/")
         self.latency = latency
+        self.connect_latency = connect_latency
+        self._seen_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self.bandwidth = bandwidth
         self.presign_ttl = presign_ttl
         self.api_key = api_key
@@ -363,7 +370,8 @@ class LatencyProxy:
         before a status), ``bytes`` (body bytes sent), ``fault`` (kind or ``None``), ``route``
         (``"proxy"``, ``"api"`` or ``"presigned"``), ``started`` (the proxy loop's clock,
         seconds), ``duration`` (seconds; ``None`` while in flight), ``dropped`` (the proxy cut
-        the connection), ``client_disconnected``. A request is logged when it arrives, so
+        the connection), ``client_disconnected``, ``new_connection`` (the first request of its
+        connection). A request is logged when it arrives, so
         in-flight requests appear with ``status`` ``None``.
         """
         with self._stats.lock:
@@ -379,6 +387,11 @@ class LatencyProxy:
         """Most requests in flight at the same time."""
         with self._stats.lock:
             return self._stats.max_concurrent
+
+    @property
+    def connections(self) -> int:
+        """Connections opened (their first requests seen) since the last `reset`."""
+        return sum(1 for entry in self._select(None, None) if entry["new_connection"])
 
     def count(self, method: str | None = None, path_prefix: str | None = None) -> int:
         """Requests received, optionally only one method and/or path prefix."""
@@ -461,8 +474,14 @@ class LatencyProxy:
             "dropped": False,
             "client_disconnected": False,
         }
+        transport = request.transport
+        entry["new_connection"] = transport is not None and transport not in self._seen_connections
+        if transport is not None:
+            self._seen_connections.add(transport)
         self._stats.enter(entry)
         try:
+            if entry["new_connection"] and self.connect_latency > 0:
+                await asyncio.sleep(self.connect_latency)
             if self.latency > 0:
                 await asyncio.sleep(self.latency)
             fault = self._plan.choose(request.method, request.path, request.headers.get("Range"))
