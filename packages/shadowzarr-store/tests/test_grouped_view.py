@@ -316,3 +316,22 @@ def test_a_shard_index_places_each_inner_chunk_after_the_one_before(members: int
         assert (as_array.index, as_array.offsets, as_array.sizes, as_array.total) == (
             built.index, built.offsets, built.sizes, built.total
         )
+
+
+def test_a_cold_read_sends_its_data_on_connections_already_open(files, served) -> None:
+    """Whole files (the index) and ranges share our kept-alive connections, so the data
+    requests of a cold read with remote references find open connections and pay no new
+    handshakes (counted at the server: a connection's first request; with TLS on a real
+    network each new one costs about two round trips)."""
+    proxy, refs = served
+    proxy.connect_latency = 0.05  # the handshakes loopback does not have
+    selection = (slice(10_000, 30_000), 3)
+    values = open_rfs(refs["table"])["table"][selection]
+    np.testing.assert_array_equal(values, _h5(files, "table", "table", selection))
+    proxy.wait_idle()
+    log = proxy.log
+    data = [entry for entry in log if entry["path"].endswith("table.h5")]
+    index = [entry for entry in log if "/index/" in entry["path"]]
+    assert len(index) == 2 and 1 <= len(data) <= 2
+    assert not any(entry["new_connection"] for entry in data)
+    assert proxy.connections == 1 + len(index)  # refs.json's, then the index's two

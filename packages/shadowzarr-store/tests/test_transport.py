@@ -496,3 +496,57 @@ def test_a_redirect_in_a_batch_is_followed_only_within_the_allowed_urls(
         ):
             source.fetch_many(ranges)
     assert proxy.count() == 2 * len(ranges)
+
+
+@pytest.mark.parametrize("how", ["plain", "gzip for those who accept it", "chunked"])
+def test_a_whole_file_reads_right_however_the_server_frames_it(how: str) -> None:
+    """Whole files go on our own connections when the answer has a Content-Length; a chunked
+    answer is read by aiohttp instead. Every request asks for the bytes as stored (identity),
+    so a server that compresses for clients accepting gzip (nginx's ``gzip on``) sends them
+    plain: the bytes are the file's in every case."""
+    import gzip
+
+    document = json.dumps({"version": 1, "refs": {".zgroup": '{"zarr_format": 2}'}}).encode()
+    asked: list[str | None] = []
+
+    class Handler(QuietHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            accepted = self.headers.get("Accept-Encoding")
+            asked.append(accepted)
+            compress = how.startswith("gzip") and "gzip" in (accepted or "")
+            body = gzip.compress(document) if compress else document
+            self.send_response(200)
+            if compress:
+                self.send_header("Content-Encoding", "gzip")
+            if how == "chunked":
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+                return
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with handler_server(Handler) as port:
+        rfs = load_rfs(f"http://127.0.0.1:{port}/refs.json")
+    assert sorted(rfs.refs) == [".zgroup"]
+    assert asked == ["identity"] * (2 if how == "chunked" else 1)  # chunked: asked again
+
+
+def test_a_whole_file_claiming_more_than_memory_holds_fails_with_our_error() -> None:
+    class Handler(QuietHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(10**15))
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+    with (
+        handler_server(Handler) as port,
+        pytest.raises(SourceError, match="more than memory holds"),
+    ):
+        load_rfs(f"http://127.0.0.1:{port}/refs.json", retries=0)

@@ -112,8 +112,9 @@ class Transport:
         (size, ETag, local identity); ``name`` the location shown in errors; ``view``: the data
         may be a read-only ``memoryview`` of the bytes as received (no copy into ``bytes``).
 
-        A range over HTTP goes on a kept-alive connection of `HttpBackend.get_range` (its body
-        received straight into one buffer); the rest (a whole file, an open end) over aiohttp."""
+        A range or a whole file over HTTP goes on a kept-alive connection of our own
+        (`HttpBackend.get_range`, `get_whole`: the body received straight into one buffer);
+        an open-ended range, and answers those do not take, over aiohttp."""
         expect = expect or _UNKNOWN
         shown = _describe(name or url, start, end)
         self.access.check(url)
@@ -133,6 +134,8 @@ class Transport:
                 answer = await self.http.get_range(
                     target, start, end, expect.etag, shown, view=view
                 )
+            elif start == 0 and end is None:
+                answer = await self.http.get_whole(target, expect.etag, shown)
             else:
                 answer = await self.http.get(target, start, end, expect.etag, shown)
             _consistent(answer, expect, shown)

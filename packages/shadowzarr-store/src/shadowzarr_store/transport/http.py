@@ -25,7 +25,7 @@ from shadowzarr_spec import SourceAccessError, SourceError
 from yarl import URL
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
-from shadowzarr_store.transport.http1 import OriginPool, Unhandled, certificate_refused
+from shadowzarr_store.transport.http1 import Head, OriginPool, Unhandled, certificate_refused
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
@@ -263,15 +263,8 @@ class HttpBackend:
                     f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                 )
             return Answer(body if view else bytes(body), total, head.headers.get("etag"))
-        location = head.headers.get("location")
-        if status in REDIRECTS and location and hops < _MAX_REDIRECTS:
-            try:
-                target = urljoin(url, location)
-            except ValueError as exc:
-                raise SourceAccessError(
-                    f"{shown}: a redirect to an unusable URL was refused ({exc})"
-                ) from exc
-            self._access.check_redirect(target)  # http(s) only, within the allowed URLs
+        target = self._redirect(url, head, shown, hops)
+        if target is not None:
             answer = await self.get_range(
                 target, start, end, etag, shown, view=view, hops=hops + 1
             )
@@ -282,6 +275,47 @@ class HttpBackend:
             raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
+
+    async def get_whole(self, url: str, etag: str | None, shown: str, *, hops: int = 0) -> Answer:
+        """`get` of the whole of ``url`` on our kept-alive connections, the ones the ranges
+        use, so that the requests after it (an index, then the data) find them open instead
+        of paying new handshakes; an answer taken only whole by aiohttp (a chunked or encoded
+        body) goes to `get`."""
+        address, bound = self._hop(url)
+        pool = self._pool(address)
+        headers = {**bound, "If-Match": etag} if etag else dict(bound)
+        try:
+            head, body = await pool.request(pool.head(address, headers), shown)
+        except Unhandled:
+            return await self.get(url, 0, None, etag, shown)
+        status = head.status
+        if status == 200:
+            if head.headers.get("content-encoding", "identity").lower() != "identity":
+                return await self.get(url, 0, None, etag, shown)  # aiohttp undoes it
+            return Answer(bytes(body), len(body), head.headers.get("etag"))
+        target = self._redirect(url, head, shown, hops)
+        if target is not None:
+            answer = await self.get_whole(target, etag, shown, hops=hops + 1)
+            return answer if answer.final else dataclasses.replace(answer, final=target)
+        if status in REDIRECTS:
+            return await self.get(url, 0, None, etag, shown)  # aiohttp says what is wrong
+        raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
+        raise AssertionError("unreachable")
+
+    def _redirect(self, url: str, head: Head, shown: str, hops: int) -> str | None:
+        """Where a redirect answer leads, checked like aiohttp's hops (http(s) only, within
+        the allowed URLs); None for any other answer, or past the hops we follow."""
+        location = head.headers.get("location")
+        if head.status not in REDIRECTS or not location or hops >= _MAX_REDIRECTS:
+            return None
+        try:
+            target = urljoin(url, location)
+        except ValueError as exc:
+            raise SourceAccessError(
+                f"{shown}: a redirect to an unusable URL was refused ({exc})"
+            ) from exc
+        self._access.check_redirect(target)
+        return target
 
     async def get_many(
         self, url: str, ranges: list[tuple[int, int]], etag: str | None, shown: str
@@ -333,7 +367,9 @@ class _LastHop:
         target = self._url
         for hops in range(_MAX_REDIRECTS + 1):
             address, bound = backend._hop(target)
-            sent = {**bound, **self._headers} if bound else self._headers
+            # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
+            # with auto_decompress off, hand it over undone)
+            sent = {"Accept-Encoding": "identity", **bound, **self._headers}
             context = session.get(address, headers=sent, allow_redirects=False)
             try:
                 response = await context.__aenter__()

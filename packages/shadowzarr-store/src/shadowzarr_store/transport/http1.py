@@ -160,7 +160,12 @@ class _Connection(asyncio.BufferedProtocol):
         if already > int(length):
             self._fail(FramingError("more bytes than Content-Length said"))
             return
-        self._body = memoryview(np.empty(int(length), dtype=np.uint8)).cast("B")
+        try:
+            body = np.empty(int(length), dtype=np.uint8)
+        except (MemoryError, ValueError):
+            self._fail(FramingError(f"an answer of {length} bytes, more than memory holds"))
+            return
+        self._body = memoryview(body).cast("B")
         self._body[:already] = filled[end + 4 :]
         self._received, self._filled = already, 0
         if already == len(self._body):
