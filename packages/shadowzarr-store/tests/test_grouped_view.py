@@ -312,7 +312,8 @@ def test_a_shard_index_places_each_inner_chunk_after_the_one_before(members: int
             position += size
         assert built.total == position
         assert built.stored.tolist() == [n is not None for n in lengths]
-        assert list(built.keys) == [f"k/{j}" if n is not None else None for j, n in enumerate(lengths)]
+        named = [f"k/{j}" if n is not None else None for j, n in enumerate(lengths)]
+        assert list(built.keys) == named
         assert (as_array.index, as_array.offsets, as_array.sizes, as_array.total) == (
             built.index, built.offsets, built.sizes, built.total
         )
@@ -332,6 +333,7 @@ def test_a_cold_read_sends_its_data_on_connections_already_open(files, served) -
     log = proxy.log
     data = [entry for entry in log if entry["path"].endswith("table.h5")]
     index = [entry for entry in log if "/index/" in entry["path"]]
-    assert len(index) == 2 and 1 <= len(data) <= 2
+    assert len(index) == 2
+    assert 1 <= len(data) <= 2
     assert not any(entry["new_connection"] for entry in data)
     assert proxy.connections == 1 + len(index)  # refs.json's, then the index's two

@@ -76,7 +76,8 @@ with RangeSource(base + "/data.bin", TransportOptions(multi_range=False), max_ga
 refs = load_rfs(base + "/refs.json")
 refused = []  # a trusted certificate naming another host
 for read in (
-    lambda: RangeSource(misnamed + "/data.bin", TransportOptions(multi_range=False)).fetch_many([(0, 9)]),
+    lambda: RangeSource(misnamed + "/data.bin", TransportOptions(multi_range=False))
+    .fetch_many([(0, 9)]),
     lambda: load_rfs(misnamed + "/refs.json"),
 ):
     try:
@@ -130,7 +131,9 @@ def test_ranges_and_whole_files_over_https_with_the_users_trust_store(
     # The authority is trusted, but the certificate names another host: refused, not asked.
     assert len(answer["refused"]) == 2
     for said in answer["refused"]:
-        assert said is not None and "certificate was refused" in said and "mismatch" in said, said
+        assert said is not None
+        assert "certificate was refused" in said, said
+        assert "mismatch" in said, said
     assert misnamed_seen == []
 
 

@@ -463,12 +463,12 @@ def test_a_redirect_of_a_range_to_another_scheme_is_refused_with_our_error(targe
     """Ranges go over the transport's own connections, which follow redirects themselves:
     the same refusal as for whole reads, and nothing asked of the place it points to."""
     seen: list[tuple[str, str | None]] = []
-    with _server(seen, {"/hop": target}) as home:
-        with (
-            RangeSource(home + "/hop", TransportOptions(multi_range=False), max_gap=0) as source,
-            pytest.raises(SourceAccessError, match="redirect"),
-        ):
-            source.fetch_many([(0, 10)])
+    with (
+        _server(seen, {"/hop": target}) as home,
+        RangeSource(home + "/hop", TransportOptions(multi_range=False), max_gap=0) as source,
+        pytest.raises(SourceAccessError, match="redirect"),
+    ):
+        source.fetch_many([(0, 10)])
     assert len(seen) == 1  # the hop itself, refused where it was answered
 
 

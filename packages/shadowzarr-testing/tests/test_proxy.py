@@ -78,9 +78,11 @@ async def test_connect_latency_is_paid_once_per_connection(
             async with session.get(proxy.url("a.bin")) as response:
                 await response.read()
             took.append(time.perf_counter() - started)
-    async with aiohttp.ClientSession() as session:  # a second connection
-        async with session.get(proxy.url("a.bin")) as response:
-            await response.read()
+    async with (
+        aiohttp.ClientSession() as session,  # a second connection
+        session.get(proxy.url("a.bin")) as response,
+    ):
+        await response.read()
     assert took[0] >= 0.21
     assert all(t < 0.2 for t in took[1:])
     proxy.wait_idle()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class QuietHandler(http.server.BaseHTTPRequestHandler):
     """A request handler that does not log each request to stderr."""
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

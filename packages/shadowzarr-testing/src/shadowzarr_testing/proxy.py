@@ -169,7 +169,8 @@ class LatencyProxy:
         cost per request stays small next to the latency it adds. Latency, the bandwidth cap,
         faults and the counters apply as for forwarded requests.
 
-    Attributes ``latency``, ``connect_latency``, ``bandwidth``, ``presign_ttl``, ``api_key`` and ``ranges`` may be
+    Attributes ``latency``, ``connect_latency``, ``bandwidth``, ``presign_ttl``, ``api_key``
+    and ``ranges`` may be
     changed while the proxy runs; ``faults`` too (assigning it replaces the plan).
     """
 

@@ -245,13 +245,10 @@ class HttpBackend:
         thousands of ranges of a batch); redirects are followed here, each hop checked like
         aiohttp's; what it leaves (a chunked body) goes to `get`. ``view``: the body as the
         read-only ``memoryview`` it was received into."""
-        address, bound = self._hop(url)
-        pool = self._pool(address)
-        headers = {**bound, "Range": f"bytes={start}-{end - 1}"}
-        if etag:
-            headers["If-Match"] = etag
         try:
-            head, body = await pool.request(pool.head(address, headers), shown, end - start)
+            head, body = await self._ask(
+                url, {"Range": f"bytes={start}-{end - 1}"}, etag, shown, end - start
+            )
         except Unhandled:
             return await self.get(url, start, end, etag, shown)
         status = head.status
@@ -281,11 +278,8 @@ class HttpBackend:
         use, so that the requests after it (an index, then the data) find them open instead
         of paying new handshakes; an answer taken only whole by aiohttp (a chunked or encoded
         body) goes to `get`."""
-        address, bound = self._hop(url)
-        pool = self._pool(address)
-        headers = {**bound, "If-Match": etag} if etag else dict(bound)
         try:
-            head, body = await pool.request(pool.head(address, headers), shown)
+            head, body = await self._ask(url, {}, etag, shown)
         except Unhandled:
             return await self.get(url, 0, None, etag, shown)
         status = head.status
@@ -302,20 +296,28 @@ class HttpBackend:
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
+    async def _ask(
+        self,
+        url: str,
+        headers: dict[str, str],
+        etag: str | None,
+        shown: str,
+        most: int | None = None,
+    ) -> tuple[Head, memoryview]:
+        """One GET of ``url`` on our connections with the user's headers bound to it (and
+        ``If-Match``); `Unhandled` for an answer only aiohttp takes."""
+        address, bound = self._hop(url)
+        pool = self._pool(address)
+        sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
+        return await pool.request(pool.head(address, sent), shown, most)
+
     def _redirect(self, url: str, head: Head, shown: str, hops: int) -> str | None:
-        """Where a redirect answer leads, checked like aiohttp's hops (http(s) only, within
-        the allowed URLs); None for any other answer, or past the hops we follow."""
+        """Where a redirect answer leads; None for any other answer, or past the hops we
+        follow."""
         location = head.headers.get("location")
         if head.status not in REDIRECTS or not location or hops >= _MAX_REDIRECTS:
             return None
-        try:
-            target = urljoin(url, location)
-        except ValueError as exc:
-            raise SourceAccessError(
-                f"{shown}: a redirect to an unusable URL was refused ({exc})"
-            ) from exc
-        self._access.check_redirect(target)
-        return target
+        return _redirect_target(url, location, shown, self._access)
 
     async def get_many(
         self, url: str, ranges: list[tuple[int, int]], etag: str | None, shown: str
@@ -385,13 +387,7 @@ class _LastHop:
                     self.final = str(response.url)
                 return response
             await context.__aexit__(None, None, None)
-            try:
-                target = urljoin(target, location)
-            except ValueError as exc:
-                raise SourceAccessError(
-                    f"{self._shown}: a redirect to an unusable URL was refused ({exc})"
-                ) from exc
-            backend._access.check_redirect(target)
+            target = _redirect_target(target, location, self._shown, backend._access)
         raise SourceError(f"{self._shown}: more than {_MAX_REDIRECTS} redirects")
 
     async def __aexit__(
@@ -422,6 +418,19 @@ class _LastHop:
         if isinstance(exc, aiohttp.ClientError):
             return SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}")
         return exc
+
+
+def _redirect_target(url: str, location: str, shown: str, access: AccessPolicy) -> str:
+    """Where a redirect from ``url`` to ``location`` leads, checked as every hop is (http(s)
+    only, within the allowed URLs)."""
+    try:
+        target = urljoin(url, location)
+    except ValueError as exc:
+        raise SourceAccessError(
+            f"{shown}: a redirect to an unusable URL was refused ({exc})"
+        ) from exc
+    access.check_redirect(target)
+    return target
 
 
 def _address(url: str) -> URL:

@@ -173,7 +173,8 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _finish(self) -> None:
         body, self._body = self._body, None
-        assert body is not None and self._head is not None
+        assert body is not None
+        assert self._head is not None
         self.reusable = self._keep  # only once the whole answer is in
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
