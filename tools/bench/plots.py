@@ -55,7 +55,7 @@ def plot_results(results: Path, folder: Path | None = None, *, dpi: int = 100) -
             fontweight="bold",
         )
         for axes, (case, readers) in zip(axes_list, cases.items(), strict=True):
-            _case(axes, case, readers, settings)
+            _case(axes, case, readers, settings, document.get("runs", 1))
         _legend(figure, settings, any(r.startswith("limit") for rs in cases.values() for r in rs))
         target = folder / f"{_file_name(workload)}.png"
         figure.savefig(target, dpi=dpi, facecolor="white")
@@ -96,7 +96,24 @@ def _hatch(number: int) -> str:
     return HATCHES[number % len(HATCHES)]
 
 
-def _case(axes: Any, case: str, readers: list[str], settings: list[dict[str, Any]]) -> None:
+def _runs_note(
+    lookup: list[dict[tuple[str, str], Any]], case: str, readers: list[str], titled: int
+) -> str:
+    """The subtitle's note ``(median of N runs)`` for a case whose rows ran more times than the
+    title's ``titled`` (reads.py runs its sequential rows 5 times)."""
+    counts = {
+        len(row.get("runs") or ())
+        for table in lookup
+        for reader in readers
+        if (row := table.get((case, reader))) and row.get("seconds")
+    }
+    most = max(counts, default=0)
+    return f" (median of {most} runs)" if most > titled else ""
+
+
+def _case(
+    axes: Any, case: str, readers: list[str], settings: list[dict[str, Any]], titled: int = 1
+) -> None:
     """One bar per reader and network setting (the settings one under the other)."""
     band = len(settings)
     lookup = [{(r["case"], r["reader"]): r for r in s["rows"]} for s in settings]
@@ -152,7 +169,7 @@ def _case(axes: Any, case: str, readers: list[str], settings: list[dict[str, Any
     for tick, reader in zip(axes.get_yticklabels(), readers, strict=True):
         if reader.startswith("shadowzarr"):
             tick.set_fontweight("bold")
-    axes.set_title(case, fontsize=9.5, loc="left")
+    axes.set_title(case + _runs_note(lookup, case, readers, titled), fontsize=9.5, loc="left")
     axes.set_xlabel("seconds (log scale)", fontsize=8.5)
     axes.tick_params(axis="x", labelsize=8)
     axes.tick_params(axis="y", length=0)
