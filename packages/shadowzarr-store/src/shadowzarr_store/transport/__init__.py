@@ -7,20 +7,24 @@ DANDI resolution, index arrays and Zarr sources.
 
 Modules, one job each: `locations` (kinds of location, redaction), `access` (``allowed_urls``,
 ``allow_local_files``), `headers` (user headers bound to URL prefixes), `options`, `status`
-(the one status map), `errors`, `http` (aiohttp), `object_store` (obstore), `local`
+(the one status map), `errors`, `http` (requests, redirects, aiohttp for what `http1` does not
+take), `http1` (our kept-alive HTTP/1.1 connections), `object_store` (obstore), `local`
 (local files and their identity), `dandi` (DANDI download URLs), `multipart` (the one
 ``multipart/byteranges`` parser), `coalesce` (the one range-coalescing rule), `stats`,
 `client` (the facade) and `blocking` (the synchronous face on a private loop thread).
 
 Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
 signs requests and finds credentials the way their users expect; writing signing code is not
-ours to do. Plain HTTP(S) stays on aiohttp, because there we need what obstore's HTTP store does
-not give: each redirect hop checked against ``allowed_urls`` before it is requested and given
-only the headers bound to its own origin (a token must not follow a redirect to S3), DANDI's
-redirect to a presigned URL resolved once and reused, our own header rules, strict
-Content-Range validation of every 206, and multi-range requests (``multipart/byteranges``)
-where a server answers them. Neither S3 nor the servers we read speak HTTP/2 for these files
-(S3 is HTTP/1.1), so aiohttp's connection pool gives the same concurrency.
+ours to do. Plain HTTP(S) stays ours (aiohttp and `http1`), because there we need what
+obstore's HTTP store does not give: each redirect hop checked against ``allowed_urls`` before it
+is requested and given only the headers bound to its own origin (a token must not follow a
+redirect to S3), DANDI's redirect to a presigned URL resolved once and reused, our own header
+rules, strict Content-Range validation of every 206, and multi-range requests
+(``multipart/byteranges``) where a server answers them. Ranges and whole files with a
+Content-Length go on our own kept-alive HTTP/1.1 connections (`http1`), received straight into
+one buffer per answer. HTTP/2 is not spoken: S3, and so DANDI's bucket, answers HTTP/1.1 only,
+aiohttp has no HTTP/2, and httpx + h2 took five times our CPU on nginx over TLS and failed on a
+batch of more than nginx's 1,000 requests per connection (`tools/bench/http2.py`).
 """
 
 from __future__ import annotations
