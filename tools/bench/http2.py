@@ -148,7 +148,7 @@ def httpx_http2(cafile: Path) -> Client:
     return read
 
 
-def measure(
+def time_client(
     client: Client, url: str, ranges: Ranges, in_flight: int, data: bytes, runs_wanted: int
 ) -> str:
     """Median time of ``runs_wanted`` runs after an untimed one (the process's first TLS
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                     result = (
                         client
                         if isinstance(client, str)
-                        else measure(client, url, ranges, in_flight, data, args.runs)
+                        else time_client(client, url, ranges, in_flight, data, args.runs)
                     )
                     print(f"  {name:42} {result}", flush=True)
         finally:
