@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -57,8 +58,7 @@ http {{
 def start_nginx(work: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
     """nginx serving ``work/www`` over TLS with HTTP/2 (ALPN) and HTTP/1.1; its CA file."""
     import trustme
-    from shadowzarr_testing._ports import free_port
-    from shadowzarr_testing.nginx import find_nginx
+    from shadowzarr_testing import find_nginx, free_port
 
     authority = trustme.CA()
     authority.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
@@ -67,26 +67,26 @@ def start_nginx(work: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
     authority.cert_pem.write_to_path(work / "ca.pem")
     port = free_port()
     (work / "nginx.conf").write_text(_CONF.format(work=work, port=port))
-    process = subprocess.Popen(
-        [find_nginx(), "-p", f"{work}/", "-c", str(work / "nginx.conf"), "-e", "stderr"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with (work / "stderr.log").open("wb") as output:
+        process = subprocess.Popen(
+            [find_nginx(), "-p", f"{work}/", "-c", str(work / "nginx.conf"), "-e", "stderr"],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+        )
     url = f"https://127.0.0.1:{port}/data.bin"
     context = ssl.create_default_context(cafile=str(work / "ca.pem"))
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and process.poll() is None:
         try:
-            import urllib.request
-
             with urllib.request.urlopen(url, context=context, timeout=1) as answer:
                 answer.read(1)
             return process, url, work / "ca.pem"
         except OSError:
             time.sleep(0.05)
     process.kill()
-    raise RuntimeError("nginx (TLS, HTTP/2) did not start")
+    said = (work / "stderr.log").read_text(errors="replace").strip()
+    raise RuntimeError(f"nginx (TLS, HTTP/2) did not start: {said[-500:]}")
 
 
 type Ranges = list[tuple[int, int]]
