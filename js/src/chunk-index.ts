@@ -67,11 +67,20 @@ class FolderStore {
     private readonly base: string,
     private readonly grid: readonly number[],
     private readonly readFile: IndexFileReader,
+    private readonly carried: ReadonlyMap<string, Uint8Array>,
   ) {}
+
+  /** Whether the file `key` (relative to the index array) came with refs.json. */
+  carries(key: string): boolean {
+    return this.carried.has(key);
+  }
 
   async get(key: string, opts?: { signal?: AbortSignal }): Promise<Uint8Array | undefined> {
     if (key === "/zarr.json") return utf8Encode(indexMetadata(this.grid));
-    const url = new URL(key.replace(/^\//, ""), this.base).href;
+    const relative = key.replace(/^\//, "");
+    const carried = this.carried.get(relative);
+    if (carried !== undefined) return carried;
+    const url = new URL(relative, this.base).href;
     const bytes = await this.readFile(url, opts?.signal);
     if (bytes === undefined) {
       throw new SourceUnavailableError(`the index chunk ${url} does not exist`, url, 404);
@@ -126,8 +135,10 @@ export class ChunkIndex {
     grid: readonly number[],
     readFile: IndexFileReader,
     cacheSize: number,
+    /** Files of the index array carried in refs.json (`IndexEntry.files`). */
+    carried: ReadonlyMap<string, Uint8Array> = new Map(),
   ) {
-    this.#store = new FolderStore(location, grid, readFile);
+    this.#store = new FolderStore(location, grid, readFile, carried);
     this.#chunks = new Lru(cacheSize);
   }
 
@@ -174,7 +185,7 @@ export class ChunkIndex {
     const cacheKey = indexCoords.join(",");
     let chunk = this.#chunks.get(cacheKey);
     if (chunk === undefined) {
-      this.fetchedChunks++;
+      if (!this.#store.carries(`c/${indexCoords.join("/")}`)) this.fetchedChunks++;
       // Shared by every caller, so one caller aborting must not cancel it: no signal.
       chunk = this.#readChunk(array, indexCoords);
       this.#chunks.set(cacheKey, chunk);

@@ -28,7 +28,7 @@ export interface RfsJson {
   templates?: Record<string, string>;
   refs?: Record<string, unknown>;
   gen?: GenEntryJson[];
-  indexes?: Record<string, { url: string; index: string }>;
+  indexes?: Record<string, { url: string; index: string; files?: Record<string, string> }>;
   selections?: Record<string, { record_size: number; keep: [number, number][] }>;
   sources?: Record<string, { size?: number | null; etag?: string | null }>;
 }
@@ -37,6 +37,9 @@ export interface IndexEntry {
   /** The data file's URL, templates expanded. */
   readonly url: string;
   readonly index: string;
+  /** Files of the index array carried in refs.json (key in the index array → bytes), so a
+   * small index costs no request of its own; the same bytes are stored under `index`. */
+  readonly files: ReadonlyMap<string, Uint8Array>;
 }
 
 export interface SourceRecord {
@@ -53,6 +56,22 @@ const KNOWN_KEYS = new Set([
   "selections",
   "sources",
 ]);
+
+/** An index entry's `files`: each a key of the index array (relative) and its bytes. */
+function indexFiles(path: string, raw: unknown): Map<string, Uint8Array> {
+  const files = new Map<string, Uint8Array>();
+  if (raw === undefined) return files;
+  if (!isObject(raw))
+    throw new ReferenceFormatError(`'files' of the index of ${path} must be an object`);
+  for (const [key, value] of Object.entries(raw)) {
+    if (typeof value !== "string") {
+      throw new ReferenceFormatError(`'files' of the index of ${path} must map keys to strings`);
+    }
+    checkRelativePath(key);
+    files.set(key, inlineBytes(value));
+  }
+  return files;
+}
 
 /** Inline bytes of a string value: "base64:…" is base64, anything else UTF-8 text. */
 export function inlineBytes(value: string): Uint8Array {
@@ -108,13 +127,13 @@ export class References {
     this.indexes = new Map(
       Object.entries(section(document, "indexes")).map(([path, entry]) => {
         checkKey(path);
-        const e = entry as { url?: unknown; index?: unknown };
+        const e = entry as { url?: unknown; index?: unknown; files?: unknown };
         if (!isObject(entry) || typeof e.url !== "string" || typeof e.index !== "string") {
           throw new ReferenceFormatError(`index of ${path} must hold string 'url' and 'index'`);
         }
         if (!e.index.includes("://")) checkRelativePath(e.index);
         const url = expandNamedTemplates(e.url, this.templates, true);
-        return [path, { url, index: e.index }];
+        return [path, { url, index: e.index, files: indexFiles(path, e.files) }];
       }),
     );
     this.selections = new Map(

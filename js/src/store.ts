@@ -288,6 +288,7 @@ export class ReferenceStore implements AsyncReadable {
         (url, signal) =>
           this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)),
         this.#options.indexCacheSize,
+        entry.files,
       );
       this.#indexes.set(path, index);
     }

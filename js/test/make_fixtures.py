@@ -378,13 +378,20 @@ def main(out: Path) -> None:
 
     # One JSON file (version 1) and a directory whose chunked_gzip chunks sit in a chunk index.
     write_rfs(build_hdf5_refs(h5, "../data/h5data.h5").build(), refs_dir / "hdf5.json")
+    # Index files fetched (none carried in refs.json), and the same with them carried.
     write_rfs(
         build_hdf5_refs(h5, "../../data/h5data.h5").build(),
         refs_dir / "hdf5.shadowzarr",
         chunk_index_threshold=4,
+        inline_index_bytes=0,
+    )
+    write_rfs(
+        build_hdf5_refs(h5, "../../data/h5data.h5").build(),
+        refs_dir / "hdf5_carried.shadowzarr",
+        chunk_index_threshold=4,
     )
     raw_rfs, grid = build_raw_rfs(data_dir, "../../data/")
-    write_rfs(raw_rfs, refs_dir / "raw.shadowzarr")
+    write_rfs(raw_rfs, refs_dir / "raw.shadowzarr", inline_index_bytes=0)
     # Absolute local paths, as generators write them for local files (read with openLocal).
     write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
     sharded = write_sharded(data_dir, refs_dir)
@@ -442,7 +449,7 @@ def main(out: Path) -> None:
     legacy_x[:10] = np.arange(10, dtype="<f4")
     manifest = {
         "hdf5": {
-            "refs": ["refs/hdf5.json", "refs/hdf5.shadowzarr"],
+            "refs": ["refs/hdf5.json", "refs/hdf5.shadowzarr", "refs/hdf5_carried.shadowzarr"],
             "local_refs": ["refs/hdf5_local.json"],
             "arrays": arrays,
             "strings": {"path": "strings", "values": strings},

@@ -145,6 +145,18 @@ describe("hdf5 fixture", () => {
     assert.equal(compareResult(result, await loadExpected(server.url, entry), entry.shape), null);
   });
 
+  test("an index whose files refs.json carries costs no request of its own", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/refs/hdf5_carried.shadowzarr`);
+    const array = await openArray(store, section.indexed);
+    server.reset();
+    const result = await zarr.get(array, null);
+    const indexRequests = [...server.counters.paths.keys()].filter((p) => p.includes("/index/"));
+    assert.deepEqual(indexRequests, []);
+    assert.equal(store.indexChunksFetched(section.indexed), 0);
+    const entry = section.arrays.find((a) => a.path === section.indexed);
+    assert.equal(compareResult(result, await loadExpected(server.url, entry), entry.shape), null);
+  });
+
   test("index chunks are read lazily, once, and a chunk that was never written is fill", async () => {
     const store = await ReferenceStore.fromUrl(`${server.url}/refs/hdf5.shadowzarr`);
     const array = await openArray(store, section.indexed);

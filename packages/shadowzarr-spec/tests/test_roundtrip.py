@@ -16,11 +16,14 @@ from shadowzarr_spec import (
     MISSING_CHUNK,
     FileRef,
     InlineRef,
+    ReferenceFileSystem,
+    ReferenceFormatError,
     RfsBuilder,
     array_info,
     decode_attributes,
     load_index_table,
     load_rfs,
+    rfs_from_json,
     rfs_to_json,
     write_rfs,
 )
@@ -137,7 +140,13 @@ def test_directory_uses_indexes_above_the_threshold(tmp_path: Path) -> None:
     directory = write_rfs(rfs, tmp_path / "x.shadowzarr")
     document = json.loads((directory / "refs.json").read_text())
     assert document["version"] == 2
-    assert document["indexes"]["a"] == {"url": "{{u0}}", "index": "index/a"}
+    entry = document["indexes"]["a"]
+    assert (entry["url"], entry["index"]) == ("{{u0}}", "index/a")
+    # the index array's files are carried in refs.json too, byte for byte as stored
+    carried = load_rfs(directory).indexes["a"].files
+    assert sorted(carried) == ["c/0/0", "zarr.json"]
+    for key, data in carried.items():
+        assert (directory / "index/a" / key).read_bytes() == data
     assert not any(key.startswith("a/c/") for key in document["refs"])
     table = load_index_table(load_rfs(directory), "a")
     assert table.shape == (2000, 2)
@@ -158,3 +167,64 @@ def test_overwriting_a_directory_that_is_not_ours_is_refused(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="not a reference directory"):
         write_rfs(builder.build(), tmp_path / "precious")
     assert (tmp_path / "precious" / "data.txt").read_text() == "keep me"
+
+
+def _indexed_rfs(arrays: int, chunks: int) -> ReferenceFileSystem:
+    builder = RfsBuilder()
+    builder.add_group("")
+    for a in range(arrays):
+        builder.add_array(f"a{a}", shape=[chunks], data_type="<i4", chunk_shape=[1])
+        for i in range(chunks):
+            builder.add_chunk(f"a{a}", (i,), "https://example.org/x.h5", 4 * (a * chunks + i), 4)
+    return builder.build()
+
+
+def test_index_files_are_carried_up_to_the_limits(tmp_path: Path) -> None:
+    rfs = _indexed_rfs(2, 1500)
+    none = write_rfs(rfs, tmp_path / "none.shadowzarr", inline_index_bytes=0)
+    assert all("files" not in e for e in json.loads((none / "refs.json").read_text())["indexes"].values())
+    assert all(not i.files for i in load_rfs(none).indexes.values())
+    sizes = [
+        sum(len(p.read_bytes()) for p in (none / "index" / a).rglob("*") if p.is_file())
+        for a in ("a0", "a1")
+    ]
+    below = write_rfs(rfs, tmp_path / "below.shadowzarr", inline_index_bytes=min(sizes) - 1)
+    assert all(not i.files for i in load_rfs(below).indexes.values())
+    exact = write_rfs(rfs, tmp_path / "exact.shadowzarr", inline_index_bytes=max(sizes))
+    assert all(i.files for i in load_rfs(exact).indexes.values())
+    stored = sizes[0]
+    # the total is bounded too: arrays past the budget keep their files on disk only
+    import shadowzarr_spec.io as io
+
+    original = io.INLINE_INDEX_TOTAL
+    io.INLINE_INDEX_TOTAL = stored
+    try:
+        budget = load_rfs(write_rfs(rfs, tmp_path / "budget.shadowzarr"))
+    finally:
+        io.INLINE_INDEX_TOTAL = original
+    assert [bool(budget.indexes[p].files) for p in ("a0", "a1")] == [True, False]
+    # a loaded directory written again as JSON text keeps them
+    again = rfs_to_json(load_rfs(exact))
+    assert again["indexes"]["a0"]["files"] == json.loads((exact / "refs.json").read_text())[
+        "indexes"
+    ]["a0"]["files"]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ([], "must be an object"),
+        ({"zarr.json": 3}, "must map keys to strings"),
+        ({"../../etc/passwd": "x"}, "escapes"),
+        ({"/abs": "x"}, "must be relative"),
+        ({"c/0": "base64:not base64!"}, "is not base64"),
+    ],
+)
+def test_bad_index_files_are_refused(files: object, message: str) -> None:
+    document = {
+        "version": 2,
+        "refs": {"zarr.json": '{"zarr_format":3,"node_type":"group"}'},
+        "indexes": {"a": {"url": "https://example.org/x.h5", "index": "index/a", "files": files}},
+    }
+    with pytest.raises(ReferenceFormatError, match=message):
+        rfs_from_json(document)

@@ -60,6 +60,9 @@ def served(files: Path, make_proxy) -> tuple[LatencyProxy, dict[str, str]]:
         )
         write_rfs(rfs, target)
         refs[name] = proxy.url(target.name)
+        fetched = files / f"{name}-{proxy.port}-fetched.shadowzarr"  # index files not carried
+        write_rfs(rfs, fetched, inline_index_bytes=0)
+        refs[f"{name} fetched"] = proxy.url(fetched.name)
     proxy.reset()
     return proxy, refs
 
@@ -85,10 +88,9 @@ def test_20k_rows_of_1_kib_chunks_take_one_data_round_trip(files, served, column
     trips, data_requests, data_trips = _costs(proxy, "table.h5")
     assert data_trips <= 2
     assert data_requests <= 4
-    # refs.json, then the index's zarr.json and its index chunk together (the layout
-    # write_rfs writes, guessed and checked), then the data: the minimum
-    assert trips == data_trips + 2
-    assert proxy.count(path_prefix=refs["table"].rsplit("/", 1)[1] + "/index/") == 2
+    # refs.json, which carries the small index array's files, then the data: the minimum
+    assert trips == data_trips + 1
+    assert proxy.count(path_prefix=refs["table"].rsplit("/", 1)[1] + "/index/") == 0
 
 
 def test_stored_view_costs_a_round_trip_per_ten_chunks(files, served) -> None:
@@ -327,7 +329,7 @@ def test_a_cold_read_sends_its_data_on_connections_already_open(files, served) -
     proxy, refs = served
     proxy.connect_latency = 0.05  # the handshakes loopback does not have
     selection = (slice(10_000, 30_000), 3)
-    values = open_rfs(refs["table"])["table"][selection]
+    values = open_rfs(refs["table fetched"])["table"][selection]
     np.testing.assert_array_equal(values, _h5(files, "table", "table", selection))
     proxy.wait_idle()
     log = proxy.log

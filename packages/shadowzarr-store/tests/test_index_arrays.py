@@ -10,6 +10,7 @@ exit: no "Task was destroyed but it is pending!", no "Event loop is closed", not
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 CHUNKS = 4800
 
 
-def _directory(root: Path, data_url: str) -> tuple[Path, np.ndarray]:
+def _directory(root: Path, data_url: str, *, carried: bool = True) -> tuple[Path, np.ndarray]:
     values = np.arange(CHUNKS * 2, dtype="<u4")
     (root / "data.bin").write_bytes(values.tobytes())
     builder = RfsBuilder()
@@ -46,7 +47,8 @@ def _directory(root: Path, data_url: str) -> tuple[Path, np.ndarray]:
     )
     for i in range(CHUNKS):
         builder.add_chunk("a", (i,), data_url, 8 * i, 8)
-    return write_rfs(builder.build(), root / "refs"), values
+    carry = {} if carried else {"inline_index_bytes": 0}  # index files in refs.json, or not
+    return write_rfs(builder.build(), root / "refs", **carry), values
 
 
 @pytest.mark.network
@@ -65,6 +67,11 @@ def test_an_index_of_other_chunks_reads_over_http_one_index_chunk_a_region(
         zarr_format=3,
     )
     index[...] = table
+    # a tool that rewrites the index array rewrites its entry in refs.json too: the copy of
+    # the old files carried there (`IndexRef.files`) goes
+    document = json.loads((directory / "refs.json").read_text())
+    del document["indexes"]["a"]["files"]
+    (directory / "refs.json").write_text(json.dumps(document))
     # chunks as stored: a grouped view's shard index reads the index chunks of its whole shard
     array = open_rfs(nginx.url("refs"), grouped_view=0)["a"]
     nginx.reset()
@@ -93,7 +100,7 @@ _READ_ALL = """
 
 
 def test_an_error_in_a_wide_read_leaves_no_task_behind(tmp_path: Path) -> None:
-    directory, _ = _directory(tmp_path, str(tmp_path / "data.bin"))
+    directory, _ = _directory(tmp_path, str(tmp_path / "data.bin"), carried=False)
     (directory / "index" / "a" / "c" / "0" / "0").write_bytes(b"not an index chunk" * 4)
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_READ_ALL), str(directory)],

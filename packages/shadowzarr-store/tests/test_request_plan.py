@@ -25,7 +25,9 @@ ROWS, COLS, CHUNK_ROWS = 4000, 6, 100
 CHUNK = CHUNK_ROWS * 4  # one column of float32 per chunk
 
 
-def _serve(nginx: NginxServer, nginx_root: Path) -> tuple[Path, np.ndarray]:
+def _serve(
+    nginx: NginxServer, nginx_root: Path, carried: bool = False
+) -> tuple[Path, np.ndarray]:
     """Chunks of one column each, channel-major, with gaps between some of them: small gaps
     (merged), large ones (not), as a file written in pieces has."""
     values = np.random.default_rng(9).standard_normal((ROWS, COLS)).astype("<f4")
@@ -43,7 +45,10 @@ def _serve(nginx: NginxServer, nginx_root: Path) -> tuple[Path, np.ndarray]:
             builder.add_chunk("signal", (row, col), url, offset, CHUNK)
     (nginx_root / "signal.bin").write_bytes(bytes(blob))
     builder.add_source(url, size=len(blob))
-    refs = write_rfs(builder.build(), nginx_root / "signal.shadowzarr", chunk_index_threshold=50)
+    carry = {} if carried else {"inline_index_bytes": 0}  # index files in refs.json, or not
+    refs = write_rfs(
+        builder.build(), nginx_root / "signal.shadowzarr", chunk_index_threshold=50, **carry
+    )
     return refs, values
 
 
@@ -72,6 +77,24 @@ def test_the_plan_is_what_nginx_serves(
         plan.index_metadata
     )
     assert plan.chunk_bytes == len(plan.chunks) * CHUNK
+
+
+def test_an_index_carried_in_refs_json_is_neither_planned_nor_fetched(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    refs, values = _serve(nginx, nginx_root, carried=True)
+    rfs = load_rfs(nginx.url(refs.name))
+    assert set(rfs.indexes["signal"].files) == {"zarr.json", "c/0/0/0"}
+    selection = (slice(250, 420), slice(None))
+    plan = sync(plan_selection(RfsStore(rfs), "signal", selection))
+    assert (plan.index_chunks, plan.index_metadata) == ((), ())
+    nginx.reset()
+    store = RfsStore(rfs, grouped_view=0)
+    got = zarr.open_array(store, path="signal", mode="r", zarr_format=3)[selection]
+    np.testing.assert_array_equal(got, values[selection])
+    assert nginx.count(path_prefix="signal.shadowzarr/index/") == 0
+    assert store.stats.snapshot().index_chunk_reads == 0
+    _served_as_planned(nginx, plan)
 
 
 def test_a_long_selection_sends_at_most_the_plan(nginx: NginxServer, nginx_root: Path) -> None:

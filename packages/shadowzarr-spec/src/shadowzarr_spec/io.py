@@ -34,6 +34,10 @@ __all__ = ["REFS_FILE", "load_index_table", "load_rfs", "refs_url_of", "write_rf
 
 REFS_FILE = "refs.json"
 INDEX_DIR = "index"
+INLINE_INDEX_BYTES = 64 * 1024
+"""Index arrays whose files hold at most this many bytes are also carried in refs.json."""
+INLINE_INDEX_TOTAL = 1024 * 1024
+"""The most bytes of index files one refs.json carries (so it stays quick to fetch and parse)."""
 
 
 def write_rfs(
@@ -41,12 +45,16 @@ def write_rfs(
     path: str | os.PathLike[str],
     *,
     chunk_index_threshold: int | None = 1000,
+    inline_index_bytes: int = INLINE_INDEX_BYTES,
 ) -> Path:
     """Write ``rfs`` to ``path``.
 
     A path ending in ``.json`` gets one JSON file with every chunk listed (version 1, or 2 when
     selections need it). Any other path gets a directory: ``refs.json`` plus, for each array with
     more than ``chunk_index_threshold`` chunks in one file, an index array under ``index/``.
+    An index array whose files hold at most ``inline_index_bytes`` (0: none) is carried in
+    refs.json too (its entry's ``files``, up to `INLINE_INDEX_TOTAL` in all): a reader of remote
+    references then reads it in the round trip that brings refs.json, not one more.
     The write is atomic: readers see the old references or the new ones, never a mix.
     """
     target = Path(path)
@@ -55,7 +63,7 @@ def write_rfs(
         document = rfs_to_json(rfs, expand=True)
         _atomic_write_bytes(target, dumps_reference_document(document))
         return target
-    return _write_directory(rfs, target, chunk_index_threshold)
+    return _write_directory(rfs, target, chunk_index_threshold, inline_index_bytes)
 
 
 def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
@@ -91,7 +99,8 @@ def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSy
 
 def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
     """Read a whole stored index array of a local directory into memory, as its own
-    ``zarr.json`` describes it (any chunking, byte order and supported compressor)."""
+    ``zarr.json`` describes it (any chunking, byte order and supported compressor); the files
+    refs.json carries (`IndexRef.files`) are taken from there, as the store takes them."""
     index = rfs.indexes[path]
     if index.table is not None:
         return index.table
@@ -104,7 +113,7 @@ def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
     root = Path(rfs.base) / index.path
     where = f"index of {path!r} ({root})"
     try:
-        document = parse_json((root / "zarr.json").read_bytes())
+        document = parse_json(index.files.get("zarr.json") or (root / "zarr.json").read_bytes())
     except OSError as exc:
         raise SourceError(f"{where}: cannot read its zarr.json: {exc.strerror or exc}") from exc
     layout = IndexArrayLayout.from_metadata(document, info.grid, where)
@@ -113,7 +122,7 @@ def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
     for block in np.ndindex(*layout.counts):
         key = layout.chunk_key(block)
         try:
-            data = (root / key).read_bytes()
+            data = index.files.get(key) or (root / key).read_bytes()
         except FileNotFoundError as exc:  # never the fill value: a lost file would read as such
             raise SourceNotFoundError(f"{where}: its chunk {key} is missing") from exc
         except OSError as exc:
@@ -127,7 +136,9 @@ def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
     return table
 
 
-def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | None) -> Path:
+def _write_directory(
+    rfs: ReferenceFileSystem, target: Path, threshold: int | None, inline_bytes: int
+) -> Path:
     if target.exists() and not (target / REFS_FILE).exists():
         raise ReferenceFormatError(
             f"{target} exists and is not a reference directory; not overwriting"
@@ -137,12 +148,19 @@ def _write_directory(rfs: ReferenceFileSystem, target: Path, threshold: int | No
     staging = _new_directory(target.parent, f".{target.name}.")
     try:
         index_paths: dict[str, str] = {}
+        carried: dict[str, dict[str, bytes]] = {}
+        budget = INLINE_INDEX_TOTAL
         for array_path, index in rfs.indexes.items():
             table = index.table if index.table is not None else load_index_table(rfs, array_path)
             relative = join(INDEX_DIR, array_path) if array_path else INDEX_DIR
-            _write_index_array(staging / relative, table)
+            files = _write_index_array(staging / relative, table)
             index_paths[array_path] = relative
-        document = rfs_to_json(rfs, index_paths=index_paths)
+            size = sum(map(len, files.values()))
+            if size <= min(inline_bytes, budget):
+                carried[array_path], budget = files, budget - size
+            else:
+                carried[array_path] = {}
+        document = rfs_to_json(rfs, index_paths=index_paths, index_files=carried)
         (staging / REFS_FILE).write_bytes(dumps_reference_document(document))
         _replace_directory(staging, target)
     except BaseException:
@@ -161,15 +179,16 @@ def _replace_directory(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_index_array(root: Path, table: np.ndarray) -> None:
+def _write_index_array(root: Path, table: np.ndarray) -> dict[str, bytes]:
+    """Write the index array; return its files by key (``zarr.json``, ``c/0/0/0``, ...)."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "zarr.json").write_text(
-        json.dumps(index_array_metadata(table.shape[:-1])), encoding="utf-8"
-    )
+    files = {"zarr.json": json.dumps(index_array_metadata(table.shape[:-1])).encode()}
     for coords, data in encode_index_chunks(table):
-        chunk_path = root / "c" / Path(*[str(c) for c in coords])
-        chunk_path.parent.mkdir(parents=True, exist_ok=True)
-        chunk_path.write_bytes(data)
+        files["c/" + "/".join(map(str, coords))] = data
+    for key, data in files.items():
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_bytes(data)
+    return files
 
 
 def _indexed(rfs: ReferenceFileSystem, threshold: int | None) -> ReferenceFileSystem:

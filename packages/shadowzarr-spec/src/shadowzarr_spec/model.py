@@ -7,7 +7,7 @@ file share one string.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -130,16 +130,22 @@ class IndexRef:
 
     ``table`` (in memory) is a uint64 array shaped like the chunk grid plus a last axis of 2
     holding (offset, nbytes), :data:`MISSING_CHUNK` for chunks never written. ``path`` is relative
-    to the folder holding refs.json (or an absolute URL).
+    to the folder holding refs.json (or an absolute URL). ``files``: some of the stored index
+    array's own files (``zarr.json``, ``c/0/0/0``, ...) carried in refs.json itself, so a reader
+    of remote references gets a small index in the same round trip as refs.json; the files at
+    ``path`` hold the same bytes for readers that do not look here.
     """
 
     url: str
     path: str | None = None
     table: np.ndarray | None = None
+    files: Mapping[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.path is None) == (self.table is None):
             raise ReferenceFormatError("a chunk index needs exactly one of a path or a table")
+        if self.files and self.path is None:
+            raise ReferenceFormatError("a chunk index carries files only beside its stored path")
         if self.table is not None and (
             self.table.dtype != np.uint64 or self.table.ndim < 1 or self.table.shape[-1] != 2
         ):

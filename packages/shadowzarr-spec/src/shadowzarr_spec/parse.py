@@ -336,8 +336,29 @@ def _parse_indexes(raw: object, templates: Mapping[str, str]) -> dict[str, Index
         index_path = entry["index"]
         if "://" not in index_path:
             check_relative_path(index_path)
-        indexes[path] = IndexRef(url=sys.intern(_expand(entry["url"], templates)), path=index_path)
+        files = _index_files(path, entry.get("files", {}))
+        url = sys.intern(_expand(entry["url"], templates))
+        indexes[path] = IndexRef(url=url, path=index_path, files=files)
     return indexes
+
+
+def _index_files(path: str, raw: object) -> dict[str, bytes]:
+    """An index entry's ``files``: the index array's own files by their key in it (text, or
+    ``base64:`` as in ``refs``)."""
+    if not isinstance(raw, dict):
+        raise ReferenceFormatError(f"'files' of the index of {path!r} must be an object")
+    files: dict[str, bytes] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ReferenceFormatError(
+                f"'files' of the index of {path!r} must map keys to strings"
+            )
+        check_relative_path(key)
+        where = f"file {key!r} of the index of {path!r}"
+        files[key] = (
+            decode_base64(value[7:], where) if value.startswith("base64:") else value.encode()
+        )
+    return files
 
 
 def _parse_selections(raw: object) -> dict[str, Selection]:

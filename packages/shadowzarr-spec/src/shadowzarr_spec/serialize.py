@@ -30,11 +30,13 @@ def rfs_to_json(
     expand: bool = False,
     index_paths: dict[str, str] | None = None,
     max_expanded: int = 50_000_000,
+    index_files: dict[str, dict[str, bytes]] | None = None,
 ) -> dict[str, Any]:
     """The JSON document of ``rfs``.
 
     ``expand`` lists every chunk of gen entries and chunk indexes in ``refs`` (a version 1 file
-    any kerchunk reader opens); otherwise indexes are written as ``index_paths`` gives them.
+    any kerchunk reader opens); otherwise indexes are written as ``index_paths`` gives them,
+    each with the files of its index array that ``index_files`` gives (`IndexRef.files`).
     """
     refs: MutableMapping[str, Ref] = rfs.refs
     gen = list(rfs.gen)
@@ -70,7 +72,11 @@ def rfs_to_json(
             location = paths.get(path, index.path)
             if location is None:
                 raise ReferenceFormatError(f"index of {path!r} has no stored location")
-            document["indexes"][path] = {"url": by_url.get(index.url, index.url), "index": location}
+            entry: dict[str, Any] = {"url": by_url.get(index.url, index.url), "index": location}
+            files = (index_files or {}).get(path, index.files if location == index.path else {})
+            if files:
+                entry["files"] = {key: encode_ref(InlineRef(data)) for key, data in files.items()}
+            document["indexes"][path] = entry
     if rfs.selections:
         document["selections"] = {p: s.to_json() for p, s in rfs.selections.items()}
     if rfs.sources:

@@ -228,7 +228,7 @@ class ChunkIndexReader:
     async def _load_layout(self, path: str) -> IndexArrayLayout:
         location = self._location(path, "zarr.json")
         where = f"index of {path!r} ({location})"
-        document = parse_json(await self._fetch(location))
+        document = parse_json(await self._read_file(path, "zarr.json", location))
         return IndexArrayLayout.from_metadata(document, self.grid(path), where)
 
     async def _entry(self, path: str, layout: IndexArrayLayout, element: tuple[int, ...]) -> int:
@@ -289,10 +289,22 @@ class ChunkIndexReader:
         self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
     ) -> Any:
         """One index chunk fetched and decoded as ``layout`` says (not kept)."""
-        location = self._location(path, layout.chunk_key(block_coords))
-        data = await self._fetch(location)  # a missing index chunk is an error, never fill
-        self._stats.add(index_chunk_reads=1)
+        key = layout.chunk_key(block_coords)
+        location = self._location(path, key)
+        # a missing index chunk is an error, never fill
+        data = await self._read_file(path, key, location)
         return layout.decode(data, f"index of {path!r} ({location})")
+
+    async def _read_file(self, path: str, key: str, location: str) -> bytes:
+        """A file of the index array of ``path``: carried in refs.json (`IndexRef.files`), or
+        fetched from ``location`` (only these count as index chunk reads)."""
+        carried = self._rfs.indexes[path].files.get(key)
+        if carried is not None:
+            return carried
+        data = await self._fetch(location)
+        if key != "zarr.json":
+            self._stats.add(index_chunk_reads=1)
+        return data
 
     def _keep(self, path: str, block_coords: tuple[int, ...], block: Any) -> None:
         with self._lock:

@@ -162,7 +162,10 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
         missing_chunks=missing,
         index_chunks=tuple(index_chunks),
         index_metadata=(index_location(store.rfs.base, index.path, "zarr.json"),)
-        if index_chunks and index is not None and index.path is not None
+        if index_chunks
+        and index is not None
+        and index.path is not None
+        and "zarr.json" not in index.files
         else (),
         requests=tuple(_requests(chunks, store, concurrency)),
         concurrency=concurrency,
@@ -286,7 +289,8 @@ async def _never(url: str, start: int, end: int) -> bytes:
 
 async def _index_chunks(store: RfsStore, path: str, keys: list[str]) -> list[str]:
     """Locations of the chunk-index chunks holding ``keys`` (empty without a stored index), as
-    the index array's own ``zarr.json`` lays them out (already read when the keys resolved)."""
+    the index array's own ``zarr.json`` lays them out (already read when the keys resolved);
+    chunks refs.json carries (`IndexRef.files`) cost no request and are left out."""
     index = store.rfs.indexes.get(path)
     if index is None or index.table is not None or index.path is None:
         return []
@@ -296,7 +300,8 @@ async def _index_chunks(store: RfsStore, path: str, keys: list[str]) -> list[str
         split = array_of_chunk_key(key)
         if split is not None and key not in store.rfs.refs:
             blocks[layout.locate((*split[1], 0))[0]] = None
-    return [index_location(store.rfs.base, index.path, layout.chunk_key(b)) for b in blocks]
+    keys_of = [layout.chunk_key(b) for b in blocks]
+    return [index_location(store.rfs.base, index.path, k) for k in keys_of if k not in index.files]
 
 
 def _describe(selection: Any) -> str:
