@@ -269,18 +269,26 @@ def test_chunk_keys_outside_the_grid(data_file: Path) -> None:
         assert value is None, key
 
 
+@pytest.mark.parametrize("carried", [False, True], ids=["index files", "carried in refs.json"])
 @pytest.mark.parametrize("change", ["short", "float64", "offsets-past-end", "garbage"])
 def test_index_arrays_of_the_wrong_shape_or_dtype(
-    tmp_path: Path, make_pattern, change: str
+    tmp_path: Path, make_pattern, change: str, carried: bool
 ) -> None:
     """Index chunks replaced by arrays of the wrong shape or dtype (encoded with the right
-    codecs) or by junk: an error, never bytes read from where the bad index points."""
+    codecs) or by junk, in the index array's files or in the copy refs.json carries: an
+    error, never bytes read from where the bad index points."""
+    import base64
+
     import numcodecs
     from shadowzarr_spec import write_rfs
 
     pattern = make_pattern(tmp_path / "p.bin", chunks=2000, chunk_items=4)
-    directory = write_rfs(pattern.references(str(pattern.path)), tmp_path / "refs")
+    carry = {} if carried else {"inline_index_bytes": 0}
+    directory = write_rfs(pattern.references(str(pattern.path)), tmp_path / "refs", **carry)
     root = directory / "index" / "pattern"
+    document = json.loads((directory / "refs.json").read_text())
+    files = document["indexes"]["pattern"].get("files", {})
+    assert bool(files) == carried
     blosc = numcodecs.Blosc(cname="zstd", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
     for chunk in (root / "c").rglob("*"):
         if not chunk.is_file():
@@ -294,7 +302,12 @@ def test_index_arrays_of_the_wrong_shape_or_dtype(
             data = blosc.encode((table + np.uint64(1 << 40)).tobytes())
         else:
             data = b"\x00garbage" * 5
-        chunk.write_bytes(data)
+        if carried:
+            key = chunk.relative_to(root).as_posix()
+            files[key] = "base64:" + base64.b64encode(data).decode()
+        else:
+            chunk.write_bytes(data)
+    (directory / "refs.json").write_text(json.dumps(document))
     array = zarr.open_array(RfsStore(directory), path="pattern", mode="r", zarr_format=3)
     with pytest.raises((ReferenceFormatError, SourceError)):
         array[:]

@@ -406,3 +406,20 @@ test("gen entries are never expanded: a billion keys cost nothing up front", () 
     size: 8,
   });
 });
+
+test("an index entry's files: text or base64 bytes by relative key, anything else refused", async () => {
+  const { References } = await import("../../dist/references.js");
+  const entry = (files) => ({
+    version: 2,
+    refs: { "zarr.json": '{"zarr_format":3,"node_type":"group"}' },
+    indexes: { a: { url: "https://example.org/x.h5", index: "index/a", files } },
+  });
+  const parsed = new References(entry({ "zarr.json": "{}", "c/0/0": "base64:AAEC" }));
+  const files = parsed.indexes.get("a").files;
+  assert.deepEqual([...files.get("c/0/0")], [0, 1, 2]);
+  assert.equal(new TextDecoder().decode(files.get("zarr.json")), "{}");
+  assert.equal(new References(entry(undefined)).indexes.get("a").files.size, 0);
+  for (const bad of [[], { "c/0": 3 }, { "../x": "a" }, { "/abs": "a" }, { "c/0": "base64:!!" }]) {
+    assert.throws(() => new References(entry(bad)), ReferenceFormatError, JSON.stringify(bad));
+  }
+});

@@ -319,18 +319,23 @@ def test_each_file_keeps_its_own_etag(tmp_path: Path, nginx: NginxServer) -> Non
 
 
 @pytest.mark.network
-def test_reference_directory_served_over_http(tmp_path: Path, nginx: NginxServer) -> None:
-    """References loaded from a URL: relative source paths and the chunk index beside
-    refs.json are read from the server."""
+@pytest.mark.parametrize("carried", [True, False], ids=["index in refs.json", "index fetched"])
+def test_reference_directory_served_over_http(
+    tmp_path: Path, nginx: NginxServer, carried: bool
+) -> None:
+    """References loaded from a URL: relative source paths, and the chunk index carried in
+    refs.json or read from beside it on the server."""
     values = np.arange(3000, dtype="<i4")
     nginx.write_file("data/values.bin", values.tobytes())
     builder = RfsBuilder()
     builder.add_array("values", shape=values.shape, data_type=values.dtype, chunk_shape=(2,))
     for i in range(1500):
         builder.add_chunk("values", (i,), "../../data/values.bin", i * 8, 8)
-    write_rfs(builder.build(), nginx.path("refs") / "values.shadowzarr")
+    carry = {} if carried else {"inline_index_bytes": 0}
+    write_rfs(builder.build(), nginx.path("refs") / "values.shadowzarr", **carry)
     rfs = load_rfs(nginx.url("refs/values.shadowzarr"))
     assert rfs.indexes["values"].path is not None
+    assert bool(rfs.indexes["values"].files) == carried
     assert_same(open_rfs(rfs)["values"][:], values, "values through RfsStore")
     repo = make_repository(tmp_path / "repo", {nginx.url(""): icechunk.http_store()})
     session = repo.writable_session("main")

@@ -182,7 +182,9 @@ def _indexed_rfs(arrays: int, chunks: int) -> ReferenceFileSystem:
 def test_index_files_are_carried_up_to_the_limits(tmp_path: Path) -> None:
     rfs = _indexed_rfs(2, 1500)
     none = write_rfs(rfs, tmp_path / "none.shadowzarr", inline_index_bytes=0)
-    assert all("files" not in e for e in json.loads((none / "refs.json").read_text())["indexes"].values())
+    assert all(
+        "files" not in e for e in json.loads((none / "refs.json").read_text())["indexes"].values()
+    )
     assert all(not i.files for i in load_rfs(none).indexes.values())
     sizes = [
         sum(len(p.read_bytes()) for p in (none / "index" / a).rglob("*") if p.is_file())
@@ -205,9 +207,10 @@ def test_index_files_are_carried_up_to_the_limits(tmp_path: Path) -> None:
     assert [bool(budget.indexes[p].files) for p in ("a0", "a1")] == [True, False]
     # a loaded directory written again as JSON text keeps them
     again = rfs_to_json(load_rfs(exact))
-    assert again["indexes"]["a0"]["files"] == json.loads((exact / "refs.json").read_text())[
-        "indexes"
-    ]["a0"]["files"]
+    assert (
+        again["indexes"]["a0"]["files"]
+        == json.loads((exact / "refs.json").read_text())["indexes"]["a0"]["files"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -228,3 +231,21 @@ def test_bad_index_files_are_refused(files: object, message: str) -> None:
     }
     with pytest.raises(ReferenceFormatError, match=message):
         rfs_from_json(document)
+
+
+def test_an_index_carried_in_refs_json_loads_without_its_directory(tmp_path: Path) -> None:
+    """References read from a URL (no local directory): the carried files are the index; an
+    index not carried cannot be loaded here and says so."""
+    rfs = _indexed_rfs(1, 1500)
+    for carried in (True, False):
+        carry = {} if carried else {"inline_index_bytes": 0}
+        directory = write_rfs(rfs, tmp_path / f"{carried}.shadowzarr", **carry)
+        document = json.loads((directory / "refs.json").read_text())
+        remote = rfs_from_json(document, base="https://example.org/refs")
+        if carried:
+            table = load_index_table(remote, "a0")
+            assert (table[:, 0] == np.arange(1500) * 4).all()
+            assert (table == load_index_table(load_rfs(directory), "a0")).all()
+        else:
+            with pytest.raises(ReferenceFormatError, match="neither carried in refs"):
+                load_index_table(remote, "a0")

@@ -140,7 +140,9 @@ def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
     assert proxy.count(path_prefix="table.h5") == 1
     before = proxy.bytes_sent("table.h5")
     stored = RfsStore(load_rfs(refs["table"]), grouped_view=0)
-    assert zarr.open_array(stored, path="table", mode="r")[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
+    assert zarr.open_array(stored, path="table", mode="r")[20_000, 5] == _h5(
+        files, "table", "table", (20_000, 5)
+    )
     proxy.wait_idle()
     assert proxy.bytes_sent("table.h5") - before == 1024  # as stored: the one chunk
 
@@ -225,7 +227,9 @@ def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
         batches = [
             b
             async for b in store.get_ranges(
-                key, [RangeByteRequest(4096, 4160), RangeByteRequest(4160, 4224)], prototype=prototype
+                key,
+                [RangeByteRequest(4096, 4160), RangeByteRequest(4160, 4224)],
+                prototype=prototype,
             )
         ]
         assert [[(i, buf.to_bytes()) for i, buf in batch] for batch in batches] == [
@@ -271,7 +275,13 @@ def test_packed_inner_chunks_equal_h5py_at_every_edge(tmp_path: Path) -> None:
             assert array.chunks != (10, 3)  # packed
             points = (rng.integers(0, 1003, 300), rng.integers(0, 7, 300))
             rows = np.sort(rng.choice(1003, 50, replace=False))
-            for selection in (np.s_[:], np.s_[997:], np.s_[5:333, 1:6], np.s_[::13, 6], np.s_[1002, :]):
+            for selection in (
+                np.s_[:],
+                np.s_[997:],
+                np.s_[5:333, 1:6],
+                np.s_[::13, 6],
+                np.s_[1002, :],
+            ):
                 np.testing.assert_array_equal(array[selection], native[selection])
             np.testing.assert_array_equal(array.vindex[points], native[:][points])
             np.testing.assert_array_equal(array.oindex[rows, [0, 6]], native[:][rows][:, [0, 6]])
@@ -317,7 +327,10 @@ def test_a_shard_index_places_each_inner_chunk_after_the_one_before(members: int
         named = [f"k/{j}" if n is not None else None for j, n in enumerate(lengths)]
         assert list(built.keys) == named
         assert (as_array.index, as_array.offsets, as_array.sizes, as_array.total) == (
-            built.index, built.offsets, built.sizes, built.total
+            built.index,
+            built.offsets,
+            built.sizes,
+            built.total,
         )
 
 

@@ -25,9 +25,7 @@ ROWS, COLS, CHUNK_ROWS = 4000, 6, 100
 CHUNK = CHUNK_ROWS * 4  # one column of float32 per chunk
 
 
-def _serve(
-    nginx: NginxServer, nginx_root: Path, carried: bool = False
-) -> tuple[Path, np.ndarray]:
+def _serve(nginx: NginxServer, nginx_root: Path, carried: bool = False) -> tuple[Path, np.ndarray]:
     """Chunks of one column each, channel-major, with gaps between some of them: small gaps
     (merged), large ones (not), as a file written in pieces has."""
     values = np.random.default_rng(9).standard_normal((ROWS, COLS)).astype("<f4")

@@ -22,6 +22,7 @@ from shadowzarr_spec import (
     UnsupportedFeatureError,
     VirtualArray,
     array_info,
+    load_index_table,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
 from shadowzarr_spec.virtual.layout import AffinePiece, TablePiece
@@ -216,6 +217,9 @@ def with_remote_indexes_loaded(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
     indexes = dict(rfs.indexes)
     for path, index in remote.items():
         assert index.path is not None
+        if index.files:  # carried in refs.json (all of them, as write_rfs carries them)
+            indexes[path] = IndexRef(url=index.url, table=load_index_table(rfs, path))
+            continue
         root = index.path if "://" in index.path else f"{rfs.base}/{index.path}"
         store = FsspecStore.from_url(root.rstrip("/"), read_only=True)
         table = np.asarray(zarr.open_array(store, mode="r")[...], dtype=np.uint64)

@@ -98,36 +98,45 @@ def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSy
 
 
 def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
-    """Read a whole stored index array of a local directory into memory, as its own
-    ``zarr.json`` describes it (any chunking, byte order and supported compressor); the files
-    refs.json carries (`IndexRef.files`) are taken from there, as the store takes them."""
+    """Read a whole stored index array into memory, as its own ``zarr.json`` describes it (any
+    chunking, byte order and supported compressor): the files refs.json carries
+    (`IndexRef.files`) from there, as the store takes them, the others from a local directory."""
     index = rfs.indexes[path]
     if index.table is not None:
         return index.table
-    if rfs.base is None or "://" in rfs.base or index.path is None:
-        raise ReferenceFormatError(f"index of {path!r} is not in a local directory")
-    check_relative_path(index.path)
+    if index.path is None:
+        raise ReferenceFormatError(f"index of {path!r} has no stored location")
+    if "://" not in index.path:
+        check_relative_path(index.path)
     info = array_info(rfs, path)
     if info is None:
         raise ReferenceFormatError(f"{path!r} has a chunk index but no array metadata")
-    root = Path(rfs.base) / index.path
-    where = f"index of {path!r} ({root})"
-    try:
-        document = parse_json(index.files.get("zarr.json") or (root / "zarr.json").read_bytes())
-    except OSError as exc:
-        raise SourceError(f"{where}: cannot read its zarr.json: {exc.strerror or exc}") from exc
-    layout = IndexArrayLayout.from_metadata(document, info.grid, where)
+    local = rfs.base is not None and "://" not in rfs.base and "://" not in index.path
+    root = Path(rfs.base) / index.path if local and rfs.base is not None else None
+    where = f"index of {path!r} ({root if root is not None else index.path})"
+
+    def read(key: str) -> bytes:
+        carried = index.files.get(key)
+        if carried is not None:
+            return carried
+        if root is None:
+            raise ReferenceFormatError(
+                f"{where}: {key} is neither carried in refs.json nor in a local directory"
+            )
+        what = key if key == "zarr.json" else f"chunk {key}"
+        try:
+            return (root / key).read_bytes()
+        except FileNotFoundError as exc:  # never the fill value: a lost file would read as such
+            raise SourceNotFoundError(f"{where}: its {what} is missing") from exc
+        except OSError as exc:
+            raise SourceError(f"{where}: cannot read {what}: {exc.strerror or exc}") from exc
+
+    layout = IndexArrayLayout.from_metadata(parse_json(read("zarr.json")), info.grid, where)
     extent = (*info.grid, 2)
     table = np.full(extent, layout.fill, dtype=np.uint64)
     for block in np.ndindex(*layout.counts):
         key = layout.chunk_key(block)
-        try:
-            data = index.files.get(key) or (root / key).read_bytes()
-        except FileNotFoundError as exc:  # never the fill value: a lost file would read as such
-            raise SourceNotFoundError(f"{where}: its chunk {key} is missing") from exc
-        except OSError as exc:
-            raise SourceError(f"{where}: cannot read chunk {key}: {exc.strerror or exc}") from exc
-        values = layout.decode(data, f"{where}, chunk {key}")
+        values = layout.decode(read(key), f"{where}, chunk {key}")
         region = tuple(
             slice(b * c, min((b + 1) * c, e))
             for b, c, e in zip(block, layout.chunk_shape, extent, strict=True)

@@ -350,9 +350,7 @@ def _index_files(path: str, raw: object) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for key, value in raw.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise ReferenceFormatError(
-                f"'files' of the index of {path!r} must map keys to strings"
-            )
+            raise ReferenceFormatError(f"'files' of the index of {path!r} must map keys to strings")
         check_relative_path(key)
         where = f"file {key!r} of the index of {path!r}"
         files[key] = (

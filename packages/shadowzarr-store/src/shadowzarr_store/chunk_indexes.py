@@ -70,9 +70,14 @@ class ChunkIndexReader:
         fetch: Callable[[str], Awaitable[bytes]],
         stats: StoreStats,
         capacity: int = 64,
+        check: Callable[[str], None] | None = None,
     ) -> None:
+        """``fetch`` reads a file of a stored index array; ``check`` refuses one that may not
+        be read, also when refs.json carries it (a reader not knowing `IndexRef.files` would
+        follow the path)."""
         self._rfs = rfs
         self._fetch = fetch
+        self._check = check
         self._stats = stats
         self._capacity = capacity
         self._lock = threading.Lock()
@@ -207,7 +212,9 @@ class ChunkIndexReader:
         block_shape = np.array(guess.chunk_shape[:-1], dtype=np.int64)
         blocks = _unique_rows(points.reshape(len(points), -1) // block_shape)
         wanted = {
-            guess.locate((*(int(b) * c for b, c in zip(row, guess.chunk_shape, strict=False)), k))[0]
+            guess.locate((*(int(b) * c for b, c in zip(row, guess.chunk_shape, strict=False)), k))[
+                0
+            ]
             for row in blocks[:_GUESSED_CHUNKS].tolist()
             for k in (0, 1)
         }
@@ -300,6 +307,8 @@ class ChunkIndexReader:
         fetched from ``location`` (only these count as index chunk reads)."""
         carried = self._rfs.indexes[path].files.get(key)
         if carried is not None:
+            if self._check is not None:
+                self._check(location)
             return carried
         data = await self._fetch(location)
         if key != "zarr.json":
@@ -359,4 +368,3 @@ def _unique_rows(rows: np.ndarray) -> np.ndarray:
     extent = rows.max(axis=0) + 1
     flat = np.ravel_multi_index(tuple(rows.T), tuple(int(e) for e in extent))
     return np.stack(np.unravel_index(np.unique(flat), tuple(int(e) for e in extent)), axis=1)
-

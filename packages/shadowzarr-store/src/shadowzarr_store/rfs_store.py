@@ -180,7 +180,11 @@ class RfsStore(Store):
         self._stats = StoreStats()
         self._reader = SourceReader(self._rfs, self._options, self._stats)
         self._indexes = ChunkIndexReader(
-            self._rfs, self._reader.read_index, self._stats, self._options.index_cache_chunks
+            self._rfs,
+            self._reader.read_index,
+            self._stats,
+            self._options.index_cache_chunks,
+            check=self._reader.check_index,
         )
         self._resolver = Resolver(self._rfs, self._indexes)
         self._gate = MetadataGate(self._rfs, self._options.max_chunk_bytes)
@@ -477,9 +481,7 @@ class RfsStore(Store):
         ``into`` if given: their stored chunks read at once (and decoded, for decoded packs)
         and rearranged; a stored chunk that is not stored is the fill."""
         members, nbytes = layout.members, layout.chunk_nbytes
-        wanted = np.array(
-            [j * members + m for j in inner for m in range(members)], dtype=np.int64
-        )
+        wanted = np.array([j * members + m for j in inner for m in range(members)], dtype=np.int64)
         block = np.empty((len(wanted), nbytes), dtype=np.uint8)
         stored = index.stored[wanted]
         if not stored.all():
@@ -1003,11 +1005,8 @@ def _same_rfs(a: ReferenceFileSystem, b: ReferenceFileSystem) -> bool:
     return True
 
 
-def _decode_members(
-    checks: ArrayChecks, encoded: list[Any], names: list[str], where: str
-) -> bytes:
+def _decode_members(checks: ArrayChecks, encoded: list[Any], names: list[str], where: str) -> bytes:
     """Stored chunks decoded one after another (in a worker thread), joined."""
     return b"".join(
         checks.decoded_chunk(data, name, where) for data, name in zip(encoded, names, strict=True)
     )
-

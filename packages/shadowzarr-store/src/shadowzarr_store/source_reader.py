@@ -120,8 +120,12 @@ class SourceReader:
 
     async def read_index(self, location: str) -> bytes:
         """One chunk of a stored index array (a path or URL next to the references)."""
-        self.access.check_index(location, self.rfs.base)
+        self.check_index(location)
         return await self.transport.read_whole(location)
+
+    def check_index(self, location: str) -> None:
+        """Refuse a file of a stored index array that may not be read (see `read_index`)."""
+        self.access.check_index(location, self.rfs.base)
 
     async def fetch(self, url: str, start: int, end: int | None) -> bytes | memoryview:
         """One physical read, no cache, no merging (the merge queue calls this)."""
