@@ -85,9 +85,7 @@ def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem
 def parse_ref(key: str, value: object, templates: Mapping[str, str]) -> Ref:
     """Parse one value of ``refs``."""
     if isinstance(value, str):
-        if value.startswith("base64:"):
-            return InlineRef(decode_base64(value[7:], f"reference {key!r}"))
-        return InlineRef(value.encode("utf-8"))
+        return InlineRef(inline_bytes(value, f"reference {key!r}"))
     if isinstance(value, list) and len(value) in (1, 3):
         url = value[0]
         if not isinstance(url, str) or not url:
@@ -342,6 +340,14 @@ def _parse_indexes(raw: object, templates: Mapping[str, str]) -> dict[str, Index
     return indexes
 
 
+def inline_bytes(value: str, what: str) -> bytes:
+    """The bytes of an inline string value (``refs``, an index's ``files``): ``base64:`` and
+    base64, or UTF-8 text; ``what`` names it in errors."""
+    if value.startswith("base64:"):
+        return decode_base64(value[7:], what)
+    return value.encode("utf-8")
+
+
 def _index_files(path: str, raw: object) -> dict[str, bytes]:
     """An index entry's ``files``: the index array's own files by their key in it (text, or
     ``base64:`` as in ``refs``)."""
@@ -352,10 +358,7 @@ def _index_files(path: str, raw: object) -> dict[str, bytes]:
         if not isinstance(key, str) or not isinstance(value, str):
             raise ReferenceFormatError(f"'files' of the index of {path!r} must map keys to strings")
         check_relative_path(key)
-        where = f"file {key!r} of the index of {path!r}"
-        files[key] = (
-            decode_base64(value[7:], where) if value.startswith("base64:") else value.encode()
-        )
+        files[key] = inline_bytes(value, f"file {key!r} of the index of {path!r}")
     return files
 
 

@@ -211,13 +211,11 @@ class ChunkIndexReader:
             return await self.layout(path)
         block_shape = np.array(guess.chunk_shape[:-1], dtype=np.int64)
         blocks = _unique_rows(points.reshape(len(points), -1) // block_shape)
-        wanted = {
-            guess.locate((*(int(b) * c for b, c in zip(row, guess.chunk_shape, strict=False)), k))[
-                0
-            ]
+        starts = [
+            [int(b) * c for b, c in zip(row, guess.chunk_shape, strict=False)]
             for row in blocks[:_GUESSED_CHUNKS].tolist()
-            for k in (0, 1)
-        }
+        ]
+        wanted = {guess.locate((*start, k))[0] for start in starts for k in (0, 1)}
         wanted = {c for c in wanted if (path, c) not in self._blocks}
         layout_read, *fetched = await asyncio.gather(
             self.layout(path),
