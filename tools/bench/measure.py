@@ -118,11 +118,19 @@ def measure(
     *,
     runs: int,
     setup: Callable[[], Any] | None = None,
+    warmup: int = 0,
 ) -> Row:
     """Run ``run`` ``runs`` times (each after ``setup``, untimed), keeping the median time and
-    the requests, bytes and peak memory of the first run; ``check`` judges every result."""
+    the requests, bytes and peak memory of the first run; ``check`` judges every result.
+    ``warmup`` runs come first, checked and not timed: a read of tens of megabytes is slower
+    while the process's memory is new to it (the kernel zeroes each fresh page), so without
+    them the first row of a case pays for the rows after it."""
     equal = True
     started = time.perf_counter()
+    for _ in range(warmup):
+        if setup is not None:
+            setup()
+        equal = equal and bool(check(run()))
     for index in range(runs):
         if index == 1 and row.runs[0] > SLOW_RUN:
             row.note = f"1 run (> {SLOW_RUN:.0f} s)"

@@ -48,6 +48,11 @@ DASK_CASE = "dask sum on distributed"
 SEQUENTIAL_RUNS = 5
 """Runs of each sequential-read row (a fifth of a second each, where the kernel's page work
 makes single runs vary by half)."""
+SEQUENTIAL_WARMUP = 1
+"""Untimed runs before each sequential-read row's (`measure`'s ``warmup``): without them the
+row that comes first pays more of the kernel's zeroing of fresh pages than the rows after it
+(sequential_phases.py --cold, medians of 15: refs remote read first 197 ms, after the reads at
+hand 164 ms; at hand 139-142 ms either way)."""
 Read = Callable[[], np.ndarray]
 STORE_OPTIONS: dict[str, Any] = {}
 """`RfsStore` options of our readers (``--store-options``)."""
@@ -379,6 +384,7 @@ def _measure(
     refs: dict[str, Any],
     selection: Callable[[int], Selection],
     expected: Callable[[Selection], np.ndarray],
+    warmup: int = 0,
 ) -> None:
     """One reader on one case: a fresh open and read per run, each run its own selection."""
     picked = iter(range(10**6))
@@ -394,6 +400,7 @@ def _measure(
         lambda values: np.array_equal(values, expected(state["sel"])),
         runs=runs,
         setup=setup,
+        warmup=warmup,
     )
 
 
@@ -420,7 +427,7 @@ def run(
             case_runs = runs
             if case.startswith(SEQUENTIAL):
                 case_runs = max(runs, SEQUENTIAL_RUNS) if runs > 1 else runs
-                rows.append(_limit(server, case, refs[file], case_runs).to_json())
+                rows.append(_limit(server, case, refs[file], case_runs, runs > 1).to_json())
             for name, ours, reader in chosen:
                 if name.endswith(DEFAULT_CHUNKS) and not case.startswith(DASK_CASE):
                     continue
@@ -429,7 +436,18 @@ def run(
                     rows.append(not_run(row, reader).to_json())
                     continue
                 try:
-                    _measure(row, server, case_runs, reader, path, refs[file], selection, expected)
+                    warmup = SEQUENTIAL_WARMUP if case.startswith(SEQUENTIAL) and runs > 1 else 0
+                    _measure(
+                        row,
+                        server,
+                        case_runs,
+                        reader,
+                        path,
+                        refs[file],
+                        selection,
+                        expected,
+                        warmup,
+                    )
                 except _NotApplicable as exc:
                     not_run(row, str(exc))
                 except Exception as exc:  # a reader's own failure is a result
@@ -462,12 +480,22 @@ def _dask_client() -> Any:
     return client
 
 
-def _limit(server: BenchServer, case: str, refs: dict[str, Any], runs: int) -> Row:
+def _limit(
+    server: BenchServer, case: str, refs: dict[str, Any], runs: int, warm: bool = False
+) -> Row:
     """The whole file in plain concurrent range requests (8 MiB, 16 in flight): the bytes of
-    the sequential read at what the link and the server give (bench.py's limit row)."""
+    the sequential read at what the link and the server give (bench.py's limit row); ``warm``:
+    after `SEQUENTIAL_WARMUP` untimed runs, as the readers' rows."""
     url, size = refs["url"], refs["size"]
     row = Row("reads", case, "limit: plain concurrent range requests")
-    return measure(row, server, lambda: plain_ranges(url, size), lambda n: n == size, runs=runs)
+    return measure(
+        row,
+        server,
+        lambda: plain_ranges(url, size),
+        lambda n: n == size,
+        runs=runs,
+        warmup=SEQUENTIAL_WARMUP if warm else 0,
+    )
 
 
 def _throughputs(rows: list[dict[str, Any]], size: int) -> None:

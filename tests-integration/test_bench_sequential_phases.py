@@ -1,0 +1,41 @@
+"""tools/bench/sequential_phases.py runs end to end in quick mode: every read equals h5py's
+values, its phases come in the order a read goes through them, and the server saw the
+requests of a read (numbers are not judged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PHASES = Path(__file__).resolve().parents[1] / "tools" / "bench" / "sequential_phases.py"
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_quick_phases_run_with_exact_values_in_order(tmp_path: Path) -> None:
+    out = tmp_path / "phases.json"
+    completed = subprocess.run(
+        [sys.executable, str(PHASES), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert document["limit_ms"] > 0
+    assert [row["refs"] for row in document["rows"]] == ["remote", "local"]
+    for row in document["rows"]:
+        assert len(row["runs"]) == 3
+        for run in row["runs"]:
+            assert run["equal"] is True
+            times = [run[c] for c in ("first request", "last data", "last shard decoded", "done")]
+            assert None not in times, run
+            assert times == sorted(times), run
+            # the data once (and refs.json when remote): the index comes with refs.json
+            assert run["round_trips"] == (2 if row["refs"] == "remote" else 1), run
+    assert "last shard decoded" in completed.stdout

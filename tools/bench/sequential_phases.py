@@ -1,0 +1,192 @@
+"""Where the time of the sequential read goes (issue 25): the phases of each read, median of runs.
+
+reads.py says how long the sequential read of the 4 KiB-chunk recording takes; this says when,
+inside one read, the first and last range requests leave, the first and last data arrive, the
+last pack is rearranged, the last shard is decoded by zarr and the read returns, and how much CPU
+the process spent (all threads). It wraps a few of the store's and zarr's internal functions to
+take the times, so it is a diagnostic, not a benchmark: the wrappers cost microseconds per call.
+Same server and file as reads.py (the single-range server, 20 ms per request, zarr's defaults).
+
+    uv run python tools/bench/sequential_phases.py            # 20 s x 64 channels, 15 runs
+    uv run python tools/bench/sequential_phases.py --quick    # 3 s, 3 runs (the smoke test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import numpy as np
+import reads
+from server import BenchServer
+
+PHASES = (
+    ("first request", "ranges", min),
+    ("last request", "ranges", max),
+    ("first data", "answered", min),
+    ("last data", "answered", max),
+    ("last pack", "packed", max),
+    ("last shard decoded", "decoded", max),
+    ("done", "done", max),
+)
+"""(column, event, which of its times): an event is logged each time its function returns."""
+
+
+class Timeline:
+    """Milliseconds since the read started, per event."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.events: list[tuple[str, float]] = []
+
+    def reset(self) -> None:
+        self.start, self.events = time.perf_counter(), []
+
+    def note(self, event: str) -> None:
+        self.events.append((event, (time.perf_counter() - self.start) * 1000))
+
+    def phases(self) -> dict[str, float | None]:
+        found: dict[str, float | None] = {}
+        for column, event, pick in PHASES:
+            times = [t for name, t in self.events if name == event]
+            found[column] = pick(times) if times else None
+        return found
+
+
+def instrument(timeline: Timeline) -> None:
+    """Log the events of `PHASES` (patches module attributes of this process only)."""
+    import shadowzarr_store.rfs_store as rfs_store
+    from shadowzarr_store.grouped_view import GroupLayout
+    from zarr.codecs.sharding import ShardingCodec
+
+    runs = rfs_store.read_runs
+
+    async def read_runs(*args: Any, **kwargs: Any) -> Any:
+        timeline.note("ranges")
+        found = await runs(*args, **kwargs)
+        timeline.note("answered")
+        return found
+
+    rfs_store.read_runs = read_runs  # type: ignore[assignment]
+    GroupLayout.pack_rows = _after(GroupLayout.pack_rows, timeline, "packed")  # type: ignore[method-assign]
+    decode = ShardingCodec._decode_partial_single
+
+    async def decoded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = await decode(self, *args, **kwargs)
+        timeline.note("decoded")
+        return found
+
+    ShardingCodec._decode_partial_single = decoded  # type: ignore[method-assign]
+
+
+def _after(function: Callable[..., Any], timeline: Timeline, event: str) -> Callable[..., Any]:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        found = function(*args, **kwargs)
+        timeline.note(event)
+        return found
+
+    return wrapped
+
+
+def run(
+    server: BenchServer,
+    refs: dict[str, Any],
+    expected: np.ndarray,
+    runs: int,
+    order: tuple[str, ...] = ("remote", "local"),
+    warm: bool = True,
+) -> list[dict[str, Any]]:
+    from shadowzarr_store import open_rfs
+
+    timeline = Timeline()
+    instrument(timeline)
+    rows = []
+    for where in order if warm else ():  # untimed: memory the reads reuse, as in reads.py
+        open_rfs(refs[where])[reads.RECORDING][:]
+    for where in order:
+        measured: list[dict[str, Any]] = []
+        for _ in range(runs):
+            server.reset()
+            timeline.reset()
+            cpu = time.process_time()
+            values = open_rfs(refs[where])[reads.RECORDING][:]
+            timeline.note("done")
+            phases = timeline.phases()
+            counts = server.counts()
+            measured.append(
+                {
+                    **phases,
+                    "cpu": (time.process_time() - cpu) * 1000,
+                    "requests": counts.requests,
+                    "round_trips": counts.round_trips,
+                    "equal": bool(np.array_equal(values, expected)),
+                }
+            )
+        rows.append({"refs": where, "runs": measured, "median": _medians(measured)})
+    return rows
+
+
+def _medians(measured: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in [*(c for c, _, _ in PHASES), "cpu"]:
+        times = [m[column] for m in measured if m[column] is not None]
+        out[column] = statistics.median(times) if times else None
+    out["equal"] = all(m["equal"] for m in measured)
+    return out
+
+
+def print_table(rows: list[dict[str, Any]], limit: float) -> None:
+    columns = [*(c for c, _, _ in PHASES), "cpu"]
+    print(f"limit (plain concurrent ranges of the file): {limit:.1f} ms, median")
+    print(f"{'refs':<8}" + "".join(f"{c:>20}" for c in columns) + "   equal")
+    for row in rows:
+        median = row["median"]
+        cells = "".join(
+            f"{'-' if median[c] is None else f'{median[c]:.1f} ms':>20}" for c in columns
+        )
+        print(f"{row['refs']:<8}{cells}   {median['equal']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 s of recording, 3 runs")
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--latency", type=float, default=20.0, help="ms per request")
+    parser.add_argument(
+        "--order", default="remote,local", help="which references are read first (reads.py's)"
+    )
+    parser.add_argument(
+        "--cold", action="store_true", help="no untimed read first (the first row pays)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write every run here")
+    args = parser.parse_args(argv)
+    sizes = reads.Sizes.quick() if args.quick else reads.Sizes()
+    runs = args.runs or (3 if args.quick else 15)
+    samples = sizes.recording_seconds * reads.SAMPLE_RATE
+    expected = reads.recording_values(0, samples, sizes.recording_channels)
+    with tempfile.TemporaryDirectory(prefix="shadowzarr-phases-") as folder:
+        www = Path(folder)
+        reads.write_files(www, sizes)
+        with BenchServer(www, latency=args.latency / 1000, bandwidth=None, kind="s3") as server:
+            refs = reads.write_references(www, server)["recording"]
+            warm = not args.cold
+            limit = reads._limit(server, "sequential", refs, runs, warm).seconds or 0.0
+            rows = run(server, refs, expected, runs, tuple(args.order.split(",")), warm)
+    print_table(rows, limit * 1000)
+    if args.json is not None:
+        document = {"limit_ms": limit * 1000, "runs": runs, "latency_ms": args.latency}
+        args.json.write_text(json.dumps({**document, "rows": rows}, indent=1))
+    return 0 if all(row["median"]["equal"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
