@@ -5,11 +5,11 @@ peers are left out to keep it short: the full script runs them)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from shadowzarr_testing.scripts import run_script
 
 READS = Path(__file__).resolve().parents[1] / "tools" / "bench" / "reads.py"
 
@@ -18,24 +18,17 @@ READS = Path(__file__).resolve().parents[1] / "tools" / "bench" / "reads.py"
 @pytest.mark.network
 def test_quick_reads_run_with_exact_values_and_counted_round_trips(tmp_path: Path) -> None:
     out = tmp_path / "reads.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(READS),
-            "--quick",
-            "--cases",
-            "1 column,64 channels",  # also the sequential read and the dask sum
-            "--skip",
-            "kerchunk,fsspec,remfile,async-hdf5,default chunks",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    run_script(
+        READS,
+        "--quick",
+        "--cases",
+        "1 column,64 channels",  # also the sequential read and the dask sum
+        "--skip",
+        "kerchunk,fsspec,remfile,async-hdf5,default chunks",
+        "--json",
+        str(out),
         timeout=300,
-        check=False,
     )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     document = json.loads(out.read_text())
     assert document["quick"] is True
     rows = [row for row in document["rows"] if row["not_run"] != "skipped by --skip"]

@@ -5,11 +5,10 @@ requests of a read (numbers are not judged)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from shadowzarr_testing.scripts import run_script
 
 PHASES = Path(__file__).resolve().parents[1] / "tools" / "bench" / "sequential_phases.py"
 
@@ -18,14 +17,7 @@ PHASES = Path(__file__).resolve().parents[1] / "tools" / "bench" / "sequential_p
 @pytest.mark.network
 def test_quick_phases_run_with_exact_values_in_order(tmp_path: Path) -> None:
     out = tmp_path / "phases.json"
-    completed = subprocess.run(
-        [sys.executable, str(PHASES), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    completed = run_script(PHASES, "--quick", "--json", str(out), timeout=300)
     document = json.loads(out.read_text())
     assert document["limit_ms"] > 0
     assert [row["refs"] for row in document["rows"]] == ["remote", "local"]

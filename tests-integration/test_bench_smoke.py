@@ -5,11 +5,10 @@ not run says why)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from shadowzarr_testing.scripts import run_script
 
 BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench" / "bench.py"
 WORKLOADS = {"1 generate", "2 open 2M", "3 one second", "4 small chunks", "5 sequential"}
@@ -19,27 +18,20 @@ WORKLOADS = {"1 generate", "2 open 2M", "3 one second", "4 small chunks", "5 seq
 @pytest.mark.network
 def test_quick_run_covers_every_workload_with_exact_values(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH),
-            "--quick",
-            "--no-build-venvs",
-            "--bandwidths",
-            "200",
-            "--servers",
-            "s3",
-            "--latency",
-            "5",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    completed = run_script(
+        BENCH,
+        "--quick",
+        "--no-build-venvs",
+        "--bandwidths",
+        "200",
+        "--servers",
+        "s3",
+        "--latency",
+        "5",
+        "--json",
+        str(out),
         timeout=600,
-        check=False,
     )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     document = json.loads(out.read_text())
     assert document["quick"] is True
     (setting,) = document["settings"]
