@@ -424,10 +424,11 @@ def run(
             if case.startswith(DASK_CASE) and client is None:
                 client = _dask_client()
             first = len(rows)
-            case_runs = runs
+            case_runs, warmup = runs, 0
             if case.startswith(SEQUENTIAL):
                 case_runs = max(runs, SEQUENTIAL_RUNS) if runs > 1 else runs
-                rows.append(_limit(server, case, refs[file], case_runs, runs > 1).to_json())
+                warmup = SEQUENTIAL_WARMUP if runs > 1 else 0
+                rows.append(_limit(server, case, refs[file], case_runs, warmup).to_json())
             for name, ours, reader in chosen:
                 if name.endswith(DEFAULT_CHUNKS) and not case.startswith(DASK_CASE):
                     continue
@@ -436,7 +437,6 @@ def run(
                     rows.append(not_run(row, reader).to_json())
                     continue
                 try:
-                    warmup = SEQUENTIAL_WARMUP if case.startswith(SEQUENTIAL) and runs > 1 else 0
                     _measure(
                         row,
                         server,
@@ -480,12 +480,10 @@ def _dask_client() -> Any:
     return client
 
 
-def _limit(
-    server: BenchServer, case: str, refs: dict[str, Any], runs: int, warm: bool = False
-) -> Row:
+def _limit(server: BenchServer, case: str, refs: dict[str, Any], runs: int, warmup: int = 0) -> Row:
     """The whole file in plain concurrent range requests (8 MiB, 16 in flight): the bytes of
-    the sequential read at what the link and the server give (bench.py's limit row); ``warm``:
-    after `SEQUENTIAL_WARMUP` untimed runs, as the readers' rows."""
+    the sequential read at what the link and the server give (bench.py's limit row), after
+    ``warmup`` untimed runs as the readers' rows."""
     url, size = refs["url"], refs["size"]
     row = Row("reads", case, "limit: plain concurrent range requests")
     return measure(
@@ -494,7 +492,7 @@ def _limit(
         lambda: plain_ranges(url, size),
         lambda n: n == size,
         runs=runs,
-        warmup=SEQUENTIAL_WARMUP if warm else 0,
+        warmup=warmup,
     )
 
 

@@ -38,7 +38,8 @@ PHASES = (
     ("last shard decoded", "decoded", max),
     ("done", "done", max),
 )
-"""(column, event, which of its times): an event is logged each time its function returns."""
+"""(column, event, which of its times). ``ranges`` is logged when the store starts reading a
+pack's stored chunks, ``answered`` when they are in; the others when their function returns."""
 
 
 class Timeline:
@@ -179,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         with BenchServer(www, latency=args.latency / 1000, bandwidth=None, kind="s3") as server:
             refs = reads.write_references(www, server)["recording"]
             warm = not args.cold
-            limit = reads._limit(server, "sequential", refs, runs, warm).seconds or 0.0
+            warmup = reads.SEQUENTIAL_WARMUP if warm else 0
+            limit = reads._limit(server, "sequential", refs, runs, warmup).seconds or 0.0
             rows = run(server, refs, expected, runs, tuple(args.order.split(",")), warm)
     print_table(rows, limit * 1000)
     if args.json is not None:
