@@ -9,9 +9,11 @@ from pathlib import Path
 __all__ = ["run_script"]
 
 
-def run_script(script: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_script(
+    script: Path, *args: str, timeout: float, returncode: int = 0
+) -> subprocess.CompletedProcess[str]:
     """``python script args…`` in a child process; fails the test, showing the ends of its
-    output, unless it exits with 0."""
+    output, unless it exits with ``returncode``."""
     completed = subprocess.run(
         [sys.executable, str(script), *args],
         capture_output=True,
@@ -19,5 +21,5 @@ def run_script(script: Path, *args: str, timeout: float) -> subprocess.Completed
         timeout=timeout,
         check=False,
     )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert completed.returncode == returncode, completed.stdout[-3000:] + completed.stderr[-3000:]
     return completed
