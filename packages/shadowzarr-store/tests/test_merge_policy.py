@@ -14,8 +14,9 @@ import pytest
 import zarr
 
 from shadowzarr_store import open_rfs
-from shadowzarr_store.merge import HEAD_START_BYTES, head_start, plan_runs
+from shadowzarr_store.merge import HEAD_START_BYTES, RangeMerger, head_start, plan_runs
 from shadowzarr_store.options import StoreOptions
+from shadowzarr_store.transport.stats import StoreStats
 
 from .handmade import array_meta
 
@@ -177,3 +178,36 @@ def test_a_throttled_wave_gets_a_head_start(
     assert f"bytes={3 * chunk}-{10 * chunk - 1}" in ranges
     assert nginx.bytes_sent("/big.bin") == values.nbytes
     assert 3 <= nginx.count() < 16
+
+
+# -- parking many reads at once ---------------------------------------------------------------
+
+
+async def test_read_many_parks_ranges_together_and_slices_one_answer() -> None:
+    data = bytes(range(256)) * 64
+    asked: list[tuple[int, int]] = []
+
+    async def fetch(url: str, start: int, end: int) -> bytes:
+        asked.append((start, end))
+        return data[start:end]
+
+    merger = RangeMerger(fetch, StoreOptions(), StoreStats())
+    spans = [(4096, 8192), (0, 4096), (8192, 9000), (12000, 12100)]
+    found = await merger.read_many("file.h5", spans)
+    assert [bytes(part) for part in found] == [data[a:b] for a, b in spans]
+    assert asked == [(0, 12100)]  # one request: neighbours and a gap under merge_gap
+
+
+async def test_read_many_with_a_range_too_large_to_merge_reads_each() -> None:
+    data = bytes(range(256)) * 64
+    asked: list[tuple[int, int]] = []
+
+    async def fetch(url: str, start: int, end: int) -> bytes:
+        asked.append((start, end))
+        return data[start:end]
+
+    merger = RangeMerger(fetch, StoreOptions(max_merge_size=4096), StoreStats())
+    spans = [(0, 1000), (1000, 9000)]  # the second is over max_merge_size
+    found = await merger.read_many("file.h5", spans)
+    assert [bytes(part) for part in found] == [data[a:b] for a, b in spans]
+    assert sorted(asked) == [(0, 1000), (1000, 9000)]

@@ -30,7 +30,7 @@ from shadowzarr_spec import SourceError
 from shadowzarr_store.transport.coalesce import coalesce
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
 
     from shadowzarr_store.options import StoreOptions
     from shadowzarr_store.transport.stats import StoreStats
@@ -116,19 +116,39 @@ class RangeMerger:
         """Bytes ``[start, end)`` of ``url``, possibly as a slice of a merged request."""
         if not self.eligible(start, end):
             return await self._fetch(url, start, end)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bytes | memoryview] = loop.create_future()
+        future = self._park(url, start, end)
+        self._schedule()
+        return await future
+
+    async def read_many(
+        self, url: str, spans: Sequence[tuple[int, int]]
+    ) -> list[bytes | memoryview]:
+        """`read` of each of ``spans`` of ``url``, parked together: one future per range and no
+        task (a shard's stored chunks come in tens of ranges, each a task's worth of Python
+        before the first request could leave)."""
+        if not all(self.eligible(start, end) for start, end in spans):
+            return list(await asyncio.gather(*(self.read(url, a, b) for a, b in spans)))
+        futures = [self._park(url, start, end) for start, end in spans]
+        self._schedule()
+        return list(await asyncio.gather(*futures))
+
+    def _park(self, url: str, start: int, end: int) -> asyncio.Future[bytes | memoryview]:
+        future: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
         self._pending.append(_Pending(url, start, end, future))
         self._outstanding += 1
         future.add_done_callback(self._finished)
+        return future
+
+    def _schedule(self) -> None:
+        """Flush at once when zarr is throttled on the parked reads, else on the next tick."""
         if not _GATHERED.get() and len(self._pending) >= int(zarr.config.get("async.concurrency")):
             self._flush()
         elif self._handle is None:
+            loop = asyncio.get_running_loop()
             window = self._options.merge_window
             self._handle = (
                 loop.call_later(window, self._flush) if window > 0 else loop.call_soon(self._flush)
             )
-        return await future
 
     def _finished(self, _: asyncio.Future[bytes | memoryview]) -> None:
         self._outstanding -= 1

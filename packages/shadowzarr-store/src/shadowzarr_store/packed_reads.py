@@ -11,7 +11,6 @@ answer) goes back to the per-key path, which pads, checks and names the chunk in
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,12 +60,12 @@ async def read_runs(
         for a, b in zip(firsts, lasts, strict=True)
     ]
     with gathered_reads():
-        answers = await asyncio.gather(*(reader.read(url, a, b) for a, b in spans))
+        answers = await reader.read_many(url, spans)
     pieces = []
     for (a, b), (raw, cached) in zip(spans, answers, strict=True):
         if len(raw) != b - a:
             return None
-        if not cached:
+        if not cached and reader.caches:
             await reader.remember(url, a, b, raw)
         pieces.append(np.frombuffer(raw, dtype=np.uint8))
     if nbytes is not None and bool((order == np.arange(len(order))).all()):
@@ -74,7 +73,10 @@ async def read_runs(
     joined = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     if nbytes is None:
         ends = np.cumsum(lengths)
-        cut = [memoryview(joined[e - n : e]) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True)]
+        cut = [
+            memoryview(joined[e - n : e])
+            for e, n in zip(ends.tolist(), lengths.tolist(), strict=True)
+        ]
         found: list[memoryview] = [cut[0]] * len(cut)
         for i, j in enumerate(order.tolist()):
             found[j] = cut[i]

@@ -481,7 +481,7 @@ class RfsStore(Store):
         ``into`` if given: their stored chunks read at once (and decoded, for decoded packs)
         and rearranged; a stored chunk that is not stored is the fill."""
         members, nbytes = layout.members, layout.chunk_nbytes
-        wanted = np.array([j * members + m for j in inner for m in range(members)], dtype=np.int64)
+        wanted = (np.asarray(inner, dtype=np.int64)[:, None] * members + np.arange(members)).ravel()
         block = np.empty((len(wanted), nbytes), dtype=np.uint8)
         stored = index.stored[wanted]
         if not stored.all():

@@ -23,6 +23,8 @@ from shadowzarr_store.transport.client import Transport, close_all
 from shadowzarr_store.transport.locations import join_location, redact
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from shadowzarr_spec import ReferenceFileSystem
 
     from shadowzarr_store.options import StoreOptions
@@ -105,6 +107,20 @@ class SourceReader:
             return cached, True
         # Local reads are merged too: one worker-thread hop per run instead of one per chunk.
         return await self._merger().read(url, start, end), False
+
+    async def read_many(
+        self, url: str, spans: Sequence[tuple[int, int]]
+    ) -> list[tuple[bytes | memoryview, bool]]:
+        """`read` of each of ``spans`` of ``url``; without a cache, parked in the merge queue
+        together (no task per range)."""
+        if self.caches:
+            return list(await asyncio.gather(*(self.read(url, a, b) for a, b in spans)))
+        return [(data, False) for data in await self._merger().read_many(url, spans)]
+
+    @property
+    def caches(self) -> bool:
+        """Whether checked bytes are kept anywhere (`remember` does something)."""
+        return self.options.memory_cache is not None or self.options.local_cache is not None
 
     async def read_whole(self, url: str) -> tuple[bytes, bool]:
         """The whole of reference URL ``url``, and whether it came from a cache."""
