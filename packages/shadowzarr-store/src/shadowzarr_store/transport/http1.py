@@ -13,6 +13,8 @@ asks aiohttp instead. Connection failures and stalls are `TransientError`, like 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
 import ssl
 from functools import cache
 from typing import TYPE_CHECKING
@@ -29,6 +31,10 @@ __all__ = ["Head", "OriginPool", "Unhandled"]
 
 _MAX_HEAD = 64 * 1024
 _HEAD_BUFFER = 16 * 1024
+ADDRESSES_KEPT_SECONDS = 60.0
+"""How long a host name's addresses serve new connections. asyncio looks the name up again for
+every connection, each lookup a job for the default executor's few threads (which also rearrange
+packs): a cold read opening tens of connections to S3 made tens of lookups."""
 
 
 @cache
@@ -210,6 +216,10 @@ class OriginPool:
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
         self._all: set[_Connection] = set()
+        self._named = not _is_address(self._host)
+        self._addresses: tuple[tuple[str, int], ...] = ()
+        self._resolved_at = 0.0
+        self._resolving = asyncio.Lock()
 
     def head(self, address: URL, headers: dict[str, str]) -> bytes:
         """The request head of a GET of ``address`` with ``headers``."""
@@ -243,13 +253,24 @@ class OriginPool:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._timeout):
-                _, connection = await loop.create_connection(
-                    _Connection,
-                    self._host,
-                    self._port,
-                    ssl=self._tls,
-                    server_hostname=self._host if self._tls else None,
-                )
+                targets = await self._targets() if self._named else ((self._host, self._port),)
+                for at, (host, port) in enumerate(targets):
+                    try:
+                        _, connection = await loop.create_connection(
+                            _Connection,
+                            host,
+                            port,
+                            ssl=self._tls,
+                            server_hostname=self._host if self._tls else None,
+                        )
+                    except OSError:
+                        if at < len(targets) - 1:
+                            continue
+                        self._addresses = ()  # none answered: the next connection looks again
+                        raise
+                    if at and self._addresses == targets:  # the one that answered goes first
+                        self._addresses = (targets[at], *targets[:at], *targets[at + 1 :])
+                    break
         except TimeoutError as exc:
             raise TransientError(f"{shown}: no connection within {self._timeout} s") from exc
         except ssl.SSLCertVerificationError as exc:
@@ -259,6 +280,19 @@ class OriginPool:
             raise TransientError(f"{shown}: cannot connect: {type(exc).__name__}") from exc
         self._all.add(connection)
         return connection
+
+    async def _targets(self) -> tuple[tuple[str, int], ...]:
+        """The host name's addresses: looked up once per `ADDRESSES_KEPT_SECONDS` for every
+        connection of the pool (a lookup that fails raises, as asyncio's own would)."""
+        loop = asyncio.get_running_loop()
+        async with self._resolving:
+            if not self._addresses or loop.time() - self._resolved_at >= ADDRESSES_KEPT_SECONDS:
+                found = await loop.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM)
+                addresses = dict.fromkeys((str(a[4][0]), int(a[4][1])) for a in found)
+                if not addresses:
+                    raise OSError(f"no address for {self._host!r}")
+                self._addresses, self._resolved_at = tuple(addresses), loop.time()
+            return self._addresses
 
     async def _exchange(
         self, connection: _Connection, head: bytes, shown: str, most: int | None
@@ -301,3 +335,12 @@ class OriginPool:
         for connection in list(self._all):
             self._discard(connection)
         self._idle.clear()
+
+
+def _is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address (asyncio connects to one without a lookup)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
