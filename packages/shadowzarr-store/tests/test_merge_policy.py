@@ -4,6 +4,7 @@ are compared with what numpy and zlib wrote."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
 from dataclasses import dataclass
@@ -14,7 +15,13 @@ import pytest
 import zarr
 
 from shadowzarr_store import open_rfs
-from shadowzarr_store.merge import HEAD_START_BYTES, RangeMerger, head_start, plan_runs
+from shadowzarr_store.merge import (
+    HEAD_START_BYTES,
+    RangeMerger,
+    gathered_reads,
+    head_start,
+    plan_runs,
+)
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.transport.stats import StoreStats
 
@@ -211,3 +218,27 @@ async def test_read_many_with_a_range_too_large_to_merge_reads_each() -> None:
     found = await merger.read_many("file.h5", spans)
     assert [bytes(part) for part in found] == [data[a:b] for a, b in spans]
     assert sorted(asked) == [(0, 1000), (1000, 9000)]
+
+
+async def test_the_stores_gathered_reads_get_no_head_start_and_zarrs_do() -> None:
+    data = bytes(range(256)) * (4 * HEAD_START_BYTES // 256)
+    asked: list[tuple[int, int]] = []
+
+    async def fetch(url: str, start: int, end: int) -> bytes:
+        asked.append((start, end))
+        return data[start:end]
+
+    piece = len(data) // 16
+    spans = [(i * piece, (i + 1) * piece) for i in range(16)]  # more than async.concurrency
+    merger = RangeMerger(fetch, StoreOptions(), StoreStats())
+    with gathered_reads():  # a shard's stored chunks: done only when all are
+        found = await merger.read_many("file.h5", spans)
+    assert b"".join(bytes(part) for part in found) == data
+    assert asked == [(0, len(data))]
+    asked.clear()
+    # the same reads as zarr's own gets: the first ten flush at once, throttled, and each wave
+    # sends a head start (a quarter of its run) ahead of the rest
+    found = await asyncio.gather(*(merger.read("file.h5", a, b) for a, b in spans))
+    assert b"".join(bytes(part) for part in found) == data
+    first_wave = 10 * piece
+    assert sorted(asked)[:2] == [(0, 3 * piece), (3 * piece, first_wave)]
