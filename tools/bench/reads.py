@@ -18,6 +18,7 @@ of requests, counted by the proxy) and bytes come from the server's own counters
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,7 +26,7 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,21 @@ def write_references(www: Path, server: BenchServer) -> dict[str, Any]:
 
 type Selection = tuple[Any, ...]
 type Opener = Callable[[str, dict[str, Any], Selection], np.ndarray]
+
+
+@contextlib.contextmanager
+def served_recording(
+    sizes: Sizes, latency_ms: float, prefix: str
+) -> Iterator[tuple[BenchServer, dict[str, Any], np.ndarray]]:
+    """The benchmark's files in a scratch folder, served by the single-range server at
+    ``latency_ms`` per request: (server, the recording's references, its values)."""
+    samples = sizes.recording_seconds * SAMPLE_RATE
+    expected = recording_values(0, samples, sizes.recording_channels)
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        www = Path(folder)
+        write_files(www, sizes)
+        with BenchServer(www, latency=latency_ms / 1000, bandwidth=None, kind="s3") as server:
+            yield server, write_references(www, server)["recording"], expected
 
 
 def _ours_open_rfs(where: str) -> Opener:

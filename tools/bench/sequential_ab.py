@@ -20,7 +20,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -147,14 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"variant names repeat: {names}")
     sizes = reads.Sizes.quick() if args.quick else reads.Sizes()
     rounds = args.rounds or (3 if args.quick else 21)
-    samples = sizes.recording_seconds * reads.SAMPLE_RATE
-    expected = reads.recording_values(0, samples, sizes.recording_channels)
-    with tempfile.TemporaryDirectory(prefix="shadowzarr-ab-") as folder:
-        www = Path(folder)
-        reads.write_files(www, sizes)
-        with BenchServer(www, latency=args.latency / 1000, bandwidth=None, kind="s3") as server:
-            refs = reads.write_references(www, server)["recording"]
-            result = run(server, refs, expected, variants, rounds)
+    with reads.served_recording(sizes, args.latency, "shadowzarr-ab-") as (server, refs, expected):
+        result = run(server, refs, expected, variants, rounds)
     rows = summarize(result, names)
     limit = statistics.median(result["limit_ms"])
     print_table(rows, limit, names[0])

@@ -17,7 +17,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -172,17 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = reads.Sizes.quick() if args.quick else reads.Sizes()
     runs = args.runs or (3 if args.quick else 15)
-    samples = sizes.recording_seconds * reads.SAMPLE_RATE
-    expected = reads.recording_values(0, samples, sizes.recording_channels)
-    with tempfile.TemporaryDirectory(prefix="shadowzarr-phases-") as folder:
-        www = Path(folder)
-        reads.write_files(www, sizes)
-        with BenchServer(www, latency=args.latency / 1000, bandwidth=None, kind="s3") as server:
-            refs = reads.write_references(www, server)["recording"]
-            warm = not args.cold
-            warmup = reads.SEQUENTIAL_WARMUP if warm else 0
-            limit = reads._limit(server, "sequential", refs, runs, warmup).seconds or 0.0
-            rows = run(server, refs, expected, runs, tuple(args.order.split(",")), warm)
+    served = reads.served_recording(sizes, args.latency, "shadowzarr-phases-")
+    with served as (server, refs, expected):
+        warm = not args.cold
+        warmup = reads.SEQUENTIAL_WARMUP if warm else 0
+        limit = reads._limit(server, "sequential", refs, runs, warmup).seconds or 0.0
+        rows = run(server, refs, expected, runs, tuple(args.order.split(",")), warm)
     print_table(rows, limit * 1000)
     if args.json is not None:
         document = {"limit_ms": limit * 1000, "runs": runs, "latency_ms": args.latency}

@@ -28,6 +28,7 @@ from shadowzarr_store.transport.stats import StoreStats
 from .handmade import array_meta
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
     from shadowzarr_testing import LatencyProxy, NginxServer
@@ -190,14 +191,22 @@ def test_a_throttled_wave_gets_a_head_start(
 # -- parking many reads at once ---------------------------------------------------------------
 
 
-async def test_read_many_parks_ranges_together_and_slices_one_answer() -> None:
-    data = bytes(range(256)) * 64
+def _served(
+    data: bytes,
+) -> tuple[Callable[[str, int, int], Awaitable[bytes]], list[tuple[int, int]]]:
+    """A fetch of ``data``'s bytes, and the list of the ranges it was asked for."""
     asked: list[tuple[int, int]] = []
 
     async def fetch(url: str, start: int, end: int) -> bytes:
         asked.append((start, end))
         return data[start:end]
 
+    return fetch, asked
+
+
+async def test_read_many_parks_ranges_together_and_slices_one_answer() -> None:
+    data = bytes(range(256)) * 64
+    fetch, asked = _served(data)
     merger = RangeMerger(fetch, StoreOptions(), StoreStats())
     spans = [(4096, 8192), (0, 4096), (8192, 9000), (12000, 12100)]
     found = await merger.read_many("file.h5", spans)
@@ -207,12 +216,7 @@ async def test_read_many_parks_ranges_together_and_slices_one_answer() -> None:
 
 async def test_read_many_with_a_range_too_large_to_merge_reads_each() -> None:
     data = bytes(range(256)) * 64
-    asked: list[tuple[int, int]] = []
-
-    async def fetch(url: str, start: int, end: int) -> bytes:
-        asked.append((start, end))
-        return data[start:end]
-
+    fetch, asked = _served(data)
     merger = RangeMerger(fetch, StoreOptions(max_merge_size=4096), StoreStats())
     spans = [(0, 1000), (1000, 9000)]  # the second is over max_merge_size
     found = await merger.read_many("file.h5", spans)
@@ -222,12 +226,7 @@ async def test_read_many_with_a_range_too_large_to_merge_reads_each() -> None:
 
 async def test_the_stores_gathered_reads_get_no_head_start_and_zarrs_do() -> None:
     data = bytes(range(256)) * (4 * HEAD_START_BYTES // 256)
-    asked: list[tuple[int, int]] = []
-
-    async def fetch(url: str, start: int, end: int) -> bytes:
-        asked.append((start, end))
-        return data[start:end]
-
+    fetch, asked = _served(data)
     piece = len(data) // 16
     spans = [(i * piece, (i + 1) * piece) for i in range(16)]  # more than async.concurrency
     merger = RangeMerger(fetch, StoreOptions(), StoreStats())
