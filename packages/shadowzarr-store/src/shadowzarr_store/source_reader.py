@@ -153,9 +153,9 @@ class SourceReader:
     # -- caches ---------------------------------------------------------------------------------
 
     async def _cache_get(self, url: str, start: int, end: int) -> bytes | None:
-        options = self.options
-        if options.memory_cache is None and options.local_cache is None:
+        if not self.caches:
             return None
+        options = self.options
         identity = self.identity(url)
         if options.memory_cache is not None:
             data = options.memory_cache.get(identity, start, end)
@@ -172,9 +172,9 @@ class SourceReader:
         return None
 
     async def _cache_put(self, url: str, start: int, end: int, data: bytes | memoryview) -> None:
-        options = self.options
-        if options.memory_cache is None and options.local_cache is None:
+        if not self.caches:
             return
+        options = self.options
         identity = self.identity(url)
         blob = bytes(data)
         if options.memory_cache is not None:
