@@ -20,6 +20,7 @@ def test_quick_phases_run_with_exact_values_in_order(tmp_path: Path) -> None:
     completed = run_script(PHASES, "--quick", "--json", str(out), timeout=300)
     document = json.loads(out.read_text())
     assert document["limit_ms"] > 0
+    assert document["limit_cpu_ms"] > 0
     assert [row["refs"] for row in document["rows"]] == ["remote", "local"]
     for row in document["rows"]:
         assert len(row["runs"]) == 3

@@ -3,8 +3,9 @@
 reads.py says how long the sequential read of the 4 KiB-chunk recording takes; this says when,
 inside one read, the first and last range requests leave, the first and last data arrive, the
 last pack is rearranged, the last shard is decoded by zarr and the read returns, and how much CPU
-the process spent (all threads). It wraps a few of the store's and zarr's internal functions to
-take the times, so it is a diagnostic, not a benchmark: the wrappers cost microseconds per call.
+the process spent (all threads), beside the CPU a plain-ranges read of the file costs it. It
+wraps a few of the store's and zarr's internal functions to take the times, so it is a
+diagnostic, not a benchmark: the wrappers cost microseconds per call.
 Same server and file as reads.py (the single-range server, 20 ms per request, zarr's defaults).
 
     uv run python tools/bench/sequential_phases.py            # 20 s x 64 channels, 15 runs
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np
 import reads
+from reading import plain_ranges
 from server import BenchServer
 
 PHASES = (
@@ -135,6 +137,18 @@ def run(
     return rows
 
 
+def limit_cpu(refs: dict[str, Any], runs: int) -> float:
+    """Median CPU (this process, all threads, ms) of one plain-ranges read of the file: what
+    the limit itself costs the client, beside our reads' ``cpu`` column (the gap between them
+    is the store's and zarr's work on the bytes, not the network)."""
+    spent = []
+    for _ in range(runs):
+        cpu = time.process_time()
+        plain_ranges(refs["url"], refs["size"])
+        spent.append((time.process_time() - cpu) * 1000)
+    return statistics.median(spent)
+
+
 def _medians(measured: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for column in [*(c for c, _, _ in PHASES), "cpu"]:
@@ -144,9 +158,9 @@ def _medians(measured: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def print_table(rows: list[dict[str, Any]], limit: float) -> None:
+def print_table(rows: list[dict[str, Any]], limit: float, cpu: float) -> None:
     columns = [*(c for c, _, _ in PHASES), "cpu"]
-    print(f"limit (plain concurrent ranges of the file): {limit:.1f} ms, median")
+    print(f"limit (plain concurrent ranges of the file): {limit:.1f} ms, cpu {cpu:.1f} ms, median")
     print(f"{'refs':<8}" + "".join(f"{c:>20}" for c in columns) + "   equal")
     for row in rows:
         median = row["median"]
@@ -176,10 +190,16 @@ def main(argv: list[str] | None = None) -> int:
         warm = not args.cold
         warmup = reads.SEQUENTIAL_WARMUP if warm else 0
         limit = reads._limit(server, "sequential", refs, runs, warmup).seconds or 0.0
+        cpu = limit_cpu(refs, runs)
         rows = run(server, refs, expected, runs, tuple(args.order.split(",")), warm)
-    print_table(rows, limit * 1000)
+    print_table(rows, limit * 1000, cpu)
     if args.json is not None:
-        document = {"limit_ms": limit * 1000, "runs": runs, "latency_ms": args.latency}
+        document = {
+            "limit_ms": limit * 1000,
+            "limit_cpu_ms": cpu,
+            "runs": runs,
+            "latency_ms": args.latency,
+        }
         args.json.write_text(json.dumps({**document, "rows": rows}, indent=1))
     return 0 if all(row["median"]["equal"] for row in rows) else 1
 
