@@ -397,7 +397,9 @@ class GroupedView:
         }
         # decoded packs are the stored chunks with their byte codecs undone: plain bytes
         inner = document["codecs"][:1] if layout.decoded else document["codecs"]
-        document["codecs"] = [sharding_codec(list(layout.inner_shape), inner)]
+        document["codecs"] = [
+            sharding_codec(list(layout.inner_shape), inner, list(layout.shard_shape))
+        ]
         return True
 
 

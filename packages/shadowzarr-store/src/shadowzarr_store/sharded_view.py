@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 
+from shadowzarr_store.slab_shards import SLAB_SHARDING, slab_inner_shape
+
 __all__ = ["AUTO_MIN_CHUNK_BYTES", "AUTO_TARGET_BYTES", "ShardLayout", "ShardedView"]
 
 AUTO_TARGET_BYTES = 1024 * 1024
@@ -128,7 +130,8 @@ class ShardedView:
             return False
         inner_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
         inner_shape[layout.axis] = layout.rows
-        document["codecs"] = [sharding_codec(inner_shape, document["codecs"])]
+        shard_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
+        document["codecs"] = [sharding_codec(inner_shape, document["codecs"], shard_shape)]
         return True
 
 
@@ -155,12 +158,16 @@ def rewrite_zarr_json(
     return json.dumps(document, allow_nan=True).encode() if visit(path, document) else data
 
 
-def sharding_codec(inner_shape: list[int], codecs: list[Any]) -> dict[str, Any]:
+def sharding_codec(
+    inner_shape: list[int], codecs: list[Any], shard_shape: list[int]
+) -> dict[str, Any]:
     """The ``sharding_indexed`` codec document both views show: inner chunks of
     ``inner_shape`` encoded by ``codecs``, and a plain little-endian index at the start (the
-    index the store synthesizes)."""
+    index the store synthesizes). Shards of slabs are named for `SlabShardingCodec`, the same
+    format with a decoder that skips zarr's shard-sized copy."""
+    slabs = slab_inner_shape(inner_shape, shard_shape, codecs)
     return {
-        "name": "sharding_indexed",
+        "name": SLAB_SHARDING if slabs else "sharding_indexed",
         "configuration": {
             "chunk_shape": inner_shape,
             "codecs": codecs,
