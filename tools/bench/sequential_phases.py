@@ -68,6 +68,7 @@ def instrument(timeline: Timeline) -> None:
     """Log the events of `PHASES` (patches module attributes of this process only)."""
     import shadowzarr_store.rfs_store as rfs_store
     from shadowzarr_store.grouped_view import GroupLayout
+    from shadowzarr_store.slab_shards import SlabShardingCodec
     from zarr.codecs.sharding import ShardingCodec
 
     runs = rfs_store.read_runs
@@ -80,14 +81,17 @@ def instrument(timeline: Timeline) -> None:
 
     rfs_store.read_runs = read_runs  # type: ignore[assignment]
     GroupLayout.pack_rows = _after(GroupLayout.pack_rows, timeline, "packed")  # type: ignore[method-assign]
-    decode = ShardingCodec._decode_partial_single
+    for codec in (ShardingCodec, SlabShardingCodec):  # the views' shards of slabs: ours
+        codec._decode_partial_single = _decoded(codec._decode_partial_single, timeline)  # type: ignore[method-assign]
 
+
+def _decoded(decode: Callable[..., Any], timeline: Timeline) -> Callable[..., Any]:
     async def decoded(self: Any, *args: Any, **kwargs: Any) -> Any:
         found = await decode(self, *args, **kwargs)
         timeline.note("decoded")
         return found
 
-    ShardingCodec._decode_partial_single = decoded  # type: ignore[method-assign]
+    return decoded
 
 
 def _after(function: Callable[..., Any], timeline: Timeline, event: str) -> Callable[..., Any]:

@@ -5,7 +5,9 @@ zarr hands a store at most ``async.concurrency`` (10) chunk reads at a time, so 
 a thousand 1 KiB chunks costs a hundred round trips however well the store merges what is in
 flight. In this view an array of many small chunks (each below ``GROUP_BELOW_BYTES`` decoded)
 is shown with a chunk grid of blocks of stored chunks, each a ``sharding_indexed`` shard whose
-inner chunks are the stored chunks, with the array's own codecs inside. zarr then asks for the
+inner chunks are the stored chunks, with the array's own codecs inside (named
+``shadowzarr.sharding_indexed`` where the inner chunks are plain slabs of the shard's first
+axis: the same format, read without zarr's shard-sized copy, see `slab_shards`). zarr then asks for the
 shard index (computed here from the references, never fetched) and for all the inner chunks it
 touches in one ``get_ranges`` call, or for the whole shard in one ``get``; the store reads those
 inner chunks at once, and the merger joins neighbours into a few range requests. Decoded values

@@ -5,8 +5,10 @@ stored chunk becomes one shard whose inner chunks are blocks of rows along the s
 axis (the first, or ``order[0]`` of a ``transpose``), and whose shard index (at the start) is
 computed here, never fetched: inner chunk ``j`` sits at ``16 n + j * inner_bytes``. zarr then
 asks for the index and for the inner chunks it needs, and the store turns those byte ranges into
-reads of just the records that hold them. Metadata stays standard Zarr v3 (``sharding_indexed``
-with the array's own ``bytes`` / ``transpose`` codecs inside), so any zarr reader decodes it.
+reads of just the records that hold them. The format stays standard Zarr v3 (``sharding_indexed``
+with the array's own ``bytes`` / ``transpose`` codecs inside); a shard of blocks of its first
+axis with plain ``bytes`` is named ``shadowzarr.sharding_indexed``, the same format read by
+`shadowzarr_store.slab_shards.SlabShardingCodec` without zarr's shard-sized copy.
 
 ``sharded_view="auto"`` shows chunks of at least ``AUTO_MIN_CHUNK_BYTES`` in blocks of about
 ``AUTO_TARGET_BYTES``; an integer ``t`` shows chunks of at least ``2 t`` in blocks of about ``t``.

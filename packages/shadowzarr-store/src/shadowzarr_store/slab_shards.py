@@ -135,7 +135,7 @@ class SlabShardingCodec(ShardingCodec):
             and len(self.index_codecs) == 1
             and isinstance(self.index_codecs[0], BytesCodec)
             and self.index_codecs[0].endian in ("little", None)
-            and str(self.index_location) == "start"
+            and getattr(self.index_location, "value", self.index_location) == "start"
             and len(shape) == len(self.chunk_shape) >= 1
             and tuple(shape[1:]) == tuple(self.chunk_shape[1:])
             and shape[0] % self.chunk_shape[0] == 0
