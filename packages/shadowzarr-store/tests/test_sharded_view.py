@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import zarr
 from shadowzarr_spec import load_rfs
+from zarr.codecs import ShardingCodec
 
 from shadowzarr_store import RfsStore, open_rfs
+from shadowzarr_store.slab_shards import SlabShardingCodec
 
 from .handmade import array_meta
 
@@ -73,6 +75,7 @@ def test_one_row_reads_one_block(nginx: NginxServer, data: np.ndarray, consolida
     assert plain.shards == (20_000, CHANNELS)
     assert plain.chunks == (250, CHANNELS)  # the largest divisor of 20,000 within 8 KiB of rows
     assert root["small"].shards is None  # small chunks stay plain
+    assert type(plain.metadata.codecs[0]) is SlabShardingCodec  # blocks of rows, plain bytes
     nginx.reset()
     np.testing.assert_array_equal(plain[5000, :], data[5000])
     assert (nginx.count(), nginx.bytes_sent()) == (1, 250 * CHANNELS * 2)
@@ -150,6 +153,7 @@ def test_transposed_chunks_are_split_along_the_stored_slowest_axis(nginx: NginxS
         np.testing.assert_array_equal(array[:, 5], values[:, 5])
         if options:
             assert array.chunks == (rows, 1)
+            assert type(array.metadata.codecs[0]) is ShardingCodec  # blocks of a column: zarr's
             assert (nginx.count(), nginx.bytes_sent()) == (1, rows * 2)
         np.testing.assert_array_equal(array[100:200, 3:9], values[100:200, 3:9])
         np.testing.assert_array_equal(array[:], values)
