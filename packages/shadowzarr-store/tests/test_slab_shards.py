@@ -182,8 +182,9 @@ def test_only_shards_of_plain_slabs_are_named_for_it() -> None:
 
 
 def test_zarrs_reads_of_runs_of_rows_take_the_view(monkeypatch) -> None:
-    """arr[...] and arr[a:b] reach the codec as runs of rows of each shard (the last one cut
-    by the end of the array); a column or a gather goes to zarr's decode."""
+    """arr[...] and arr[a:b, c:d] reach the codec as runs of rows of each shard (the last one
+    cut by the end of the array); an integer, a gather or a stride along rows goes to zarr's
+    decode."""
     _, ours = _pair(VALUES)
     found: list[bool] = []
     rows = SlabShardingCodec._rows
@@ -196,7 +197,25 @@ def test_zarrs_reads_of_runs_of_rows_take_the_view(monkeypatch) -> None:
     monkeypatch.setattr(SlabShardingCodec, "_rows", spy)
     np.testing.assert_array_equal(ours[...], VALUES)  # 4 shards
     np.testing.assert_array_equal(ours[300:700], VALUES[300:700])  # 2 shards
-    assert found == [True] * 6
-    np.testing.assert_array_equal(ours[:, 2], VALUES[:, 2])
+    np.testing.assert_array_equal(ours[:, 2:5], VALUES[:, 2:5])  # 4 shards, some columns
+    np.testing.assert_array_equal(ours[10:20, ::2], VALUES[10:20, ::2])  # 1 shard, strided
+    assert found == [True] * 11
+    np.testing.assert_array_equal(ours[:, 2], VALUES[:, 2])  # a column: an integer
     np.testing.assert_array_equal(ours.oindex[[5, 3], :], VALUES[[5, 3]])
-    assert len(found) == 6
+    np.testing.assert_array_equal(ours[::3], VALUES[::3])
+    assert len(found) == 11
+
+
+def test_random_runs_of_rows_equal_zarrs() -> None:
+    """Bounded fuzz: runs of rows starting and ending anywhere (inside one inner chunk, across
+    inner chunks and shards, at the array's cut end), with a hole in one shard."""
+    standard, ours = _pair(VALUES, missing=np.s_[544:576])
+    rng = np.random.default_rng(25)
+    for start, length in zip(rng.integers(0, 1000, 200), rng.integers(1, 400, 200), strict=True):
+        first, last = sorted(int(c) for c in rng.integers(0, 7, 2))
+        for selection in (
+            np.s_[int(start) : int(start) + int(length)],
+            np.s_[int(start) : int(start) + int(length), first:last],
+            np.s_[int(start) : int(start) + int(length), first : last + 1 : 2],
+        ):
+            np.testing.assert_array_equal(ours[selection], standard[selection])

@@ -8,9 +8,10 @@ zeroed by the kernel when first touched: in a sequential read of a 77 MB recordi
 chunks, zeroing fresh pages alone was a third of that thread's time. When the inner chunks of
 a shard are whole along every axis but the first, the bytes of consecutive inner chunks stored
 in order, one after the other, are the rows they hold in C order. For a selection of a run of
-rows (whole along the other axes, as a sequential read or a time window of every channel asks)
-this codec reads the index, then those inner chunks in one read, and decodes them as one chunk:
-a view of the bytes the store returned, so the only copy left is zarr's own into the result.
+rows, with any slices of the other axes (a sequential read, a time window of some channels),
+this codec reads the index, then those inner chunks in one read (the ones zarr reads), and
+decodes them as one chunk: a view of the bytes the store returned (of just the selected columns
+when fewer are asked for), so the only copy left is zarr's own into the result.
 Any other selection, and any shard whose inner chunks are missing or out of order, goes through
 zarr's decode.
 
@@ -78,18 +79,24 @@ class SlabShardingCodec(ShardingCodec):
     async def _decode_partial_single(
         self, byte_getter: ByteGetter, selection: SelectorTuple, shard_spec: ArraySpec
     ) -> NDBuffer | None:
-        rows = _rows(selection, shard_spec.shape) if self._slabs(shard_spec) else None
-        found = _ZARRS if rows is None else await self._rows(byte_getter, shard_spec, *rows)
+        run = _row_run(selection, shard_spec.shape) if self._slabs(shard_spec) else None
+        found = _ZARRS if run is None else await self._rows(byte_getter, shard_spec, *run)
         if found is _ZARRS:
             return await super()._decode_partial_single(byte_getter, selection, shard_spec)
         return found
 
     async def _rows(
-        self, byte_getter: ByteGetter, shard_spec: ArraySpec, start: int, stop: int
+        self,
+        byte_getter: ByteGetter,
+        shard_spec: ArraySpec,
+        start: int,
+        stop: int,
+        rest: tuple[slice, ...],
     ) -> NDBuffer | object | None:
-        """Rows ``[start, stop)`` of a shard, viewed in the bytes of the inner chunks holding
-        them when those lie in order one after the other (one read after the index): else
-        `_ZARRS`, zarr's decode (a missing inner chunk reads as the fill there)."""
+        """Rows ``[start, stop)`` of a shard, and ``rest`` of its other axes, viewed in the bytes
+        of the inner chunks holding those rows when they lie in order one after the other (one
+        read after the index; the same inner chunks zarr reads): else `_ZARRS`, zarr's decode
+        (a missing inner chunk reads as the fill there)."""
         rows = self.chunk_shape[0]
         count = shard_spec.shape[0] // rows
         inner = math.prod(self.chunk_shape) * shard_spec.dtype.to_native_dtype().itemsize
@@ -125,7 +132,7 @@ class SlabShardingCodec(ShardingCodec):
         )
         (array,) = await self.codecs[0].decode([(data, spec)])
         assert array is not None
-        return array[start - first * rows : stop - first * rows]
+        return array[(slice(start - first * rows, stop - first * rows), *rest)]
 
     def _slabs(self, shard_spec: ArraySpec) -> bool:
         shape = shard_spec.shape
@@ -146,19 +153,20 @@ _ZARRS = object()
 """`SlabShardingCodec._rows` cannot view the selection: zarr's own decode reads it."""
 
 
-def _rows(selection: SelectorTuple, shape: tuple[int, ...]) -> tuple[int, int] | None:
-    """``(start, stop)`` when ``selection`` is a run of rows of a ``shape`` array, whole along
-    every other axis, in natural order; else None."""
-    if not (isinstance(selection, tuple) and len(selection) == len(shape)):
+def _row_run(
+    selection: SelectorTuple, shape: tuple[int, ...]
+) -> tuple[int, int, tuple[slice, ...]] | None:
+    """``(start, stop, rest)`` when ``selection`` is a run of rows of a ``shape`` array (step 1)
+    and slices ``rest`` of its other axes; else None (integers, arrays, masks, strides along the
+    first axis: zarr's decode)."""
+    if not (isinstance(selection, tuple) and len(selection) == len(shape) >= 1):
         return None
     if not all(isinstance(s, slice) for s in selection):
         return None
     start, stop, step = selection[0].indices(shape[0])
     if step != 1 or stop <= start:
         return None
-    if any(s.indices(n) != (0, n, 1) for s, n in zip(selection[1:], shape[1:], strict=True)):
-        return None
-    return start, stop
+    return start, stop, tuple(selection[1:])
 
 
 register_codec(SLAB_SHARDING, SlabShardingCodec)
