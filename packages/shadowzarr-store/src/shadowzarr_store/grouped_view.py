@@ -7,10 +7,11 @@ flight. In this view an array of many small chunks (each below ``GROUP_BELOW_BYT
 is shown with a chunk grid of blocks of stored chunks, each a ``sharding_indexed`` shard whose
 inner chunks are the stored chunks, with the array's own codecs inside (named
 ``shadowzarr.sharding_indexed`` where the inner chunks are plain slabs of the shard's first
-axis: the same format, read without zarr's shard-sized copy, see `slab_shards`). zarr then asks for the
-shard index (computed here from the references, never fetched) and for all the inner chunks it
-touches in one ``get_ranges`` call, or for the whole shard in one ``get``; the store reads those
-inner chunks at once, and the merger joins neighbours into a few range requests. Decoded values
+axis: the same format, read without zarr's shard-sized copy, see `slab_shards`). zarr then
+asks for the shard index (computed here from the references, never fetched) and for all the
+inner chunks it touches in one ``get_ranges`` call, or for the whole shard in one ``get``; the
+store reads those inner chunks at once, and the merger joins neighbours into a few range
+requests. Decoded values
 are unchanged; inner chunks a selection does not touch are never read.
 
 A shard's value, as zarr sees it, is the index (``count`` little-endian ``uint64`` pairs of

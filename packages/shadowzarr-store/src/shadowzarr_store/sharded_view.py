@@ -130,9 +130,9 @@ class ShardedView:
         layout = self.layout(path)
         if layout is None:
             return False
-        inner_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
-        inner_shape[layout.axis] = layout.rows
         shard_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
+        inner_shape = list(shard_shape)
+        inner_shape[layout.axis] = layout.rows
         document["codecs"] = [sharding_codec(inner_shape, document["codecs"], shard_shape)]
         return True
 
