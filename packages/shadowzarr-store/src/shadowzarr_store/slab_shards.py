@@ -35,6 +35,7 @@ from zarr.core.common import parse_named_configuration
 from zarr.registry import register_codec
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Self
 
     from zarr.abc.store import ByteGetter
@@ -56,8 +57,16 @@ def slab_inner_shape(inner_shape: list[int], shard_shape: list[int], codecs: lis
         len(codecs) == 1
         and isinstance(codecs[0], dict)
         and codecs[0].get("name") == "bytes"
-        and len(inner_shape) == len(shard_shape) >= 1
-        and list(inner_shape[1:]) == list(shard_shape[1:])
+        and _slab_shapes(inner_shape, shard_shape)
+    )
+
+
+def _slab_shapes(inner_shape: Sequence[int], shard_shape: Sequence[int]) -> bool:
+    """Whether inner chunks of ``inner_shape`` are whole along every axis of a shard of
+    ``shard_shape`` but the first, and tile that one."""
+    return (
+        len(inner_shape) == len(shard_shape) >= 1
+        and tuple(inner_shape[1:]) == tuple(shard_shape[1:])
         and inner_shape[0] > 0
         and shard_shape[0] % inner_shape[0] == 0
     )
@@ -135,7 +144,8 @@ class SlabShardingCodec(ShardingCodec):
         return array[(slice(start - first * rows, stop - first * rows), *rest)]
 
     def _slabs(self, shard_spec: ArraySpec) -> bool:
-        shape = shard_spec.shape
+        """`slab_inner_shape` again at read time: metadata naming this codec may come from a
+        reference file, not from the views."""
         return (
             len(self.codecs) == 1
             and isinstance(self.codecs[0], BytesCodec)
@@ -143,9 +153,7 @@ class SlabShardingCodec(ShardingCodec):
             and isinstance(self.index_codecs[0], BytesCodec)
             and self.index_codecs[0].endian in ("little", None)
             and getattr(self.index_location, "value", self.index_location) == "start"
-            and len(shape) == len(self.chunk_shape) >= 1
-            and tuple(shape[1:]) == tuple(self.chunk_shape[1:])
-            and shape[0] % self.chunk_shape[0] == 0
+            and _slab_shapes(self.chunk_shape, shard_spec.shape)
         )
 
 
