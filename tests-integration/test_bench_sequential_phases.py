@@ -21,6 +21,8 @@ def test_quick_phases_run_with_exact_values_in_order(tmp_path: Path) -> None:
     document = json.loads(out.read_text())
     assert document["limit_ms"] > 0
     assert document["limit_cpu_ms"] > 0
+    assert len(document["fresh_array_ms"]) == 3
+    assert min(document["fresh_array_ms"]) > 0
     assert [row["refs"] for row in document["rows"]] == ["remote", "local"]
     for row in document["rows"]:
         assert len(row["runs"]) == 3
@@ -31,4 +33,6 @@ def test_quick_phases_run_with_exact_values_in_order(tmp_path: Path) -> None:
             assert times == sorted(times), run
             # the data once (and refs.json when remote): the index comes with refs.json
             assert run["round_trips"] == (2 if row["refs"] == "remote" else 1), run
+            # zarr copied each decoded shard into the result, inside the read
+            assert 0 < run["result copies"] < run["done"], run
     assert "last shard decoded" in completed.stdout

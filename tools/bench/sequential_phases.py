@@ -2,8 +2,9 @@
 
 reads.py says how long the sequential read of the 4 KiB-chunk recording takes; this says when,
 inside one read, the first and last range requests leave, the first and last data arrive, the
-last pack is rearranged, the last shard is decoded by zarr and the read returns, and how much CPU
-the process spent (all threads), beside the CPU a plain-ranges read of the file costs it. It
+last pack is rearranged, the last shard is decoded by zarr and the read returns, how long zarr's
+copies into the result took, and how much CPU the process spent (all threads), beside the CPU a
+plain-ranges read of the file costs it and the time to fill a fresh array of the file's size. It
 wraps a few of the store's and zarr's internal functions to take the times, so it is a
 diagnostic, not a benchmark: the wrappers cost microseconds per call.
 Same server and file as reads.py (the single-range server, 20 ms per request, zarr's defaults).
@@ -42,16 +43,22 @@ PHASES = (
 """(column, event, which of its times). ``ranges`` is logged when the store starts reading a
 pack's stored chunks, ``answered`` when they are in; the others when their function returns."""
 
+COPIES = "result copies"
+"""Milliseconds spent in zarr's copies of decoded shards into the read's result, summed: a copy
+and the first touch of the result's fresh memory, which on a VM that hands freed memory back to
+its host (free page reporting) can cost many times the copy itself."""
+
 
 class Timeline:
-    """Milliseconds since the read started, per event."""
+    """Milliseconds since the read started, per event, and in zarr's copies into the result."""
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
         self.events: list[tuple[str, float]] = []
+        self.copies = 0.0
 
     def reset(self) -> None:
-        self.start, self.events = time.perf_counter(), []
+        self.start, self.events, self.copies = time.perf_counter(), [], 0.0
 
     def note(self, event: str) -> None:
         self.events.append((event, (time.perf_counter() - self.start) * 1000))
@@ -61,6 +68,7 @@ class Timeline:
         for column, event, pick in PHASES:
             times = [t for name, t in self.events if name == event]
             found[column] = pick(times) if times else None
+        found[COPIES] = self.copies
         return found
 
 
@@ -70,6 +78,7 @@ def instrument(timeline: Timeline) -> None:
     from shadowzarr_store.grouped_view import GroupLayout
     from shadowzarr_store.slab_shards import SlabShardingCodec
     from zarr.codecs.sharding import ShardingCodec
+    from zarr.core.buffer.cpu import NDBuffer
 
     runs = rfs_store.read_runs
 
@@ -83,6 +92,16 @@ def instrument(timeline: Timeline) -> None:
     GroupLayout.pack_rows = _after(GroupLayout.pack_rows, timeline, "packed")  # type: ignore[method-assign]
     for codec in (ShardingCodec, SlabShardingCodec):  # the views' shards of slabs: ours
         codec._decode_partial_single = _decoded(codec._decode_partial_single, timeline)  # type: ignore[method-assign]
+    NDBuffer.__setitem__ = _timed_copy(NDBuffer.__setitem__, timeline)  # type: ignore[method-assign]
+
+
+def _timed_copy(setitem: Callable[..., None], timeline: Timeline) -> Callable[..., None]:
+    def copy(self: Any, key: Any, value: Any) -> None:
+        started = time.perf_counter()
+        setitem(self, key, value)
+        timeline.copies += (time.perf_counter() - started) * 1000
+
+    return copy
 
 
 def _decoded(decode: Callable[..., Any], timeline: Timeline) -> Callable[..., Any]:
@@ -141,34 +160,51 @@ def run(
     return rows
 
 
-def limit(refs: dict[str, Any], runs: int, warmup: int) -> tuple[float, float]:
+def limit(refs: dict[str, Any], runs: int, warmup: int) -> tuple[float, float, list[float]]:
     """Median wall time and CPU (this process, all threads), in ms, of a plain-ranges read of
     the file, after ``warmup`` untimed ones: what the link gives, and what the limit itself
     costs the client beside our reads' ``cpu`` column (the gap between them is the store's and
-    zarr's work on the bytes, not the network)."""
+    zarr's work on the bytes, not the network). Also, after each, the time to fill a fresh
+    array of the file's size (`fresh_array`)."""
     for _ in range(warmup):
         plain_ranges(refs["url"], refs["size"])
-    wall, spent = [], []
+    source = np.ones(refs["size"], dtype=np.uint8)
+    wall, spent, fresh = [], [], []
     for _ in range(runs):
         started, cpu = time.perf_counter(), time.process_time()
         plain_ranges(refs["url"], refs["size"])
         wall.append((time.perf_counter() - started) * 1000)
         spent.append((time.process_time() - cpu) * 1000)
-    return statistics.median(wall), statistics.median(spent)
+        fresh.append(fresh_array(source))
+    return statistics.median(wall), statistics.median(spent), fresh
+
+
+def fresh_array(source: np.ndarray) -> float:
+    """Milliseconds to copy ``source`` into a newly allocated array: what any reader returning
+    the file's values as one new array pays at least, beyond the bytes (the plain-ranges limit
+    reuses its buffers and never pays it)."""
+    started = time.perf_counter()
+    out = np.empty_like(source)
+    out[...] = source
+    return (time.perf_counter() - started) * 1000
 
 
 def _medians(measured: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for column in [*(c for c, _, _ in PHASES), "cpu"]:
+    for column in [*(c for c, _, _ in PHASES), COPIES, "cpu"]:
         times = [m[column] for m in measured if m[column] is not None]
         out[column] = statistics.median(times) if times else None
     out["equal"] = all(m["equal"] for m in measured)
     return out
 
 
-def print_table(rows: list[dict[str, Any]], limit: float, cpu: float) -> None:
-    columns = [*(c for c, _, _ in PHASES), "cpu"]
+def print_table(rows: list[dict[str, Any]], limit: float, cpu: float, fresh: list[float]) -> None:
+    columns = [*(c for c, _, _ in PHASES), COPIES, "cpu"]
     print(f"limit (plain concurrent ranges of the file): {limit:.1f} ms, cpu {cpu:.1f} ms, median")
+    print(
+        f"a fresh array of the file's size, filled: {statistics.median(fresh):.1f} ms median, "
+        f"{min(fresh):.1f}-{max(fresh):.1f} ms"
+    )
     print(f"{'refs':<8}" + "".join(f"{c:>20}" for c in columns) + "   equal")
     for row in rows:
         median = row["median"]
@@ -197,13 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     with served as (server, refs, expected):
         warm = not args.cold
         warmup = reads.SEQUENTIAL_WARMUP if warm else 0
-        limit_ms, cpu = limit(refs, runs, warmup)
+        limit_ms, cpu, fresh = limit(refs, runs, warmup)
         rows = run(server, refs, expected, runs, tuple(args.order.split(",")), warm)
-    print_table(rows, limit_ms, cpu)
+    print_table(rows, limit_ms, cpu, fresh)
     if args.json is not None:
         document = {
             "limit_ms": limit_ms,
             "limit_cpu_ms": cpu,
+            "fresh_array_ms": fresh,
             "runs": runs,
             "latency_ms": args.latency,
         }

@@ -73,6 +73,29 @@ _THREAD_PACKING_BYTES = 1024 * 1024
 """Packs of at least this many bytes are rearranged in a worker thread."""
 
 
+def _place_and_pack(
+    layout: GroupLayout,
+    block: np.ndarray,
+    rows: np.ndarray,
+    pieces: Sequence[np.ndarray],
+    into: np.ndarray | None,
+) -> np.ndarray:
+    """`GroupLayout.pack_bytes` of ``block`` (stored chunks, bytes of one) once ``pieces``
+    (consecutive runs of stored chunks) are written to its ``rows``: a run landing on
+    consecutive rows is one slice copy, not a gather."""
+    at = 0
+    for piece in pieces:
+        count = len(piece)
+        first, last = int(rows[at]), int(rows[at + count - 1])
+        if last - first == count - 1:
+            block[first : last + 1] = piece
+        else:
+            block[rows[at : at + count]] = piece
+        at += count
+    packs = block.reshape(-1, layout.members, layout.chunk_nbytes)
+    return layout.pack_bytes(packs, into)
+
+
 class RfsStore(Store):
     """A read-only zarr v3 store whose keys are the references of a reference file system.
 
@@ -524,7 +547,13 @@ class RfsStore(Store):
             # numpy lets go of the GIL while it rearranges: the loop receives meanwhile
             return await asyncio.to_thread(layout.pack_rows, pieces, into)
         elif fetched:
-            block[stored] = np.concatenate(cast("list[np.ndarray]", fetched))
+            # a shard at the array's end: its stored chunks are placed, then rearranged, in a
+            # worker thread when large (the loop thread is what bounds a sequential read)
+            rows = np.flatnonzero(stored)
+            pieces = cast("list[np.ndarray]", fetched)
+            if block.nbytes >= _THREAD_PACKING_BYTES:
+                return await asyncio.to_thread(_place_and_pack, layout, block, rows, pieces, into)
+            return _place_and_pack(layout, block, rows, pieces, into)
         return layout.pack_bytes(block.reshape(len(inner), members, nbytes), into)
 
     def _pack_fill(self, key: str) -> bytes:
