@@ -132,15 +132,13 @@ class ChunkIndexReader:
         grid = self.grid(path)
         offsets = np.full(len(coords), _MISSING, dtype=np.uint64)
         sizes = np.full(len(coords), _MISSING, dtype=np.uint64)
+        inside: np.ndarray | slice
         if isinstance(coords, np.ndarray):
             every = coords.reshape(len(coords), -1)
-            inside = (
-                np.ones(len(coords), dtype=bool)
-                if every.shape[1] == len(grid)
-                else np.zeros(len(coords), dtype=bool)
-            )
-            if every.shape[1] == len(grid):
-                inside &= ((every >= 0) & (every < np.array(grid, dtype=np.int64))).all(axis=1)
+            if not len(every) or every.shape[1] != len(grid):
+                return offsets, sizes
+            mask = _rows_inside(every, grid)
+            inside = slice(None) if mask is None else mask
         else:
             inside = np.array(
                 [
@@ -149,7 +147,7 @@ class ChunkIndexReader:
                 ],
                 dtype=bool,
             )
-        if not inside.any():
+        if isinstance(inside, np.ndarray) and not inside.any():
             return offsets, sizes
         if isinstance(coords, np.ndarray):
             points = every[inside].astype(np.int64, copy=False)
@@ -163,22 +161,28 @@ class ChunkIndexReader:
             return offsets, sizes
         layout = await self._layout_with(path, points)
         block_shape = np.array(layout.chunk_shape[:-1], dtype=np.int64)
-        blocks = points // block_shape
-        local = points - blocks * block_shape
         found_offsets = np.empty(len(points), dtype=np.uint64)
         found_sizes = np.empty(len(points), dtype=np.uint64)
-        # a shard's chunks usually sit in one index chunk: no sorting out, no masks
-        one = bool((blocks == blocks[0]).all())
-        for name in (
-            tuple(int(v) for v in row) for row in (blocks[:1] if one else _unique_rows(blocks))
-        ):
+        # a shard's chunks usually sit in one index chunk (told by the corners): no division of
+        # every point, no sorting out, no masks
+        low, high = _column_bounds(points)
+        first = np.array(low, dtype=np.int64) // block_shape
+        one = bool((first == np.array(high, dtype=np.int64) // block_shape).all())
+        if one:
+            names = [tuple(int(v) for v in first)]
+            local = points - first * block_shape
+        else:
+            blocks = points // block_shape
+            local = points - blocks * block_shape
+            names = [tuple(int(v) for v in row) for row in _unique_rows(blocks)]
+        for name in names:
             pick = slice(None) if one else np.all(blocks == np.array(name), axis=1)
             here = local[pick]
             origin = tuple(n * b for n, b in zip(name, layout.chunk_shape, strict=False))
             for k, out in ((0, found_offsets), (1, found_sizes)):
                 block_coords, last = layout.locate((*origin, k))
                 block = np.asarray(await self._block(path, layout, block_coords))
-                out[pick] = block[(*here.T, np.full(len(here), last[-1]))]
+                out[pick] = _gather(block, here, last[-1])
         offsets[inside], sizes[inside] = found_offsets, found_sizes
         return offsets, sizes
 
@@ -361,6 +365,41 @@ def _present(
     written = ~((offsets == MISSING_CHUNK) & (sizes == MISSING_CHUNK))
     for local in zip(*np.nonzero(written), strict=True):
         yield tuple(int(o + i) for o, i in zip(origin, local, strict=True))
+
+
+def _rows_inside(points: np.ndarray, grid: tuple[int, ...]) -> np.ndarray | None:
+    """Which rows of ``points`` (n, ndim, n > 0) lie inside ``grid``; None when all do, the
+    usual case, told by two reductions (a mask per row costs more than the rest of a shard's
+    lookup)."""
+    low, high = _column_bounds(points)
+    if all(lo >= 0 for lo in low) and all(hi < g for hi, g in zip(high, grid, strict=True)):
+        return None
+    inside = np.ones(len(points), dtype=bool)
+    for axis, extent in enumerate(grid):
+        column = points[:, axis]
+        inside &= (column >= 0) & (column < extent)
+    return inside
+
+
+def _column_bounds(points: np.ndarray) -> tuple[list[int], list[int]]:
+    """The least and greatest value of each column of ``points`` (n > 0 rows), a column at a
+    time: ``min(axis=0)`` of an (n, 2) array reduces along the short axis, ten times slower."""
+    columns = [points[:, axis] for axis in range(points.shape[1])]
+    return [int(c.min()) for c in columns], [int(c.max()) for c in columns]
+
+
+def _gather(block: np.ndarray, local: np.ndarray, last: int) -> np.ndarray:
+    """``block[(*local.T, last)]``: elements of an index chunk at positions ``local`` (n,
+    ndim - 1) and ``last`` on its last axis, as one flat take where the chunk is contiguous
+    (indexing with a tuple of arrays costs several times more)."""
+    contiguous = block.flags.c_contiguous or block.flags.f_contiguous
+    if not contiguous or local.shape[1] == 0:
+        return block[(*local.T, np.full(len(local), last))]
+    steps = [stride // block.itemsize for stride in block.strides]
+    at = local[:, 0] * steps[0] + last * steps[-1]
+    for axis in range(1, local.shape[1]):
+        at += local[:, axis] * steps[axis]
+    return np.ravel(block, order="K").take(at)
 
 
 def _unique_rows(rows: np.ndarray) -> np.ndarray:

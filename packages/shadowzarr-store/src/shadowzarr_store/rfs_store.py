@@ -337,16 +337,19 @@ class RfsStore(Store):
         first = chunk_key(path, (0,) * len(self._indexes.grid(path)))
         chunk_layout = self._resolver.layout_of_key(first)
         full = None if chunk_layout is None else chunk_layout.chunk_nbytes
-        where = np.flatnonzero(inside)
-        offsets, sizes = await self._indexes.entries(path, points[where])
-        present = ~((offsets == _MISSING_ENTRY) & (sizes == _MISSING_ENTRY))
-        if bool(((offsets[present] > _LARGEST_NUMBER) | (sizes[present] > _LARGEST_NUMBER)).any()):
+        whole = bool(inside.all())  # the usual shard: no stored chunk past the array's end
+        where = np.arange(len(points)) if whole else np.flatnonzero(inside)
+        offsets, sizes = await self._indexes.entries(path, points if whole else points[where])
+        present = (offsets != _MISSING_ENTRY) | (sizes != _MISSING_ENTRY)
+        every = bool(present.all())
+        held_offsets, held_sizes = (offsets, sizes) if every else (offsets[present], sizes[present])
+        if max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER:
             # Entries no reference could hold (a damaged index): the path chunk by chunk
             # refuses them with the error that names the chunk.
             return None
         lengths = np.full(len(points), -1, dtype=np.int64)
-        stored_rows = where[present]
-        stored_sizes = sizes[present].astype(np.int64)
+        stored_rows = where if every else where[present]
+        stored_sizes = held_sizes.astype(np.int64)
         if full is not None:
             # an uncompressed chunk reads at its full size (padded); an over-long reference
             # keeps its size here and fails when read, as unsharded
