@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np
 import reads
+from first_touch import fresh_fill
 from reading import plain_ranges
 from server import BenchServer
 
@@ -165,7 +166,7 @@ def limit(refs: dict[str, Any], runs: int, warmup: int) -> tuple[float, float, l
     the file, after ``warmup`` untimed ones: what the link gives, and what the limit itself
     costs the client beside our reads' ``cpu`` column (the gap between them is the store's and
     zarr's work on the bytes, not the network). Also, after each, the time to fill a fresh
-    array of the file's size (`fresh_array`)."""
+    array of the file's size (`first_touch.fresh_fill`)."""
     for _ in range(warmup):
         plain_ranges(refs["url"], refs["size"])
     source = np.ones(refs["size"], dtype=np.uint8)
@@ -175,18 +176,8 @@ def limit(refs: dict[str, Any], runs: int, warmup: int) -> tuple[float, float, l
         plain_ranges(refs["url"], refs["size"])
         wall.append((time.perf_counter() - started) * 1000)
         spent.append((time.process_time() - cpu) * 1000)
-        fresh.append(fresh_array(source))
+        fresh.append(fresh_fill(source))
     return statistics.median(wall), statistics.median(spent), fresh
-
-
-def fresh_array(source: np.ndarray) -> float:
-    """Milliseconds to copy ``source`` into a newly allocated array: what any reader returning
-    the file's values as one new array pays at least, beyond the bytes (the plain-ranges limit
-    reuses its buffers and never pays it)."""
-    started = time.perf_counter()
-    out = np.empty_like(source)
-    out[...] = source
-    return (time.perf_counter() - started) * 1000
 
 
 def _medians(measured: list[dict[str, Any]]) -> dict[str, Any]:

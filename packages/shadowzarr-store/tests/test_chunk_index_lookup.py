@@ -21,7 +21,7 @@ def test_rows_inside_agrees_with_a_mask_per_row(seed: int) -> None:
     if seed % 2:  # every point inside: the usual shard
         points = points % np.array(grid)
     expected = ((points >= 0) & (points < np.array(grid))).all(axis=1)
-    found = _rows_inside(points, grid)
+    found = _rows_inside(points, grid, _column_bounds(points))
     if expected.all():
         assert found is None
     else:

@@ -133,12 +133,16 @@ class ChunkIndexReader:
         offsets = np.full(len(coords), _MISSING, dtype=np.uint64)
         sizes = np.full(len(coords), _MISSING, dtype=np.uint64)
         inside: np.ndarray | slice
+        bounds: tuple[list[int], list[int]] | None = None
         if isinstance(coords, np.ndarray):
             every = coords.reshape(len(coords), -1)
             if not len(every) or every.shape[1] != len(grid):
                 return offsets, sizes
-            mask = _rows_inside(every, grid)
+            bounds = _column_bounds(every)
+            mask = _rows_inside(every, grid, bounds)
             inside = slice(None) if mask is None else mask
+            if mask is not None:
+                bounds = None  # of every point, not only those inside
         else:
             inside = np.array(
                 [
@@ -165,7 +169,7 @@ class ChunkIndexReader:
         found_sizes = np.empty(len(points), dtype=np.uint64)
         # a shard's chunks usually sit in one index chunk (told by the corners): no division of
         # every point, no sorting out, no masks
-        low, high = _column_bounds(points)
+        low, high = _column_bounds(points) if bounds is None else bounds
         first = np.array(low, dtype=np.int64) // block_shape
         one = bool((first == np.array(high, dtype=np.int64) // block_shape).all())
         if one:
@@ -367,11 +371,13 @@ def _present(
         yield tuple(int(o + i) for o, i in zip(origin, local, strict=True))
 
 
-def _rows_inside(points: np.ndarray, grid: tuple[int, ...]) -> np.ndarray | None:
+def _rows_inside(
+    points: np.ndarray, grid: tuple[int, ...], bounds: tuple[list[int], list[int]]
+) -> np.ndarray | None:
     """Which rows of ``points`` (n, ndim, n > 0) lie inside ``grid``; None when all do, the
-    usual case, told by two reductions (a mask per row costs more than the rest of a shard's
-    lookup)."""
-    low, high = _column_bounds(points)
+    usual case, told by the columns' ``bounds`` (`_column_bounds`; a mask per row costs more
+    than the rest of a shard's lookup)."""
+    low, high = bounds
     if all(lo >= 0 for lo in low) and all(hi < g for hi, g in zip(high, grid, strict=True)):
         return None
     inside = np.ones(len(points), dtype=bool)

@@ -47,7 +47,7 @@ from shadowzarr_store.source_reader import SourceReader
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 
     from shadowzarr_spec import GenEntry
     from zarr.abc.store import ByteRequest
@@ -71,6 +71,15 @@ _SHARD_INDEXES_KEPT = 256
 
 _THREAD_PACKING_BYTES = 1024 * 1024
 """Packs of at least this many bytes are rearranged in a worker thread."""
+
+
+async def _packed(nbytes: int, pack: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
+    """``pack(*args)`` rearranging ``nbytes`` of stored chunks: in a worker thread from
+    `_THREAD_PACKING_BYTES` on (numpy lets go of the GIL while it rearranges, so the loop
+    thread, which bounds a sequential read, receives meanwhile), else at once."""
+    if nbytes < _THREAD_PACKING_BYTES:
+        return pack(*args)
+    return await asyncio.to_thread(pack, *args)
 
 
 def _place_and_pack(
@@ -545,18 +554,12 @@ class RfsStore(Store):
         elif bool(stored.all()):
             # no copy to join the answers: each is rearranged straight from its own bytes
             pieces = cast("list[np.ndarray]", fetched)
-            if block.nbytes < _THREAD_PACKING_BYTES:
-                return layout.pack_rows(pieces, into)
-            # numpy lets go of the GIL while it rearranges: the loop receives meanwhile
-            return await asyncio.to_thread(layout.pack_rows, pieces, into)
+            return await _packed(block.nbytes, layout.pack_rows, pieces, into)
         elif fetched:
-            # a shard at the array's end: its stored chunks are placed, then rearranged, in a
-            # worker thread when large (the loop thread is what bounds a sequential read)
+            # a shard at the array's end: its stored chunks are placed, then rearranged
             rows = np.flatnonzero(stored)
             pieces = cast("list[np.ndarray]", fetched)
-            if block.nbytes >= _THREAD_PACKING_BYTES:
-                return await asyncio.to_thread(_place_and_pack, layout, block, rows, pieces, into)
-            return _place_and_pack(layout, block, rows, pieces, into)
+            return await _packed(block.nbytes, _place_and_pack, layout, block, rows, pieces, into)
         return layout.pack_bytes(block.reshape(len(inner), members, nbytes), into)
 
     def _pack_fill(self, key: str) -> bytes:
