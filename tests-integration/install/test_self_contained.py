@@ -83,7 +83,7 @@ def findings(path: Path, root: Path = REPO) -> list[Finding]:
 
 def test_the_scan_covers_the_test_code() -> None:
     files = {p.relative_to(REPO).as_posix() for p in scanned_files()}
-    assert "packages/shadowzarr-neo/tests/recordings/_common.py" in files
+    assert "packages/shadowzarr-neo/tests/neo_recordings/_common.py" in files
     assert "tests-integration/install/closure_smoke.py" in files
     assert "js/test/run.mjs" in files
     assert len(files) > 100

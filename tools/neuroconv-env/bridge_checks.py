@@ -48,11 +48,10 @@ def _load(name: str, path: Path, package: bool = False) -> Any:
     return module
 
 
-nwb_tests = _load("_bridge_nwb_tests", NWB_TESTS / "__init__.py", package=True)
-compare = importlib.import_module(f"{nwb_tests.__name__}.compare_files")
+compare = _load("_bridge_nwb_compare_files", NWB_TESTS / "nwb_compare_files.py")
 recordings = _load(
     "_bridge_neo_recordings",
-    ROOT / "packages" / "shadowzarr-neo" / "tests" / "recordings" / "__init__.py",
+    ROOT / "packages" / "shadowzarr-neo" / "tests" / "neo_recordings" / "__init__.py",
     package=True,
 )
 

@@ -15,7 +15,7 @@ from shadowzarr_testing.nginx import NginxServer
 
 from shadowzarr_icechunk import icechunk_to_rfs, rfs_to_icechunk
 
-from .samples import assert_same, local_container, local_put, make_repository, write_sample
+from icechunk_samples import assert_same, local_container, local_put, make_repository, write_sample
 
 
 def _arrays(group: zarr.Group) -> dict[str, zarr.Array]:

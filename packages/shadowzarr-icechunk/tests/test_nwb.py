@@ -30,7 +30,7 @@ from shadowzarr_testing.nginx import NginxServer
 
 from shadowzarr_icechunk import rfs_to_icechunk, write_icechunk_repository
 
-from .samples import make_repository
+from icechunk_samples import make_repository
 
 
 def _nwb_zarr_references(folder: Path) -> ReferenceFileSystem:

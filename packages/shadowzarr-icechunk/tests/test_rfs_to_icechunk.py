@@ -28,7 +28,7 @@ from shadowzarr_icechunk import (
     write_icechunk_repository,
 )
 
-from .samples import (
+from icechunk_samples import (
     assert_same,
     local_container,
     local_put,

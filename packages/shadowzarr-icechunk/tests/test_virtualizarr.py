@@ -18,7 +18,7 @@ from virtualizarr.parsers import HDFParser
 
 from shadowzarr_icechunk import manifest_store_to_rfs, virtual_array
 
-from .samples import assert_same
+from icechunk_samples import assert_same
 
 
 def _parse(path: Path):  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import generate_rfs_neo, virtual_arrays_neo
 
-from .recordings.rawbinary import write_rawbinary
+from neo_recordings.rawbinary import write_rawbinary
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

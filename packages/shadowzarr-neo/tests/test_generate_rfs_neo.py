@@ -13,7 +13,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_neo import generate_rfs_neo
 from shadowzarr_neo.generate import buffer_path
 
-from .cases import WRITTEN, all_cases, written_cases
+from neo_cases import WRITTEN, all_cases, written_cases
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -127,7 +127,7 @@ def test_url_for_and_sources(write, tmp_path: Path) -> None:
 
 
 def test_paths_for_one_segment(tmp_path: Path) -> None:
-    from .recordings.spikeglx import write_spikeglx
+    from neo_recordings.spikeglx import write_spikeglx
 
     reader = write_spikeglx(tmp_path, n_channels=4, segments=1, n_samples=100).open()
     rfs = generate_rfs_neo(reader)
@@ -140,7 +140,7 @@ def test_readers_without_buffers_are_refused(tmp_path: Path) -> None:
     from neo.rawio import BlackrockRawIO
     from shadowzarr_spec.errors import NotVirtualizable
 
-    from .recordings._common import ephys_data
+    from neo_recordings._common import ephys_data
 
     reader = BlackrockRawIO(str(ephys_data() / "blackrock" / "example_2"), nsx_to_load=2)
     reader.parse_header()
@@ -177,7 +177,7 @@ def test_an_hour_of_neuropixels_is_one_gen_entry(tmp_path: Path) -> None:
 
     from shadowzarr_spec import rfs_to_json
 
-    from .recordings.spikeglx import write_spikeglx
+    from neo_recordings.spikeglx import write_spikeglx
 
     recording = write_spikeglx(tmp_path, segments=1, n_samples=1_000)
     ap = tmp_path / "rec_g0_t0.imec0.ap.bin"
@@ -205,7 +205,7 @@ def test_an_hour_of_neuropixels_is_one_gen_entry(tmp_path: Path) -> None:
 def test_compressed_maxwell_is_refused(tmp_path: Path) -> None:
     from shadowzarr_spec.errors import NotVirtualizable
 
-    from .recordings.maxwell import write_maxwell
+    from neo_recordings.maxwell import write_maxwell
 
     recording = write_maxwell(tmp_path, chunks=(3, 100), compression="gzip")
     reader = recording.open()
@@ -224,7 +224,7 @@ def test_written_references_read_back(write_name: str, target: str, tmp_path: Pa
     """Written to a JSON file or a directory (with a chunk index), then loaded from disk."""
     from shadowzarr_spec import write_rfs
 
-    from .cases import REAL, WRITTEN
+    from neo_cases import REAL, WRITTEN
 
     reader = {**WRITTEN, **REAL}[write_name](tmp_path / "data").open()
     written = write_rfs(generate_rfs_neo(reader, chunk_samples=101), tmp_path / target)

@@ -14,7 +14,7 @@ from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import virtual_arrays_neo
 
-from .recordings.mearec import write_mearec
+from neo_recordings.mearec import write_mearec
 
 
 @pytest.mark.network

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cases import REAL, every_written_case
+from neo_cases import REAL, every_written_case
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -12,8 +12,8 @@ from shadowzarr_neo.errors import ComputedStream
 from shadowzarr_neo.sources import StreamSource
 from shadowzarr_neo.stream_sources import stream_sources
 
-from .cases import virtual_cases
-from .read_sources import read_layout
+from neo_cases import virtual_cases
+from neo_read_sources import read_layout
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -14,7 +14,7 @@ from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import virtual_arrays_neo
 
-from .cases import virtual_cases
+from neo_cases import virtual_cases
 
 
 def _open(write, tmp_path: Path):
@@ -65,7 +65,7 @@ def test_every_stream_equals_neo(write, tmp_path: Path) -> None:
 
 
 def test_intan_digital_channels_are_left_out_or_refused(tmp_path: Path) -> None:
-    from .cases import NO_BUFFERS
+    from neo_cases import NO_BUFFERS
 
     reader = _open(NO_BUFFERS["intan-rhd-60"], tmp_path)
     arrays = virtual_arrays_neo(reader)
@@ -75,7 +75,7 @@ def test_intan_digital_channels_are_left_out_or_refused(tmp_path: Path) -> None:
 
 
 def test_gapped_open_ephys_is_refused(tmp_path: Path) -> None:
-    from .recordings.openephys_legacy import write_openephys_legacy
+    from neo_recordings.openephys_legacy import write_openephys_legacy
 
     reader = write_openephys_legacy(tmp_path, gap=True, segments=1, n_samples=4 * 1024).open()
     with pytest.raises(NotVirtualizable, match="gaps"):
@@ -84,7 +84,7 @@ def test_gapped_open_ephys_is_refused(tmp_path: Path) -> None:
 
 def test_spikeglx_neural_channels_without_sync(tmp_path: Path) -> None:
     """The seed's example: 384 neural channels selected out of 385 interleaved ones."""
-    from .recordings.spikeglx import write_spikeglx
+    from neo_recordings.spikeglx import write_spikeglx
 
     recording = write_spikeglx(tmp_path, segments=1, n_samples=2_000)
     arrays = virtual_arrays_neo(recording.open(), url_for=lambda p: p)
@@ -105,7 +105,7 @@ def test_spikeglx_selection_transfers_only_the_records_read(nginx, nginx_root: P
     """Through HTTP, 100 samples of the 384 neural channels cost only the records that hold them
     (asserted from nginx's own log): the store's sharded view lets zarr ask for row blocks of
     8 KiB, and each is mapped through the selection to whole 770-byte records of the file."""
-    from .recordings.spikeglx import write_spikeglx
+    from neo_recordings.spikeglx import write_spikeglx
 
     recording = write_spikeglx(nginx_root, segments=1, n_samples=12_000)
     reader = recording.open()
@@ -126,7 +126,7 @@ def test_spikeglx_selection_transfers_only_the_records_read(nginx, nginx_root: P
 
 
 def test_bdf_is_refused(tmp_path: Path) -> None:
-    from .recordings.edf import write_edf
+    from neo_recordings.edf import write_edf
 
     recording = write_edf(tmp_path, bdf=True, n_channels=2)
     reader = recording.open()  # NEO opens it, and reads 24-bit samples as int16
@@ -135,7 +135,7 @@ def test_bdf_is_refused(tmp_path: Path) -> None:
 
 
 def test_inverted_biocam_is_refused(tmp_path: Path) -> None:
-    from .recordings.biocam import write_biocam
+    from neo_recordings.biocam import write_biocam
 
     reader = write_biocam(tmp_path / "inverted", inverted=True).open()
     with pytest.raises(NotVirtualizable, match="inverted"):
@@ -145,7 +145,7 @@ def test_inverted_biocam_is_refused(tmp_path: Path) -> None:
 def test_compressed_biocam_keeps_its_codecs(tmp_path: Path) -> None:
     """Referenced as the HDF5 generator would: the flat dataset's gzip chunks, each ten frames
     of sixteen channels, decode to blocks of frames."""
-    from .recordings.biocam import write_biocam
+    from neo_recordings.biocam import write_biocam
 
     recording = write_biocam(tmp_path / "gzip", chunks=160, compression="gzip", shuffle=True)
     (array,) = virtual_arrays_neo(recording.open()).values()
@@ -157,7 +157,7 @@ def test_compressed_biocam_keeps_its_codecs(tmp_path: Path) -> None:
 
 
 def test_biocam_chunks_of_part_frames_are_refused(tmp_path: Path) -> None:
-    from .recordings.biocam import write_biocam
+    from neo_recordings.biocam import write_biocam
 
     reader = write_biocam(tmp_path, chunks=100, n_channels=16).open()  # 6.25 frames a chunk
     with pytest.raises(NotVirtualizable, match="whole frames"):
@@ -167,7 +167,7 @@ def test_biocam_chunks_of_part_frames_are_refused(tmp_path: Path) -> None:
 def test_intan_stimulation_current_is_left_out_or_refused(tmp_path: Path) -> None:
     from shadowzarr_neo.errors import ComputedStream
 
-    from .recordings.intan_rhs import write_intan_rhs
+    from neo_recordings.intan_rhs import write_intan_rhs
 
     reader = write_intan_rhs(tmp_path).open()
     assert set(virtual_arrays_neo(reader)) == {"0", "10", "3"}  # amplifier, DC, ADC

@@ -15,7 +15,7 @@ from pynwb.ecephys import ElectricalSeries
 from pynwb.ophys import OpticalChannel, TwoPhotonSeries
 
 if TYPE_CHECKING:
-    from .sources import Series
+    from nwb_sources import Series
 
 SESSION_START = datetime.datetime(2026, 10, 1, 12, 0, tzinfo=datetime.UTC)
 

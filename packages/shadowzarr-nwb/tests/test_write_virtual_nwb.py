@@ -18,9 +18,9 @@ from shadowzarr_store import RfsStore
 
 from shadowzarr_nwb import VirtualDatasetMismatch, virtual_nwb_rfs, write_virtual_nwb
 
-from .compare_files import assert_same_datasets, hdf5_datasets
-from .nwb_files import build_nwbfile
-from .sources import SOURCES, Series
+from nwb_compare_files import assert_same_datasets, hdf5_datasets
+from nwb_files import build_nwbfile
+from nwb_sources import SOURCES, Series
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -174,7 +174,7 @@ def test_placeholder_inside_data_io(tmp_path: Path) -> None:
     from pynwb import NWBFile, TimeSeries
     from zarr.codecs import BloscCodec
 
-    from .nwb_files import SESSION_START
+    from nwb_files import SESSION_START
 
     values = np.arange(4000, dtype="<i4").reshape(1000, 4)
     raw = tmp_path / "raw.bin"
@@ -196,7 +196,7 @@ def test_file_without_placeholders(tmp_path: Path) -> None:
     """Without placeholders the file is hdmf-zarr's store as inline references (version 1)."""
     from pynwb import NWBFile, TimeSeries
 
-    from .nwb_files import SESSION_START
+    from nwb_files import SESSION_START
 
     nwbfile = NWBFile("plain", "plain", SESSION_START, file_create_date=SESSION_START)
     values = np.linspace(0.0, 1.0, 50)

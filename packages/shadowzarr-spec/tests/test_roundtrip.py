@@ -29,7 +29,7 @@ from shadowzarr_spec import (
 )
 from shadowzarr_spec.io import _with_loaded_indexes
 
-from .test_attribute_conventions import same, values
+from test_attribute_conventions import same, values
 
 DTYPES = ["<i2", ">i4", "<u8", "|u1", "<f4", ">f8", "|b1", "<f2"]
 

@@ -18,7 +18,7 @@ from shadowzarr_spec import (
 )
 from shadowzarr_spec.virtual import NeedsDataError, Placeholder, concatenate
 
-from .virtual_reading import assert_same, build, read
+from spec_virtual_reading import assert_same, build, read
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from shadowzarr_spec import NotVirtualizable, VirtualArray, stack
 
-from .virtual_reading import assert_same, build, read
+from spec_virtual_reading import assert_same, build, read
 
 SETTINGS = settings(
     max_examples=40,

@@ -23,7 +23,7 @@ from shadowzarr_store import (
     open_rfs,
 )
 
-from .handmade import array_meta
+from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -12,7 +12,7 @@ import zarr
 from shadowzarr_store import RfsStore, StoreOptions, open_rfs
 from shadowzarr_store.transport.headers import HeaderRules
 
-from .handmade import write_reference_directory, write_sources
+from store_handmade import write_reference_directory, write_sources
 
 if TYPE_CHECKING:
     from pathlib import Path

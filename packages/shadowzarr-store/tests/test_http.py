@@ -26,7 +26,7 @@ from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store import RfsStore, load_rfs, open_rfs
 
-from .handmade import array_meta, write_reference_directory, write_sources
+from store_handmade import array_meta, write_reference_directory, write_sources
 
 if TYPE_CHECKING:
     from pathlib import Path

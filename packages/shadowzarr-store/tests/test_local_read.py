@@ -15,7 +15,7 @@ from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store import RfsStore, open_rfs, open_rfs_array
 
-from .handmade import handmade_document, write_reference_directory, write_sources
+from store_handmade import handmade_document, write_reference_directory, write_sources
 
 if TYPE_CHECKING:
     from pathlib import Path

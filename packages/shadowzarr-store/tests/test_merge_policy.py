@@ -25,7 +25,7 @@ from shadowzarr_store.merge import (
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.transport.stats import StoreStats
 
-from .handmade import array_meta
+from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -16,7 +16,7 @@ from shadowzarr_store import MemoryCache, open_rfs
 from shadowzarr_store.remote import OfflineError, open_remote_array, probe_identity
 from shadowzarr_store.transport import Transport
 
-from .handmade import array_meta
+from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from shadowzarr_testing import LatencyProxy, NginxServer

@@ -24,7 +24,7 @@ from shadowzarr_store.remote import (
 )
 from shadowzarr_store.remote.selection import chunk_keys, normalize_selection
 
-from .handmade import array_meta
+from store_handmade import array_meta
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from zarr.codecs import ShardingCodec
 from shadowzarr_store import RfsStore, open_rfs
 from shadowzarr_store.slab_shards import SlabShardingCodec
 
-from .handmade import array_meta
+from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -49,11 +49,11 @@ class Series:
 
 
 def neo_recordings() -> Any:
-    """shadowzarr-neo's ``tests/recordings`` package, loaded by path under a private name."""
+    """shadowzarr-neo's ``tests/neo_recordings`` package, loaded by path under a private name."""
     name = "_shadowzarr_nwb_neo_recordings"
     if name in sys.modules:
         return sys.modules[name]
-    folder = NEO_TESTS / "recordings"
+    folder = NEO_TESTS / "neo_recordings"
     spec = importlib.util.spec_from_file_location(
         name, folder / "__init__.py", submodule_search_locations=[str(folder)]
     )

@@ -8,31 +8,31 @@ from typing import TYPE_CHECKING
 import pytest
 from neo.rawio import BlackrockRawIO, BrainVisionRawIO, IntanRawIO
 
-from .recordings import WrittenRecording
-from .recordings._common import ephys_data
-from .recordings.axon import AXON_FILES, axon_recording
-from .recordings.biocam import write_biocam
-from .recordings.blackrock import write_blackrock
-from .recordings.brainvision import write_brainvision
-from .recordings.edf import write_edf
-from .recordings.elan import write_elan
-from .recordings.intan_per_channel import write_intan_per_channel
-from .recordings.intan_per_signal import write_intan_per_signal
-from .recordings.intan_rhs import write_intan_rhs
-from .recordings.maxwell import write_maxwell
-from .recordings.mearec import write_mearec
-from .recordings.micromed import write_micromed
-from .recordings.neuralynx import write_neuralynx
-from .recordings.neuronexus import write_neuronexus
-from .recordings.neuroscope import write_neuroscope
-from .recordings.openephys_binary import write_openephys_binary
-from .recordings.openephys_legacy import write_openephys_legacy
-from .recordings.rawbinary import write_rawbinary
-from .recordings.rawmcs import write_rawmcs
-from .recordings.spikegadgets import write_spikegadgets
-from .recordings.spikeglx import write_spikeglx
-from .recordings.winedr import write_winedr
-from .recordings.winwcp import write_winwcp
+from neo_recordings import WrittenRecording
+from neo_recordings._common import ephys_data
+from neo_recordings.axon import AXON_FILES, axon_recording
+from neo_recordings.biocam import write_biocam
+from neo_recordings.blackrock import write_blackrock
+from neo_recordings.brainvision import write_brainvision
+from neo_recordings.edf import write_edf
+from neo_recordings.elan import write_elan
+from neo_recordings.intan_per_channel import write_intan_per_channel
+from neo_recordings.intan_per_signal import write_intan_per_signal
+from neo_recordings.intan_rhs import write_intan_rhs
+from neo_recordings.maxwell import write_maxwell
+from neo_recordings.mearec import write_mearec
+from neo_recordings.micromed import write_micromed
+from neo_recordings.neuralynx import write_neuralynx
+from neo_recordings.neuronexus import write_neuronexus
+from neo_recordings.neuroscope import write_neuroscope
+from neo_recordings.openephys_binary import write_openephys_binary
+from neo_recordings.openephys_legacy import write_openephys_legacy
+from neo_recordings.rawbinary import write_rawbinary
+from neo_recordings.rawmcs import write_rawmcs
+from neo_recordings.spikegadgets import write_spikegadgets
+from neo_recordings.spikeglx import write_spikeglx
+from neo_recordings.winedr import write_winedr
+from neo_recordings.winwcp import write_winwcp
 
 if TYPE_CHECKING:
     from collections.abc import Callable
