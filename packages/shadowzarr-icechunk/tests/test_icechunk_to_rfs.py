@@ -9,13 +9,12 @@ import icechunk
 import numpy as np
 import pytest
 import zarr
+from icechunk_samples import assert_same, local_container, local_put, make_repository, write_sample
 from shadowzarr_spec import FileRef, InlineRef, RfsBuilder, load_rfs, write_rfs
 from shadowzarr_store import open_rfs
 from shadowzarr_testing.nginx import NginxServer
 
 from shadowzarr_icechunk import icechunk_to_rfs, rfs_to_icechunk
-
-from icechunk_samples import assert_same, local_container, local_put, make_repository, write_sample
 
 
 def _arrays(group: zarr.Group) -> dict[str, zarr.Array]:

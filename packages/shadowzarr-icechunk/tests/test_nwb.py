@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import requests
 from hdmf_zarr.nwb import NWBZarrIO
+from icechunk_samples import make_repository
 from pynwb import NWBFile, TimeSeries
 from pynwb.ecephys import ElectricalSeries
 from shadowzarr_nwb import write_virtual_nwb
@@ -29,8 +30,6 @@ from shadowzarr_spec import (
 from shadowzarr_testing.nginx import NginxServer
 
 from shadowzarr_icechunk import rfs_to_icechunk, write_icechunk_repository
-
-from icechunk_samples import make_repository
 
 
 def _nwb_zarr_references(folder: Path) -> ReferenceFileSystem:

@@ -11,6 +11,13 @@ import numpy as np
 import pytest
 import requests
 import zarr
+from icechunk_samples import (
+    assert_same,
+    local_container,
+    local_put,
+    make_repository,
+    write_sample,
+)
 from shadowzarr_spec import (
     NON_FINITE_CONVENTION,
     RfsBuilder,
@@ -26,14 +33,6 @@ from shadowzarr_icechunk import (
     required_containers,
     rfs_to_icechunk,
     write_icechunk_repository,
-)
-
-from icechunk_samples import (
-    assert_same,
-    local_container,
-    local_put,
-    make_repository,
-    write_sample,
 )
 
 

@@ -10,6 +10,7 @@ import h5py
 import numpy as np
 import pytest
 import xarray as xr
+from icechunk_samples import assert_same
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from shadowzarr_spec import RfsBuilder, decode_attributes, load_rfs, write_rfs
@@ -17,8 +18,6 @@ from shadowzarr_store import open_rfs
 from virtualizarr.parsers import HDFParser
 
 from shadowzarr_icechunk import manifest_store_to_rfs, virtual_array
-
-from icechunk_samples import assert_same
 
 
 def _parse(path: Path):  # type: ignore[no-untyped-def]

@@ -33,6 +33,7 @@ from shadowzarr_store.transport import (
     Transport,
     TransportOptions,
     is_local,
+    local_path,
     redact,
     run_blocking,
 )
@@ -130,6 +131,8 @@ def generate_rfs(
         (a URL outside them is refused before any request), object-store settings.
     """
     url = os.fspath(url_or_path)
+    if is_local(url):  # a file:// URL is the file it names
+        url = local_path(url)
     wanted = None if datasets is None else _wanted_paths(datasets)
     options = Options(
         chunk_index_threshold=chunk_index_threshold,

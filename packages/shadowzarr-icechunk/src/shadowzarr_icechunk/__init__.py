@@ -19,6 +19,7 @@ from shadowzarr_icechunk.icechunk import (
     rfs_to_icechunk,
     write_conversion,
 )
+from shadowzarr_icechunk.manifests import rfs_to_manifest_store
 from shadowzarr_icechunk.virtualizarr import manifest_store_to_rfs, virtual_array
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "manifest_store_to_rfs",
     "required_containers",
     "rfs_to_icechunk",
+    "rfs_to_manifest_store",
     "virtual_array",
     "write_icechunk_repository",
 ]
