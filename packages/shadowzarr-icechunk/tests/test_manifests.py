@@ -96,3 +96,28 @@ def test_shadowzarr_as_a_virtualizarr_parser(tmp_path: Path) -> None:
     with xr.open_zarr(store, consolidated=False, zarr_format=3) as read:
         np.testing.assert_array_equal(read["air"].values, dataset["air"].values)
         assert read["air"].attrs["units"] == "K"
+
+
+def test_our_kerchunk_export_through_virtualizarrs_kerchunk_parser(tmp_path: Path) -> None:
+    """``kerchunk_document`` (version 1, Zarr v2 keys, absolute locations) is what
+    VirtualiZarr's KerchunkJSONParser reads: every array equal to h5py."""
+    import json
+
+    from shadowzarr_store.kerchunk_export import kerchunk_document
+    from virtualizarr.parsers import KerchunkJSONParser
+
+    source = tmp_path / "data.h5"
+    values = _write(source)
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps(kerchunk_document(generate_rfs(str(source)))))
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    for group_path in ("", "group"):  # VirtualiZarr's parser reads one group at a time
+        parser = KerchunkJSONParser(group=group_path or None)
+        group = zarr.open_group(parser(refs.resolve().as_uri(), registry), mode="r")
+        prefix = f"{group_path}/" if group_path else ""
+        mine = {
+            n[len(prefix) :]: v for n, v in values.items() if n.rpartition("/")[0] == group_path
+        }
+        assert mine
+        for name, expected in mine.items():
+            np.testing.assert_array_equal(group[name][...], expected, err_msg=name)

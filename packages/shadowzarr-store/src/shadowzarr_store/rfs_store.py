@@ -44,6 +44,7 @@ from shadowzarr_store.resolve import (
 )
 from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
+from shadowzarr_store.transport import run_blocking
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
@@ -253,6 +254,14 @@ class RfsStore(Store):
     @property
     def options(self) -> StoreOptions:
         return self._options
+
+    def index_table(self, path: str) -> np.ndarray:
+        """The whole chunk index of array ``path`` as a (grid..., 2) uint64 table of (offset,
+        nbytes) rows, read through this store's transport (exports list every chunk)."""
+        grid = self._indexes.grid(path)
+        coords = np.indices(grid, dtype=np.int64).reshape(len(grid), -1).T
+        offsets, sizes = run_blocking(self._indexes.entries(path, coords))
+        return np.stack([offsets, sizes], axis=-1).reshape(*grid, 2)
 
     @property
     def stats(self) -> StoreStats:
