@@ -6,8 +6,9 @@ generators' header and index reads, probes of a source's size and ETag, referenc
 DANDI resolution, index arrays and Zarr sources.
 
 Modules, one job each: `locations` (kinds of location, redaction), `access` (``allowed_urls``,
-``allow_local_files``), `headers` (user headers bound to URL prefixes), `options`, `status`
-(the one status map), `errors`, `http` (requests, redirects, aiohttp for what `http1` does not
+``allow_local_files``), `headers` (user headers bound to URL prefixes), `head_values` (the one
+check of every value bound for a request head), `options`, `status` (the one status map),
+`errors`, `http` (requests, redirects, aiohttp for what `http1` does not
 take), `http1` (our kept-alive HTTP/1.1 connections), `object_store` (obstore), `local`
 (local files and their identity), `dandi` (DANDI download URLs), `multipart` (the one
 ``multipart/byteranges`` parser), `coalesce` (the one range-coalescing rule), `stats`,
@@ -37,6 +38,7 @@ from shadowzarr_store.transport.errors import (
     RangeNotSatisfiable,
     SourceTimeoutError,
     TransientError,
+    UnsafeRequestError,
 )
 from shadowzarr_store.transport.headers import HeaderRules
 from shadowzarr_store.transport.http import Answer
@@ -57,6 +59,7 @@ __all__ = [
     "TransientError",
     "Transport",
     "TransportOptions",
+    "UnsafeRequestError",
     "is_local",
     "kind_of",
     "local_path",

@@ -5,6 +5,7 @@
     SourceError (OSError)
     ├── RangeNotSatisfiable        the range starts at or past the end of the file (HTTP 416)
     ├── SourceTimeoutError         the request's deadline passed (TimeoutError too)
+    ├── UnsafeRequestError         a value would break out of its line of a request head
     └── TransientError             worth trying again: reset, 5xx, 429, short body, bad framing
         └── FramingError           the answer's Content-Range or length is not what was asked
 """
@@ -13,7 +14,13 @@ from __future__ import annotations
 
 from shadowzarr_spec import SourceError
 
-__all__ = ["FramingError", "RangeNotSatisfiable", "SourceTimeoutError", "TransientError"]
+__all__ = [
+    "FramingError",
+    "RangeNotSatisfiable",
+    "SourceTimeoutError",
+    "TransientError",
+    "UnsafeRequestError",
+]
 
 
 class RangeNotSatisfiable(SourceError):
@@ -26,6 +33,13 @@ class RangeNotSatisfiable(SourceError):
 
 class SourceTimeoutError(SourceError, TimeoutError):
     """A request (with its retries) did not finish within its deadline."""
+
+
+class UnsafeRequestError(SourceError):
+    """A request refused before it was sent: a value bound for its head (an ETag, a URL, a
+    header, a redirect's Location) holds a control byte or is no valid name, and would have
+    written lines of its own into the head (header injection, request smuggling). Not retried:
+    the same request would be refused again."""
 
 
 class TransientError(SourceError):

@@ -25,6 +25,7 @@ from shadowzarr_spec import SourceAccessError, SourceError
 from yarl import URL
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
+from shadowzarr_store.transport.head_values import check_request, refuse_control
 from shadowzarr_store.transport.http1 import Head, OriginPool, Unhandled, certificate_refused
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
@@ -179,10 +180,14 @@ class HttpBackend:
     ) -> tuple[int, str | None, float | None]:
         """One GET without following redirects: status, absolute Location, Retry-After."""
         session = self._session()
-        self._access.check(str(URL(url)))
+        address = _address(url)
+        self._access.check(str(address))
+        check_request(address.raw_path_qs, address.host_port_subcomponent, headers, shown)
         try:
-            async with session.get(URL(url), headers=headers, allow_redirects=False) as response:
+            async with session.get(address, headers=headers, allow_redirects=False) as response:
                 location = response.headers.get("Location")
+                if location:
+                    refuse_control(location, "a redirect's Location", shown)
                 wait = retry_after(response.headers.get("Retry-After"))
                 return response.status, urljoin(url, location) if location else None, wait
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
@@ -262,9 +267,7 @@ class HttpBackend:
             return Answer(body if view else bytes(body), total, head.headers.get("etag"))
         target = self._redirect(url, head, shown, hops)
         if target is not None:
-            answer = await self.get_range(
-                target, start, end, etag, shown, view=view, hops=hops + 1
-            )
+            answer = await self.get_range(target, start, end, etag, shown, view=view, hops=hops + 1)
             return answer if answer.final else dataclasses.replace(answer, final=target)
         if status in REDIRECTS:
             return await self.get(url, start, end, etag, shown)  # aiohttp says what is wrong
@@ -309,7 +312,7 @@ class HttpBackend:
         address, bound = self._hop(url)
         pool = self._pool(address)
         sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
-        return await pool.request(pool.head(address, sent), shown, most)
+        return await pool.request(pool.head(address, sent, shown), shown, most)
 
     def _redirect(self, url: str, head: Head, shown: str, hops: int) -> str | None:
         """Where a redirect answer leads; None for any other answer, or past the hops we
@@ -372,6 +375,7 @@ class _LastHop:
             # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
             # with auto_decompress off, hand it over undone)
             sent = {"Accept-Encoding": "identity", **bound, **self._headers}
+            check_request(address.raw_path_qs, address.host_port_subcomponent, sent, self._shown)
             context = session.get(address, headers=sent, allow_redirects=False)
             try:
                 response = await context.__aenter__()
@@ -422,7 +426,8 @@ class _LastHop:
 
 def _redirect_target(url: str, location: str, shown: str, access: AccessPolicy) -> str:
     """Where a redirect from ``url`` to ``location`` leads, checked as every hop is (http(s)
-    only, within the allowed URLs)."""
+    only, within the allowed URLs); a Location with a control byte is refused, not cleaned."""
+    refuse_control(location, "a redirect's Location", shown)
     try:
         target = urljoin(url, location)
     except ValueError as exc:

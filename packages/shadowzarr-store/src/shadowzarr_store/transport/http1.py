@@ -23,6 +23,7 @@ import numpy as np
 from shadowzarr_spec import SourceError
 
 from shadowzarr_store.transport.errors import FramingError, TransientError
+from shadowzarr_store.transport.head_values import check_request
 
 if TYPE_CHECKING:
     from yarl import URL
@@ -221,9 +222,12 @@ class OriginPool:
         self._resolved_at = 0.0
         self._resolving = asyncio.Lock()
 
-    def head(self, address: URL, headers: dict[str, str]) -> bytes:
-        """The request head of a GET of ``address`` with ``headers``."""
-        lines = [f"GET {address.raw_path_qs} HTTP/1.1", f"Host: {self._host_header}"]
+    def head(self, address: URL, headers: dict[str, str], shown: str) -> bytes:
+        """The request head of a GET of ``address`` with ``headers``; `UnsafeRequestError` for
+        a value that would not stay on its own line (`check_request`)."""
+        target = address.raw_path_qs
+        check_request(target, self._host_header, headers, shown)
+        lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines.extend(f"{name}: {value}" for name, value in headers.items())
         lines.append("Accept-Encoding: identity\r\n\r\n")
         return "\r\n".join(lines).encode("utf-8")
