@@ -22,7 +22,7 @@ from shadowzarr_testing.nginx import (
     find_nginx,
 )
 from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, ProxyError
-from shadowzarr_testing.raw_server import RawRequest, RawServer, range_answer
+from shadowzarr_testing.raw_server import InFlight, RawRequest, RawServer, range_answer
 from shadowzarr_testing.s3 import MotoS3, MotoS3Error
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "DandiAsset",
     "FaultKind",
     "FaultRule",
+    "InFlight",
     "LatencyProxy",
     "MotoS3",
     "MotoS3Error",

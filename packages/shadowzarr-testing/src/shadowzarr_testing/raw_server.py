@@ -16,7 +16,26 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["RawRequest", "RawServer", "range_answer"]
+__all__ = ["InFlight", "RawRequest", "RawServer", "range_answer"]
+
+
+@dataclass
+class InFlight:
+    """Requests being answered at once, counted across the servers that share it (a request
+    is answered on an open connection, so this never exceeds the client's connections)."""
+
+    now: int = 0
+    peak: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def enter(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        with self._lock:
+            self.now -= 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +59,11 @@ class RawRequest:
 class RawServer:
     """Serve ``answer(request) -> raw answer bytes`` (None: close the connection) on a free
     loopback port, each connection in its own thread; ``hold`` seconds of delay before each
-    answer (to see connections at once)."""
+    answer (to see connections at once), counted in ``in_flight``."""
 
     answer: Callable[[RawRequest], bytes | None]
     hold: float = 0.0
+    in_flight: InFlight = field(default_factory=InFlight)
     received: bytearray = field(default_factory=bytearray)
     requests: list[RawRequest] = field(default_factory=list)
     open_connections: int = 0
@@ -108,9 +128,13 @@ class RawServer:
                 request = RawRequest(method, rest.rpartition(" ")[0], tuple(lines))
                 with self._lock:
                     self.requests.append(request)
-                if self.hold:
-                    self._stopping.wait(self.hold)
-                reply = self.answer(request)
+                self.in_flight.enter()
+                try:
+                    if self.hold:
+                        self._stopping.wait(self.hold)
+                    reply = self.answer(request)
+                finally:
+                    self.in_flight.leave()
                 if reply is None:
                     return
                 connection.sendall(reply)

@@ -137,9 +137,9 @@ class Transport:
                     target, start, end, expect.etag, shown, view=view
                 )
             elif start == 0 and end is None:
-                answer = await self.http.get_whole(target, expect.etag, shown)
+                answer = await self.http.get_whole(target, expect.etag, shown, size=expect.size)
             else:
-                answer = await self.http.get(target, start, end, expect.etag, shown)
+                answer = await self.http.get(target, start, end, expect.etag, shown, expect.size)
             _consistent(answer, expect, shown)
             return answer
 
