@@ -13,7 +13,8 @@ check of every value bound for a request head), `options`, `status` (the one sta
 bodies), `budget` (connections across origins), `content_coding` (gzip and deflate undone),
 `object_store` (obstore), `local` (local files and their identity), `dandi` (DANDI download
 URLs), `multipart` (the one ``multipart/byteranges`` parser), `coalesce` (the one
-range-coalescing rule), `stats`, `client` (the facade) and `blocking` (the synchronous face on a private loop thread).
+range-coalescing rule), `stats`, `client` (the facade) and `blocking` (the synchronous face
+on a private loop thread).
 
 Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
 signs requests and finds credentials the way their users expect; writing signing code is not
