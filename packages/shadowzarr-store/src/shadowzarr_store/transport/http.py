@@ -208,7 +208,7 @@ class HttpBackend:
         session = self._session()
         address = _address(url)
         self._access.check(str(address))
-        check_request(address.raw_path_qs, address.host_port_subcomponent, headers, shown)
+        check_request(address.raw_path_qs, address.host_port_subcomponent or "", headers, shown)
         try:
             async with session.get(address, headers=headers, allow_redirects=False) as response:
                 location = response.headers.get("Location")
@@ -340,9 +340,8 @@ class HttpBackend:
         status = head.status
         if status == 200:
             coding = head.headers.get("content-encoding")
-            if coding is not None:
-                body = self._decoded(body, coding, most, size, shown)
-            return Answer(bytes(body), len(body), head.headers.get("etag"))
+            data = body if coding is None else self._decoded(body, coding, most, size, shown)
+            return Answer(bytes(data), len(data), head.headers.get("etag"))
         target = self._redirect(url, head, shown, chain)
         if target is not None:
             answer = await self.get_whole(target, etag, shown, size=size, chain=(*chain, url))
@@ -479,7 +478,9 @@ class _LastHop:
             # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
             # with auto_decompress off, hand it over undone)
             sent = {"Accept-Encoding": "identity", **bound, **self._headers}
-            check_request(address.raw_path_qs, address.host_port_subcomponent, sent, self._shown)
+            check_request(
+                address.raw_path_qs, address.host_port_subcomponent or "", sent, self._shown
+            )
             context = session.get(address, headers=sent, allow_redirects=False)
             try:
                 response = await context.__aenter__()

@@ -308,7 +308,7 @@ class OriginPool:
         self._host = address.raw_host or ""
         self._port = address.port or (443 if address.scheme == "https" else 80)
         self._tls = _tls() if address.scheme == "https" else None
-        self._host_header = address.host_port_subcomponent
+        self._host_header = address.host_port_subcomponent or ""
         self._timeout = timeout
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
