@@ -42,7 +42,7 @@ def _count_calls(loop: asyncio.AbstractEventLoop, name: str) -> list[Any]:
 
 async def _read_pieces(pool: OriginPool, address: URL) -> list[bytes]:
     async def piece(i: int) -> bytes:
-        head = pool.head(address, {"Range": f"bytes={i * PIECE}-{(i + 1) * PIECE - 1}"})
+        head = pool.head(address, {"Range": f"bytes={i * PIECE}-{(i + 1) * PIECE - 1}"}, "piece")
         answer, body = await pool.request(head, str(address))
         assert answer.status == 206
         return bytes(body)

@@ -20,6 +20,7 @@ import numpy as np
 from shadowzarr_spec.attribute_conventions import encode_attributes
 from shadowzarr_spec.codec_packages import codec_names, package_for_codec
 from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
+from shadowzarr_spec.etags import is_entity_tag
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
@@ -375,7 +376,10 @@ class RfsBuilder:
         mtime_ns: int | None = None,
         sample_hash: str | None = None,
     ) -> None:
-        """Record what a source file looks like now, so readers can detect a change."""
+        """Record what a source file looks like now, so readers can detect a change (an
+        ``etag`` must be one a reference may record: `shadowzarr_spec.etags`)."""
+        if etag is not None and not is_entity_tag(etag):
+            raise BuilderError(f"source {url!r}: {etag[:120]!r} is not a usable ETag")
         self._sources[url] = SourceInfo(size, etag, mtime_ns, sample_hash)
 
     def has_source(self, url: str) -> bool:

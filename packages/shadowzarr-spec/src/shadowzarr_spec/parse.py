@@ -13,6 +13,7 @@ import numpy as np
 
 from shadowzarr_spec.base64_text import decode_base64
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.etags import is_entity_tag
 from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.gen import GenEntry
 from shadowzarr_spec.gen_expr import MAX_MAGNITUDE, expand_named_templates
@@ -303,6 +304,12 @@ def _columns(path: str, chunks: _Listed) -> ChunkColumns:
     )
 
 
+def _shown_value(value: object) -> str:
+    """A value of a reference file in a message: quoted, control bytes escaped, cut short."""
+    text = repr(value)
+    return text if len(text) <= 120 else f"{text[:120]}..."
+
+
 def _is_int(value: object) -> bool:
     return json_integer(value) is not None
 
@@ -394,8 +401,11 @@ def _parse_sources(raw: object) -> dict[str, SourceInfo]:
         size, etag = entry.get("size"), entry.get("etag")
         if size is not None and (not _is_int(size) or not 0 <= size <= MAX_MAGNITUDE):
             raise ReferenceFormatError(f"source {url!r}: size must be a non-negative integer")
-        if etag is not None and not isinstance(etag, str):
-            raise ReferenceFormatError(f"source {url!r}: etag must be a string")
+        if etag is not None and not (isinstance(etag, str) and is_entity_tag(etag)):
+            raise ReferenceFormatError(
+                f"source {url!r}: etag must be an ETag such as '\"abc\"' or 'W/\"abc\"' "
+                f"(visible ASCII, no whitespace or control byte), not {_shown_value(etag)}"
+            )
         mtime_ns, sample_hash = entry.get("mtime_ns"), entry.get("sample_hash")
         if mtime_ns is not None and not _is_int(mtime_ns):
             raise ReferenceFormatError(f"source {url!r}: mtime_ns must be an integer")

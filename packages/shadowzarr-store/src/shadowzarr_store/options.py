@@ -32,6 +32,8 @@ class StoreOptions:
     local_cache: LocalCache | None = None
     memory_cache: MemoryCache | None = None
     max_connections: int = 128
+    max_total_connections: int = 256
+    max_whole_file_bytes: int = 2 * 1024**3
     timeout: float = 60.0
     deadline: float = 300.0
     retries: int = 5
@@ -100,6 +102,8 @@ class StoreOptions:
             allow_local_files=allow_local_files,
             storage_options=self.storage_options,
             max_connections=self.max_connections,
+            max_total_connections=self.max_total_connections,
+            max_whole_file_bytes=self.max_whole_file_bytes,
             timeout=self.timeout,
             deadline=self.deadline,
             retries=self.retries,

@@ -133,6 +133,13 @@ class RfsStore(Store):
         seconds one request may take with its retries (``SourceTimeoutError`` after it; 300),
         retries of transient failures (resets, 5xx, short bodies, wrong Content-Range) with
         exponential backoff from ``backoff`` up to ``max_backoff`` seconds.
+    max_total_connections
+        HTTP: connections per event loop across all hosts (256; never below
+        ``max_connections``).
+    max_whole_file_bytes
+        The most bytes a whole-file read (reference file, index file, chunk without a size)
+        takes when the source has no recorded size (2 GiB); a longer answer is refused before
+        it is read (``AnswerTooLargeError``). A recorded size is the limit where there is one.
     resolve_url
         ``url -> url | None`` (or a coroutine function): the URL to read for a reference URL;
         None falls back to the default (DANDI download URLs are resolved automatically).

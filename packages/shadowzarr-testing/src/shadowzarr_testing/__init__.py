@@ -2,7 +2,8 @@
 
 A real nginx on loopback (`NginxServer`), moto's S3 server on loopback (`MotoS3`), a reverse
 proxy with latency, bandwidth, faults, an S3-like ranges mode and a DANDI-like API
-(`LatencyProxy`), a server around a test's own request handler (`handler_server`), bit-exact
+(`LatencyProxy`), a server around a test's own request handler (`handler_server`), a server
+that keeps every byte it receives and answers with raw bytes (`RawServer`), bit-exact
 array comparison, and the pytest plugin that provides them as
 fixtures.
 """
@@ -21,6 +22,7 @@ from shadowzarr_testing.nginx import (
     find_nginx,
 )
 from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, ProxyError
+from shadowzarr_testing.raw_server import InFlight, RawRequest, RawServer, range_answer
 from shadowzarr_testing.s3 import MotoS3, MotoS3Error
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "DandiAsset",
     "FaultKind",
     "FaultRule",
+    "InFlight",
     "LatencyProxy",
     "MotoS3",
     "MotoS3Error",
@@ -36,8 +39,11 @@ __all__ = [
     "NginxServer",
     "ProxyError",
     "QuietHandler",
+    "RawRequest",
+    "RawServer",
     "assert_array_equal_exact",
     "find_nginx",
     "free_port",
     "handler_server",
+    "range_answer",
 ]

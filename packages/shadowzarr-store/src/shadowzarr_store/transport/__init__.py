@@ -6,12 +6,15 @@ generators' header and index reads, probes of a source's size and ETag, referenc
 DANDI resolution, index arrays and Zarr sources.
 
 Modules, one job each: `locations` (kinds of location, redaction), `access` (``allowed_urls``,
-``allow_local_files``), `headers` (user headers bound to URL prefixes), `options`, `status`
-(the one status map), `errors`, `http` (requests, redirects, aiohttp for what `http1` does not
-take), `http1` (our kept-alive HTTP/1.1 connections), `object_store` (obstore), `local`
-(local files and their identity), `dandi` (DANDI download URLs), `multipart` (the one
-``multipart/byteranges`` parser), `coalesce` (the one range-coalescing rule), `stats`,
-`client` (the facade) and `blocking` (the synchronous face on a private loop thread).
+``allow_local_files``), `headers` (user headers bound to URL prefixes), `head_values` (the one
+check of every value bound for a request head), `options`, `status` (the one status map),
+`errors`, `http` (requests, redirects, aiohttp for multi-range and open-ended reads),
+`http1` (our kept-alive HTTP/1.1 connections) with `http1_bodies` (chunked and close-ended
+bodies), `budget` (connections across origins), `content_coding` (gzip and deflate undone),
+`object_store` (obstore), `local` (local files and their identity), `dandi` (DANDI download
+URLs), `multipart` (the one ``multipart/byteranges`` parser), `coalesce` (the one
+range-coalescing rule), `stats`, `client` (the facade) and `blocking` (the synchronous face
+on a private loop thread).
 
 Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
 signs requests and finds credentials the way their users expect; writing signing code is not
@@ -33,10 +36,14 @@ from shadowzarr_store.transport.access import AccessPolicy
 from shadowzarr_store.transport.blocking import RangeSource, run_blocking
 from shadowzarr_store.transport.client import Transport
 from shadowzarr_store.transport.errors import (
+    AnswerTooLargeError,
+    ContentCodingError,
     FramingError,
     RangeNotSatisfiable,
+    RedirectError,
     SourceTimeoutError,
     TransientError,
+    UnsafeRequestError,
 )
 from shadowzarr_store.transport.headers import HeaderRules
 from shadowzarr_store.transport.http import Answer
@@ -47,16 +54,20 @@ from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 __all__ = [
     "AccessPolicy",
     "Answer",
+    "AnswerTooLargeError",
+    "ContentCodingError",
     "FramingError",
     "HeaderRules",
     "RangeNotSatisfiable",
     "RangeSource",
+    "RedirectError",
     "SourceTimeoutError",
     "StatsSnapshot",
     "StoreStats",
     "TransientError",
     "Transport",
     "TransportOptions",
+    "UnsafeRequestError",
     "is_local",
     "kind_of",
     "local_path",

@@ -20,6 +20,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError, SourceInfo
+from shadowzarr_spec.etags import is_entity_tag
 
 from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
@@ -29,6 +30,7 @@ from shadowzarr_store.transport.errors import (
     SourceTimeoutError,
     TransientError,
 )
+from shadowzarr_store.transport.head_values import escaped
 from shadowzarr_store.transport.http import Answer, HttpBackend
 from shadowzarr_store.transport.local import check_identity, probe_local, read_local
 from shadowzarr_store.transport.locations import kind_of, redact
@@ -135,9 +137,9 @@ class Transport:
                     target, start, end, expect.etag, shown, view=view
                 )
             elif start == 0 and end is None:
-                answer = await self.http.get_whole(target, expect.etag, shown)
+                answer = await self.http.get_whole(target, expect.etag, shown, size=expect.size)
             else:
-                answer = await self.http.get(target, start, end, expect.etag, shown)
+                answer = await self.http.get(target, start, end, expect.etag, shown, expect.size)
             _consistent(answer, expect, shown)
             return answer
 
@@ -169,7 +171,9 @@ class Transport:
         except RangeNotSatisfiable:
             return SourceInfo(size=0)
         self.stats.add(requests=1, bytes=len(answer.data))
-        return SourceInfo(size=answer.total, etag=answer.etag)
+        # an ETag a reference may not record (a control byte, a space) is as good as none
+        etag = answer.etag if answer.etag is not None and is_entity_tag(answer.etag) else None
+        return SourceInfo(size=answer.total, etag=etag)
 
     # -- many ranges ----------------------------------------------------------------------------
 
@@ -416,8 +420,8 @@ class Transport:
             )
         if expect.etag and answer.etag and not same_etag(answer.etag, expect.etag):
             raise SourceChangedError(
-                f"{shown}: the ETag is now {answer.etag}, the references were made for "
-                f"{expect.etag}: the source has changed"
+                f"{shown}: the ETag is now {escaped(answer.etag)}, the references were made "
+                f"for {escaped(expect.etag)}: the source has changed"
             )
 
     # -- lifetime -------------------------------------------------------------------------------

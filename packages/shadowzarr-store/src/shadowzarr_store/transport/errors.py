@@ -5,6 +5,10 @@
     SourceError (OSError)
     ├── RangeNotSatisfiable        the range starts at or past the end of the file (HTTP 416)
     ├── SourceTimeoutError         the request's deadline passed (TimeoutError too)
+    ├── UnsafeRequestError         a value would break out of its line of a request head
+    ├── RedirectError              a redirect loop, or more redirects than are followed
+    ├── ContentCodingError         an answer in a content coding that is not decoded
+    ├── AnswerTooLargeError        a whole-file answer longer than the read may take
     └── TransientError             worth trying again: reset, 5xx, 429, short body, bad framing
         └── FramingError           the answer's Content-Range or length is not what was asked
 """
@@ -13,7 +17,16 @@ from __future__ import annotations
 
 from shadowzarr_spec import SourceError
 
-__all__ = ["FramingError", "RangeNotSatisfiable", "SourceTimeoutError", "TransientError"]
+__all__ = [
+    "AnswerTooLargeError",
+    "ContentCodingError",
+    "FramingError",
+    "RangeNotSatisfiable",
+    "RedirectError",
+    "SourceTimeoutError",
+    "TransientError",
+    "UnsafeRequestError",
+]
 
 
 class RangeNotSatisfiable(SourceError):
@@ -26,6 +39,28 @@ class RangeNotSatisfiable(SourceError):
 
 class SourceTimeoutError(SourceError, TimeoutError):
     """A request (with its retries) did not finish within its deadline."""
+
+
+class UnsafeRequestError(SourceError):
+    """A request refused before it was sent: a value bound for its head (an ETag, a URL, a
+    header, a redirect's Location) holds a control byte or is no valid name, and would have
+    written lines of its own into the head (header injection, request smuggling). Not retried:
+    the same request would be refused again."""
+
+
+class RedirectError(SourceError):
+    """Redirects that lead back to a URL of their own chain, or on past the hops followed; not
+    retried (the same chain would be followed again)."""
+
+
+class ContentCodingError(SourceError):
+    """An answer in a content coding this reader does not undo (only gzip and deflate are),
+    or a range answer in any coding but identity (its Content-Range counts coded bytes)."""
+
+
+class AnswerTooLargeError(SourceError):
+    """A whole-file answer longer than the read may take (``max_whole_file_bytes`` where no
+    size is recorded), refused before it is read."""
 
 
 class TransientError(SourceError):

@@ -8,17 +8,16 @@ header. Values never appear in a repr, an error message or anything the store wr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from shadowzarr_store.transport.head_values import has_control, is_header_name
 from shadowzarr_store.transport.locations import DEFAULT_PORTS, normalise_path, under
 
 __all__ = ["HeaderRule", "HeaderRules"]
 
 _DEFAULT_PORTS = DEFAULT_PORTS
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _RESERVED = frozenset(
     {"range", "if-match", "host", "content-length", "transfer-encoding", "connection"}
 )
@@ -120,14 +119,17 @@ def _rule(prefix: object, values: object) -> HeaderRule:
         raise TypeError(f"headers for {prefix!r} must be a {{name: value}} mapping")
     pairs: list[tuple[str, str]] = []
     for name, value in values.items():
-        if not isinstance(name, str) or not _TOKEN.match(name):
+        if not isinstance(name, str) or not is_header_name(name):
             raise ValueError(f"headers for {prefix!r}: {str(name)[:40]!r} is not a header name")
         if name.lower() in _RESERVED:
             raise ValueError(f"headers for {prefix!r}: {name!r} is set by the store itself")
         if not isinstance(value, str):
             raise TypeError(f"headers for {prefix!r}: the value of {name!r} must be a string")
-        if any(c in value for c in "\r\n\0"):
-            raise ValueError(f"headers for {prefix!r}: the value of {name!r} has a line break")
+        if has_control(value):
+            raise ValueError(
+                f"headers for {prefix!r}: the value of {name!r} holds a control byte "
+                "(a line break, a tab, NUL or DEL)"
+            )
         pairs.append((name, value))
     path = normalise_path(parts.path) or "/"
     return HeaderRule(scheme, parts.hostname.lower(), port, path, tuple(pairs))

@@ -1,7 +1,8 @@
 """HTTP(S) with aiohttp: one attempt of a range, multi-range or redirect request.
 
 Redirects are followed here, one hop at a time, so that every hop is checked against the access
-policy before it is requested and carries only the user headers bound to its own URL. Each
+policy before it is requested and carries only the user headers bound to its own URL; a chain
+that comes back to one of its URLs, or runs past ten hops, is a `RedirectError` at once. Each
 answer is framed strictly: a 206 must carry the Content-Range asked for and exactly that many
 bytes (a `FramingError` otherwise, retried by the client), a 200 is accepted only for a whole-file
 read. One aiohttp session per event loop (sessions cannot cross loops), created lazily.
@@ -21,11 +22,25 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import aiohttp
-from shadowzarr_spec import SourceAccessError, SourceError
+from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError
 from yarl import URL
 
-from shadowzarr_store.transport.errors import FramingError, TransientError
-from shadowzarr_store.transport.http1 import Head, OriginPool, Unhandled, certificate_refused
+from shadowzarr_store.transport.budget import ConnectionBudget
+from shadowzarr_store.transport.content_coding import decode_whole, refuse_coded_range
+from shadowzarr_store.transport.errors import (
+    AnswerTooLargeError,
+    FramingError,
+    RedirectError,
+    TransientError,
+)
+from shadowzarr_store.transport.head_values import check_request, refuse_control
+from shadowzarr_store.transport.http1 import (
+    AnswerTooLong,
+    Head,
+    OriginPool,
+    certificate_refused,
+    content_length,
+)
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
@@ -71,6 +86,9 @@ class HttpBackend:
         self._pools: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[tuple[str, str, int | None], OriginPool]
         ] = weakref.WeakKeyDictionary()
+        self._budgets: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ConnectionBudget] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _hop(self, target: str) -> tuple[URL, dict[str, str]]:
         """``target`` as aiohttp sends it, checked against the access policy, and the user
@@ -95,8 +113,9 @@ class HttpBackend:
             if session is None or session.closed:
                 limit = self._options.max_connections
                 timeout = self._options.timeout
+                total = max(self._options.max_total_connections, limit)
                 session = aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
+                    connector=aiohttp.TCPConnector(limit=total, limit_per_host=limit),
                     timeout=aiohttp.ClientTimeout(
                         total=None, sock_connect=timeout, sock_read=timeout
                     ),
@@ -115,7 +134,12 @@ class HttpBackend:
         pool = pools.get(origin)
         if pool is None:
             options = self._options
-            pool = pools[origin] = OriginPool(address, options.max_connections, options.timeout)
+            budget = self._budgets.get(loop)
+            if budget is None:
+                total = max(options.max_total_connections, options.max_connections)
+                budget = self._budgets[loop] = ConnectionBudget(total)
+            pool = OriginPool(address, options.max_connections, options.timeout, budget)
+            pools[origin] = pool
         return pool
 
     async def aclose(self) -> None:
@@ -123,6 +147,7 @@ class HttpBackend:
         with self._lock:
             session = self._sessions.pop(asyncio.get_running_loop(), None)
             pools = self._pools.pop(asyncio.get_running_loop(), {})
+            self._budgets.pop(asyncio.get_running_loop(), None)
         for pool in pools.values():
             pool.close()
         if session is not None:
@@ -161,6 +186,7 @@ class HttpBackend:
         with self._lock:
             pools = list(self._pools.items())
             self._pools.clear()
+            self._budgets.clear()
         for loop, by_origin in pools:
             for pool in by_origin.values():
                 with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
@@ -171,6 +197,7 @@ class HttpBackend:
         self._lock = threading.Lock()
         self._sessions = weakref.WeakKeyDictionary()
         self._pools = weakref.WeakKeyDictionary()
+        self._budgets = weakref.WeakKeyDictionary()
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -179,10 +206,14 @@ class HttpBackend:
     ) -> tuple[int, str | None, float | None]:
         """One GET without following redirects: status, absolute Location, Retry-After."""
         session = self._session()
-        self._access.check(str(URL(url)))
+        address = _address(url)
+        self._access.check(str(address))
+        check_request(address.raw_path_qs, address.host_port_subcomponent or "", headers, shown)
         try:
-            async with session.get(URL(url), headers=headers, allow_redirects=False) as response:
+            async with session.get(address, headers=headers, allow_redirects=False) as response:
                 location = response.headers.get("Location")
+                if location:
+                    refuse_control(location, "a redirect's Location", shown)
                 wait = retry_after(response.headers.get("Retry-After"))
                 return response.status, urljoin(url, location) if location else None, wait
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
@@ -193,10 +224,18 @@ class HttpBackend:
             raise SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
 
     async def get(
-        self, url: str, start: int, end: int | None, etag: str | None, shown: str
+        self,
+        url: str,
+        start: int,
+        end: int | None,
+        etag: str | None,
+        shown: str,
+        size: int | None = None,
     ) -> Answer:
-        """Bytes ``[start, end)`` (``0, None``: the whole file; fewer only where it ends)."""
+        """Bytes ``[start, end)`` (``0, None``: the whole file; fewer only where it ends), on
+        aiohttp; ``size`` the file's recorded size (what an answer to the end may hold)."""
         whole = start == 0 and end is None
+        most = end - start if end is not None else self._most_to_end(start, size)
         headers: dict[str, str] = {}
         if not whole:
             headers["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
@@ -206,21 +245,24 @@ class HttpBackend:
         async with hop as response:
             status = response.status
             if status == 206 and not whole:
+                refuse_coded_range(response.headers.get("Content-Encoding"), shown)
                 first, last, total = _content_range(response.headers.get("Content-Range"), shown)
                 _check_range(first, last, total, start, end, shown)
-                body = await _body(response, shown)
+                body = await self._read_body(response, shown, most, size)
                 if len(body) != last - first + 1:
                     raise FramingError(
                         f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                     )
                 return Answer(body, total, response.headers.get("ETag"), hop.final)
             if status == 200 and whole:
-                body = await _body(response, shown)
-                length = response.content_length
-                if length is not None and len(body) != length:
+                body = await self._read_body(response, shown, _wire_most(most), size)
+                length = response.headers.get("Content-Length")
+                if length is not None and len(body) != content_length(length):
                     raise FramingError(
                         f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
                     )
+                coding = response.headers.get("Content-Encoding")
+                body = bytes(self._decoded(body, coding, most, size, shown))
                 return Answer(body, len(body), response.headers.get("ETag"), hop.final)
             if status == 200:
                 # Retried like any other wrong answer to a range (a faulty proxy, a lost
@@ -238,21 +280,26 @@ class HttpBackend:
         shown: str,
         *,
         view: bool = False,
-        hops: int = 0,
+        chain: tuple[str, ...] = (),
     ) -> Answer:
         """`get` of bytes ``[start, end)`` on a kept-alive plain HTTP/1.1 connection (see
         `shadowzarr_store.transport.http1`: a fraction of aiohttp's CPU per request, for the
         thousands of ranges of a batch); redirects are followed here, each hop checked like
-        aiohttp's; what it leaves (a chunked body) goes to `get`. ``view``: the body as the
-        read-only ``memoryview`` it was received into."""
+        aiohttp's (``chain``: the URLs before this one). ``view``: the body as the read-only
+        ``memoryview`` it was received into."""
         try:
             head, body = await self._ask(
                 url, {"Range": f"bytes={start}-{end - 1}"}, etag, shown, end - start
             )
-        except Unhandled:
-            return await self.get(url, start, end, etag, shown)
+        except AnswerTooLong as exc:
+            ignored = " (the server ignored the Range header: 200, not 206)"
+            raise FramingError(
+                f"{shown}: an answer of {exc.length} bytes or more to a request for at most "
+                f"{end - start}{ignored if exc.status == 200 else ''}"
+            ) from exc
         status = head.status
         if status == 206:
+            refuse_coded_range(head.headers.get("content-encoding"), shown)
             first, last, total = _content_range(head.headers.get("content-range"), shown)
             _check_range(first, last, total, start, end, shown)
             if len(body) != last - first + 1:
@@ -260,41 +307,95 @@ class HttpBackend:
                     f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
                 )
             return Answer(body if view else bytes(body), total, head.headers.get("etag"))
-        target = self._redirect(url, head, shown, hops)
+        target = self._redirect(url, head, shown, chain)
         if target is not None:
             answer = await self.get_range(
-                target, start, end, etag, shown, view=view, hops=hops + 1
+                target, start, end, etag, shown, view=view, chain=(*chain, url)
             )
             return answer if answer.final else dataclasses.replace(answer, final=target)
-        if status in REDIRECTS:
-            return await self.get(url, start, end, etag, shown)  # aiohttp says what is wrong
         if status == 200:
             raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
-    async def get_whole(self, url: str, etag: str | None, shown: str, *, hops: int = 0) -> Answer:
+    async def get_whole(
+        self,
+        url: str,
+        etag: str | None,
+        shown: str,
+        *,
+        size: int | None = None,
+        chain: tuple[str, ...] = (),
+    ) -> Answer:
         """`get` of the whole of ``url`` on our kept-alive connections, the ones the ranges
         use, so that the requests after it (an index, then the data) find them open instead
-        of paying new handshakes; an answer taken only whole by aiohttp (a chunked or encoded
-        body) goes to `get`."""
+        of paying new handshakes. ``size``: the file's recorded size, the most it may hold
+        (else ``max_whole_file_bytes``); a longer answer is refused before it is read. A body
+        in gzip or deflate is decoded (`content_coding`)."""
+        most = self._most_to_end(0, size)
         try:
-            head, body = await self._ask(url, {}, etag, shown)
-        except Unhandled:
-            return await self.get(url, 0, None, etag, shown)
+            head, body = await self._ask(url, {}, etag, shown, _wire_most(most))
+        except AnswerTooLong as exc:
+            raise self._too_long(exc.length, size, shown) from exc
         status = head.status
         if status == 200:
-            if head.headers.get("content-encoding", "identity").lower() != "identity":
-                return await self.get(url, 0, None, etag, shown)  # aiohttp undoes it
-            return Answer(bytes(body), len(body), head.headers.get("etag"))
-        target = self._redirect(url, head, shown, hops)
+            coding = head.headers.get("content-encoding")
+            data = body if coding is None else self._decoded(body, coding, most, size, shown)
+            return Answer(bytes(data), len(data), head.headers.get("etag"))
+        target = self._redirect(url, head, shown, chain)
         if target is not None:
-            answer = await self.get_whole(target, etag, shown, hops=hops + 1)
+            answer = await self.get_whole(target, etag, shown, size=size, chain=(*chain, url))
             return answer if answer.final else dataclasses.replace(answer, final=target)
-        if status in REDIRECTS:
-            return await self.get(url, 0, None, etag, shown)  # aiohttp says what is wrong
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
+
+    def _most_to_end(self, start: int, size: int | None) -> int:
+        """The most bytes an answer from ``start`` to the end of the file may hold."""
+        if size is not None:
+            return max(size - start, 0)
+        return self._options.max_whole_file_bytes
+
+    def _too_long(self, length: int, size: int | None, shown: str) -> SourceError:
+        """The error for a whole-file answer of ``length`` bytes or more, past its limit."""
+        if size is not None:
+            return SourceChangedError(
+                f"{shown}: the answer holds {length} bytes or more, the references were made "
+                f"for {size} bytes: the source has changed"
+            )
+        limit = self._options.max_whole_file_bytes
+        return AnswerTooLargeError(
+            f"{shown}: an answer of {length} bytes or more, past max_whole_file_bytes ({limit})"
+        )
+
+    def _decoded(
+        self,
+        body: bytes | memoryview,
+        coding: str | None,
+        most: int,
+        size: int | None,
+        shown: str,
+    ) -> bytes | memoryview:
+        try:
+            return decode_whole(body, coding, most, shown)
+        except AnswerTooLong as exc:
+            raise self._too_long(exc.length, size, shown) from exc
+
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, shown: str, most: int, size: int | None
+    ) -> bytes:
+        """An aiohttp answer's body, refused once it is longer than ``most`` bytes."""
+        length = response.headers.get("Content-Length")
+        if length is not None and content_length(length) > most:
+            raise self._too_long(content_length(length), size, shown)
+        body = bytearray()
+        try:
+            async for piece in response.content.iter_any():
+                body += piece
+                if len(body) > most:
+                    raise self._too_long(len(body), size, shown)
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            raise TransientError(f"{shown}: body cut short: {type(exc).__name__}") from exc
+        return bytes(body)
 
     async def _ask(
         self,
@@ -305,19 +406,21 @@ class HttpBackend:
         most: int | None = None,
     ) -> tuple[Head, memoryview]:
         """One GET of ``url`` on our connections with the user's headers bound to it (and
-        ``If-Match``); `Unhandled` for an answer only aiohttp takes."""
+        ``If-Match``); `AnswerTooLong` for a body past ``most`` bytes."""
         address, bound = self._hop(url)
         pool = self._pool(address)
         sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
-        return await pool.request(pool.head(address, sent), shown, most)
+        return await pool.request(pool.head(address, sent, shown), shown, most)
 
-    def _redirect(self, url: str, head: Head, shown: str, hops: int) -> str | None:
-        """Where a redirect answer leads; None for any other answer, or past the hops we
-        follow."""
+    def _redirect(self, url: str, head: Head, shown: str, chain: tuple[str, ...]) -> str | None:
+        """Where a redirect answer leads (None for any other answer); `RedirectError` for a
+        loop or a hop past those followed."""
         location = head.headers.get("location")
-        if head.status not in REDIRECTS or not location or hops >= _MAX_REDIRECTS:
+        if head.status not in REDIRECTS or not location:
             return None
-        return _redirect_target(url, location, shown, self._access)
+        target = _redirect_target(url, location, shown, self._access)
+        _check_chain(target, (*chain, url), shown)
+        return target
 
     async def get_many(
         self, url: str, ranges: list[tuple[int, int]], etag: str | None, shown: str
@@ -333,7 +436,9 @@ class HttpBackend:
             status = response.status
             boundary = boundary_of(response.headers.get("Content-Type", ""))
             if status == 206 and boundary is not None:
-                body = await _body(response, shown)
+                refuse_coded_range(response.headers.get("Content-Encoding"), shown)
+                most = sum(end - start for start, end in ranges) + 1024 * (len(ranges) + 64)
+                body = await self._read_body(response, shown, most, None)
                 tag = response.headers.get("ETag")
                 parts = parse_byteranges(body, boundary, shown)
                 final = hop.final
@@ -367,11 +472,15 @@ class _LastHop:
         backend = self._backend
         session = backend._session()
         target = self._url
+        chain: tuple[str, ...] = ()
         for hops in range(_MAX_REDIRECTS + 1):
             address, bound = backend._hop(target)
             # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
             # with auto_decompress off, hand it over undone)
             sent = {"Accept-Encoding": "identity", **bound, **self._headers}
+            check_request(
+                address.raw_path_qs, address.host_port_subcomponent or "", sent, self._shown
+            )
             context = session.get(address, headers=sent, allow_redirects=False)
             try:
                 response = await context.__aenter__()
@@ -387,8 +496,10 @@ class _LastHop:
                     self.final = str(response.url)
                 return response
             await context.__aexit__(None, None, None)
+            chain = (*chain, target)
             target = _redirect_target(target, location, self._shown, backend._access)
-        raise SourceError(f"{self._shown}: more than {_MAX_REDIRECTS} redirects")
+            _check_chain(target, chain, self._shown)
+        raise AssertionError("unreachable: _check_chain ends a chain past the hops followed")
 
     async def __aexit__(
         self,
@@ -422,7 +533,8 @@ class _LastHop:
 
 def _redirect_target(url: str, location: str, shown: str, access: AccessPolicy) -> str:
     """Where a redirect from ``url`` to ``location`` leads, checked as every hop is (http(s)
-    only, within the allowed URLs)."""
+    only, within the allowed URLs); a Location with a control byte is refused, not cleaned."""
+    refuse_control(location, "a redirect's Location", shown)
     try:
         target = urljoin(url, location)
     except ValueError as exc:
@@ -431,6 +543,23 @@ def _redirect_target(url: str, location: str, shown: str, access: AccessPolicy) 
         ) from exc
     access.check_redirect(target)
     return target
+
+
+def _check_chain(target: str, chain: tuple[str, ...], shown: str) -> None:
+    """`RedirectError` when ``target`` was already asked for in this chain of redirects (a
+    loop), or would be a hop past the `_MAX_REDIRECTS` followed."""
+    if target in chain:
+        raise RedirectError(
+            f"{shown}: a redirect loop ({len(chain)} hops lead back to {redact(target)})"
+        )
+    if len(chain) > _MAX_REDIRECTS:
+        raise RedirectError(f"{shown}: more than {_MAX_REDIRECTS} redirects")
+
+
+def _wire_most(most: int) -> int:
+    """The most bytes a whole-file answer of at most ``most`` bytes may take on the wire (a
+    gzip stream of incompressible bytes is a little longer than they are)."""
+    return most + most // 64 + 1024
 
 
 def _address(url: str) -> URL:
@@ -452,13 +581,6 @@ def _part_for(
         if part.start <= start and (end <= stop or (part.total is not None and stop == part.total)):
             return Answer(part.data[start - part.start : end - part.start], part.total, etag, final)
     raise FramingError(f"{shown}: no part of the multipart answer holds bytes {start}-{end - 1}")
-
-
-async def _body(response: aiohttp.ClientResponse, shown: str) -> bytes:
-    try:
-        return await response.read()
-    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-        raise TransientError(f"{shown}: body cut short: {type(exc).__name__}") from exc
 
 
 def _content_range(header: str | None, shown: str) -> tuple[int, int, int | None]:

@@ -5,15 +5,18 @@ thousands of small GETs at once. aiohttp spends about 130 µs of CPU on each, an
 that, not the network, bounded the generator. Here a request is one write of a prepared head
 and its answer one parse of a head and a ``Content-Length`` body (about 50 µs). The body is
 received straight into one array of its length (``recv_into``), so a read of megabytes is never
-joined from pieces: aiohttp's joining was a sixth of the CPU of a sequential read. Only that is
-understood: an answer needing more (a redirect, a chunked body) is `Unhandled`, and the caller
-asks aiohttp instead. Connection failures and stalls are `TransientError`, like aiohttp's.
+joined from pieces: aiohttp's joining was a sixth of the CPU of a sequential read. Answers
+are framed strictly and whole here, so none is asked for twice: 1xx interim answers are
+skipped, LF-only line ends taken, a chunked body decoded (`http1_bodies`), a body longer than
+the request may take refused (`AnswerTooLong`) before it is read. Redirects are the caller's.
+Connection failures and stalls are `TransientError`, like aiohttp's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 import ssl
 from functools import cache
@@ -22,12 +25,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from shadowzarr_spec import SourceError
 
+from shadowzarr_store.transport.budget import ConnectionBudget
 from shadowzarr_store.transport.errors import FramingError, TransientError
+from shadowzarr_store.transport.head_values import check_request, escaped, is_header_name
+from shadowzarr_store.transport.http1_bodies import AnswerTooLong, ChunkedBody, UntilCloseBody
 
 if TYPE_CHECKING:
     from yarl import URL
 
-__all__ = ["Head", "OriginPool", "Unhandled"]
+__all__ = ["AnswerTooLong", "Head", "OriginPool", "content_length"]
 
 _MAX_HEAD = 64 * 1024
 _HEAD_BUFFER = 16 * 1024
@@ -53,10 +59,6 @@ def certificate_refused(exc: ssl.SSLCertVerificationError) -> str:
     )
 
 
-class Unhandled(Exception):
-    """The answer needs the general client (a redirect, a body without ``Content-Length``)."""
-
-
 class Head:
     """Status and headers (names in lower case) of an answer."""
 
@@ -66,26 +68,54 @@ class Head:
         self.status, self.headers = status, headers
 
 
+_HEAD_END = re.compile(rb"\n\r?\n")
+"""The blank line ending a head: CRLF line ends, or bare LF ones (RFC 9112 §2.2 lets a
+recipient take LF alone as a line end)."""
+_STATUS_LINE = re.compile(r"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
+_MAX_INTERIM = 16
+"""The most 1xx answers (``100 Continue``, ``103 Early Hints``) taken before the final one."""
+
+
 def _parse_head(raw: bytes) -> tuple[Head, bool]:
-    """The head, and whether the connection may be used again."""
-    lines = raw.decode("latin-1").split("\r\n")
-    version, _, rest = lines[0].partition(" ")
-    status = int(rest[:3])
+    """The head, and whether the connection may be used again. A repeated header's values
+    are joined with commas (so two Content-Lengths are no length); a bare CR, a folded line or
+    a name that is no token is a ValueError (RFC 9112 §2.2, §5)."""
+    lines = [line.removesuffix("\r") for line in raw.decode("latin-1").split("\n")]
+    status_line = _STATUS_LINE.fullmatch(lines[0])
+    if status_line is None or "\r" in lines[0]:
+        raise ValueError(f"not a status line: {lines[0][:80]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, colon, value = line.partition(":")
-        if not colon:
-            raise ValueError(f"header line without a colon: {line[:80]!r}")
-        headers[name.strip().lower()] = value.strip()
+        if not colon or not is_header_name(name) or "\r" in value:
+            raise ValueError(f"an unreadable header line: {line[:80]!r}")
+        name, value = name.lower(), value.strip(" \t")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
     connection = headers.get("connection", "").lower()
-    reusable = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
-    return Head(status, headers), reusable
+    if lines[0].startswith("HTTP/1.1"):
+        reusable = connection != "close"
+    else:
+        reusable = connection == "keep-alive"
+    return Head(int(status_line[1]), headers), reusable
+
+
+def content_length(value: str) -> int:
+    """A ``Content-Length``: ASCII digits only (``str.isdigit`` also takes ``²``); anything
+    else, a list of lengths included, is a `FramingError`."""
+    if not (value.isascii() and value.isdigit()):
+        raise FramingError(f"Content-Length {escaped(value, 40)} is not a length")
+    return int(value)
+
+
+type _Growing = ChunkedBody | UntilCloseBody
 
 
 class _Connection(asyncio.BufferedProtocol):
     """One connection; one request on it at a time. Bytes are received straight into their
     final place (``recv_into``): the head into a small buffer, the body, once its length is
-    known, into one array of that length, so a large body is never joined from pieces."""
+    known, into one array of that length, so a large body is never joined from pieces. A body
+    whose length the head does not give (chunked, or ended by closing) grows into one buffer
+    up to the most bytes the request may take."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -93,10 +123,13 @@ class _Connection(asyncio.BufferedProtocol):
         self._heads = bytearray(_HEAD_BUFFER)
         self._filled = 0
         self._body: memoryview | None = None
+        self._growing: _Growing | None = None
+        self._scratch = bytearray(_HEAD_BUFFER)
         self._received = 0
         self._waiter: asyncio.Future[tuple[Head, memoryview]] | None = None
         self._head: Head | None = None
         self._keep = False
+        self._interim = 0
         self.progress = 0
         self._lost = False
         self._most: int | None = None
@@ -113,15 +146,18 @@ class _Connection(asyncio.BufferedProtocol):
         self, head: bytes, waiter: asyncio.Future[tuple[Head, memoryview]], most: int | None = None
     ) -> None:
         """Write a request; ``most``: the most body bytes its answer may have (a longer one,
-        such as a whole object from a server ignoring ``Range``, fails before it is read)."""
+        such as a whole object from a server ignoring ``Range``, fails before it is read:
+        `AnswerTooLong`)."""
         assert self.transport is not None
         self._waiter, self._head, self.reusable = waiter, None, False
-        self._most = most
+        self._most, self._interim = most, 0
         self.transport.write(head)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._body is not None:
             return self._body[self._received :]
+        if self._growing is not None:
+            return memoryview(self._scratch)
         if self._filled == len(self._heads):  # a head longer than the buffer: keep it whole
             self._heads.extend(bytes(_HEAD_BUFFER))
         return memoryview(self._heads)[self._filled :]
@@ -133,52 +169,105 @@ class _Connection(asyncio.BufferedProtocol):
             if self._received == len(self._body):
                 self._finish()
             return
+        if self._growing is not None:
+            self._grow(memoryview(self._scratch)[:nbytes])
+            return
         self._filled += nbytes
         if self._waiter is None:
             self._fail(FramingError("bytes arrived with no request in flight"))
             return
-        filled = memoryview(self._heads)[: self._filled]
-        end = self._heads.find(b"\r\n\r\n", 0, self._filled)
-        if end < 0 and self._filled <= _MAX_HEAD:
-            return  # more of the head to come
-        if end < 0 or end > _MAX_HEAD:
-            self._fail(FramingError("an answer head longer than 64 KiB"))
-            return
-        try:
-            head, reusable = _parse_head(bytes(filled[:end]))
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._fail(FramingError(f"an unreadable answer head ({exc})"))
-            return
-        length = head.headers.get("content-length")
-        if length is None or not length.isdigit() or "transfer-encoding" in head.headers:
-            self._fail(Unhandled(head.status))
-            return
-        if self._most is not None and int(length) > max(self._most, _MAX_HEAD):
-            self._fail(
-                FramingError(
-                    f"an answer of {length} bytes (status {head.status}) to a request for "
-                    f"at most {self._most}"
-                )
-            )
-            return
+        self._read_head()
+
+    def _read_head(self) -> None:
+        """Parse the answer's head once it is in; skip 1xx interim answers (RFC 9110 §15.2)."""
+        while True:
+            found = _HEAD_END.search(self._heads, 0, self._filled)
+            if found is None and self._filled <= _MAX_HEAD:
+                return  # more of the head to come
+            if found is None or found.start() > _MAX_HEAD:
+                self._fail(FramingError("an answer head longer than 64 KiB"))
+                return
+            try:
+                head, reusable = _parse_head(bytes(self._heads[: found.start()]))
+            except (ValueError, UnicodeDecodeError) as exc:
+                self._fail(FramingError(f"an unreadable answer head ({exc})"))
+                return
+            if not 100 <= head.status < 200:
+                self._begin_body(head, reusable, found.end())
+                return
+            self._interim += 1
+            if head.status == 101 or self._interim > _MAX_INTERIM:
+                self._fail(FramingError(f"an unexpected HTTP {head.status}"))
+                return
+            rest = bytes(self._heads[found.end() : self._filled])
+            self._heads[: len(rest)] = rest
+            self._filled = len(rest)
+
+    def _begin_body(self, head: Head, reusable: bool, start: int) -> None:
+        already = memoryview(self._heads)[start : self._filled]
+        most = self._most
+        if most is not None and not 200 <= head.status < 300:
+            most = max(most, _MAX_HEAD)  # an error page may have up to 64 KiB
         self._head, self._keep = head, reusable
-        already = self._filled - end - 4
-        if already > int(length):
+        coding = head.headers.get("transfer-encoding")
+        length = head.headers.get("content-length")
+        try:
+            if coding is not None:
+                if coding.lower() != "chunked":
+                    raise FramingError(f"Transfer-Encoding {escaped(coding, 40)} is not read")
+                # with a Content-Length beside it, the chunking decides (RFC 9112 §6.3) and
+                # the connection is not used again
+                self._keep = reusable and length is None
+                self._filled = 0
+                self._growing = ChunkedBody(most)
+                self._grow(bytes(already))
+                return
+            if head.status in (204, 304):
+                size = 0
+            elif length is None:
+                self._keep, self._filled = False, 0
+                self._growing = UntilCloseBody(most)
+                self._grow(bytes(already))
+                return
+            else:
+                size = content_length(length)
+            if most is not None and size > most:
+                raise AnswerTooLong(size, head.status)
+        except (FramingError, AnswerTooLong) as exc:
+            self._fail(exc)
+            return
+        if len(already) > size:
             self._fail(FramingError("more bytes than Content-Length said"))
             return
         try:
-            body = np.empty(int(length), dtype=np.uint8)
+            body = np.empty(size, dtype=np.uint8)
         except (MemoryError, ValueError):
             self._fail(FramingError(f"an answer of {length} bytes, more than memory holds"))
             return
         self._body = memoryview(body).cast("B")
-        self._body[:already] = filled[end + 4 :]
-        self._received, self._filled = already, 0
-        if already == len(self._body):
+        self._body[: len(already)] = already
+        self._received, self._filled = len(already), 0
+        if len(already) == len(self._body):
+            self._finish()
+
+    def _grow(self, piece: bytes | memoryview) -> None:
+        growing = self._growing
+        assert growing is not None
+        try:
+            growing.feed(piece)
+        except (FramingError, AnswerTooLong) as exc:
+            self._fail(exc)
+            return
+        except MemoryError:
+            self._fail(FramingError("an answer longer than memory holds"))
+            return
+        if growing.done:
+            self._keep = self._keep and not growing.extra
+            self._body = memoryview(growing.data)
             self._finish()
 
     def _finish(self) -> None:
-        body, self._body = self._body, None
+        body, self._body, self._growing = self._body, None, None
         assert body is not None
         assert self._head is not None
         self.reusable = self._keep  # only once the whole answer is in
@@ -188,13 +277,19 @@ class _Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        growing = self._growing
+        if isinstance(growing, UntilCloseBody) and exc is None and self._waiter is not None:
+            growing.done = True  # the close is the body's end
+            self._body = memoryview(growing.data)
+            self._finish()
+            return
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             said = f"{type(exc).__name__}: {exc}" if exc else "the server closed the connection"
             waiter.set_exception(ConnectionError(said))
 
     def _fail(self, exc: Exception) -> None:
-        self._body, self._filled = None, 0
+        self._body, self._growing, self._filled = None, None, 0
         waiter, self._waiter = self._waiter, None
         self.reusable = False
         if waiter is not None and not waiter.done():
@@ -207,11 +302,13 @@ class OriginPool:
     """Kept-alive connections to one ``scheme://host:port``, at most ``limit`` at once (one
     pool per event loop: transports cannot cross loops)."""
 
-    def __init__(self, address: URL, limit: int, timeout: float) -> None:
+    def __init__(
+        self, address: URL, limit: int, timeout: float, budget: ConnectionBudget | None = None
+    ) -> None:
         self._host = address.raw_host or ""
         self._port = address.port or (443 if address.scheme == "https" else 80)
         self._tls = _tls() if address.scheme == "https" else None
-        self._host_header = address.host_port_subcomponent
+        self._host_header = address.host_port_subcomponent or ""
         self._timeout = timeout
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
@@ -220,10 +317,15 @@ class OriginPool:
         self._addresses: tuple[tuple[str, int], ...] = ()
         self._resolved_at = 0.0
         self._resolving = asyncio.Lock()
+        self._budget = budget if budget is not None else ConnectionBudget(limit)
+        self._budget.pools.append(self)
 
-    def head(self, address: URL, headers: dict[str, str]) -> bytes:
-        """The request head of a GET of ``address`` with ``headers``."""
-        lines = [f"GET {address.raw_path_qs} HTTP/1.1", f"Host: {self._host_header}"]
+    def head(self, address: URL, headers: dict[str, str], shown: str) -> bytes:
+        """The request head of a GET of ``address`` with ``headers``; `UnsafeRequestError` for
+        a value that would not stay on its own line (`check_request`)."""
+        target = address.raw_path_qs
+        check_request(target, self._host_header, headers, shown)
+        lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines.extend(f"{name}: {value}" for name, value in headers.items())
         lines.append("Accept-Encoding: identity\r\n\r\n")
         return "\r\n".join(lines).encode("utf-8")
@@ -237,19 +339,33 @@ class OriginPool:
             connection = None
             while self._idle and connection is None:
                 candidate = self._idle.pop()
-                connection = candidate if candidate.usable else None
+                if candidate.usable:
+                    connection = candidate
+                else:
+                    self._discard(candidate)
             try:
                 if connection is None:
                     connection = await self._connect(shown)
                 return await self._exchange(connection, head, shown, most)
             finally:
                 if connection is not None:
-                    if connection.reusable and connection.usable:
+                    if connection.reusable and connection.usable and not self._budget.wanted:
                         self._idle.append(connection)
                     else:
                         self._discard(connection)
 
     async def _connect(self, shown: str) -> _Connection:
+        """A new connection, within the loop's budget of connections across origins."""
+        await self._budget.acquire()
+        try:
+            connection = await self._open(shown)
+        except BaseException:
+            self._budget.release()
+            raise
+        self._all.add(connection)
+        return connection
+
+    async def _open(self, shown: str) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._timeout):
@@ -278,7 +394,6 @@ class OriginPool:
             raise SourceError(f"{shown}: {certificate_refused(exc)}") from exc
         except OSError as exc:
             raise TransientError(f"{shown}: cannot connect: {type(exc).__name__}") from exc
-        self._all.add(connection)
         return connection
 
     async def _targets(self) -> tuple[tuple[str, int], ...]:
@@ -326,9 +441,18 @@ class OriginPool:
             timer[0].cancel()
 
     def _discard(self, connection: _Connection) -> None:
-        self._all.discard(connection)
+        if connection in self._all:
+            self._all.discard(connection)
+            self._budget.release()
         if connection.transport is not None:
             connection.transport.close()
+
+    def drop_idle(self) -> bool:
+        """Close one idle connection, freeing its slot for another origin's."""
+        if not self._idle:
+            return False
+        self._discard(self._idle.pop(0))
+        return True
 
     def close(self) -> None:
         """Close every connection (on the pool's loop)."""

@@ -9,6 +9,7 @@ a reference or a cache. Paths are compared in the form a server resolves them to
 from __future__ import annotations
 
 import os
+import re
 from typing import Literal
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 from urllib.request import url2pathname
@@ -31,6 +32,7 @@ __all__ = [
 
 type Kind = Literal["local", "http", "object_store"]
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 OBJECT_STORE_SCHEMES = frozenset({"s3", "gs", "az"})
 """Object-store URLs read through obstore: ``s3://bucket/key``, ``gs://…``, ``az://container/…``."""
@@ -127,7 +129,11 @@ def join_location(base: str, relative: str) -> str:
 
 
 def redact(location: str) -> str:
-    """``location`` without a user name, password or credential-like query values."""
+    """``location`` without a user name, password or credential-like query values, its
+    control bytes escaped (``\\x0d``): a name from a reference file never breaks a message's
+    line."""
+    if _CONTROL.search(location) is not None:
+        location = _CONTROL.sub(lambda found: f"\\x{ord(found[0]):02x}", location)
     if "://" not in location:
         return location
     try:

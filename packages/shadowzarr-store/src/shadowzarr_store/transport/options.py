@@ -38,6 +38,10 @@ class TransportOptions:
     allow_local_files: bool = True
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
     max_connections: int = 128
+    """The most connections open at once to one origin (``scheme://host:port``)."""
+    max_total_connections: int = 256
+    """The most connections open at once across all origins, per event loop: thousands of
+    chunks spread over many origins open no more than this."""
     timeout: float = 60.0
     deadline: float = 300.0
     retries: int = 5
@@ -53,6 +57,11 @@ class TransportOptions:
     """Ask for many ranges in one request where the server answers them (nginx); a server that
     answers otherwise (S3's 200 with the whole object) is noticed once and asked singly."""
     max_ranges_per_request: int = 100
+    max_whole_file_bytes: int = 2 * 1024**3
+    """The most bytes a whole-file read (a reference file, an index file, a chunk without a
+    size) may take when no size of the file is recorded; a longer answer is refused
+    (`AnswerTooLargeError`) before it is read. Where a size is recorded, that size is the
+    limit (a longer answer: `SourceChangedError`)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.allowed_urls, str):
@@ -62,6 +71,14 @@ class TransportOptions:
         object.__setattr__(self, "headers", HeaderRules.parse(self.headers))
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        if self.max_total_connections < 1:
+            raise ValueError(
+                f"max_total_connections must be at least 1, got {self.max_total_connections}"
+            )
+        if self.max_whole_file_bytes < 0:
+            raise ValueError(
+                f"max_whole_file_bytes must not be negative, got {self.max_whole_file_bytes}"
+            )
         if self.retries < 0:
             raise ValueError(f"retries must not be negative, got {self.retries}")
         if not self.deadline > 0:
