@@ -337,6 +337,59 @@ def add_grid(builder: RfsBuilder, data_dir: Path, prefix: str) -> np.ndarray:
     return expected
 
 
+def write_rechunked_indexes(data_dir: Path, refs_dir: Path) -> np.ndarray:
+    """Reference directories whose index arrays zarr-python wrote in other layouts than
+    ``write_rfs`` writes (the format lets any Zarr writer write an index): index shape
+    (1200, 2, 2) in chunks of (600, 2, 2) with zstd, and in chunks of (500, 1, 1) with ``v2``
+    keys, big-endian bytes and gzip. Readers must follow the index's own zarr.json. Row 700 is
+    never written (2^64 - 1 twice), row 701 is missing as VirtualiZarr writes it (0, 0)."""
+    import shutil
+
+    import zarr
+    from zarr.codecs import BytesCodec, GzipCodec
+    from zarr.storage import LocalStore
+
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 256, size=(1200, 4), dtype=np.uint8)
+    (data_dir / "cells.bin").write_bytes(values.tobytes())
+    table = np.zeros((1200, 2, 2), dtype=np.uint64)
+    table[..., 0] = np.arange(1200 * 2, dtype=np.uint64).reshape(1200, 2) * 2
+    table[..., 1] = 2
+    table[700] = np.uint64(2**64 - 1)
+    table[701] = 0
+    expected = values.copy()
+    expected[700:702] = 9
+    layouts = {
+        "rechunked_index.shadowzarr": {"chunks": (600, 2, 2)},
+        "strange_index.shadowzarr": {
+            "chunks": (500, 1, 1),
+            "chunk_key_encoding": {"name": "v2", "separator": "."},
+            "serializer": BytesCodec(endian="big"),
+            "compressors": [GzipCodec(level=5)],
+        },
+    }
+    for name, layout in layouts.items():
+        builder = RfsBuilder()
+        builder.add_group("")
+        builder.add_array(
+            "cells", shape=[1200, 4], data_type="uint8", chunk_shape=[1, 2], fill_value=9
+        )
+        builder.add_index("cells", "../../data/cells.bin", table)
+        builder.add_source("../../data/cells.bin", size=values.nbytes)
+        write_rfs(builder.build(), refs_dir / name, inline_index_bytes=0)
+        index = refs_dir / name / "index" / "cells"
+        shutil.rmtree(index)
+        written = zarr.create_array(
+            store=LocalStore(index),
+            shape=table.shape,
+            dtype="uint64",
+            fill_value=2**64 - 1,
+            **layout,
+        )
+        written[...] = table
+    return expected
+
+
 def build_raw_rfs(data_dir: Path, prefix: str) -> tuple[Any, np.ndarray]:
     """The raw-file references (version 2) and the expected values of the indexed grid."""
     builder = build_raw_refs(data_dir, prefix)
@@ -395,6 +448,7 @@ def main(out: Path) -> None:
     # Absolute local paths, as generators write them for local files (read with openLocal).
     write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
     sharded = write_sharded(data_dir, refs_dir)
+    cells = write_rechunked_indexes(data_dir, refs_dir)
     write_generated_hdf5_refs(h5, refs_dir)
 
     # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
@@ -497,6 +551,10 @@ def main(out: Path) -> None:
         "sharded": {
             "refs": ["refs/sharded.json"],
             "arrays": [array_entry("sharded", sharded, expected_dir)],
+        },
+        "rechunked_index": {
+            "refs": ["refs/rechunked_index.shadowzarr", "refs/strange_index.shadowzarr"],
+            "arrays": [array_entry("cells", cells, expected_dir)],
         },
         "legacy": {
             "refs": "refs/legacy_nan.json",

@@ -165,8 +165,11 @@ describe("hdf5 fixture", () => {
     const first = await zarr.get(array, [zarr.slice(0, 16), zarr.slice(0, 25)]);
     assert.equal(store.indexChunksFetched(section.indexed), 1);
     const indexRequests = [...server.counters.paths.keys()].filter((p) => p.includes("/index/"));
-    // the layout of index chunks follows from the array's grid: the index's zarr.json is not read
-    assert.deepEqual(indexRequests, ["/refs/hdf5.shadowzarr/index/chunked_gzip/c/0/0/0"]);
+    // the index's zarr.json, and beside it the chunk write_rfs's layout puts the lookup in
+    assert.deepEqual(indexRequests.sort(), [
+      "/refs/hdf5.shadowzarr/index/chunked_gzip/c/0/0/0",
+      "/refs/hdf5.shadowzarr/index/chunked_gzip/zarr.json",
+    ]);
     await zarr.get(array, null);
     assert.equal(store.indexChunksFetched(section.indexed), 1);
     assert.equal(await store.get("/chunked_gzip/c/6/0"), undefined); // rows 96.. never written
@@ -768,5 +771,85 @@ describe("zero-length arrays", () => {
     assert.deepEqual(array.shape, [0, 3]);
     // If this starts to pass, zarrita has fixed it: drop the README's entry.
     await assert.rejects(zarr.get(array, null), /empty iterator/);
+  });
+});
+
+describe("chunk-index rows", () => {
+  const rows = (pairs) => {
+    const bytes = new Uint8Array(pairs.length * 16);
+    const view = new DataView(bytes.buffer);
+    pairs.forEach(([offset, size], i) => {
+      view.setBigUint64(i * 16, offset, true);
+      view.setBigUint64(i * 16 + 8, size, true);
+    });
+    return `base64:${Buffer.from(bytes).toString("base64")}`;
+  };
+  const indexMeta = JSON.stringify({
+    zarr_format: 3,
+    node_type: "array",
+    shape: [4, 2],
+    data_type: "uint64",
+    chunk_grid: { name: "regular", configuration: { chunk_shape: [4, 2] } },
+    chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+    fill_value: 0,
+    codecs: [{ name: "bytes", configuration: { endian: "little" } }],
+    attributes: {},
+  });
+  const store = (files) =>
+    new ReferenceStore(
+      {
+        version: 2,
+        refs: {
+          "zarr.json": JSON.stringify({ zarr_format: 3, node_type: "group", attributes: {} }),
+          "a/zarr.json": JSON.stringify({
+            zarr_format: 3,
+            node_type: "array",
+            shape: [4],
+            data_type: "int8",
+            chunk_grid: { name: "regular", configuration: { chunk_shape: [1] } },
+            chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+            fill_value: 7,
+            codecs: [{ name: "bytes" }],
+            attributes: {},
+          }),
+        },
+        indexes: { a: { url: "https://example.org/x.bin", index: "index/a", files } },
+      },
+      {
+        baseUrl: "https://example.org/refs/",
+        fetch: async (request) => new Response(null, { status: 404, statusText: request.url }),
+      },
+    );
+  const MAX = 2n ** 64n - 1n;
+
+  test("(0, 0) and 2^64-1 twice are missing chunks; size 0 elsewhere and huge rows are refused", async () => {
+    const s = store({
+      "zarr.json": indexMeta,
+      "c/0/0": rows([
+        [0n, 0n],
+        [5n, 0n],
+        [MAX, MAX],
+        [2n ** 60n, 1n],
+      ]),
+    });
+    assert.equal(await s.get("/a/c/0"), undefined);
+    await assert.rejects(s.get("/a/c/1"), ReferenceFormatError);
+    assert.equal(await s.get("/a/c/2"), undefined);
+    await assert.rejects(s.get("/a/c/3"), ReferenceFormatError);
+    const array = await openArray(s, "a");
+    await assert.rejects(zarr.get(array, null), ReferenceFormatError);
+    assert.deepEqual([...(await zarr.get(array, [zarr.slice(2, 3)])).data], [7]);
+  });
+
+  test("an index without its zarr.json is an error, not missing chunks", async () => {
+    const s = store({
+      "c/0/0": rows([
+        [0n, 0n],
+        [0n, 0n],
+        [0n, 0n],
+        [0n, 0n],
+      ]),
+    });
+    await assert.rejects(s.get("/a/c/0"), SourceUnavailableError);
   });
 });
