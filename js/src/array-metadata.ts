@@ -4,7 +4,13 @@
  */
 import { base64Decode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
-import { itemSizeOf, type StructLayout, structLayout, uniformByte } from "./struct.js";
+import {
+  fixedSizeType,
+  itemSizeOf,
+  type StructLayout,
+  structLayout,
+  uniformByte,
+} from "./struct.js";
 
 /** Codecs that leave a chunk's bytes a plain, full-size image of its elements. */
 const PADDABLE_CODECS = new Set(["bytes", "transpose"]);
@@ -181,6 +187,8 @@ export function fillElementBytes(
   if (fill === null || fill === undefined || fill === 0 || fill === false) return out;
   const view = new DataView(out.buffer);
   if (typeof dataType !== "string") {
+    const fixed = fixedSizeType(dataType);
+    if (fixed !== undefined) return fixedSizeFill(fixed.name, fill, itemSize, little);
     if (typeof fill === "string" && fill.startsWith("base64:")) return base64Decode(fill.slice(7));
     return structFillBytes(dataType, fill, itemSize, little);
   }
@@ -216,6 +224,37 @@ export function fillElementBytes(
       return undefined;
     }
   }
+  return out;
+}
+
+/**
+ * The fill element of a fixed-size text or bytes type, as zarr-python writes it: the text for
+ * `fixed_length_utf32` (UTF-32 code points, NUL-padded), base64 for the bytes types (padded
+ * with zero bytes); undefined when it does not fit.
+ */
+function fixedSizeFill(
+  name: string,
+  fill: unknown,
+  itemSize: number,
+  little: boolean,
+): Uint8Array | undefined {
+  if (typeof fill !== "string") return undefined;
+  const out = new Uint8Array(itemSize);
+  if (name === "fixed_length_utf32") {
+    const points = [...fill].map((c) => c.codePointAt(0) as number);
+    if (points.length * 4 > itemSize) return undefined;
+    const view = new DataView(out.buffer);
+    points.forEach((point, i) => view.setUint32(i * 4, point, little));
+    return out;
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = base64Decode(fill);
+  } catch {
+    return undefined;
+  }
+  if (bytes.length > itemSize) return undefined;
+  out.set(bytes);
   return out;
 }
 

@@ -176,7 +176,7 @@ export class ReferenceStore implements AsyncReadable {
         ref.kind === "inline"
           ? ref.bytes
           : await this.#readReference(key, ref, null, undefined, signal);
-      const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options));
+      const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options, key));
       return sliceLogical(bytes, range);
     }
     if (this.#options.structAsBytes) key = this.#storedKey(key);

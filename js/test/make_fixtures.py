@@ -121,6 +121,40 @@ def write_generated_hdf5_refs(h5: Path, refs_dir: Path) -> None:
     write_rfs(rfs, refs_dir / "hdf5_generated.shadowzarr")
 
 
+def write_text_compounds(data_dir: Path, refs_dir: Path) -> list[dict[str, Any]]:
+    """Compound datasets with a fixed-length UTF-8 string field, which the HDF5 generator stores
+    as structs with a ``fixed_length_utf32`` field (the values converted, stored inline): one
+    contiguous, one chunked with chunks never written (read as the fill element). Returns what
+    h5py reads, field by field, with the strings decoded."""
+    from shadowzarr_hdf5 import generate_rfs
+
+    path = data_dir / "text_compound.h5"
+    dtype = np.dtype([("id", "<i4"), ("name", h5py.string_dtype("utf-8", 12)), ("x", "<f8")])
+    rows = [(1, "alpha", 0.5), (2, "β-beta", 1.5), (3, "", 2.5), (4, "twelve bytes", 3.5)]
+    values = np.array([(i, n.encode(), x) for i, n, x in rows], dtype=dtype)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("table", data=values)
+        f.create_dataset("chunked", shape=(10,), chunks=(4,), dtype=dtype)[:4] = values
+    rfs = generate_rfs(
+        GENERATED_URL.replace("h5data.h5", path.name),
+        local_hdf5_path=path,
+        inline_threshold=0,
+        record_source=False,
+    )
+    write_rfs(rfs, refs_dir / "text_compound.shadowzarr")
+    out = []
+    with h5py.File(path, "r") as f:
+        for name in ("table", "chunked"):
+            read = f[name][()]
+            fields = {
+                "id": read["id"].tolist(),
+                "name": [b.decode() for b in read["name"].tolist()],
+                "x": read["x"].tolist(),
+            }
+            out.append({"path": name, "shape": list(read.shape), "fields": fields})
+    return out
+
+
 def vlen_utf8(values: list[str]) -> bytes:
     """Zarr's vlen-utf8 encoding: item count, then (length, bytes) per item, uint32 LE."""
     parts = [np.uint32(len(values)).tobytes()]
@@ -449,6 +483,7 @@ def main(out: Path) -> None:
     write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
     sharded = write_sharded(data_dir, refs_dir)
     cells = write_rechunked_indexes(data_dir, refs_dir)
+    text_structs = write_text_compounds(data_dir, refs_dir)
     write_generated_hdf5_refs(h5, refs_dir)
 
     # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
@@ -551,6 +586,11 @@ def main(out: Path) -> None:
         "sharded": {
             "refs": ["refs/sharded.json"],
             "arrays": [array_entry("sharded", sharded, expected_dir)],
+        },
+        "struct_text": {
+            "refs": "refs/text_compound.shadowzarr",
+            "placeholder": GENERATED_URL.removesuffix("data/h5data.h5"),
+            "structs": text_structs,
         },
         "rechunked_index": {
             "refs": ["refs/rechunked_index.shadowzarr", "refs/strange_index.shadowzarr"],

@@ -17,7 +17,12 @@ import {
   SourceUnavailableError,
 } from "shadowzarr";
 import { openLocal } from "shadowzarr/node";
-import { compareResult, loadExpected, readAndCompareAll } from "../compare.mjs";
+import {
+  compareResult,
+  loadExpected,
+  readAndCompareAll,
+  readAndCompareStructs,
+} from "../compare.mjs";
 import { FIXTURES, manifest } from "../fixtures.mjs";
 import { startServer } from "../server.mjs";
 
@@ -60,6 +65,46 @@ describe("every fixture array equals what h5py/numpy read", () => {
       });
     }
   }
+});
+
+describe("struct arrays with fixed-length string fields", () => {
+  const section = manifest.struct_text;
+  const options = () => ({
+    resolveUrl: async (u) => u.replace(section.placeholder, `${server.url}/`),
+  });
+
+  test("read over HTTP: each field equals what h5py reads (strings as strings)", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/${section.refs}`, options());
+    const failures = await readAndCompareStructs({ zarr, store, section, decodeStruct });
+    assert.deepEqual(failures, []);
+    const layout = store.structOf("table");
+    assert.deepEqual(
+      layout.fields.map((f) => [f.name, f.offset, f.size]),
+      [
+        ["id", 0, 4],
+        ["name", 4, 48],
+        ["x", 52, 8],
+      ],
+    );
+  });
+
+  test("a data type zarrita cannot open is a ReferenceFormatError naming the array", async () => {
+    const rfs = refsJson(`${section.refs}/refs.json`);
+    const meta = JSON.parse(rfs.refs["table/zarr.json"]);
+    meta.data_type.configuration.fields[1].data_type = { name: "some_future_type" };
+    rfs.refs["table/zarr.json"] = JSON.stringify(meta);
+    const plain = JSON.parse(rfs.refs["table/zarr.json"]);
+    plain.data_type = { name: "fixed_length_utf32", configuration: { length_bytes: 8 } };
+    rfs.refs["plain/zarr.json"] = JSON.stringify(plain);
+    const store = new ReferenceStore(rfs, options());
+    for (const path of ["table", "plain"]) {
+      await assert.rejects(openArray(store, path), (error) => {
+        assert.ok(error instanceof ReferenceFormatError, String(error));
+        assert.match(error.message, new RegExp(`^${path}/zarr.json: `));
+        return true;
+      });
+    }
+  });
 });
 
 describe("hdf5 fixture", () => {
