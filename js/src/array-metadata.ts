@@ -27,7 +27,12 @@ export interface ArrayInfo {
    * For an array whose codecs are only `bytes` (+ `transpose`) and whose item size is known:
    * the full chunk size and the bytes of one fill element; a short chunk is padded with them.
    */
-  readonly padding?: { chunkBytes: number; fillElement: Uint8Array };
+  readonly padding?: {
+    chunkBytes: number;
+    fillElement: Uint8Array;
+    /** The `transpose` codec's order (stored axis i is array axis order[i]), if any. */
+    order?: readonly number[];
+  };
   /**
    * Whether a stored chunk ends with HDF5's Fletcher-32 checksum (`numcodecs.fletcher32` last in
    * the codecs): the store verifies and removes it, and shows zarrita the codecs without it.
@@ -324,7 +329,12 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
       const fillElement = fillElementBytes(meta.data_type, meta.fill_value, itemSize, little);
       if (fillElement !== undefined && fillElement.length === itemSize) {
         const elements = chunkShape.reduce((a, b) => a * b, 1);
-        info.padding = { chunkBytes: elements * itemSize, fillElement };
+        const order = codecs.find((c) => c.name === "transpose")?.configuration?.order;
+        info.padding = {
+          chunkBytes: elements * itemSize,
+          fillElement,
+          ...(Array.isArray(order) ? { order: order as number[] } : {}),
+        };
       }
     }
   }
@@ -334,6 +344,31 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
     info.storedBound = storedBoundOf(codecs, elements * itemSize);
   }
   return info;
+}
+
+/**
+ * The fewest bytes chunk `coords` of an uncompressed array may hold (the format's short-chunk
+ * rule): everything up to and including its last element inside the array, in stored order
+ * (the `transpose` codec's order); bytes after that belong to elements past the array's end,
+ * which Zarr discards. A chunk wholly outside the array needs all of its bytes.
+ */
+export function neededBytes(info: ArrayInfo, coords: readonly number[]): number {
+  const padding = info.padding;
+  if (padding === undefined) return 0;
+  const chunk = info.chunkShape;
+  const extent = chunk.map((c, i) => Math.min(c, (info.shape[i] as number) - (coords[i] ?? 0) * c));
+  if (extent.some((e) => e <= 0)) return padding.chunkBytes;
+  const order = padding.order ?? chunk.map((_, i) => i);
+  const elements = chunk.reduce((a, b) => a * b, 1);
+  const itemSize = elements > 0 ? padding.chunkBytes / elements : 0;
+  let last = 0; // index, in stored order, of the chunk's last element inside the array
+  let step = 1;
+  for (let i = order.length - 1; i >= 0; i--) {
+    const axis = order[i] as number;
+    last += ((extent[axis] as number) - 1) * step;
+    step *= chunk[axis] as number;
+  }
+  return (last + 1) * itemSize;
 }
 
 /** Chunk coordinates from the part of a key after the array path, or undefined. */

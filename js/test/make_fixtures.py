@@ -251,10 +251,11 @@ def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
     records["hdr"] = 0xABCD
     records["ch"] = rng.integers(-5000, 5000, size=(1000, 3))
     (data_dir / "records.bin").write_bytes(records.tobytes())
-    # keep channel 1 then channel 0 (reordered), rows 1000..1009 past the end read as fill.
-    selected = np.full((1010, 2), -7, dtype="<i2")
-    selected[:1000, 0] = records["ch"][:, 1]
-    selected[:1000, 1] = records["ch"][:, 0]
+    # keep channel 1 then channel 0 (reordered); the last chunk of 128 rows holds the 104 rows
+    # there are (its reference ends at the end of the file), the rest reads as fill.
+    selected = np.empty((1000, 2), dtype="<i2")
+    selected[:, 0] = records["ch"][:, 1]
+    selected[:, 1] = records["ch"][:, 0]
     out["records"] = selected
     # Stacking: three files of (100, 4) float32 make one (300, 4) array.
     parts = [rng.normal(size=(100, 4)).astype("<f4") for _ in range(3)]
@@ -265,12 +266,15 @@ def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
     fortran = rng.integers(0, 10**6, size=(20, 30)).astype("<i4")
     (data_dir / "fortran.bin").write_bytes(fortran.T.copy().tobytes())
     out["transposed"] = fortran
-    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 read in slabs of 256: the
-    # last referenced slab is short (padded, the recorded size proves it), the fifth is absent.
+    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 in chunks of 256. Chunks 0-2
+    # are the file's first 768 values, chunk 3 is never written, and the last chunk (elements
+    # 1024..1199, 176 of them) is the file's last 232 values: a short reference that holds
+    # every element inside the array, padded; its last 56 values lie past the array's end.
     short = np.arange(1000, dtype="<i4") * 3
     (data_dir / "short.bin").write_bytes(short.tobytes())
     padded = np.full(1200, 7, dtype="<i4")
-    padded[:1000] = short
+    padded[:768] = short[:768]
+    padded[1024:] = short[768:944]
     out["padded"] = padded
     # Many small neighbouring chunks in one file (request merging).
     small = rng.integers(0, 2**15, size=4096).astype("<i2")
@@ -312,13 +316,13 @@ def write_sharded(data_dir: Path, refs_dir: Path) -> np.ndarray:
 def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     b = RfsBuilder()
     b.add_group("", attributes={"description": "raw binary fixtures"})
-    b.add_array("records", shape=[1010, 2], data_type="<i2", chunk_shape=[128, 2], fill_value=-7)
+    b.add_array("records", shape=[1000, 2], data_type="<i2", chunk_shape=[128, 2], fill_value=-7)
     b.add_selection("records", 8, [[4, 6], [2, 4]])
     b.add_contiguous_chunks(
         "records",
         url=f"{prefix}records.bin",
         start=0,
-        shape=[1010, 2],
+        shape=[1000, 2],
         chunk_shape=[128, 2],
         itemsize=2,
         row_bytes=8,
@@ -337,8 +341,9 @@ def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     b.add_chunk("transposed", [0, 0], f"{prefix}fortran.bin", 0, 20 * 30 * 4)
     b.add_array("padded", shape=[1200], data_type="<i4", chunk_shape=[256], fill_value=7)
     b.add_strided_chunks(
-        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=4
+        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=3
     )
+    b.add_chunk("padded", [4], f"{prefix}short.bin", 3072, 928)
     b.add_array("small_chunks", shape=[4096], data_type="<i2", chunk_shape=[64])
     for i in range(64):
         b.add_chunk("small_chunks", [i], f"{prefix}small_chunks.bin", i * 128, 128)
