@@ -4,7 +4,13 @@
  */
 import { base64Decode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
-import { itemSizeOf, type StructLayout, structLayout, uniformByte } from "./struct.js";
+import {
+  fixedSizeType,
+  itemSizeOf,
+  type StructLayout,
+  structLayout,
+  uniformByte,
+} from "./struct.js";
 
 /** Codecs that leave a chunk's bytes a plain, full-size image of its elements. */
 const PADDABLE_CODECS = new Set(["bytes", "transpose"]);
@@ -21,7 +27,12 @@ export interface ArrayInfo {
    * For an array whose codecs are only `bytes` (+ `transpose`) and whose item size is known:
    * the full chunk size and the bytes of one fill element; a short chunk is padded with them.
    */
-  readonly padding?: { chunkBytes: number; fillElement: Uint8Array };
+  readonly padding?: {
+    chunkBytes: number;
+    fillElement: Uint8Array;
+    /** The `transpose` codec's order (stored axis i is array axis order[i]), if any. */
+    order?: readonly number[];
+  };
   /**
    * Whether a stored chunk ends with HDF5's Fletcher-32 checksum (`numcodecs.fletcher32` last in
    * the codecs): the store verifies and removes it, and shows zarrita the codecs without it.
@@ -181,6 +192,8 @@ export function fillElementBytes(
   if (fill === null || fill === undefined || fill === 0 || fill === false) return out;
   const view = new DataView(out.buffer);
   if (typeof dataType !== "string") {
+    const fixed = fixedSizeType(dataType);
+    if (fixed !== undefined) return fixedSizeFill(fixed.name, fill, itemSize, little);
     if (typeof fill === "string" && fill.startsWith("base64:")) return base64Decode(fill.slice(7));
     return structFillBytes(dataType, fill, itemSize, little);
   }
@@ -216,6 +229,37 @@ export function fillElementBytes(
       return undefined;
     }
   }
+  return out;
+}
+
+/**
+ * The fill element of a fixed-size text or bytes type, as zarr-python writes it: the text for
+ * `fixed_length_utf32` (UTF-32 code points, NUL-padded), base64 for the bytes types (padded
+ * with zero bytes); undefined when it does not fit.
+ */
+function fixedSizeFill(
+  name: string,
+  fill: unknown,
+  itemSize: number,
+  little: boolean,
+): Uint8Array | undefined {
+  if (typeof fill !== "string") return undefined;
+  const out = new Uint8Array(itemSize);
+  if (name === "fixed_length_utf32") {
+    const points = [...fill].map((c) => c.codePointAt(0) as number);
+    if (points.length * 4 > itemSize) return undefined;
+    const view = new DataView(out.buffer);
+    points.forEach((point, i) => view.setUint32(i * 4, point, little));
+    return out;
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = base64Decode(fill);
+  } catch {
+    return undefined;
+  }
+  if (bytes.length > itemSize) return undefined;
+  out.set(bytes);
   return out;
 }
 
@@ -285,7 +329,12 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
       const fillElement = fillElementBytes(meta.data_type, meta.fill_value, itemSize, little);
       if (fillElement !== undefined && fillElement.length === itemSize) {
         const elements = chunkShape.reduce((a, b) => a * b, 1);
-        info.padding = { chunkBytes: elements * itemSize, fillElement };
+        const order = codecs.find((c) => c.name === "transpose")?.configuration?.order;
+        info.padding = {
+          chunkBytes: elements * itemSize,
+          fillElement,
+          ...(Array.isArray(order) ? { order: order as number[] } : {}),
+        };
       }
     }
   }
@@ -295,6 +344,31 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
     info.storedBound = storedBoundOf(codecs, elements * itemSize);
   }
   return info;
+}
+
+/**
+ * The fewest bytes chunk `coords` of an uncompressed array may hold (the format's short-chunk
+ * rule): everything up to and including its last element inside the array, in stored order
+ * (the `transpose` codec's order); bytes after that belong to elements past the array's end,
+ * which Zarr discards. A chunk wholly outside the array needs all of its bytes.
+ */
+export function neededBytes(info: ArrayInfo, coords: readonly number[]): number {
+  const padding = info.padding;
+  if (padding === undefined) return 0;
+  const chunk = info.chunkShape;
+  const extent = chunk.map((c, i) => Math.min(c, (info.shape[i] as number) - (coords[i] ?? 0) * c));
+  if (extent.some((e) => e <= 0)) return padding.chunkBytes;
+  const order = padding.order ?? chunk.map((_, i) => i);
+  const elements = chunk.reduce((a, b) => a * b, 1);
+  const itemSize = elements > 0 ? padding.chunkBytes / elements : 0;
+  let last = 0; // index, in stored order, of the chunk's last element inside the array
+  let step = 1;
+  for (let i = order.length - 1; i >= 0; i--) {
+    const axis = order[i] as number;
+    last += ((extent[axis] as number) - 1) * step;
+    step *= chunk[axis] as number;
+  }
+  return (last + 1) * itemSize;
 }
 
 /** Chunk coordinates from the part of a key after the array path, or undefined. */

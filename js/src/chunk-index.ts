@@ -1,17 +1,24 @@
 /**
  * Chunk indexes: a Zarr v3 uint64 array of shape grid + [2] holding (offset, nbytes) of every data
- * chunk of an array in one file; 2^64-1 in both marks a chunk that was never written. The layout
- * is fixed by the format (`shadowzarr_spec.chunk_index`): the index chunk shape follows from the
- * grid, the codecs are bytes + Blosc. Like the Python reader, the store takes the layout from the
- * data array's grid, never from the index's own zarr.json, and reads index chunks through zarrita
- * (so Blosc decodes as everywhere else), keeping a few in a small LRU. A missing or damaged index
- * chunk is an error, never a run of missing chunks.
+ * chunk of an array in one file; 2^64-1 in both marks a chunk that was never written, and so do
+ * offset 0 and size 0 (VirtualiZarr's missing chunk); size 0 at another offset is malformed. As
+ * in the Python reader, an index array is read as its own zarr.json describes it
+ * (index-layout.ts): a stranger's index may be chunked any way. The zarr.json is fetched once,
+ * together with the index chunk that `write_rfs`'s layout (a function of the chunk grid) would
+ * put the first lookup in; that guess is used only when the zarr.json describes exactly that
+ * layout, so a cold lookup costs one round trip, and otherwise the chunk is read again as the
+ * zarr.json says. Index chunks are read through zarrita (so Blosc decodes as everywhere else),
+ * a few kept in a small LRU. A missing or damaged index chunk is an error, never a run of
+ * missing chunks.
  */
 import * as zarr from "zarrita";
-import { utf8Encode } from "./bytes.js";
+import { utf8Decode, utf8Encode } from "./bytes.js";
 import { ReferenceFormatError, SourceUnavailableError } from "./errors.js";
+import { type IndexLayout, indexLayoutFromMetadata } from "./index-layout.js";
+import { normalizeMetadataText, parseJson } from "./json.js";
 
 const MISSING = 0xffffffffffffffffn;
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 /** Data chunks one index chunk covers, about. */
 export const CHUNKS_PER_INDEX_CHUNK = 65536;
 
@@ -41,8 +48,9 @@ export function indexChunkShape(
   return [...shape, 2];
 }
 
-function indexMetadata(grid: readonly number[]): string {
-  return JSON.stringify({
+/** The zarr.json `write_rfs` writes for the index of an array of chunk grid `grid`. */
+function writtenMetadata(grid: readonly number[]): Record<string, unknown> {
+  return {
     zarr_format: 3,
     node_type: "array",
     shape: [...grid, 2],
@@ -58,14 +66,19 @@ function indexMetadata(grid: readonly number[]): string {
       },
     ],
     attributes: {},
-  });
+    storage_transformers: [],
+  };
 }
 
-/** A read-only zarrita store over one index folder URL, with the format's metadata. */
+/** A read-only zarrita store over one index folder URL, showing zarrita the checked layout. */
 class FolderStore {
+  /** The metadata zarrita is shown, once the index's own zarr.json has been checked. */
+  metadata: Uint8Array | undefined;
+  /** Index chunks fetched on a guess, handed over once if the guess turns out right. */
+  readonly early = new Map<string, Promise<Uint8Array>>();
+
   constructor(
     private readonly base: string,
-    private readonly grid: readonly number[],
     private readonly readFile: IndexFileReader,
     private readonly carried: ReadonlyMap<string, Uint8Array>,
   ) {}
@@ -75,17 +88,27 @@ class FolderStore {
     return this.carried.has(key);
   }
 
-  async get(key: string, opts?: { signal?: AbortSignal }): Promise<Uint8Array | undefined> {
-    if (key === "/zarr.json") return utf8Encode(indexMetadata(this.grid));
-    const relative = key.replace(/^\//, "");
+  /** The file `relative` of the index array: carried in refs.json, or fetched. */
+  async file(relative: string, signal?: AbortSignal): Promise<Uint8Array> {
     const carried = this.carried.get(relative);
     if (carried !== undefined) return carried;
     const url = new URL(relative, this.base).href;
-    const bytes = await this.readFile(url, opts?.signal);
+    const bytes = await this.readFile(url, signal);
     if (bytes === undefined) {
-      throw new SourceUnavailableError(`the index chunk ${url} does not exist`, url, 404);
+      throw new SourceUnavailableError(`the index file ${url} does not exist`, url, 404);
     }
     return bytes;
+  }
+
+  async get(key: string, opts?: { signal?: AbortSignal }): Promise<Uint8Array | undefined> {
+    if (key === "/zarr.json") return this.metadata;
+    const relative = key.replace(/^\//, "");
+    const early = this.early.get(relative);
+    if (early !== undefined) {
+      this.early.delete(relative);
+      return early;
+    }
+    return this.file(relative, opts?.signal);
   }
 }
 
@@ -132,23 +155,59 @@ export class ChunkIndex {
     /** URL of the index array's folder, ending in "/". */
     readonly location: string,
     /** The data array's chunk grid. */
-    grid: readonly number[],
+    readonly grid: readonly number[],
     readFile: IndexFileReader,
     cacheSize: number,
     /** Files of the index array carried in refs.json (`IndexEntry.files`). */
     carried: ReadonlyMap<string, Uint8Array> = new Map(),
   ) {
-    this.#store = new FolderStore(location, grid, readFile, carried);
+    this.#store = new FolderStore(location, readFile, carried);
     this.#chunks = new Lru(cacheSize);
   }
 
-  #open(): Promise<zarr.Array<zarr.DataType, FolderStore>> {
-    this.#array ??= zarr.open.v3(zarr.root(this.#store), { kind: "array" });
+  /** The index array as its zarr.json describes it; `first` is the first lookup's chunk. */
+  #open(first: readonly number[]): Promise<zarr.Array<zarr.DataType, FolderStore>> {
+    this.#array ??= this.#load(first);
     this.#array.catch(() => (this.#array = undefined));
     return this.#array;
   }
 
-  /** One index chunk, decoded; a chunk that is not the format's Blosc data is refused. */
+  async #load(first: readonly number[]): Promise<zarr.Array<zarr.DataType, FolderStore>> {
+    const where = `index of ${this.path} (${this.location})`;
+    const guess = indexLayoutFromMetadata(writtenMetadata(this.grid), this.grid, where);
+    const guessedKey = `c/${this.#blockOf(guess, [...first, 0]).join("/")}`;
+    // Shared by every caller, so one caller aborting must not cancel it: no signal.
+    const early = this.#fetchCounted(guessedKey);
+    early.catch(() => undefined); // read again (and refused) below if the guess is right
+    let layout: IndexLayout;
+    try {
+      const text = normalizeMetadataText(utf8Decode(await this.#store.file("zarr.json")));
+      layout = indexLayoutFromMetadata(parseJson(text), this.grid, where);
+    } catch (error) {
+      if (error instanceof SourceUnavailableError || error instanceof ReferenceFormatError) {
+        throw error;
+      }
+      throw new ReferenceFormatError(`${where}: its zarr.json is not valid UTF-8 JSON`, {
+        cause: error,
+      });
+    }
+    const metadata = JSON.stringify(layout.metadata);
+    if (metadata === JSON.stringify(guess.metadata)) this.#store.early.set(guessedKey, early);
+    this.#store.metadata = utf8Encode(metadata);
+    return zarr.open.v3(zarr.root(this.#store), { kind: "array" });
+  }
+
+  #fetchCounted(key: string): Promise<Uint8Array> {
+    if (!this.#store.carries(key)) this.fetchedChunks++;
+    return this.#store.file(key);
+  }
+
+  /** The index chunk holding `element` of the index array under `layout`. */
+  #blockOf(layout: { chunkShape: readonly number[] }, element: readonly number[]): number[] {
+    return element.map((e, i) => Math.floor(e / (layout.chunkShape[i] as number)));
+  }
+
+  /** One index chunk, decoded; a chunk that is not what the zarr.json says is refused. */
   async #readChunk(
     array: zarr.Array<zarr.DataType, FolderStore>,
     coords: number[],
@@ -159,10 +218,8 @@ export class ChunkIndex {
     } catch (error) {
       if (error instanceof SourceUnavailableError) throw error;
       throw new ReferenceFormatError(
-        `index chunk ${coords} of ${this.path} is not valid Blosc data`,
-        {
-          cause: error,
-        },
+        `index chunk ${coords} of ${this.path} cannot be decoded as its zarr.json says`,
+        { cause: error },
       );
     }
     const expected = array.chunks.reduce((a, b) => a * b, 1);
@@ -172,31 +229,59 @@ export class ChunkIndex {
     return chunk;
   }
 
-  /** Where data chunk `coords` is, or null when it was never written. */
-  async locate(coords: readonly number[]): Promise<ChunkLocation | null> {
-    const array = await this.#open();
-    const grid = array.shape.slice(0, -1);
-    const chunkShape = array.chunks;
-    if (coords.length !== grid.length || coords.some((c, i) => c < 0 || c >= (grid[i] as number))) {
-      return null; // outside the grid: never written
-    }
-    const indexCoords = coords.map((c, i) => Math.floor(c / (chunkShape[i] as number)));
-    indexCoords.push(0);
-    const cacheKey = indexCoords.join(",");
+  /** The decoded index chunk `block`, from the LRU or read once for every caller. */
+  #chunk(array: zarr.Array<zarr.DataType, FolderStore>, block: number[]): Promise<IndexChunk> {
+    const cacheKey = block.join(",");
     let chunk = this.#chunks.get(cacheKey);
     if (chunk === undefined) {
-      if (!this.#store.carries(`c/${indexCoords.join("/")}`)) this.fetchedChunks++;
+      const key = `c/${block.join("/")}`;
+      if (!this.#store.early.has(key) && !this.#store.carries(key)) this.fetchedChunks++;
       // Shared by every caller, so one caller aborting must not cancel it: no signal.
-      chunk = this.#readChunk(array, indexCoords);
+      chunk = this.#readChunk(array, block);
       this.#chunks.set(cacheKey, chunk);
       chunk.catch(() => this.#chunks.delete(cacheKey));
     }
-    const { data, stride } = await chunk;
+    return chunk;
+  }
+
+  /** Element `element` of the index array. */
+  async #entry(array: zarr.Array<zarr.DataType, FolderStore>, element: number[]): Promise<bigint> {
+    const block = this.#blockOf({ chunkShape: array.chunks }, element);
+    const { data, stride } = await this.#chunk(array, block);
     let at = 0;
-    coords.forEach((c, i) => (at += (c % (chunkShape[i] as number)) * (stride[i] as number)));
-    const offset = data[at] as bigint;
-    const size = data[at + (stride[coords.length] as number)] as bigint;
+    element.forEach((e, i) => (at += (e % (array.chunks[i] as number)) * (stride[i] as number)));
+    return data[at] as bigint;
+  }
+
+  /**
+   * Where data chunk `coords` is, or null when it was never written (2^64-1 twice, or offset 0
+   * and size 0). A row of size 0 elsewhere, or one beyond 2^53 - 1, is refused.
+   */
+  async locate(coords: readonly number[]): Promise<ChunkLocation | null> {
+    if (
+      coords.length !== this.grid.length ||
+      coords.some((c, i) => c < 0 || c >= (this.grid[i] as number))
+    ) {
+      return null; // outside the grid: never written
+    }
+    const array = await this.#open(coords);
+    const [offset, size] = await Promise.all([
+      this.#entry(array, [...coords, 0]),
+      this.#entry(array, [...coords, 1]),
+    ]);
     if (offset === MISSING && size === MISSING) return null;
+    if (offset === 0n && size === 0n) return null;
+    const where = `the index of ${this.path} (${this.location}), chunk ${coords}`;
+    if (size === 0n) {
+      throw new ReferenceFormatError(
+        `${where}: a row of size 0 at offset ${offset} (only 0, 0 is a missing chunk)`,
+      );
+    }
+    if (offset > SAFE || size > SAFE || offset + size > SAFE) {
+      throw new ReferenceFormatError(
+        `${where}: offset ${offset} and size ${size} run beyond 2^53 - 1`,
+      );
+    }
     return { offset: Number(offset), size: Number(size) };
   }
 }

@@ -33,7 +33,13 @@ export {
 } from "./fletcher32.js";
 export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
 export type { RfsJson } from "./references.js";
-export { decodeStruct, structFields, type StructField, type StructLayout } from "./struct.js";
+export {
+  decodeStruct,
+  structFields,
+  type StructField,
+  type StructLayout,
+  type StructValues,
+} from "./struct.js";
 export {
   DEFAULT_MAX_MERGE_SIZE,
   DEFAULT_MERGE_GAP,

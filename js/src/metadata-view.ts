@@ -9,9 +9,12 @@
  *   of zarrita the application uses. With an installed folder (`npm install file:…`) or
  *   `npm link` there are two copies, and a registration in one is invisible to the other.
  * - A struct array, which zarrita 0.7.5 cannot open, is shown as uint8 with the bytes of one
- *   element as a last axis (struct.ts).
+ *   element as a last axis (struct.ts). Any other data type that is not a name (zarrita 0.7.5
+ *   knows names only, and fails on others with an untyped `TypeError`) is refused with a
+ *   `ReferenceFormatError` naming the array, as is a struct whose field sizes are unknown.
  */
 import { arrayInfoFromMetadata, endsWithFletcher32 } from "./array-metadata.js";
+import { ReferenceFormatError } from "./errors.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { structAsBytes } from "./struct.js";
 
@@ -50,11 +53,26 @@ function forZarrita(node: unknown, options: ViewOptions): unknown {
   return out;
 }
 
-/** The text of a zarr.json (or .zattrs, .zarray) as the store hands it to zarrita. */
-export function metadataForZarrita(text: string, options: ViewOptions): string {
+/**
+ * The text of a zarr.json (or .zattrs, .zarray) as the store hands it to zarrita; `key` names
+ * it in errors.
+ */
+export function metadataForZarrita(text: string, options: ViewOptions, key = "zarr.json"): string {
   const normal = normalizeMetadataText(text);
   const rewrite =
     normal.includes("numcodecs.fletcher32") ||
     (options.structAsBytes && normal.includes('"struct"'));
-  return rewrite ? JSON.stringify(forZarrita(parseJson(normal), options)) : normal;
+  const out = rewrite ? JSON.stringify(forZarrita(parseJson(normal), options)) : normal;
+  if (options.structAsBytes && normal.includes('"data_type"') && /"data_type"\s*:\s*\{/.test(out)) {
+    const node = parseJson(out);
+    if (isObject(node) && node.node_type === "array" && isObject(node.data_type)) {
+      const name = JSON.stringify(node.data_type).slice(0, 200);
+      throw new ReferenceFormatError(
+        `${key}: the array's data type ${name} cannot be read: zarrita 0.7.5 opens data types ` +
+          "given by name only, and the store shows only struct arrays of known field sizes " +
+          "(numbers, fixed_length_utf32, null_terminated_bytes, raw_bytes, structs) as bytes",
+      );
+    }
+  }
+  return out;
 }

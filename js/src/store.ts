@@ -2,7 +2,12 @@
  * ReferenceStore: a read-only zarrita store over a shadowzarr reference file system.
  */
 import type { AbsolutePath, AsyncReadable, GetOptions, RangeQuery } from "zarrita";
-import { type ArrayInfo, arrayInfoFromMetadata, chunkCoordsFromKey } from "./array-metadata.js";
+import {
+  type ArrayInfo,
+  arrayInfoFromMetadata,
+  chunkCoordsFromKey,
+  neededBytes,
+} from "./array-metadata.js";
 import { RangeBatcher } from "./batcher.js";
 import {
   assembleSegments,
@@ -172,18 +177,19 @@ export class ReferenceStore implements AsyncReadable {
     const name = key.slice(key.lastIndexOf("/") + 1);
     if (METADATA_NAMES.has(name) && this.references.has(key)) {
       const ref = this.references.lookup(key) as Reference;
+      if (isEmptyReference(key, ref)) return undefined;
       const raw =
         ref.kind === "inline"
           ? ref.bytes
           : await this.#readReference(key, ref, null, undefined, signal);
-      const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options));
+      const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options, key));
       return sliceLogical(bytes, range);
     }
     if (this.#options.structAsBytes) key = this.#storedKey(key);
     const ref =
       this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
     const array = this.#arrayOf(key);
-    if (ref === undefined) return this.#missing(key, array, range);
+    if (ref === undefined || isEmptyReference(key, ref)) return this.#missing(key, array, range);
     if (array?.info.checksummed && this.#isChunkKey(array.info, key)) {
       const stored = await this.#readReference(key, ref, null, array, signal);
       return sliceLogical(this.#verifiedFletcher32(key, ref, stored), range);
@@ -393,11 +399,18 @@ export class ReferenceStore implements AsyncReadable {
     }
     const inMemory = ref.kind === "inline" || ref.kind === "buffer";
     const physicalSize = inMemory ? ref.bytes.length : ref.size;
-    const available = logicalSize(physicalSize, selection);
-    if (padding !== undefined && available > padding.chunkBytes) {
-      throw new ChunkDecodeError(
-        `chunk ${key} holds ${available} bytes, more than the ${padding.chunkBytes} of a chunk`,
+    const fileSize = inMemory ? undefined : this.#sources.get(this.#absolute(ref.url))?.size;
+    if (!inMemory && fileSize !== undefined && ref.offset + ref.size > fileSize) {
+      throw new SourceError(
+        `chunk ${key}: its reference (bytes ${ref.offset}-${ref.offset + ref.size - 1}) runs ` +
+          `past the end of the file (${fileSize} bytes recorded); the references do not match ` +
+          "the file",
+        this.#absolute(ref.url),
       );
+    }
+    const available = logicalSize(physicalSize, selection);
+    if (padding !== undefined && array !== undefined) {
+      this.#checkChunkSize(key, array.info, available, padding.chunkBytes);
     }
     const bound = array?.info.storedBound;
     if (bound !== undefined && available > bound) {
@@ -417,25 +430,12 @@ export class ReferenceStore implements AsyncReadable {
       data = assembleSegments(segments, [{ offset: 0, end: ref.bytes.length }], [ref.bytes]);
     } else {
       const url = this.#absolute(ref.url);
-      const fileSize = this.#sources.get(url)?.size;
-      if (fileSize !== undefined && ref.offset >= fileSize) {
-        throw new SourceError(
-          `chunk ${key}: its reference starts at byte ${ref.offset}, at or past the end of the ` +
-            `file (${fileSize} bytes recorded); the references do not match the file`,
-          url,
-        );
-      }
       const segments = mapLogicalRange(ref.offset, start, dataEnd, selection);
       const spans = spansFor(segments, this.#options.mergeGap);
       const bodies = await Promise.all(
-        spans.map((s) =>
-          // Bytes wholly past the recorded end are padding the size proves: no request.
-          fileSize !== undefined && s.offset >= fileSize
-            ? new Uint8Array(0)
-            : this.#batcher.read(url, s.offset, s.end, signal).then((r) => r.bytes),
-        ),
+        spans.map((s) => this.#batcher.read(url, s.offset, s.end, signal).then((r) => r.bytes)),
       );
-      if (padding !== undefined) checkShortBodies(key, url, spans, bodies, fileSize);
+      checkShortBodies(key, url, spans, bodies, fileSize);
       data = assembleSegments(segments, spans, bodies);
       if (segments.length === 1 && data.length === (bodies[0] as Uint8Array).length) {
         data = bodies[0] as Uint8Array;
@@ -450,6 +450,33 @@ export class ReferenceStore implements AsyncReadable {
       );
     }
     return data;
+  }
+
+  /**
+   * The format's short-chunk rule for a chunk of an uncompressed array: at most a chunk's bytes,
+   * and fewer only where the elements left out all lie past the array's end (`neededBytes`),
+   * whatever part of the chunk is read. Never padded otherwise: a short chunk in the middle of
+   * an array is damage, not fill values.
+   */
+  #checkChunkSize(key: string, info: ArrayInfo, available: number, chunkBytes: number): void {
+    const name = info.path === "" ? "the root array" : `array ${info.path}`;
+    if (available > chunkBytes) {
+      throw new ChunkDecodeError(
+        `${name}: chunk ${key} holds ${available} bytes, more than the ${chunkBytes} of a chunk`,
+      );
+    }
+    if (available === chunkBytes) return;
+    const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
+    const coords = chunkCoordsFromKey(info, suffix);
+    if (coords === undefined) return;
+    const need = neededBytes(info, coords);
+    if (available < need) {
+      throw new ChunkDecodeError(
+        `${name}: chunk ${key} holds ${available} bytes; a chunk holds ${chunkBytes}, and ` +
+          `fewer only where the elements left out lie past the array's end (at least ${need} ` +
+          "here): the references are damaged",
+      );
+    }
   }
 
   async #readFileRange(
@@ -470,9 +497,8 @@ export class ReferenceStore implements AsyncReadable {
 }
 
 /**
- * Refuse bodies shorter than asked unless the file's recorded size proves the file ends there:
- * only then may the rest of the chunk be padded with the fill value. Without a recorded size a
- * short body cannot be told from a fault, so it is an error, never fill values.
+ * Refuse bodies shorter than asked. References never run past the recorded end of a file (that
+ * is refused before any request), so a short answer is a fault or a changed file, never fill.
  */
 function checkShortBodies(
   key: string,
@@ -483,25 +509,29 @@ function checkShortBodies(
 ): void {
   spans.forEach((span, n) => {
     const got = (bodies[n] as Uint8Array).length;
-    const asked = span.end - span.offset;
-    if (got === asked) return;
-    if (fileSize === undefined) {
-      throw new SourceError(
-        `chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; no size is ` +
-          "recorded for the file, so a short read cannot be told from a fault (references " +
-          "that record source sizes can pad a last chunk)",
-        url,
-      );
-    }
-    const proven = Math.max(0, Math.min(span.end, fileSize) - span.offset);
-    if (got !== proven) {
-      throw new SourceError(
-        `chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; the file's ` +
-          `recorded size (${fileSize} bytes) says ${proven} bytes are there`,
-        url,
-      );
-    }
+    if (got === span.end - span.offset) return;
+    const recorded =
+      fileSize === undefined
+        ? "no size is recorded for the file, and a short read cannot be told from a fault"
+        : `the file's recorded size (${fileSize} bytes) says they are there`;
+    throw new SourceError(
+      `chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; ${recorded}`,
+      url,
+    );
   });
+}
+
+/**
+ * The format's size-0 rule: `[url, 0, 0]` is a missing chunk (true: the key reads as absent, as
+ * VirtualiZarr writes missing chunks); size 0 at any other offset is malformed.
+ */
+function isEmptyReference(key: string, ref: Reference): boolean {
+  if (ref.kind !== "range" || ref.size !== 0) return false;
+  if (ref.offset === 0) return true;
+  throw new ReferenceFormatError(
+    `reference ${key}: size 0 at offset ${ref.offset} (only [url, 0, 0], a missing chunk, may ` +
+      "hold no bytes)",
+  );
 }
 
 function clampRange(range: LogicalRange, total: number): [number, number] {

@@ -5,11 +5,14 @@
  * `structOf` describes the fields and `decodeStruct` turns what `zarr.get` returns into one typed
  * array per field.
  */
-import { ReferenceFormatError } from "./errors.js";
+import { ChunkDecodeError, ReferenceFormatError } from "./errors.js";
 
 export interface StructField {
   readonly name: string;
-  /** A Zarr v3 data type name (`int32`, `float64`, …) or a nested struct. */
+  /**
+   * A Zarr v3 data type name (`int32`, `float64`, …), a fixed-size text or bytes type
+   * (`fixed_length_utf32`, `null_terminated_bytes`, `raw_bytes`) or a nested struct.
+   */
   readonly dataType: unknown;
   /** Byte offset of the field in one element (fields are packed, as HDF5 compounds are). */
   readonly offset: number;
@@ -41,6 +44,27 @@ const SIZES: Record<string, number> = {
   complex128: 16,
 };
 
+/** The fixed-size types zarr-python writes for numpy's `U`, `S` and `V` (and in structs). */
+const FIXED_SIZE_TYPES = new Set(["fixed_length_utf32", "null_terminated_bytes", "raw_bytes"]);
+
+/**
+ * `{"name": "fixed_length_utf32" | "null_terminated_bytes" | "raw_bytes", "configuration":
+ * {"length_bytes": n}}`: its name and n, or undefined for other types (or a UTF-32 length that
+ * is not a whole number of code points).
+ */
+export function fixedSizeType(dataType: unknown): { name: string; size: number } | undefined {
+  if (dataType === null || typeof dataType !== "object") return undefined;
+  const { name, configuration } = dataType as {
+    name?: unknown;
+    configuration?: { length_bytes?: unknown };
+  };
+  if (typeof name !== "string" || !FIXED_SIZE_TYPES.has(name)) return undefined;
+  const size = configuration?.length_bytes;
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) return undefined;
+  if (name === "fixed_length_utf32" && size % 4 !== 0) return undefined;
+  return { name, size };
+}
+
 /** Bytes of one element of `dataType`, or undefined if this reader does not know them. */
 export function itemSizeOf(dataType: unknown): number | undefined {
   if (typeof dataType === "string") {
@@ -49,6 +73,8 @@ export function itemSizeOf(dataType: unknown): number | undefined {
     const raw = /^r(\d+)$/.exec(dataType);
     return raw !== null && Number(raw[1]) % 8 === 0 ? Number(raw[1]) / 8 : undefined;
   }
+  const fixed = fixedSizeType(dataType);
+  if (fixed !== undefined) return fixed.size;
   const fields = structFields(dataType);
   return fields === undefined ? undefined : fields.reduce((n, f) => n + f.size, 0);
 }
@@ -158,15 +184,42 @@ const READERS: Record<
   float64: [Float64Array, (v, at, l) => v.getFloat64(at, l)],
 };
 
+/** The values of a struct field: numbers, or strings for `fixed_length_utf32`. */
+export type StructValues = ArrayLike<number | bigint> | string[];
+
+/**
+ * The text of one `fixed_length_utf32` value: its code points up to the last one that is not
+ * NUL (numpy strips trailing NULs, as h5py strips a fixed-length string's padding).
+ */
+function utf32Text(view: DataView, at: number, size: number, little: boolean): string {
+  let end = size / 4;
+  while (end > 0 && view.getUint32(at + (end - 1) * 4, little) === 0) end--;
+  const points: number[] = [];
+  for (let i = 0; i < end; i++) {
+    const point = view.getUint32(at + i * 4, little);
+    if (point > 0x10ffff) {
+      throw new ChunkDecodeError(`a fixed_length_utf32 value holds ${point}, not a code point`);
+    }
+    points.push(point);
+  }
+  let text = "";
+  for (let i = 0; i < points.length; i += 4096) {
+    text += String.fromCodePoint(...points.slice(i, i + 4096));
+  }
+  return text;
+}
+
 /**
  * One C-ordered typed array per field of what `zarr.get` returned for a struct array (uint8
- * with the element's bytes as last axis, any strides); nested structs and raw types are
- * returned as the bytes of each element (a Uint8Array of `size` bytes per element).
+ * with the element's bytes as last axis, any strides); a `fixed_length_utf32` field is an array
+ * of strings (trailing NULs stripped, as numpy and h5py give them); nested structs and raw or
+ * byte-string types are returned as the bytes of each element (a Uint8Array of `size` bytes per
+ * element).
  */
 export function decodeStruct(
   result: { data: ArrayLike<number>; shape: readonly number[]; stride: readonly number[] },
   layout: StructLayout,
-): { shape: number[]; fields: Record<string, ArrayLike<number | bigint>> } {
+): { shape: number[]; fields: Record<string, StructValues> } {
   const shape = result.shape.slice(0, -1);
   if (result.shape[result.shape.length - 1] !== layout.itemSize) {
     throw new ReferenceFormatError(`not the bytes of a struct of ${layout.itemSize} bytes`);
@@ -189,8 +242,17 @@ export function decodeStruct(
     }
   }
   const view = new DataView(bytes.buffer);
-  const fields: Record<string, ArrayLike<number | bigint>> = {};
+  const fields: Record<string, StructValues> = {};
   for (const field of layout.fields) {
+    if (fixedSizeType(field.dataType)?.name === "fixed_length_utf32") {
+      const texts: string[] = new Array(count);
+      for (let k = 0; k < count; k++) {
+        const at = k * layout.itemSize + field.offset;
+        texts[k] = utf32Text(view, at, field.size, layout.littleEndian);
+      }
+      fields[field.name] = texts;
+      continue;
+    }
     const reader = typeof field.dataType === "string" ? READERS[field.dataType] : undefined;
     if (reader === undefined) {
       const raw = new Uint8Array(count * field.size);

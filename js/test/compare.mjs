@@ -94,3 +94,28 @@ export async function readAndCompareAll({ zarr, store, base, section, fetchImpl 
   }
   return { failures, checked };
 }
+
+/**
+ * Open every struct array of a manifest section (`structs`: path, shape, fields as h5py read
+ * them, strings decoded) and compare what `decodeStruct` makes of `zarr.get`, field by field;
+ * returns [{path, error}] for mismatches.
+ */
+export async function readAndCompareStructs({ zarr, store, section, decodeStruct }) {
+  const failures = [];
+  for (const entry of section.structs) {
+    try {
+      const array = await zarr.open.v3(zarr.root(store).resolve(entry.path), { kind: "array" });
+      const layout = store.structOf(entry.path);
+      const { shape, fields } = decodeStruct(await zarr.get(array, null), layout);
+      const got = { shape, fields: {} };
+      for (const [name, values] of Object.entries(fields)) got.fields[name] = [...values];
+      const wanted = { shape: entry.shape, fields: entry.fields };
+      if (JSON.stringify(got) !== JSON.stringify(wanted)) {
+        failures.push({ path: entry.path, error: `got ${JSON.stringify(got)}` });
+      }
+    } catch (error) {
+      failures.push({ path: entry.path, error: `${error?.name}: ${error?.message}` });
+    }
+  }
+  return failures;
+}

@@ -121,6 +121,40 @@ def write_generated_hdf5_refs(h5: Path, refs_dir: Path) -> None:
     write_rfs(rfs, refs_dir / "hdf5_generated.shadowzarr")
 
 
+def write_text_compounds(data_dir: Path, refs_dir: Path) -> list[dict[str, Any]]:
+    """Compound datasets with a fixed-length UTF-8 string field, which the HDF5 generator stores
+    as structs with a ``fixed_length_utf32`` field (the values converted, stored inline): one
+    contiguous, one chunked with chunks never written (read as the fill element). Returns what
+    h5py reads, field by field, with the strings decoded."""
+    from shadowzarr_hdf5 import generate_rfs
+
+    path = data_dir / "text_compound.h5"
+    dtype = np.dtype([("id", "<i4"), ("name", h5py.string_dtype("utf-8", 12)), ("x", "<f8")])
+    rows = [(1, "alpha", 0.5), (2, "β-beta", 1.5), (3, "", 2.5), (4, "twelve bytes", 3.5)]
+    values = np.array([(i, n.encode(), x) for i, n, x in rows], dtype=dtype)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("table", data=values)
+        f.create_dataset("chunked", shape=(10,), chunks=(4,), dtype=dtype)[:4] = values
+    rfs = generate_rfs(
+        GENERATED_URL.replace("h5data.h5", path.name),
+        local_hdf5_path=path,
+        inline_threshold=0,
+        record_source=False,
+    )
+    write_rfs(rfs, refs_dir / "text_compound.shadowzarr")
+    out = []
+    with h5py.File(path, "r") as f:
+        for name in ("table", "chunked"):
+            read = f[name][()]
+            fields = {
+                "id": read["id"].tolist(),
+                "name": [b.decode() for b in read["name"].tolist()],
+                "x": read["x"].tolist(),
+            }
+            out.append({"path": name, "shape": list(read.shape), "fields": fields})
+    return out
+
+
 def vlen_utf8(values: list[str]) -> bytes:
     """Zarr's vlen-utf8 encoding: item count, then (length, bytes) per item, uint32 LE."""
     parts = [np.uint32(len(values)).tobytes()]
@@ -217,10 +251,11 @@ def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
     records["hdr"] = 0xABCD
     records["ch"] = rng.integers(-5000, 5000, size=(1000, 3))
     (data_dir / "records.bin").write_bytes(records.tobytes())
-    # keep channel 1 then channel 0 (reordered), rows 1000..1009 past the end read as fill.
-    selected = np.full((1010, 2), -7, dtype="<i2")
-    selected[:1000, 0] = records["ch"][:, 1]
-    selected[:1000, 1] = records["ch"][:, 0]
+    # keep channel 1 then channel 0 (reordered); the last chunk of 128 rows holds the 104 rows
+    # there are (its reference ends at the end of the file), the rest reads as fill.
+    selected = np.empty((1000, 2), dtype="<i2")
+    selected[:, 0] = records["ch"][:, 1]
+    selected[:, 1] = records["ch"][:, 0]
     out["records"] = selected
     # Stacking: three files of (100, 4) float32 make one (300, 4) array.
     parts = [rng.normal(size=(100, 4)).astype("<f4") for _ in range(3)]
@@ -231,12 +266,15 @@ def write_raw(data_dir: Path) -> dict[str, np.ndarray]:
     fortran = rng.integers(0, 10**6, size=(20, 30)).astype("<i4")
     (data_dir / "fortran.bin").write_bytes(fortran.T.copy().tobytes())
     out["transposed"] = fortran
-    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 read in slabs of 256: the
-    # last referenced slab is short (padded, the recorded size proves it), the fifth is absent.
+    # Padding: 1000 int32 in the file, an array of 1200 with fill 7 in chunks of 256. Chunks 0-2
+    # are the file's first 768 values, chunk 3 is never written, and the last chunk (elements
+    # 1024..1199, 176 of them) is the file's last 232 values: a short reference that holds
+    # every element inside the array, padded; its last 56 values lie past the array's end.
     short = np.arange(1000, dtype="<i4") * 3
     (data_dir / "short.bin").write_bytes(short.tobytes())
     padded = np.full(1200, 7, dtype="<i4")
-    padded[:1000] = short
+    padded[:768] = short[:768]
+    padded[1024:] = short[768:944]
     out["padded"] = padded
     # Many small neighbouring chunks in one file (request merging).
     small = rng.integers(0, 2**15, size=4096).astype("<i2")
@@ -278,13 +316,13 @@ def write_sharded(data_dir: Path, refs_dir: Path) -> np.ndarray:
 def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     b = RfsBuilder()
     b.add_group("", attributes={"description": "raw binary fixtures"})
-    b.add_array("records", shape=[1010, 2], data_type="<i2", chunk_shape=[128, 2], fill_value=-7)
+    b.add_array("records", shape=[1000, 2], data_type="<i2", chunk_shape=[128, 2], fill_value=-7)
     b.add_selection("records", 8, [[4, 6], [2, 4]])
     b.add_contiguous_chunks(
         "records",
         url=f"{prefix}records.bin",
         start=0,
-        shape=[1010, 2],
+        shape=[1000, 2],
         chunk_shape=[128, 2],
         itemsize=2,
         row_bytes=8,
@@ -303,8 +341,9 @@ def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
     b.add_chunk("transposed", [0, 0], f"{prefix}fortran.bin", 0, 20 * 30 * 4)
     b.add_array("padded", shape=[1200], data_type="<i4", chunk_shape=[256], fill_value=7)
     b.add_strided_chunks(
-        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=4
+        "padded", url=f"{prefix}short.bin", start=0, stride=1024, length=1024, count=3
     )
+    b.add_chunk("padded", [4], f"{prefix}short.bin", 3072, 928)
     b.add_array("small_chunks", shape=[4096], data_type="<i2", chunk_shape=[64])
     for i in range(64):
         b.add_chunk("small_chunks", [i], f"{prefix}small_chunks.bin", i * 128, 128)
@@ -334,6 +373,59 @@ def add_grid(builder: RfsBuilder, data_dir: Path, prefix: str) -> np.ndarray:
     builder.add_index("grid", f"{prefix}grid.bin", table)
     expected = values.copy()
     expected[150] = 9
+    return expected
+
+
+def write_rechunked_indexes(data_dir: Path, refs_dir: Path) -> np.ndarray:
+    """Reference directories whose index arrays zarr-python wrote in other layouts than
+    ``write_rfs`` writes (the format lets any Zarr writer write an index): index shape
+    (1200, 2, 2) in chunks of (600, 2, 2) with zstd, and in chunks of (500, 1, 1) with ``v2``
+    keys, big-endian bytes and gzip. Readers must follow the index's own zarr.json. Row 700 is
+    never written (2^64 - 1 twice), row 701 is missing as VirtualiZarr writes it (0, 0)."""
+    import shutil
+
+    import zarr
+    from zarr.codecs import BytesCodec, GzipCodec
+    from zarr.storage import LocalStore
+
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 256, size=(1200, 4), dtype=np.uint8)
+    (data_dir / "cells.bin").write_bytes(values.tobytes())
+    table = np.zeros((1200, 2, 2), dtype=np.uint64)
+    table[..., 0] = np.arange(1200 * 2, dtype=np.uint64).reshape(1200, 2) * 2
+    table[..., 1] = 2
+    table[700] = np.uint64(2**64 - 1)
+    table[701] = 0
+    expected = values.copy()
+    expected[700:702] = 9
+    layouts = {
+        "rechunked_index.shadowzarr": {"chunks": (600, 2, 2)},
+        "strange_index.shadowzarr": {
+            "chunks": (500, 1, 1),
+            "chunk_key_encoding": {"name": "v2", "separator": "."},
+            "serializer": BytesCodec(endian="big"),
+            "compressors": [GzipCodec(level=5)],
+        },
+    }
+    for name, layout in layouts.items():
+        builder = RfsBuilder()
+        builder.add_group("")
+        builder.add_array(
+            "cells", shape=[1200, 4], data_type="uint8", chunk_shape=[1, 2], fill_value=9
+        )
+        builder.add_index("cells", "../../data/cells.bin", table)
+        builder.add_source("../../data/cells.bin", size=values.nbytes)
+        write_rfs(builder.build(), refs_dir / name, inline_index_bytes=0)
+        index = refs_dir / name / "index" / "cells"
+        shutil.rmtree(index)
+        written = zarr.create_array(
+            store=LocalStore(index),
+            shape=table.shape,
+            dtype="uint64",
+            fill_value=2**64 - 1,
+            **layout,
+        )
+        written[...] = table
     return expected
 
 
@@ -395,6 +487,8 @@ def main(out: Path) -> None:
     # Absolute local paths, as generators write them for local files (read with openLocal).
     write_rfs(build_hdf5_refs(h5, str(h5.resolve())).build(), refs_dir / "hdf5_local.json")
     sharded = write_sharded(data_dir, refs_dir)
+    cells = write_rechunked_indexes(data_dir, refs_dir)
+    text_structs = write_text_compounds(data_dir, refs_dir)
     write_generated_hdf5_refs(h5, refs_dir)
 
     # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
@@ -497,6 +591,15 @@ def main(out: Path) -> None:
         "sharded": {
             "refs": ["refs/sharded.json"],
             "arrays": [array_entry("sharded", sharded, expected_dir)],
+        },
+        "struct_text": {
+            "refs": "refs/text_compound.shadowzarr",
+            "placeholder": GENERATED_URL.removesuffix("data/h5data.h5"),
+            "structs": text_structs,
+        },
+        "rechunked_index": {
+            "refs": ["refs/rechunked_index.shadowzarr", "refs/strange_index.shadowzarr"],
+            "arrays": [array_entry("cells", cells, expected_dir)],
         },
         "legacy": {
             "refs": "refs/legacy_nan.json",

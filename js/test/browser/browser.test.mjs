@@ -144,6 +144,23 @@ describe("Chromium", () => {
     assert.ok(server.counters.options > 0);
   });
 
+  test("struct arrays with fixed-length string fields: fields equal what h5py reads", async () => {
+    const section = manifest.struct_text;
+    const data = servers.full.url;
+    const failures = await browser.page.evaluate(
+      async ({ data, section }) => {
+        const { zarr, shadowzarr, readAndCompareStructs } = window.sz;
+        const store = await shadowzarr.ReferenceStore.fromUrl(`${data}/${section.refs}`, {
+          resolveUrl: async (u) => u.replace(section.placeholder, `${data}/`),
+        });
+        const decodeStruct = shadowzarr.decodeStruct;
+        return readAndCompareStructs({ zarr, store, section, decodeStruct });
+      },
+      { data, section },
+    );
+    assert.deepEqual(failures, []);
+  });
+
   test("headers not exposed: lengths are still checked, values still equal", async () => {
     const results = await compareInPage(servers.noexpose.url, {});
     for (const r of results) assert.deepEqual([r.error, r.failures], [undefined, []], r.refs);

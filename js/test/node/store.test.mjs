@@ -17,7 +17,12 @@ import {
   SourceUnavailableError,
 } from "shadowzarr";
 import { openLocal } from "shadowzarr/node";
-import { compareResult, loadExpected, readAndCompareAll } from "../compare.mjs";
+import {
+  compareResult,
+  loadExpected,
+  readAndCompareAll,
+  readAndCompareStructs,
+} from "../compare.mjs";
 import { FIXTURES, manifest } from "../fixtures.mjs";
 import { startServer } from "../server.mjs";
 
@@ -60,6 +65,46 @@ describe("every fixture array equals what h5py/numpy read", () => {
       });
     }
   }
+});
+
+describe("struct arrays with fixed-length string fields", () => {
+  const section = manifest.struct_text;
+  const options = () => ({
+    resolveUrl: async (u) => u.replace(section.placeholder, `${server.url}/`),
+  });
+
+  test("read over HTTP: each field equals what h5py reads (strings as strings)", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/${section.refs}`, options());
+    const failures = await readAndCompareStructs({ zarr, store, section, decodeStruct });
+    assert.deepEqual(failures, []);
+    const layout = store.structOf("table");
+    assert.deepEqual(
+      layout.fields.map((f) => [f.name, f.offset, f.size]),
+      [
+        ["id", 0, 4],
+        ["name", 4, 48],
+        ["x", 52, 8],
+      ],
+    );
+  });
+
+  test("a data type zarrita cannot open is a ReferenceFormatError naming the array", async () => {
+    const rfs = refsJson(`${section.refs}/refs.json`);
+    const meta = JSON.parse(rfs.refs["table/zarr.json"]);
+    meta.data_type.configuration.fields[1].data_type = { name: "some_future_type" };
+    rfs.refs["table/zarr.json"] = JSON.stringify(meta);
+    const plain = JSON.parse(rfs.refs["table/zarr.json"]);
+    plain.data_type = { name: "fixed_length_utf32", configuration: { length_bytes: 8 } };
+    rfs.refs["plain/zarr.json"] = JSON.stringify(plain);
+    const store = new ReferenceStore(rfs, options());
+    for (const path of ["table", "plain"]) {
+      await assert.rejects(openArray(store, path), (error) => {
+        assert.ok(error instanceof ReferenceFormatError, String(error));
+        assert.match(error.message, new RegExp(`^${path}/zarr.json: `));
+        return true;
+      });
+    }
+  });
 });
 
 describe("hdf5 fixture", () => {
@@ -165,8 +210,11 @@ describe("hdf5 fixture", () => {
     const first = await zarr.get(array, [zarr.slice(0, 16), zarr.slice(0, 25)]);
     assert.equal(store.indexChunksFetched(section.indexed), 1);
     const indexRequests = [...server.counters.paths.keys()].filter((p) => p.includes("/index/"));
-    // the layout of index chunks follows from the array's grid: the index's zarr.json is not read
-    assert.deepEqual(indexRequests, ["/refs/hdf5.shadowzarr/index/chunked_gzip/c/0/0/0"]);
+    // the index's zarr.json, and beside it the chunk write_rfs's layout puts the lookup in
+    assert.deepEqual(indexRequests.sort(), [
+      "/refs/hdf5.shadowzarr/index/chunked_gzip/c/0/0/0",
+      "/refs/hdf5.shadowzarr/index/chunked_gzip/zarr.json",
+    ]);
     await zarr.get(array, null);
     assert.equal(store.indexChunksFetched(section.indexed), 1);
     assert.equal(await store.get("/chunked_gzip/c/6/0"), undefined); // rows 96.. never written
@@ -227,28 +275,31 @@ describe("raw fixture: selections, gen, padding, ranges", () => {
     assert.deepEqual(suffix, chunk1.slice(-6));
     const whole = await store.get("/records/c/1/0");
     assert.deepEqual(whole, chunk1);
-    // the last chunk runs past the end of the file and is padded with the fill value (-7)
+    // the last chunk holds the 104 rows inside the array (its reference ends at the end of the
+    // file) and is padded with the fill value (-7) for the 24 rows past the array's end
     const last = await store.get("/records/c/7/0");
     assert.equal(last.length, 128 * 4);
-    // rows 896..1009 of the array (1000..1009 already fill in the expected values), then the
-    // 14 rows past the array's end, also fill
-    const fillRows = new Uint8Array(new Int16Array(14 * 2).fill(-7).buffer);
+    const fillRows = new Uint8Array(new Int16Array(24 * 2).fill(-7).buffer);
     assert.deepEqual(last, new Uint8Array([...expected.slice(896 * 4), ...fillRows]));
   });
 
-  test("padding: a slab cut short by the end of the file, partial reads of it", async () => {
+  test("padding: a short last chunk holding every element inside the array, partial reads", async () => {
     const store = await ReferenceStore.fromUrl(rawDir());
     const fillWord = new Uint8Array(new Int32Array([7]).buffer);
-    const last = await store.get("/padded/c/3");
+    const file = new Uint8Array(readFileSync(`${FIXTURES}/data/short.bin`));
+    const last = await store.get("/padded/c/4");
     assert.equal(last.length, 1024);
+    assert.deepEqual(last.subarray(0, 928), file.subarray(3072));
     assert.ok(last.subarray(928).every((b, i) => b === fillWord[i % 4]));
-    // No reference for the fifth slab: missing (zarrita fills it), never read from the file.
-    assert.equal(await store.get("/padded/c/4"), undefined);
-    const tail = await store.getRange("/padded/c/3", { offset: 920, length: 20 });
-    const expected = new Uint8Array(readFileSync(`${FIXTURES}/expected/padded.bin`));
-    assert.deepEqual(tail, expected.slice(3072 + 920, 3072 + 940));
-    const suffix = await store.getRange("/padded/c/3", { suffixLength: 10 });
-    assert.deepEqual(suffix, expected.slice(4096 - 10, 4096));
+    // No reference for chunk 3: missing (zarrita fills it), never read from the file.
+    assert.equal(await store.get("/padded/c/3"), undefined);
+    const tail = await store.getRange("/padded/c/4", { offset: 920, length: 20 });
+    assert.deepEqual(
+      tail,
+      new Uint8Array([...file.subarray(3992), ...fillWord, ...fillWord, ...fillWord]),
+    );
+    const suffix = await store.getRange("/padded/c/4", { suffixLength: 10 });
+    assert.deepEqual(suffix, last.slice(1014));
   });
 
   test("returned buffers are fresh (byteOffset 0, not shared)", async () => {
@@ -457,16 +508,18 @@ describe("response validation", () => {
     assert.equal((await offSize.get("/small_chunks/c/0")).length, 128);
   });
 
-  test("a compressed chunk cut short by the end of its file is SourceError, not padded", async () => {
+  test("a reference past the recorded end of its file is SourceError, never padded", async () => {
     const rfs = refsJson("refs/hdf5.json");
     const size = rfs.sources["../data/h5data.h5"].size;
     rfs.refs["fletcher/c/0"] = ["{{u0}}", size - 10, 100];
-    rfs.refs["bigendian/c/0/0"] = ["{{u0}}", size - 10, 112]; // uncompressed: padded instead
+    rfs.refs["bigendian/c/0/0"] = ["{{u0}}", size - 10, 112]; // uncompressed: refused too
     const store = new ReferenceStore(rfs, { baseUrl: `${server.url}/refs/` });
+    server.reset();
     await assert.rejects(store.get("/fletcher/c/0"), SourceError);
-    const padded = await store.get("/bigendian/c/0/0");
-    assert.equal(padded.length, 8 * 7 * 2);
-    assert.ok(padded.subarray(10).every((b) => b === 0));
+    await assert.rejects(store.get("/bigendian/c/0/0"), SourceError);
+    // whatever part is read, also one inside the file, and before any request
+    await assert.rejects(store.getRange("/bigendian/c/0/0", { offset: 0, length: 4 }), SourceError);
+    assert.equal(server.counters.requests, 0);
   });
 
   test("local files: a changed size raises SourceChangedError", async () => {
@@ -768,5 +821,181 @@ describe("zero-length arrays", () => {
     assert.deepEqual(array.shape, [0, 3]);
     // If this starts to pass, zarrita has fixed it: drop the README's entry.
     await assert.rejects(zarr.get(array, null), /empty iterator/);
+  });
+});
+
+describe("chunk-index rows", () => {
+  const rows = (pairs) => {
+    const bytes = new Uint8Array(pairs.length * 16);
+    const view = new DataView(bytes.buffer);
+    pairs.forEach(([offset, size], i) => {
+      view.setBigUint64(i * 16, offset, true);
+      view.setBigUint64(i * 16 + 8, size, true);
+    });
+    return `base64:${Buffer.from(bytes).toString("base64")}`;
+  };
+  const indexMeta = JSON.stringify({
+    zarr_format: 3,
+    node_type: "array",
+    shape: [4, 2],
+    data_type: "uint64",
+    chunk_grid: { name: "regular", configuration: { chunk_shape: [4, 2] } },
+    chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+    fill_value: 0,
+    codecs: [{ name: "bytes", configuration: { endian: "little" } }],
+    attributes: {},
+  });
+  const store = (files) =>
+    new ReferenceStore(
+      {
+        version: 2,
+        refs: {
+          "zarr.json": JSON.stringify({ zarr_format: 3, node_type: "group", attributes: {} }),
+          "a/zarr.json": JSON.stringify({
+            zarr_format: 3,
+            node_type: "array",
+            shape: [4],
+            data_type: "int8",
+            chunk_grid: { name: "regular", configuration: { chunk_shape: [1] } },
+            chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+            fill_value: 7,
+            codecs: [{ name: "bytes" }],
+            attributes: {},
+          }),
+        },
+        indexes: { a: { url: "https://example.org/x.bin", index: "index/a", files } },
+      },
+      {
+        baseUrl: "https://example.org/refs/",
+        fetch: async (request) => new Response(null, { status: 404, statusText: request.url }),
+      },
+    );
+  const MAX = 2n ** 64n - 1n;
+
+  test("(0, 0) and 2^64-1 twice are missing chunks; size 0 elsewhere and huge rows are refused", async () => {
+    const s = store({
+      "zarr.json": indexMeta,
+      "c/0/0": rows([
+        [0n, 0n],
+        [5n, 0n],
+        [MAX, MAX],
+        [2n ** 60n, 1n],
+      ]),
+    });
+    assert.equal(await s.get("/a/c/0"), undefined);
+    await assert.rejects(s.get("/a/c/1"), ReferenceFormatError);
+    assert.equal(await s.get("/a/c/2"), undefined);
+    await assert.rejects(s.get("/a/c/3"), ReferenceFormatError);
+    const array = await openArray(s, "a");
+    await assert.rejects(zarr.get(array, null), ReferenceFormatError);
+    assert.deepEqual([...(await zarr.get(array, [zarr.slice(2, 3)])).data], [7]);
+  });
+
+  test("an index without its zarr.json is an error, not missing chunks", async () => {
+    const s = store({
+      "c/0/0": rows([
+        [0n, 0n],
+        [0n, 0n],
+        [0n, 0n],
+        [0n, 0n],
+      ]),
+    });
+    await assert.rejects(s.get("/a/c/0"), SourceUnavailableError);
+  });
+});
+
+describe("the format's rule for short chunks, the end of the file and size 0", () => {
+  const file = () => new Uint8Array(readFileSync(`${FIXTURES}/data/short.bin`));
+  const url = () => `${server.url}/data/short.bin`;
+  const meta = (shape, chunks, codecs = [{ name: "bytes", configuration: { endian: "little" } }]) =>
+    JSON.stringify({
+      zarr_format: 3,
+      node_type: "array",
+      shape,
+      data_type: "int32",
+      chunk_grid: { name: "regular", configuration: { chunk_shape: chunks } },
+      chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+      fill_value: 7,
+      codecs,
+      attributes: {},
+    });
+  const open = (refs, gen = []) =>
+    new ReferenceStore({
+      version: 1,
+      refs: { "zarr.json": '{"zarr_format":3,"node_type":"group"}', ...refs },
+      gen,
+      sources: { [url()]: { size: 4000 } },
+    });
+
+  test("a short chunk inside the array is ChunkDecodeError, whatever part is read", async () => {
+    const store = open({ "a/zarr.json": meta([1000], [256]), "a/c/1": [url(), 1024, 1020] });
+    await assert.rejects(store.get("/a/c/1"), (e) => {
+      assert.ok(e instanceof ChunkDecodeError, String(e));
+      assert.match(e.message, /^array a: chunk a\/c\/1 holds 1020 bytes/);
+      return true;
+    });
+    await assert.rejects(store.getRange("/a/c/1", { offset: 0, length: 4 }), ChunkDecodeError);
+    await assert.rejects(zarr.get(await openArray(store, "a"), null), ChunkDecodeError);
+  });
+
+  test("a last chunk stopping before the array's last element is refused; one holding it is padded", async () => {
+    // chunk 3 holds elements 768..999 (232): it needs 928 bytes
+    const short = open({ "a/zarr.json": meta([1000], [256]), "a/c/3": [url(), 3072, 924] });
+    await assert.rejects(short.get("/a/c/3"), ChunkDecodeError);
+    const exact = open({ "a/zarr.json": meta([1000], [256]), "a/c/3": [url(), 3072, 928] });
+    const chunk = await exact.get("/a/c/3");
+    assert.deepEqual(chunk.subarray(0, 928), file().subarray(3072));
+    assert.deepEqual(
+      [...new Int32Array(chunk.buffer, 928)],
+      Array.from({ length: 24 }, () => 7),
+    );
+    const values = await zarr.get(await openArray(exact, "a"), [zarr.slice(990, 1000)]);
+    assert.deepEqual([...values.data], [...new Int32Array(file().buffer, 3960, 10)]);
+  });
+
+  test("with transpose, the elements inside the array count in stored order", async () => {
+    // array (3, 3) in chunks (2, 2) stored column-major: chunk (1, 0) holds rows 2..3, cols
+    // 0..1 of which row 2 is inside; stored order (col, row): elements (0,0) (1,0) (0,1): 3
+    const codecs = [
+      { name: "transpose", configuration: { order: [1, 0] } },
+      { name: "bytes", configuration: { endian: "little" } },
+    ];
+    const refs = (size) => ({
+      "t/zarr.json": meta([3, 3], [2, 2], codecs),
+      "t/c/1/0": [url(), 0, size],
+    });
+    await assert.rejects(open(refs(8)).get("/t/c/1/0"), ChunkDecodeError);
+    const chunk = await open(refs(12)).get("/t/c/1/0");
+    assert.deepEqual(chunk.subarray(0, 12), file().subarray(0, 12));
+    assert.equal(chunk.length, 16);
+  });
+
+  test("[url, 0, 0] is a missing chunk; size 0 elsewhere is ReferenceFormatError (refs and gen)", async () => {
+    const gen = [
+      {
+        key: "g/c/{{i}}",
+        url: url(),
+        offset: "{{i * 4}}",
+        length: "0",
+        dimensions: { i: 3 },
+      },
+    ];
+    const store = open(
+      {
+        "a/zarr.json": meta([1000], [256]),
+        "a/c/0": [url(), 0, 0],
+        "a/c/1": [url(), 16, 0],
+        "g/zarr.json": meta([3], [1]),
+      },
+      gen,
+    );
+    server.reset();
+    assert.equal(await store.get("/a/c/0"), undefined);
+    await assert.rejects(store.get("/a/c/1"), ReferenceFormatError);
+    assert.equal(await store.get("/g/c/0"), undefined);
+    await assert.rejects(store.get("/g/c/2"), ReferenceFormatError);
+    const values = await zarr.get(await openArray(store, "a"), [zarr.slice(0, 4)]);
+    assert.deepEqual([...values.data], [7, 7, 7, 7]);
+    assert.equal(server.counters.requests, 0);
   });
 });

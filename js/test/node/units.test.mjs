@@ -423,3 +423,63 @@ test("an index entry's files: text or base64 bytes by relative key, anything els
     assert.throws(() => new References(entry(bad)), ReferenceFormatError, JSON.stringify(bad));
   }
 });
+
+test("an index array's layout comes from its own zarr.json; what the format forbids is refused", async () => {
+  const { indexLayoutFromMetadata } = await import("../../dist/index-layout.js");
+  const meta = (over = {}) => ({
+    zarr_format: 3,
+    node_type: "array",
+    shape: [1200, 2, 2],
+    data_type: "uint64",
+    chunk_grid: { name: "regular", configuration: { chunk_shape: [600, 2, 2] } },
+    chunk_key_encoding: { name: "v2", configuration: { separator: "." } },
+    fill_value: "18446744073709551615",
+    codecs: [
+      { name: "transpose", configuration: { order: [2, 0, 1] } },
+      { name: "bytes", configuration: { endian: "big" } },
+      { name: "numcodecs.zlib", configuration: { level: 1 } },
+    ],
+    attributes: { x: 1 },
+    ...over,
+  });
+  const layout = indexLayoutFromMetadata(meta(), [1200, 2], "here");
+  assert.deepEqual(layout.chunkShape, [600, 2, 2]);
+  assert.deepEqual(layout.metadata.chunk_key_encoding, {
+    name: "v2",
+    configuration: { separator: "." },
+  });
+  assert.deepEqual(
+    layout.metadata.codecs.map((c) => c.name),
+    ["transpose", "bytes", "zlib"],
+  );
+  assert.deepEqual(layout.metadata.attributes, {});
+  const refused = [
+    { shape: [1200, 3, 2] }, // not the data array's grid
+    { data_type: "int64" },
+    { zarr_format: 2 },
+    { chunk_grid: { name: "rectilinear", configuration: {} } },
+    { chunk_grid: { name: "regular", configuration: { chunk_shape: [600, 0, 2] } } },
+    {
+      shape: [9000, 1000, 2],
+      chunk_grid: { name: "regular", configuration: { chunk_shape: [9000, 1000, 2] } },
+    }, // 144 MB a chunk
+    { chunk_key_encoding: { name: "default", configuration: { separator: "-" } } },
+    { codecs: [{ name: "sharding_indexed", configuration: {} }] },
+    { codecs: [{ name: "bytes" }, { name: "gzip" }, { name: "zstd" }] },
+    { codecs: [{ name: "bytes" }, { name: "numcodecs.bz2" }] },
+    { codecs: [{ name: "bytes", configuration: { endian: "middle" } }] },
+    { codecs: [{ name: "transpose", configuration: { order: [0, 0, 1] } }, { name: "bytes" }] },
+    { storage_transformers: [{ name: "x" }] },
+    { fill_value: -1 },
+    { fill_value: "NaN" },
+  ];
+  for (const over of refused) {
+    const grid = over.shape ? over.shape.slice(0, -1) : [1200, 2];
+    if (over.shape?.[1] === 3) grid[1] = 2;
+    assert.throws(
+      () => indexLayoutFromMetadata(meta(over), grid, "here"),
+      ReferenceFormatError,
+      JSON.stringify(over),
+    );
+  }
+});
