@@ -19,6 +19,7 @@ from obspec_utils.registry import ObjectStoreRegistry
 from shadowzarr_spec import InlineRef, ReferenceFileSystem, ShadowzarrError
 from shadowzarr_spec.json_text import parse_json
 from shadowzarr_spec.keys import chunk_key
+from shadowzarr_store.transport import obstore_for
 
 from shadowzarr_icechunk.chunk_table import INLINE, MISSING, chunk_tables
 from shadowzarr_icechunk.locations import UrlFor, container_prefix, location_of
@@ -172,9 +173,7 @@ def _omit(path: str, reason: str) -> None:
 
 
 def _default_registry(group: ManifestGroup) -> ObjectStoreRegistry:
-    """One obstore store per location prefix the manifests name."""
-    from obstore.store import from_url
-
+    """One obstore store per location prefix the manifests name (made by the transport)."""
     prefixes: set[str] = set()
 
     def visit(node: ManifestGroup) -> None:
@@ -186,12 +185,8 @@ def _default_registry(group: ManifestGroup) -> ObjectStoreRegistry:
             visit(child)
 
     visit(group)
-    stores: dict[str, Any] = {}
-    for prefix in sorted(prefixes):
-        if prefix.startswith("file://"):
-            from obstore.store import LocalStore
-
-            stores["file://"] = LocalStore()
-        else:
-            stores[prefix] = from_url(prefix)
+    stores = {
+        "file://" if prefix.startswith("file://") else prefix: obstore_for(prefix)
+        for prefix in sorted(prefixes)
+    }
     return ObjectStoreRegistry(stores)

@@ -48,6 +48,7 @@ from shadowzarr_store.transport.errors import (
 from shadowzarr_store.transport.headers import HeaderRules
 from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import is_local, kind_of, local_path, redact
+from shadowzarr_store.transport.object_store import obstore_for
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 
@@ -71,6 +72,7 @@ __all__ = [
     "is_local",
     "kind_of",
     "local_path",
+    "obstore_for",
     "redact",
     "run_blocking",
 ]

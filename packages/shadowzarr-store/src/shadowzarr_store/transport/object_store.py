@@ -86,6 +86,22 @@ def store_for(
         raise SourceError(f"{root}: cannot configure the object store: {_first_line(exc)}") from exc
 
 
+def obstore_for(prefix: str, storage_options: Mapping[str, Any] | None = None) -> ObjectStore:
+    """An obstore store serving the locations under ``prefix`` (``file://``, ``http(s)://host/``
+    or ``s3://``/``gs://``/``az://bucket``), for libraries that read through obstore themselves
+    (VirtualiZarr's registries); our own reads go through `Transport`."""
+    scheme = prefix.split("://", 1)[0].lower()
+    if scheme == "file":
+        from obstore.store import LocalStore
+
+        return LocalStore()
+    if scheme in ("http", "https"):
+        from obstore.store import HTTPStore
+
+        return HTTPStore.from_url(prefix)
+    return store_for(split_object_url(prefix)[0], storage_options)
+
+
 class ObjectStoreBackend:
     """One transport's object-store reads; one obstore store per bucket, shared by all loops."""
 
