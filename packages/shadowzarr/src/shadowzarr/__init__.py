@@ -36,9 +36,8 @@ if TYPE_CHECKING:
         decode_attributes,
         parse_json,
         stack,
-        write_rfs,
     )
-    from shadowzarr_store import LocalCache, RfsStore, load_rfs, materialize, open_rfs
+    from shadowzarr_store import LocalCache, RfsStore, load_rfs, materialize, open_rfs, write_rfs
     from shadowzarr_store.remote import AddressError, CachePolicy, OfflineError, RemoteArray
     from shadowzarr_tiff import generate_rfs_tiff
 

@@ -32,12 +32,11 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
             "decode_attributes",
             "parse_json",
             "stack",
-            "write_rfs",
         )
     },
     **{
         name: ("shadowzarr_store", None)
-        for name in ("LocalCache", "RfsStore", "load_rfs", "materialize", "open_rfs")
+        for name in ("LocalCache", "RfsStore", "load_rfs", "materialize", "open_rfs", "write_rfs")
     },
     "open_array": ("shadowzarr.remote_array", None),
     **{
