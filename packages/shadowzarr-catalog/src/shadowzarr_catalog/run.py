@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
@@ -53,7 +53,7 @@ def generate_catalog(
     per_host: int = DEFAULT_PER_HOST,
     chunk_index_threshold: int | None = 1000,
     retry_failed: bool = False,
-    progress: bool = False,
+    progress: bool | Callable[[dict[str, Any]], None] = False,
     **generator_options: Any,
 ) -> CatalogSummary:
     """Generate references for every asset of ``source`` and publish them with a catalog at
@@ -67,7 +67,8 @@ def generate_catalog(
     ``headers``, ``allowed_urls`` and ``storage_options`` go with every request (the
     destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the
     dandiset's listing. ``generator_options`` go to the generators (HDF5's names; TIFF takes
-    those it knows). ``progress``: one line per asset and the summary on stderr.
+    those it knows). ``progress``: True prints one line per asset and the summary on stderr; a
+    callable is called with each asset's row as it is committed.
 
     A run resumes where a killed one stopped and regenerates only new and changed assets, and
     failed ones whose row says ``retry`` (a refusal, a network failure; with ``retry_failed``
@@ -132,7 +133,7 @@ def generate_catalog(
         failures=failures,
         seconds=time.perf_counter() - started,
     )
-    if progress:
+    if progress is True:
         print(summary, file=sys.stderr)
     return summary
 
@@ -150,7 +151,7 @@ def _run_jobs(
     threshold: int | None,
     workers: int,
     per_host: int,
-    progress: bool,
+    progress: bool | Callable[[dict[str, Any]], None],
 ) -> dict[str, str]:
     """Every job on the pool; each row is committed here, in this thread, as its job ends."""
     hosts: dict[str, threading.BoundedSemaphore] = {
@@ -180,7 +181,9 @@ def _run_jobs(
                 done_count += 1
                 if row["status"] in ("failed", "refused"):
                     failures[asset.asset_id] = f"{row['error_class']}: {row['error_message']}"
-                if progress:
+                if callable(progress):
+                    progress(row)
+                elif progress:
                     print(
                         f"[{done_count}/{len(todo)}] {row['status']:8} {asset.path}",
                         file=sys.stderr,
