@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from shadowzarr_spec import ReferenceFileSystem, SourceNotFoundError
+from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec import write_rfs as write_local_rfs
 from shadowzarr_spec.io import reference_files
-from shadowzarr_store.transport import is_local, local_path, run_blocking
-from shadowzarr_store.transport.object_store import put_objects, split_object_url, store_for
+from shadowzarr_store.transport import is_local, local_path
+from shadowzarr_store.transport.object_store import get_object, put_objects
 
 __all__ = ["Destination"]
 
@@ -81,19 +81,4 @@ class Destination:
         if self.local:
             path = Path(self.root, relative)
             return path.read_bytes() if path.is_file() else None
-        import obstore
-
-        root, prefix = split_object_url(self.location(relative))
-        store = store_for(root, self._storage_options)
-
-        async def get() -> bytes | None:
-            try:
-                result = await obstore.get_async(store, prefix)
-                return bytes(await result.bytes_async())
-            except FileNotFoundError:
-                return None
-
-        try:
-            return run_blocking(get())
-        except SourceNotFoundError:
-            return None
+        return get_object(self.location(relative), self._storage_options)

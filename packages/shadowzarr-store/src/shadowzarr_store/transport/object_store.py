@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ListedObject",
     "ObjectStoreBackend",
+    "get_object",
     "list_objects",
     "put_objects",
     "split_object_url",
@@ -119,6 +120,22 @@ def list_objects(
                 yield ListedObject(meta["path"], int(meta["size"]), meta.get("e_tag"))
     except Exception as exc:
         raise _translated(exc, redact(url)) from exc
+
+
+def get_object(url: str, storage_options: Mapping[str, Any] | None = None) -> bytes | None:
+    """The whole object at ``url``, None when there is none (for a writer reading back its own
+    small files, such as a catalog's progress database)."""
+    import obstore
+
+    root, key = split_object_url(url)
+    store = store_for(root, storage_options)
+    try:
+        return bytes(obstore.get(store, key).bytes())
+    except Exception as exc:
+        translated = _translated(exc, redact(url))
+        if isinstance(translated, SourceNotFoundError) or isinstance(exc, FileNotFoundError):
+            return None
+        raise translated from exc
 
 
 def put_objects(
