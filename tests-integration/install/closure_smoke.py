@@ -413,7 +413,10 @@ def catalog_of(work: Path) -> tuple[Path, dict[str, Any]]:
     folder = work / "archive"
     folder.mkdir()
     _path, values = hdf5_file(folder)
-    tiff_file(folder)
+    if importlib.util.find_spec("tifffile") is not None:
+        tiff_file(folder)
+    else:  # a TIFF header is all the base install looks at before it skips the file
+        (folder / "stack.tif").write_bytes(b"II*\x00\x08\x00\x00\x00" + bytes(64))
     (folder / "notes.txt").write_text("not data")
     summary = generate_catalog(folder, work / "catalog")
     if summary.failures:
