@@ -186,3 +186,21 @@ def test_a_misspelt_option_is_refused_before_any_asset(
     with pytest.raises(TypeError, match="chunk_index_treshold"):
         generate_catalog(root, tmp_path / "catalog", chunk_index_treshold=10)
     assert not (tmp_path / "catalog").exists()
+
+
+def test_a_destination_inside_the_folder_is_not_an_asset(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    values = write_hdf5(root / "a.h5", 1)
+    first = generate_catalog(root, root / "catalog")
+    second = generate_catalog(root, root / "catalog")
+    assert first.statuses == second.statuses == {"ok": 1}
+    assert (second.listed, second.generated) == (1, 0)
+    assert_published(root / "catalog", {"a.h5": values})
+
+
+def test_an_empty_folder_makes_an_empty_catalog(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    summary = generate_catalog(tmp_path / "empty", tmp_path / "catalog")
+    assert (summary.listed, summary.generated, summary.statuses) == (0, 0, {})
+    assert read_catalog(tmp_path / "catalog").empty
+    assert json.loads((tmp_path / "catalog" / "index.json").read_text()) == {}
