@@ -453,6 +453,27 @@ def job_catalog_neo(work: Path) -> None:
         raise AssertionError(f"notes.txt: {rows['notes.txt']}")
 
 
+def job_catalog_dask(work: Path) -> None:
+    """The catalog's jobs on a local Dask cluster (threads, no worker processes)."""
+    import json as json_module
+
+    from distributed import Client, LocalCluster
+    from shadowzarr_catalog import generate_catalog
+
+    (work / "archive").mkdir()
+    hdf5_file(work / "archive")
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        summary = generate_catalog(work / "archive", work / "catalog", client=client)
+    index = json_module.loads((work / "catalog/index.json").read_text())
+    if summary.statuses != {"ok": 1} or list(index) != ["data.h5"]:
+        raise AssertionError(f"catalog on a cluster: {summary}")
+
+
 def cli_checks(work: Path, extras: list[str], members: list[str]) -> None:
     """The umbrella's command: versions, HDF5 generation and reading, the hints for extras."""
     listed = cli("--version")
@@ -651,6 +672,7 @@ JOBS = {
     "catalog": job_catalog,
     "catalog-tiff": job_catalog_tiff,
     "catalog-neo": job_catalog_neo,
+    "catalog-dask": job_catalog_dask,
 }
 
 

@@ -51,6 +51,7 @@ TARGETS = (
     Target("shadowzarr-catalog", (), "catalog"),
     Target("shadowzarr-catalog", ("tiff",), "catalog-tiff"),
     Target("shadowzarr-catalog", ("neo",), "catalog-neo"),
+    Target("shadowzarr-catalog", ("dask",), "catalog-dask"),
     Target("shadowzarr", (), "cli"),
     Target("shadowzarr", ("hdf5",), "cli"),
     Target("shadowzarr", ("tiff",), "cli"),

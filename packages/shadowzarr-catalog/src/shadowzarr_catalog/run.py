@@ -16,12 +16,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
 
 from shadowzarr_catalog.assets import Asset, host_of
+from shadowzarr_catalog.cluster import rows_from_cluster
 from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access, check_generator_options
 from shadowzarr_catalog.job import base_row, run_job
@@ -54,6 +55,7 @@ def generate_catalog(
     chunk_index_threshold: int | None = 1000,
     retry_failed: bool = False,
     progress: bool | Callable[[dict[str, Any]], None] = False,
+    client: Any = None,
     **generator_options: Any,
 ) -> CatalogSummary:
     """Generate references for every asset of ``source`` and publish them with a catalog at
@@ -68,7 +70,9 @@ def generate_catalog(
     destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the
     dandiset's listing. ``generator_options`` go to the generators (HDF5's names; TIFF takes
     those it knows). ``progress``: True prints one line per asset and the summary on stderr; a
-    callable is called with each asset's row as it is committed.
+    callable is called with each asset's row as it is committed. ``client``: a
+    ``distributed.Client`` whose workers generate and publish the assets (``workers`` and
+    ``per_host`` then do not apply; the destination must be one every worker reaches).
 
     A run resumes where a killed one stopped and regenerates only new and changed assets, and
     failed ones whose row says ``retry`` (a refusal, a network failure; with ``retry_failed``
@@ -109,17 +113,21 @@ def generate_catalog(
                 a, previous.get(a.asset_id), ref := _reference(a, form), retry_failed=retry_failed
             )
         ]
-        failures = _run_jobs(
-            todo,
-            target,
-            state,
-            access,
-            generator_options,
-            chunk_index_threshold,
-            workers or DEFAULT_WORKERS,
-            per_host,
-            progress,
-        )
+        if client is not None:
+            rows_done = rows_from_cluster(
+                client, todo, target, access, generator_options, chunk_index_threshold
+            )
+        else:
+            rows_done = _rows_from_threads(
+                todo,
+                target,
+                access,
+                generator_options,
+                chunk_index_threshold,
+                workers or DEFAULT_WORKERS,
+                per_host,
+            )
+        failures = _commit(rows_done, len(todo), state, progress)
         rows = list(state.rows().values())
         target.write_file(CATALOG_FILE, catalog_parquet(rows))
         target.write_file(INDEX_FILE, index_json(rows))
@@ -142,18 +150,16 @@ def _reference(asset: Asset, form: str) -> str:
     return reference_location(asset.path, asset.asset_id, form)
 
 
-def _run_jobs(
+def _rows_from_threads(
     todo: list[tuple[Asset, str]],
     target: Destination,
-    state: _SyncedState,
     access: Access,
     options: Mapping[str, Any],
     threshold: int | None,
     workers: int,
     per_host: int,
-    progress: bool | Callable[[dict[str, Any]], None],
-) -> dict[str, str]:
-    """Every job on the pool; each row is committed here, in this thread, as its job ends."""
+) -> Iterator[dict[str, Any]]:
+    """Every job on a thread pool of this process; rows in the order the jobs finish."""
     hosts: dict[str, threading.BoundedSemaphore] = {
         host: threading.BoundedSemaphore(per_host) for host in {host_of(a.url) for a, _ in todo}
     }
@@ -162,33 +168,38 @@ def _run_jobs(
         with hosts[host_of(asset.url)]:
             return run_job(asset, target, reference, access, options, threshold)
 
-    failures: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="catalog") as pool:
         pending: dict[Future[dict[str, Any]], Asset] = {
             pool.submit(job, asset, reference): asset for asset, reference in _interleaved(todo)
         }
-        done_count = 0
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 asset = pending.pop(future)
                 try:
-                    row = future.result()
-                except BaseException as exc:  # run_job records failures; this is a bug's net
+                    yield future.result()
+                except Exception as exc:  # run_job records failures; this is a bug's net
                     row = {**base_row(asset), "status": "failed", "retry": True}
                     row.update(error_class=type(exc).__name__, error_message=str(exc)[:2000])
-                state.put(row)
-                done_count += 1
-                if row["status"] in ("failed", "refused"):
-                    failures[asset.asset_id] = f"{row['error_class']}: {row['error_message']}"
-                if callable(progress):
-                    progress(row)
-                elif progress:
-                    print(
-                        f"[{done_count}/{len(todo)}] {row['status']:8} {asset.path}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    yield row
+
+
+def _commit(
+    rows: Iterator[dict[str, Any]],
+    total: int,
+    state: _SyncedState,
+    progress: bool | Callable[[dict[str, Any]], None],
+) -> dict[str, str]:
+    """Commit each row as it comes (in this thread); returns this run's failures."""
+    failures: dict[str, str] = {}
+    for done, row in enumerate(rows, start=1):
+        state.put(row)
+        if row["status"] in ("failed", "refused"):
+            failures[row["asset_id"]] = f"{row['error_class']}: {row['error_message']}"
+        if callable(progress):
+            progress(row)
+        elif progress:
+            print(f"[{done}/{total}] {row['status']:8} {row['path']}", file=sys.stderr, flush=True)
     return failures
 
 
