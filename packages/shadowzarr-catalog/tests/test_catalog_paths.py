@@ -34,6 +34,13 @@ def test_asset_paths_are_made_safe(path: str, safe: str | None) -> None:
     _assert_inside(got)
 
 
+def test_no_asset_lands_inside_another_assets_references() -> None:
+    outer = reference_location("x", "asset-x", "directory")
+    inner = reference_location("x.shadowzarr/refs.json", "asset-y", "directory")
+    assert outer == "refs/x.shadowzarr"
+    assert not inner.startswith(outer + "/")
+
+
 def test_two_paths_that_clean_alike_stay_apart() -> None:
     a = reference_location("x y.h5", "asset-a", "directory")
     b = reference_location("x_y.h5", "asset-b", "directory")

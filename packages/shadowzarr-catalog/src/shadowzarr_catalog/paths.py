@@ -24,7 +24,7 @@ _MAX_PARTS = 32
 
 def safe_relative_path(path: str, asset_id: str) -> str:
     """``path`` as a relative POSIX path of safe parts (letters, digits, ``._+=@,-``), no part
-    empty, ``.``/``..`` or starting with a dot."""
+    empty, ``.``/``..`` or starting with a dot, and no folder ending ``.shadowzarr``."""
     parts = []
     for raw in re.split(r"[/\\]+", path):
         if raw in ("", "."):
@@ -34,6 +34,9 @@ def safe_relative_path(path: str, asset_id: str) -> str:
             part = "_" + part
         parts.append(part[:_MAX_PART])
     parts = parts[-_MAX_PARTS:] or ["asset"]
+    # A folder named like a reference set would put one asset's references inside another's
+    # (and replacing that set would delete them).
+    parts[:-1] = [p + "_" if p.endswith(".shadowzarr") else p for p in parts[:-1]]
     safe = "/".join(parts)
     if safe != path:
         digest = hashlib.sha256(asset_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
