@@ -142,3 +142,29 @@ def test_materialize_from_and_to_s3(
     )
     written = zarr.open_group(ObjectStore(store, read_only=True), mode="r")
     assert_array_equal_exact(written["group/y"][:], values["group/y"], "written to s3")
+
+
+@pytest.mark.parametrize("name", ["refs/file.shadowzarr", "refs/file.shadowzarr.json"])
+def test_write_rfs_publishes_to_the_bucket(
+    moto_s3: MotoS3, bucket: tuple[str, dict[str, np.ndarray]], name: str
+) -> None:
+    """shadowzarr.write_rfs writes an s3:// destination (a directory with an index array, or
+    one JSON document) and open_rfs reads it back; nothing is written locally."""
+    import shadowzarr
+    from shadowzarr_store.transport.object_store import list_objects
+
+    bucket_name, values = bucket
+    options = moto_s3.storage_options()
+    rfs = generate_rfs(f"s3://{bucket_name}/data/file.h5", storage_options=options)
+    target = f"s3://{bucket_name}/{name}"
+    written = shadowzarr.write_rfs(rfs, target, storage_options=options, chunk_index_threshold=2)
+    assert written == target
+    keys = [o.key for o in list_objects(f"s3://{bucket_name}/refs/", options)]
+    if name.endswith(".json"):
+        assert keys == [name]
+    else:
+        assert f"{name}/refs.json" in keys
+        assert any(k.startswith(f"{name}/index/") for k in keys)
+    group = open_rfs(target, storage_options=options)
+    for path, expected in values.items():
+        assert_array_equal_exact(group[path][:], expected, path)

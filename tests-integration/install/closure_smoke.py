@@ -404,6 +404,76 @@ def job_icechunk(work: Path) -> None:
     equal(open_rfs(icechunk_to_rfs(session))["samples"][...], samples, "icechunk_to_rfs")
 
 
+def catalog_of(work: Path) -> tuple[Path, dict[str, Any]]:
+    """A folder with an HDF5 file, a TIFF file and a text file, and its catalog's rows."""
+    import pyarrow.parquet as pq
+    from shadowzarr_catalog import generate_catalog
+    from shadowzarr_store import open_rfs
+
+    folder = work / "archive"
+    folder.mkdir()
+    _path, values = hdf5_file(folder)
+    if importlib.util.find_spec("tifffile") is not None:
+        tiff_file(folder)
+    else:  # a TIFF header is all the base install looks at before it skips the file
+        (folder / "stack.tif").write_bytes(b"II*\x00\x08\x00\x00\x00" + bytes(64))
+    (folder / "notes.txt").write_text("not data")
+    summary = generate_catalog(folder, work / "catalog")
+    if summary.failures:
+        raise AssertionError(f"catalog failures: {summary.failures}")
+    rows = {r["asset_id"]: r for r in pq.read_table(work / "catalog/catalog.parquet").to_pylist()}
+    if rows["data.h5"]["status"] != "ok":
+        raise AssertionError(f"data.h5: {rows['data.h5']}")
+    root = open_rfs(work / "catalog" / rows["data.h5"]["reference"])
+    equal(root["group/values"][...], values, "data.h5 through the catalog")
+    return work / "catalog", rows
+
+
+def job_catalog(work: Path) -> None:
+    """The catalog without extras: HDF5 published, TIFF and text skipped with the hint."""
+    absent("tifffile", "neo", "pynwb", "icechunk", "distributed")
+    _, rows = catalog_of(work)
+    for asset in ("stack.tif", "notes.txt"):
+        reason = rows[asset]["error_message"]
+        if rows[asset]["status"] != "skipped" or "shadowzarr-catalog[" not in reason:
+            raise AssertionError(f"{asset}: {rows[asset]}")
+
+
+def job_catalog_tiff(work: Path) -> None:
+    absent("neo", "pynwb", "icechunk")
+    _, rows = catalog_of(work)
+    if rows["stack.tif"]["status"] != "ok":
+        raise AssertionError(f"stack.tif: {rows['stack.tif']}")
+
+
+def job_catalog_neo(work: Path) -> None:
+    absent("pynwb", "icechunk")
+    _, rows = catalog_of(work)
+    if "no NEO reader recognises it" not in rows["notes.txt"]["error_message"]:
+        raise AssertionError(f"notes.txt: {rows['notes.txt']}")
+
+
+def job_catalog_dask(work: Path) -> None:
+    """The catalog's jobs on a local Dask cluster (threads, no worker processes)."""
+    import json as json_module
+
+    from distributed import Client, LocalCluster
+    from shadowzarr_catalog import generate_catalog
+
+    (work / "archive").mkdir()
+    hdf5_file(work / "archive")
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        summary = generate_catalog(work / "archive", work / "catalog", client=client)
+    index = json_module.loads((work / "catalog/index.json").read_text())
+    if summary.statuses != {"ok": 1} or list(index) != ["data.h5"]:
+        raise AssertionError(f"catalog on a cluster: {summary}")
+
+
 def cli_checks(work: Path, extras: list[str], members: list[str]) -> None:
     """The umbrella's command: versions, HDF5 generation and reading, the hints for extras."""
     listed = cli("--version")
@@ -439,6 +509,10 @@ def cli_checks(work: Path, extras: list[str], members: list[str]) -> None:
                 raise AssertionError(f"no hint: {exc}") from exc
         else:
             raise AssertionError("generate_rfs_tiff without shadowzarr-tiff")
+    if "shadowzarr-catalog" not in members:
+        said = cli_error("catalog", str(work), str(work / "catalog"))
+        if "shadowzarr[catalog]" not in said:
+            raise AssertionError(f"catalog without shadowzarr-catalog said {said!r}")
 
 
 def part_tiff(work: Path) -> None:
@@ -534,6 +608,22 @@ def part_xarray(work: Path) -> None:
     job_store_xarray(work)
 
 
+def part_catalog(work: Path) -> None:
+    import json as json_module
+
+    from shadowzarr import open_rfs
+
+    (work / "archive").mkdir()
+    _path, values = hdf5_file(work / "archive")
+    tiff_file(work / "archive")
+    printed = cli("catalog", str(work / "archive"), str(work / "catalog"), "-q")
+    index = json_module.loads((work / "catalog/index.json").read_text())
+    if sorted(index) != ["data.h5", "stack.tif"] or "2 ok" not in printed:
+        raise AssertionError(f"catalog printed {printed!r}, index {index}")
+    root = open_rfs(work / "catalog" / index["data.h5"])
+    equal(root["group/values"][...], values, "data.h5 through shadowzarr catalog")
+
+
 def part_demo(_work: Path) -> None:
     printed = cli("demo", "--seconds", "12", "--latency", "0")
     if "requests" not in printed:
@@ -550,6 +640,7 @@ PARTS = {
     "demo": part_demo,
     "plot": part_plot,
     "xarray": part_xarray,
+    "catalog": part_catalog,
 }
 """What each extra of the umbrella adds to the command's checks (``all``: every one)."""
 
@@ -578,6 +669,10 @@ JOBS = {
     "nwb": job_nwb,
     "nwb-neuroconv": job_nwb_neuroconv,
     "icechunk": job_icechunk,
+    "catalog": job_catalog,
+    "catalog-tiff": job_catalog_tiff,
+    "catalog-neo": job_catalog_neo,
+    "catalog-dask": job_catalog_dask,
 }
 
 

@@ -48,6 +48,10 @@ TARGETS = (
     Target("shadowzarr-nwb", (), "nwb"),
     Target("shadowzarr-nwb", ("neuroconv",), "nwb-neuroconv"),
     Target("shadowzarr-icechunk", (), "icechunk"),
+    Target("shadowzarr-catalog", (), "catalog"),
+    Target("shadowzarr-catalog", ("tiff",), "catalog-tiff"),
+    Target("shadowzarr-catalog", ("neo",), "catalog-neo"),
+    Target("shadowzarr-catalog", ("dask",), "catalog-dask"),
     Target("shadowzarr", (), "cli"),
     Target("shadowzarr", ("hdf5",), "cli"),
     Target("shadowzarr", ("tiff",), "cli"),
@@ -59,6 +63,7 @@ TARGETS = (
     Target("shadowzarr", ("demo",), "cli"),
     Target("shadowzarr", ("plot",), "cli"),
     Target("shadowzarr", ("xarray",), "cli"),
+    Target("shadowzarr", ("catalog",), "cli"),
     Target("shadowzarr", ("all",), "cli"),
 )
 

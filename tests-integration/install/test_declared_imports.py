@@ -96,6 +96,7 @@ def test_every_published_distribution_is_checked() -> None:
         "shadowzarr-neo",
         "shadowzarr-nwb",
         "shadowzarr-icechunk",
+        "shadowzarr-catalog",
     }
 
 

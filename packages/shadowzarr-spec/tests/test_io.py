@@ -1,10 +1,24 @@
-"""load_rfs reads local files only; recorded sources keep every field they were given."""
+"""load_rfs and write_rfs work on local files only; recorded sources keep every field they were
+given."""
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
 import pytest
 
-from shadowzarr_spec import ReferenceFormatError, SourceError, SourceInfo, load_rfs, rfs_to_json
+from shadowzarr_spec import (
+    ReferenceFormatError,
+    SourceError,
+    SourceInfo,
+    load_rfs,
+    rfs_to_json,
+    write_rfs,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.mark.parametrize("url", ["http://h/refs.json", "s3://b/refs.json", "https://h/dir/"])
@@ -20,3 +34,24 @@ def test_local_identity_of_sources_round_trips() -> None:
     assert rfs_to_json(rfs)["sources"] == {"/data/a.bin": info}
     with pytest.raises(ReferenceFormatError, match="mtime_ns"):
         load_rfs({"version": 1, "refs": {}, "sources": {"a": {"mtime_ns": "x"}}})
+
+
+GROUP = {"version": 1, "refs": {"zarr.json": '{"zarr_format": 3, "node_type": "group"}'}}
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/refs/x.json", "gs://b/refs.shadowzarr", "http://h/x"])
+def test_write_to_a_url_is_refused_not_made_a_local_folder(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rfs = load_rfs(GROUP)
+    with pytest.raises(SourceError, match=r"shadowzarr_store\.write_rfs"):
+        write_rfs(rfs, url)
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_to_a_file_url_writes_the_local_path(tmp_path: Path) -> None:
+    rfs = load_rfs(GROUP)
+    written = write_rfs(rfs, (tmp_path / "x.json").as_uri())
+    assert written == tmp_path / "x.json"
+    assert load_rfs(written).refs.keys() == rfs.refs.keys()

@@ -29,12 +29,17 @@ def test_import_is_cheap() -> None:
 
 
 def test_seed_names_resolve() -> None:
+    import shadowzarr_catalog
+    import shadowzarr_store
+
     import shadowzarr
     from shadowzarr.builder import RfsBuilder, columns_selection
 
     assert shadowzarr.RfsBuilder is RfsBuilder
     assert columns_selection(3, 2, [0]) == (6, [[0, 2]])
     assert callable(shadowzarr.write_rfs)
+    assert shadowzarr.write_rfs is shadowzarr_store.write_rfs  # object stores too
+    assert shadowzarr.generate_catalog is shadowzarr_catalog.generate_catalog
     assert callable(shadowzarr.load_rfs)
     assert callable(shadowzarr.decode_attributes)
     with pytest.raises(AttributeError):
@@ -47,6 +52,7 @@ def test_seed_names_resolve() -> None:
         ("shadowzarr_tiff", "generate_rfs_tiff", "tiff"),
         ("shadowzarr_neo", "generate_rfs_neo", "neo"),
         ("shadowzarr_hdf5", "generate_rfs", "hdf5"),
+        ("shadowzarr_catalog", "generate_catalog", "catalog"),
     ],
 )
 def test_missing_generator_names_its_extra(module: str, name: str, extra: str) -> None:

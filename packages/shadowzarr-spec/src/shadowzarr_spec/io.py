@@ -30,7 +30,14 @@ from shadowzarr_spec.model import FileRef, IndexRef, Ref, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.serialize import rfs_to_json
 
-__all__ = ["REFS_FILE", "load_index_table", "load_rfs", "refs_url_of", "write_rfs"]
+__all__ = [
+    "REFS_FILE",
+    "load_index_table",
+    "load_rfs",
+    "reference_files",
+    "refs_url_of",
+    "write_rfs",
+]
 
 REFS_FILE = "refs.json"
 INDEX_DIR = "index"
@@ -56,14 +63,62 @@ def write_rfs(
     refs.json too (its entry's ``files``, up to `INLINE_INDEX_TOTAL` in all): a reader of remote
     references then reads it in the round trip that brings refs.json, not one more.
     The write is atomic: readers see the old references or the new ones, never a mix.
+
+    This package writes local paths only: ``s3://``, ``gs://`` and ``az://`` destinations are
+    written by ``shadowzarr_store.write_rfs`` (also ``shadowzarr.write_rfs``), and any other
+    URL is refused rather than taken for a folder named after its scheme.
     """
-    target = Path(path)
+    text = os.fspath(path)
+    if text.lower().startswith("file://"):
+        text = unquote(urlsplit(text).path)
+    if "://" in text:
+        raise SourceError(
+            f"{text.split('://', 1)[0]}:// destinations are written by "
+            "shadowzarr_store.write_rfs (or shadowzarr.write_rfs); shadowzarr_spec writes "
+            "local paths only"
+        )
+    target = Path(text)
     if target.suffix == ".json":
-        rfs = _with_loaded_indexes(rfs)
-        document = rfs_to_json(rfs, expand=True)
-        _atomic_write_bytes(target, dumps_reference_document(document))
+        files = reference_files(rfs, json_file=True, name=target.name)
+        _atomic_write_bytes(target, files[target.name])
         return target
     return _write_directory(rfs, target, chunk_index_threshold, inline_index_bytes)
+
+
+def reference_files(
+    rfs: ReferenceFileSystem,
+    *,
+    json_file: bool,
+    name: str = "refs.json",
+    chunk_index_threshold: int | None = 1000,
+    inline_index_bytes: int = INLINE_INDEX_BYTES,
+) -> dict[str, bytes]:
+    """What `write_rfs` writes, as relative path → bytes: ``{name: document}`` for the JSON
+    form, else ``refs.json`` and the files of every index array under ``index/`` (``refs.json``
+    last, so a writer that follows this order publishes the document only after what it names).
+    """
+    if json_file:
+        document = rfs_to_json(_with_loaded_indexes(rfs), expand=True)
+        return {name: dumps_reference_document(document)}
+    rfs = _indexed(rfs, chunk_index_threshold)
+    files: dict[str, bytes] = {}
+    index_paths: dict[str, str] = {}
+    carried: dict[str, dict[str, bytes]] = {}
+    budget = INLINE_INDEX_TOTAL
+    for array_path, index in rfs.indexes.items():
+        table = index.table if index.table is not None else load_index_table(rfs, array_path)
+        relative = join(INDEX_DIR, array_path) if array_path else INDEX_DIR
+        written = _index_array_files(table)
+        files.update({f"{relative}/{key}": data for key, data in written.items()})
+        index_paths[array_path] = relative
+        size = sum(map(len, written.values()))
+        if size <= min(inline_index_bytes, budget):
+            carried[array_path], budget = written, budget - size
+        else:
+            carried[array_path] = {}
+    document = rfs_to_json(rfs, index_paths=index_paths, index_files=carried)
+    files[REFS_FILE] = dumps_reference_document(document)
+    return files
 
 
 def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
@@ -152,25 +207,15 @@ def _write_directory(
         raise ReferenceFormatError(
             f"{target} exists and is not a reference directory; not overwriting"
         )
-    rfs = _indexed(rfs, threshold)
+    files = reference_files(
+        rfs, json_file=False, chunk_index_threshold=threshold, inline_index_bytes=inline_bytes
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = _new_directory(target.parent, f".{target.name}.")
     try:
-        index_paths: dict[str, str] = {}
-        carried: dict[str, dict[str, bytes]] = {}
-        budget = INLINE_INDEX_TOTAL
-        for array_path, index in rfs.indexes.items():
-            table = index.table if index.table is not None else load_index_table(rfs, array_path)
-            relative = join(INDEX_DIR, array_path) if array_path else INDEX_DIR
-            files = _write_index_array(staging / relative, table)
-            index_paths[array_path] = relative
-            size = sum(map(len, files.values()))
-            if size <= min(inline_bytes, budget):
-                carried[array_path], budget = files, budget - size
-            else:
-                carried[array_path] = {}
-        document = rfs_to_json(rfs, index_paths=index_paths, index_files=carried)
-        (staging / REFS_FILE).write_bytes(dumps_reference_document(document))
+        for relative, data in files.items():
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            (staging / relative).write_bytes(data)
         _replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -188,15 +233,11 @@ def _replace_directory(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_index_array(root: Path, table: np.ndarray) -> dict[str, bytes]:
-    """Write the index array; return its files by key (``zarr.json``, ``c/0/0/0``, ...)."""
-    root.mkdir(parents=True, exist_ok=True)
+def _index_array_files(table: np.ndarray) -> dict[str, bytes]:
+    """The files of an index array by key (``zarr.json``, ``c/0/0/0``, ...)."""
     files = {"zarr.json": json.dumps(index_array_metadata(table.shape[:-1])).encode()}
     for coords, data in encode_index_chunks(table):
         files["c/" + "/".join(map(str, coords))] = data
-    for key, data in files.items():
-        (root / key).parent.mkdir(parents=True, exist_ok=True)
-        (root / key).write_bytes(data)
     return files
 
 

@@ -22,7 +22,7 @@ from shadowzarr_store.materialize import (
 from shadowzarr_store.memory_cache import MemoryCache
 from shadowzarr_store.open_rfs import open_rfs, open_rfs_array, open_rfs_store
 from shadowzarr_store.options import StoreOptions
-from shadowzarr_store.references import load_rfs
+from shadowzarr_store.references import load_rfs, write_rfs
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 
@@ -49,6 +49,7 @@ __all__ = [
     "open_rfs",
     "open_rfs_array",
     "open_rfs_store",
+    "write_rfs",
 ]
 
 

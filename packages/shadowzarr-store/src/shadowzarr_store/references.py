@@ -1,27 +1,32 @@
-"""load_rfs: references from a local file or directory, a URL or an object store, or a dict.
+"""load_rfs and write_rfs: references from (and to) a local file or directory, a URL or an
+object store, or a dict.
 
-The spec package reads local files only; a reference file at a URL is read here, through the
-store's transport, so its request carries the same headers and obeys the same ``allowed_urls``
-as the reads of its sources.
+The spec package reads and writes local files only; a reference file at a URL is read here,
+through the store's transport, so its request carries the same headers and obeys the same
+``allowed_urls`` as the reads of its sources; references bound for an object store are written
+here, through obstore with the same ``storage_options``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from shadowzarr_spec import ReferenceFileSystem, SourceNotFoundError, parse_json
+from shadowzarr_spec import ReferenceFileSystem, SourceError, SourceNotFoundError, parse_json
 from shadowzarr_spec import load_rfs as load_local_rfs
-from shadowzarr_spec.io import refs_url_of
+from shadowzarr_spec import write_rfs as write_local_rfs
+from shadowzarr_spec.io import INLINE_INDEX_BYTES, reference_files, refs_url_of
 from shadowzarr_spec.parse import rfs_from_json
 
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.transport import Transport, kind_of, redact, run_blocking
+from shadowzarr_store.transport.object_store import put_objects
 from shadowzarr_store.zarr_v2 import has_v2_keys, v3_document
 
-__all__ = ["load_rfs"]
+__all__ = ["load_rfs", "write_rfs"]
 
 
 def load_rfs(
@@ -67,3 +72,51 @@ def _as_v3(document: Any) -> Any:
     return (
         v3_document(document) if isinstance(document, dict) and has_v2_keys(document) else document
     )
+
+
+def write_rfs(
+    rfs: ReferenceFileSystem,
+    destination: str | os.PathLike[str],
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    chunk_index_threshold: int | None = 1000,
+    inline_index_bytes: int = INLINE_INDEX_BYTES,
+) -> str:
+    """Write references to a local path (as `shadowzarr_spec.write_rfs`) or an ``s3://``,
+    ``gs://`` or ``az://`` URL (through obstore, configured by ``storage_options``). Returns
+    where they were written.
+
+    A name ending in ``.json`` is one document, written with one PUT: readers see the old one
+    or the new one. A directory's index files are written first and ``refs.json`` last, each
+    with one PUT; until ``refs.json`` lands a reader sees the previous set (whose ``refs.json``
+    names index files that are now being replaced in place: a reader opening it mid-write may
+    get a newer index file than its refs.json names — so publish a changed directory under a
+    new name, or write the JSON form, where that matters). Plain http(s) URLs are refused.
+    """
+    text = os.fspath(destination)
+    kind = kind_of(text)
+    if kind == "local":
+        return str(
+            write_local_rfs(
+                rfs,
+                text,
+                chunk_index_threshold=chunk_index_threshold,
+                inline_index_bytes=inline_index_bytes,
+            )
+        )
+    if kind != "object_store":
+        raise SourceError(
+            f"{redact(text)}: references are written to a local path or an s3://, gs:// or "
+            "az:// URL, not over http(s)"
+        )
+    json_file = text.endswith(".json")
+    base, name = text.rsplit("/", 1) if json_file else (text.rstrip("/"), "")
+    files = reference_files(
+        rfs,
+        json_file=json_file,
+        name=name or "refs.json",
+        chunk_index_threshold=chunk_index_threshold,
+        inline_index_bytes=inline_index_bytes,
+    )
+    put_objects(base, files, storage_options)
+    return text

@@ -10,6 +10,8 @@ Routes (on `base_url`; everything else is forwarded to the upstream):
   ``digest["dandi:dandi-etag"]`` (the upstream ETag without quotes);
 - ``GET /api/assets/<asset_id>/download/`` 302 to a presigned URL on `presigned_base_url`
   (a second port of this proxy, so that it is another origin, as S3 is for DANDI);
+- ``GET /api/dandisets/<id>/versions/<version>/assets/?page_size=…&page=…`` every registered
+  asset, paginated with ``next`` links, with ``size`` and a ``blob`` id per asset;
 - ``GET /presigned/<path>?X-Amz-Expires=…&sig=…`` forwarded to ``<upstream>/<path>`` while the
   signature is valid, 403 ``Request has expired`` after ``presign_ttl`` seconds.
 """
@@ -511,7 +513,7 @@ class LatencyProxy:
         if match := _API_ASSET.match(path):
             return await self._api_asset(request, match["asset"])
         if _API_DANDISET_ASSETS.match(path):
-            return self._api_dandiset_assets()
+            return await self._api_dandiset_assets(request)
         raw_path = request.rel_url.raw_path
         if match := _PRESIGNED.match(raw_path):
             refused = self._check_signature(request, match["path"])
@@ -734,13 +736,43 @@ class LatencyProxy:
             }
         )
 
-    def _api_dandiset_assets(self) -> web.Response:
-        """Every registered asset, as one page of a dandiset version's asset listing."""
+    async def _api_dandiset_assets(self, request: web.Request) -> web.Response:
+        """One page of a dandiset version's asset listing (every registered asset, by path):
+        ``page_size`` (default 100) and ``page`` (from 1) as DANDI takes them, ``next`` the
+        absolute URL of the following page, and per asset its ``size`` and a ``blob`` id that
+        changes with the upstream file's ETag (DANDI's blob ids change with the content)."""
+        assert self._session is not None
         with self._assets_lock:
             assets = sorted(self._assets.values(), key=lambda a: a.path)
-        results = [{"asset_id": a.asset_id, "path": a.path} for a in assets]
+        try:
+            size = int(request.query.get("page_size", "100"))
+            page = int(request.query.get("page", "1"))
+        except ValueError:
+            return _api_json({"detail": "page and page_size are integers"}, status=400)
+        if size < 1 or page < 1:
+            return _api_json({"detail": "Invalid page."}, status=404)
+        chosen = assets[(page - 1) * size : page * size]
+        if page > 1 and not chosen:
+            return _api_json({"detail": "Invalid page."}, status=404)
+        results = []
+        for asset in chosen:
+            url = URL(f"{self.upstream}/{quote(asset.path)}", encoded=True)
+            async with self._session.head(url, allow_redirects=False) as head:
+                etag = head.headers.get("ETag", "").removeprefix("W/").strip('"')
+                results.append(
+                    {
+                        "asset_id": asset.asset_id,
+                        "path": asset.path,
+                        "size": head.content_length,
+                        "blob": f"blob-{etag}",
+                        "zarr": None,
+                    }
+                )
+        following = None
+        if page * size < len(assets):
+            following = str(request.url.update_query({"page": page + 1, "page_size": size}))
         return _api_json(
-            {"count": len(results), "next": None, "previous": None, "results": results}
+            {"count": len(assets), "next": following, "previous": None, "results": results}
         )
 
     def _check_signature(self, request: web.Request, raw_path: str) -> web.Response | None:

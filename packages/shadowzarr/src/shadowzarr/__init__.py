@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 __all__ = sorted(EXPORTS)
 
 if TYPE_CHECKING:
+    from shadowzarr_catalog import generate_catalog
     from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_neo import generate_rfs_neo, virtual_arrays_neo
     from shadowzarr_nwb import open_nwb, read_nwb
@@ -36,9 +37,8 @@ if TYPE_CHECKING:
         decode_attributes,
         parse_json,
         stack,
-        write_rfs,
     )
-    from shadowzarr_store import LocalCache, RfsStore, load_rfs, materialize, open_rfs
+    from shadowzarr_store import LocalCache, RfsStore, load_rfs, materialize, open_rfs, write_rfs
     from shadowzarr_store.remote import AddressError, CachePolicy, OfflineError, RemoteArray
     from shadowzarr_tiff import generate_rfs_tiff
 

@@ -32,12 +32,11 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
             "decode_attributes",
             "parse_json",
             "stack",
-            "write_rfs",
         )
     },
     **{
         name: ("shadowzarr_store", None)
-        for name in ("LocalCache", "RfsStore", "load_rfs", "materialize", "open_rfs")
+        for name in ("LocalCache", "RfsStore", "load_rfs", "materialize", "open_rfs", "write_rfs")
     },
     "open_array": ("shadowzarr.remote_array", None),
     **{
@@ -50,6 +49,7 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
     "virtual_arrays_neo": ("shadowzarr_neo", "neo"),
     "read_nwb": ("shadowzarr_nwb", "nwb"),
     "open_nwb": ("shadowzarr_nwb", "nwb"),
+    "generate_catalog": ("shadowzarr_catalog", "catalog"),
 }
 
 # import name of a package -> the extra that installs it
@@ -61,6 +61,7 @@ EXTRAS = {
     "shadowzarr_neo": "neo",
     "shadowzarr_nwb": "nwb",
     "shadowzarr_icechunk": "icechunk",
+    "shadowzarr_catalog": "catalog",
 }
 
 

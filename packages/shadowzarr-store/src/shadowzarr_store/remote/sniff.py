@@ -8,22 +8,40 @@ options (headers, ``allowed_urls``, ``storage_options``); `sniff_format` looks o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import (
     RangeNotSatisfiable,
     Transport,
     TransportOptions,
+    is_local,
+    redact,
     run_blocking,
 )
 
 if TYPE_CHECKING:
     from shadowzarr_store.remote.address import SourceFormat
 
-__all__ = ["HDF5_SIGNATURE", "HEAD_BYTES", "TIFF_SIGNATURES", "read_head", "sniff_format"]
+__all__ = [
+    "HDF5_SIGNATURE",
+    "HDF5_SUFFIXES",
+    "HEAD_BYTES",
+    "SOURCE_SUFFIXES",
+    "TIFF_SIGNATURES",
+    "TIFF_SUFFIXES",
+    "detect_format",
+    "named_format",
+    "read_head",
+    "sniff_format",
+]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
+HDF5_SUFFIXES = frozenset({".h5", ".hdf5", ".nwb", ".mat", ".he5", ".nc", ".hdf"})
+TIFF_SUFFIXES = frozenset({".tif", ".tiff", ".btf"})
+SOURCE_SUFFIXES = HDF5_SUFFIXES | TIFF_SUFFIXES
 HEAD_BYTES = 4096
 """Enough for an HDF5 superblock after a user block of up to 2 KiB (it starts at 0, 512, 1024,
 2048…), a TIFF header and the start of a JSON reference file."""
@@ -69,4 +87,34 @@ def sniff_format(head: bytes) -> SourceFormat | None:
         offset = 512 if offset == 0 else offset * 2
     if head.lstrip()[:1] == b"{":
         return "references"
+    return None
+
+
+def detect_format(source: str, options: TransportOptions | None = None) -> str:
+    """``hdf5``, ``tiff`` or ``neo`` (a directory, or a file no other generator reads), from the
+    first bytes (read as the generators would: their headers, their ``allowed_urls``); a file
+    whose name says HDF5 or TIFF but whose bytes do not is refused (`SourceFormatError`).
+
+    The one choice of generator, for the ``shadowzarr generate`` command and the catalog."""
+    if is_local(source) and Path(source).is_dir():
+        return "neo"
+    kind = sniff_format(read_head(source, options=options))
+    if kind in ("hdf5", "tiff"):
+        return kind
+    named = named_format(source)
+    if named is not None:
+        raise SourceFormatError(
+            f"{redact(source)} is not an {named.upper()} file: its first bytes are not the "
+            f"{named.upper()} signature (a text or HTML page, or a partial download?)"
+        )
+    return "neo"
+
+
+def named_format(source: str) -> str | None:
+    """``hdf5`` or ``tiff`` when the name's suffix says so (a query string aside), else None."""
+    suffix = Path(source.split("?", 1)[0].rstrip("/")).suffix.lower()
+    if suffix in HDF5_SUFFIXES:
+        return "hdf5"
+    if suffix in TIFF_SUFFIXES:
+        return "tiff"
     return None

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -33,7 +34,15 @@ if TYPE_CHECKING:
 
     from shadowzarr_store.transport.options import TransportOptions
 
-__all__ = ["ObjectStoreBackend", "split_object_url", "store_for"]
+__all__ = [
+    "ListedObject",
+    "ObjectStoreBackend",
+    "get_object",
+    "list_objects",
+    "put_objects",
+    "split_object_url",
+    "store_for",
+]
 
 _ALIASES = {
     "key": "access_key_id",
@@ -100,6 +109,67 @@ def obstore_for(prefix: str, storage_options: Mapping[str, Any] | None = None) -
 
         return HTTPStore.from_url(prefix)
     return store_for(split_object_url(prefix)[0], storage_options)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedObject:
+    """One object of a listing: its key, size and ETag as the store's listing gives them."""
+
+    key: str
+    size: int
+    etag: str | None
+
+
+def list_objects(
+    url: str, storage_options: Mapping[str, Any] | None = None
+) -> Iterator[ListedObject]:
+    """Every object under ``scheme://bucket/prefix/`` (sorted by key), through obstore's
+    paginated listing: one request per page of keys, none to the objects themselves."""
+    import obstore
+
+    root, prefix = split_object_url(url)
+    store = store_for(root, storage_options)
+    prefix = prefix.rstrip("/")
+    try:
+        for batch in obstore.list(store, prefix=prefix or None, chunk_size=1000):
+            for meta in sorted(batch, key=lambda m: m["path"]):
+                yield ListedObject(meta["path"], int(meta["size"]), meta.get("e_tag"))
+    except Exception as exc:
+        raise _translated(exc, redact(url)) from exc
+
+
+def get_object(url: str, storage_options: Mapping[str, Any] | None = None) -> bytes | None:
+    """The whole object at ``url``, None when there is none (for a writer reading back its own
+    small files, such as a catalog's progress database)."""
+    import obstore
+
+    root, key = split_object_url(url)
+    store = store_for(root, storage_options)
+    try:
+        return bytes(obstore.get(store, key).bytes())
+    except Exception as exc:
+        translated = _translated(exc, redact(url))
+        if isinstance(translated, SourceNotFoundError) or isinstance(exc, FileNotFoundError):
+            return None
+        raise translated from exc
+
+
+def put_objects(
+    url: str, files: Mapping[str, bytes], storage_options: Mapping[str, Any] | None = None
+) -> None:
+    """Write ``files`` (relative key → bytes) under ``scheme://bucket/prefix``, one PUT each,
+    in the mapping's order: a reader sees each object whole or not at all (an S3 PUT is
+    atomic), and the last file written is the one that makes the set visible."""
+    import obstore
+
+    root, prefix = split_object_url(url)
+    store = store_for(root, storage_options)
+    for relative, data in files.items():
+        key = f"{prefix.rstrip('/')}/{relative}" if prefix.rstrip("/") else relative
+        try:
+            obstore.put(store, key, data)
+        except Exception as exc:
+            raise _translated(exc, redact(f"{root}/{key}")) from exc
 
 
 class ObjectStoreBackend:

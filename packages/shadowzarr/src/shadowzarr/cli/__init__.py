@@ -1,4 +1,5 @@
-"""The ``shadowzarr`` command: generate, inspect, read, check, convert and materialize references.
+"""The ``shadowzarr`` command: generate (one file, or a catalog of an archive), inspect, read,
+check, convert and materialize references.
 
 Every subcommand lives in its own module and registers itself in :data:`COMMANDS`. Results go
 to stdout (text, or one JSON document with ``--json``); errors, warnings and progress go to
@@ -19,6 +20,7 @@ from shadowzarr_spec import ShadowzarrError
 
 from shadowzarr.cli import (
     cache,
+    catalog,
     check,
     convert,
     demo,
@@ -33,11 +35,12 @@ from shadowzarr.cli.version import VersionAction
 
 __all__ = ["main"]
 
-COMMANDS = (generate, info, get, layout, check, materialize_cmd, convert, cache, demo)
+COMMANDS = (generate, catalog, info, get, layout, check, materialize_cmd, convert, cache, demo)
 
 EPILOG = """examples:
   shadowzarr generate https://api.dandiarchive.org/api/assets/<id>/download/ -o session.shadowzarr
   shadowzarr generate recordings/ -o refs/ --workers 4
+  shadowzarr catalog dandi://000123/draft s3://bucket/catalogs/000123/
   shadowzarr info session.shadowzarr
   shadowzarr get session.shadowzarr acquisition/ElectricalSeries/data "0:30000, 17" -o x.npy
   shadowzarr layout session.shadowzarr acquisition/ElectricalSeries/data --png layout.png

@@ -1,4 +1,5 @@
-"""Which files to generate references for, and what format each one is in."""
+"""Which files to generate references for; what format each one is in is told by
+`shadowzarr_store.remote.sniff.detect_format` (shared with the catalog)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from shadowzarr_store.transport import Transport, TransportOptions, is_local, redact, run_blocking
+from shadowzarr_store.remote.sniff import SOURCE_SUFFIXES, detect_format
+from shadowzarr_store.transport import Transport, TransportOptions, is_local, run_blocking
 from shadowzarr_store.transport.dandi import token_header
 
 if TYPE_CHECKING:
@@ -16,9 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = ["detect_format", "expand_sources"]
 
-HDF5_SUFFIXES = frozenset({".h5", ".hdf5", ".nwb", ".mat", ".he5", ".nc", ".hdf"})
-TIFF_SUFFIXES = frozenset({".tif", ".tiff", ".btf"})
-SOURCE_SUFFIXES = HDF5_SUFFIXES | TIFF_SUFFIXES
 DANDISET_MARKER = "/api/dandisets/"
 
 
@@ -31,36 +30,6 @@ def _through_transport[T](options: TransportOptions, use: Callable[[Transport], 
             await transport.aclose()
 
     return run_blocking(run())
-
-
-def detect_format(source: str, options: TransportOptions | None = None) -> str:
-    """``hdf5``, ``tiff`` or ``neo`` (a directory, or a file no other generator reads), from the
-    first bytes (read as the generators would: their headers, their ``allowed_urls``); a file
-    whose name says HDF5 or TIFF but whose bytes do not is refused."""
-    from shadowzarr_store.remote.errors import SourceFormatError
-    from shadowzarr_store.remote.sniff import read_head, sniff_format
-
-    if is_local(source) and Path(source).is_dir():
-        return "neo"
-    kind = sniff_format(read_head(source, options=options))
-    if kind in ("hdf5", "tiff"):
-        return kind
-    named = _named_format(source)
-    if named is not None:
-        raise SourceFormatError(
-            f"{redact(source)} is not an {named.upper()} file: its first bytes are not the "
-            f"{named.upper()} signature (a text or HTML page, or a partial download?)"
-        )
-    return "neo"
-
-
-def _named_format(source: str) -> str | None:
-    suffix = Path(source.split("?", 1)[0].rstrip("/")).suffix.lower()
-    if suffix in HDF5_SUFFIXES:
-        return "hdf5"
-    if suffix in TIFF_SUFFIXES:
-        return "tiff"
-    return None
 
 
 def expand_sources(source: str, options: TransportOptions | None = None) -> list[str]:

@@ -1,0 +1,37 @@
+"""What an archive holds: one `Asset` per file, with what tells a changed file from an unchanged
+one without asking the file itself (the listing's size and ETag, a local file's size and
+modification time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+__all__ = ["Asset", "host_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    """One file of an archive.
+
+    ``asset_id`` is the stable key of its catalog row (a relative path, a DANDI asset id, a
+    URL without credentials); ``path`` is where it sits in the archive (what its reference
+    location is derived from); ``url`` is what the generator reads and the references point to;
+    ``size`` and ``etag`` (an ETag, a digest, or ``mtime_ns:…`` for a local file) come from the
+    listing, None when it gives none.
+    """
+
+    asset_id: str
+    path: str
+    url: str
+    size: int | None = None
+    etag: str | None = None
+
+
+def host_of(url: str) -> str:
+    """The origin whose politeness bound a request to ``url`` counts against (``local`` for
+    files on this machine)."""
+    if "://" not in url or url.lower().startswith("file://"):
+        return "local"
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"

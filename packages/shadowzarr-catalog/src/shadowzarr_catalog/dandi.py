@@ -1,0 +1,112 @@
+"""A DANDI dandiset version's assets, from the API's paginated listing.
+
+``dandi://000123/draft`` (the main archive), ``https://dandiarchive.org/dandiset/000123/draft``
+(the web page) and ``https://<api host>/api/dandisets/000123/versions/draft/`` (any API, the
+sandbox or a test server) name one version. Each asset's row keeps its path in the dandiset, its
+size, and its blob id (or modification time) as the mark of a change; its references point to
+the API's download URL, which the transport resolves to the presigned object-store URL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from urllib.parse import quote, urlsplit
+
+from shadowzarr_spec import SourceError
+from shadowzarr_store.transport import Transport, TransportOptions, redact, run_blocking
+from shadowzarr_store.transport.locations import is_loopback
+
+from shadowzarr_catalog.assets import Asset
+
+__all__ = ["dandiset_assets", "dandiset_version_url", "is_dandiset"]
+
+MAIN_API = "https://api.dandiarchive.org"
+PAGE_SIZE = 200
+MAX_PAGES = 100_000
+_SHORT = re.compile(r"^dandi://(?P<id>\d{6})(?:/(?P<version>[^/?#]+))?/?$")
+_WEB = re.compile(
+    r"^https://(?:www\.)?dandiarchive\.org/dandiset/(?P<id>\d{6})(?:/(?P<version>[^/?#]+))?/?"
+)
+_API = re.compile(
+    r"^(?P<api>https?://[^/]+(?:/[^?#]*?)?)/api/dandisets/(?P<id>[^/]+)"
+    r"(?:/versions/(?P<version>[^/?#]+))?/?(?:assets/?)?(?:\?.*)?$"
+)
+
+
+def is_dandiset(source: str) -> bool:
+    return any(p.match(source) for p in (_SHORT, _WEB, _API))
+
+
+def dandiset_version_url(source: str) -> tuple[str, str]:
+    """(API root, ``…/api/dandisets/<id>/versions/<version>``) of a dandiset address; the
+    version defaults to ``draft``."""
+    for pattern in (_SHORT, _WEB):
+        if match := pattern.match(source):
+            return MAIN_API, _version(MAIN_API, match["id"], match["version"])
+    if match := _API.match(source):
+        return match["api"], _version(match["api"], match["id"], match["version"])
+    raise SourceError(f"{redact(source)} names no dandiset version")
+
+
+def _version(api: str, dandiset: str, version: str | None) -> str:
+    return (
+        f"{api}/api/dandisets/{quote(dandiset, safe='')}/versions/"
+        f"{quote(version or 'draft', safe='')}"
+    )
+
+
+def dandiset_assets(
+    source: str, options: TransportOptions, api_key: str | None = None
+) -> list[Asset]:
+    """Every asset of the version, following ``next`` links (each must stay on the API's
+    origin); ``api_key`` goes to the API only, over https or to this machine."""
+    api, version = dandiset_version_url(source)
+    origin = urlsplit(api)
+    if api_key and (origin.scheme == "https" or is_loopback(origin.hostname)):
+        rules = {rule.prefix: dict(rule.headers) for rule in options.header_rules.rules}
+        rules[f"{api}/api/"] = {"Authorization": f"token {api_key}"}
+        options = dataclasses.replace(options, headers=rules)
+
+    async def pages() -> list[Asset]:
+        transport = Transport(options)
+        found: list[Asset] = []
+        listing: str | None = f"{version}/assets/?page_size={PAGE_SIZE}&order=path"
+        try:
+            for _ in range(MAX_PAGES):
+                if not listing:
+                    return found
+                page = json.loads(await transport.read_whole(listing))
+                found.extend(_asset(api, entry) for entry in page.get("results") or [])
+                listing = _next_page(page.get("next"), origin.netloc, listing)
+        finally:
+            await transport.aclose()
+        raise SourceError(f"{redact(version)}: more than {MAX_PAGES} pages of assets")
+
+    return run_blocking(pages())
+
+
+def _next_page(link: object, netloc: str, current: str) -> str | None:
+    if link is None:
+        return None
+    if not isinstance(link, str) or urlsplit(link).netloc != netloc or link == current:
+        raise SourceError(f"the asset listing's next page {str(link)[:120]!r} leaves the API")
+    return link
+
+
+def _asset(api: str, entry: object) -> Asset:
+    if not isinstance(entry, dict) or not isinstance(entry.get("asset_id"), str):
+        raise SourceError(f"an asset listing entry without an asset_id: {str(entry)[:120]}")
+    asset_id = entry["asset_id"]
+    listed_path = entry.get("path")
+    path = listed_path if isinstance(listed_path, str) else asset_id
+    size = entry.get("size")
+    mark = entry.get("blob") or entry.get("zarr") or entry.get("modified")
+    return Asset(
+        asset_id,
+        path,
+        f"{api}/api/assets/{quote(asset_id, safe='')}/download/",
+        size if isinstance(size, int) and size >= 0 else None,
+        str(mark) if mark is not None else None,
+    )

@@ -1,0 +1,136 @@
+"""One asset's job: pick its generator, generate, publish, and describe the outcome as a catalog
+row. Never raises for the asset's own failure: that is the row's status and error."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from shadowzarr_spec import (
+    ChunkDecodeError,
+    DatasetNotFoundError,
+    ReferenceFileSystem,
+    SourceAccessError,
+    SourceError,
+    UnsafePathError,
+    UnsupportedDatasetWarning,
+)
+from shadowzarr_spec.file_refs import FileRef, InlineRef
+from shadowzarr_spec.model import MISSING_CHUNK
+from shadowzarr_store.remote.errors import SourceFormatError
+from shadowzarr_store.transport import redact
+
+from shadowzarr_catalog.assets import Asset
+from shadowzarr_catalog.destination import Destination
+from shadowzarr_catalog.formats import Access, Skipped, generate, pick_format
+
+__all__ = ["REFUSALS", "base_row", "retryable", "run_job"]
+
+REFUSALS = (SourceAccessError, UnsafePathError)
+"""Errors that mean the source said no (credentials, ``allowed_urls``), not that it is broken."""
+OF_THE_CONTENT = (SourceFormatError, DatasetNotFoundError, ChunkDecodeError)
+"""Source errors that the file's own bytes cause: trying again without a change fails again."""
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether the next run should try an unchanged asset again: refusals (credentials may be
+    given) and errors of the way to the file (timeouts, 5xx after retries, a vanished object),
+    not errors of the file's content (a truncated or corrupt file, an unsupported layout)."""
+    if isinstance(exc, REFUSALS):
+        return True
+    return isinstance(exc, SourceError) and not isinstance(exc, OF_THE_CONTENT)
+
+
+def base_row(asset: Asset) -> dict[str, Any]:
+    """The columns every row has, from the listing alone."""
+    return {
+        "asset_id": asset.asset_id,
+        "path": asset.path,
+        "source_url": redact(asset.url),
+        "size": asset.size,
+        "etag": asset.etag,
+        "format": None,
+        "status": None,
+        "error_class": None,
+        "error_message": None,
+        "retry": False,
+        "datasets": None,
+        "chunks": None,
+        "unsupported": [],
+        "reference": None,
+        "reference_bytes": None,
+        "generated_at": None,
+        "generation_seconds": None,
+        "requests": None,
+        "bytes_read": None,
+    }
+
+
+def run_job(
+    asset: Asset,
+    destination: Destination,
+    reference: str,
+    access: Access,
+    options: Mapping[str, Any],
+    chunk_index_threshold: int | None,
+) -> dict[str, Any]:
+    """Generate and publish ``asset``'s references at ``reference``; its catalog row."""
+    row = base_row(asset)
+    started = time.perf_counter()
+    row["generated_at"] = datetime.datetime.now(datetime.UTC).isoformat()
+    try:
+        row["format"] = kind = pick_format(asset.url, access)
+        with warnings.catch_warnings():
+            # the row lists every dataset left out; the warning would say it again, per asset
+            warnings.simplefilter("ignore", UnsupportedDatasetWarning)
+            rfs = generate(asset.url, kind, access, options)
+        row.update(_described(rfs))
+        row["reference_bytes"] = destination.write_references(rfs, reference, chunk_index_threshold)
+        row["reference"] = reference
+        omitted = any(u["outcome"] == "omitted" for u in row["unsupported"])
+        row["status"] = "partial" if omitted else "ok"
+    except Skipped as exc:
+        row["status"] = "skipped"
+        row["error_message"] = str(exc)
+    except Exception as exc:  # the asset's failure is its row; the run goes on
+        row["status"] = "refused" if isinstance(exc, REFUSALS) else "failed"
+        row["error_class"] = type(exc).__name__
+        row["error_message"] = _one_line(exc)
+        row["retry"] = retryable(exc)
+    row["generation_seconds"] = round(time.perf_counter() - started, 6)
+    return row
+
+
+def _described(rfs: ReferenceFileSystem) -> dict[str, Any]:
+    """Arrays and chunks the references describe, and the datasets they leave out or inline."""
+    arrays = 0
+    chunks = 0
+    for key, ref in rfs.refs.items():
+        if isinstance(ref, FileRef):
+            chunks += 1
+        elif key.rsplit("/", 1)[-1] == "zarr.json" and isinstance(ref, InlineRef):
+            arrays += _is_array(ref.data)
+    for index in rfs.indexes.values():
+        if index.table is not None:
+            chunks += int((index.table[..., 0] != MISSING_CHUNK).sum())
+    unsupported = [
+        {"name": path, "outcome": u.outcome, "reason": u.reason}
+        for path, u in sorted(rfs.unsupported.items())
+    ]
+    return {"datasets": arrays, "chunks": chunks, "unsupported": unsupported}
+
+
+def _is_array(data: bytes) -> bool:
+    try:
+        return bool(json.loads(data).get("node_type") == "array")
+    except (ValueError, AttributeError):
+        return False
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return " ".join(redact(word) if "://" in word else word for word in text.split())[:2000]

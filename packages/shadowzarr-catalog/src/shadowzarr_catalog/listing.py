@@ -1,0 +1,164 @@
+"""The assets of a source: a local folder (walked), a text or CSV file of URLs, an iterable of
+URLs and paths, an object-store prefix (listed through obstore) or a DANDI dandiset version."""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from shadowzarr_store.transport import Transport, TransportOptions, is_local, redact, run_blocking
+from shadowzarr_store.transport.object_store import list_objects
+
+from shadowzarr_catalog.assets import Asset
+from shadowzarr_catalog.dandi import dandiset_assets, is_dandiset
+
+__all__ = ["list_assets"]
+
+LIST_SUFFIXES = frozenset({".txt", ".csv", ".tsv", ".list"})
+"""A local file with one of these suffixes is a list of sources, not an asset."""
+OBJECT_SCHEMES = ("s3://", "gs://", "az://")
+
+
+def list_assets(
+    source: str | os.PathLike[str] | Iterable[str],
+    options: TransportOptions,
+    *,
+    include: str | None = None,
+    dandi_api_key: str | None = None,
+    exclude_folder: Path | None = None,
+) -> list[Asset]:
+    """Every asset of ``source`` whose path matches the glob ``include`` (all when None), in a
+    stable order. ``exclude_folder`` (the destination, when it lies inside a walked folder) is
+    not walked."""
+    if isinstance(source, str | os.PathLike):
+        text = os.fspath(source)
+        if is_dandiset(text):
+            found = dandiset_assets(text, options, dandi_api_key)
+        elif text.lower().startswith(OBJECT_SCHEMES):
+            found = _prefix_assets(text, options)
+        elif is_local(text) and Path(text).is_dir():
+            found = _folder_assets(Path(text), exclude_folder)
+        elif is_local(text) and Path(text).suffix.lower() in LIST_SUFFIXES:
+            found = _entries_assets(_list_file_entries(Path(text)), options)
+        else:
+            raise ValueError(
+                f"{redact(text)}: a catalog source is a folder, a .txt/.csv list of URLs, an "
+                "s3://, gs:// or az:// prefix, a dandiset (dandi://000123/draft or its URL), "
+                "or a list of URLs and paths"
+            )
+    else:
+        found = _entries_assets(list(source), options)
+    chosen = [a for a in found if include is None or fnmatch.fnmatchcase(a.path, include)]
+    return sorted(chosen, key=lambda a: a.asset_id)
+
+
+def _folder_assets(root: Path, exclude: Path | None) -> list[Asset]:
+    """Every regular file under ``root`` (hidden files and folders skipped), keyed by its path
+    relative to ``root``; size and modification time tell changes (no file is opened)."""
+    found = []
+    root = root.resolve()
+    excluded = exclude.resolve() if exclude is not None else None
+    for folder, subfolders, files in os.walk(root):
+        here = Path(folder)
+        subfolders[:] = sorted(
+            d for d in subfolders if not d.startswith(".") and (here / d).resolve() != excluded
+        )
+        for name in sorted(files):
+            path = here / name
+            if name.startswith(".") or not path.is_file():
+                continue
+            stat = path.stat()
+            relative = path.relative_to(root).as_posix()
+            found.append(
+                Asset(relative, relative, str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}")
+            )
+    return found
+
+
+def _prefix_assets(url: str, options: TransportOptions) -> list[Asset]:
+    """Every object under the prefix, keyed by its key relative to the prefix; the listing's
+    size and ETag tell changes."""
+    parts = urlsplit(url)
+    root = f"{parts.scheme.lower()}://{parts.netloc}"
+    prefix = parts.path.lstrip("/")
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    found = []
+    for listed in list_objects(f"{root}/{prefix}", options.storage_options):
+        relative = listed.key[len(prefix) :] if listed.key.startswith(prefix) else listed.key
+        if not relative or relative.endswith("/"):
+            continue
+        found.append(Asset(relative, relative, f"{root}/{listed.key}", listed.size, listed.etag))
+    return found
+
+
+def _list_file_entries(path: Path) -> list[str]:
+    """The sources a list file names: one a line (``#`` comments), or for CSV/TSV the ``url``
+    column when the header names one, else the first column."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() not in (".csv", ".tsv"):
+        return [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+    rows = list(csv.reader(io.StringIO(text), delimiter="\t" if path.suffix == ".tsv" else ","))
+    rows = [r for r in rows if r and r[0].strip() and not r[0].startswith("#")]
+    if not rows:
+        return []
+    header = [cell.strip().lower() for cell in rows[0]]
+    column = header.index("url") if "url" in header else 0
+    body = rows[1:] if "url" in header else rows
+    return [r[column].strip() for r in body if len(r) > column and r[column].strip()]
+
+
+def _entries_assets(entries: list[str], options: TransportOptions) -> list[Asset]:
+    """URLs and paths given one by one: a local file's identity is its stat; a URL's size and
+    ETag cost one probe request each (there is no listing to give them)."""
+    found: dict[str, Asset] = {}
+    remote = []
+    for entry in entries:
+        entry = os.fspath(entry).strip()
+        if not entry:
+            continue
+        if is_local(entry):
+            path = Path(entry).resolve()
+            if not path.is_file():
+                raise ValueError(f"{entry}: not a file (a list names files and URLs)")
+            stat = path.stat()
+            found[str(path)] = Asset(
+                str(path), str(path), str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}"
+            )
+        else:
+            remote.append(entry)
+    if remote:
+        for url, info in zip(remote, _probe_all(remote, options), strict=True):
+            shown = redact(url)
+            parts = urlsplit(url)
+            size, etag = info if isinstance(info, tuple) else (None, None)
+            found[shown] = Asset(shown, f"{parts.netloc}/{parts.path}", url, size, etag)
+    return list(found.values())
+
+
+def _probe_all(
+    urls: list[str], options: TransportOptions
+) -> list[tuple[int | None, str | None] | BaseException]:
+    """Size and ETag of each URL; a URL that fails to answer is listed anyway (its error is
+    then the generation's, recorded in its row)."""
+    import asyncio
+
+    async def probe(transport: Transport, url: str) -> tuple[int | None, str | None]:
+        info = await transport.probe(url)
+        return info.size, info.etag
+
+    async def run() -> list[tuple[int | None, str | None] | BaseException]:
+        transport = Transport(options)
+        try:
+            return await asyncio.gather(
+                *(probe(transport, u) for u in urls), return_exceptions=True
+            )
+        finally:
+            await transport.aclose()
+
+    return run_blocking(run())

@@ -1,0 +1,271 @@
+"""`generate_catalog`: references for every asset of an archive, published with a catalog.
+
+The jobs run in this process on a thread pool: generating references is network-bound (header
+reads and chunk-index reads wait on round trips, h5py holds its lock only between them), so a
+small machine keeps ``DEFAULT_WORKERS`` generations in flight on one or two cores; processes
+would add memory per worker and nothing the network does not already limit. A per-host bound
+(``per_host``) keeps a run polite to each server; the transport under every generator retries
+429 and 503 answers with backoff (honouring ``Retry-After``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Literal
+
+from shadowzarr_catalog.assets import Asset, host_of
+from shadowzarr_catalog.cluster import rows_from_cluster
+from shadowzarr_catalog.destination import Destination
+from shadowzarr_catalog.formats import Access, check_generator_options
+from shadowzarr_catalog.job import base_row, run_job
+from shadowzarr_catalog.listing import list_assets
+from shadowzarr_catalog.paths import SUFFIXES, reference_location
+from shadowzarr_catalog.state import STATE_FILE, CatalogState, needs_generation
+from shadowzarr_catalog.summary import CatalogSummary
+from shadowzarr_catalog.table import CATALOG_FILE, INDEX_FILE, catalog_parquet, index_json
+
+__all__ = ["DEFAULT_PER_HOST", "DEFAULT_WORKERS", "generate_catalog"]
+
+DEFAULT_WORKERS = 8
+DEFAULT_PER_HOST = 4
+STATE_UPLOAD_SECONDS = 30.0
+"""How often the progress database of an object-store catalog is copied to the destination."""
+
+
+def generate_catalog(
+    source: str | os.PathLike[str] | Iterable[str],
+    destination: str | os.PathLike[str],
+    *,
+    headers: Mapping[str, Mapping[str, str]] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    allowed_urls: Iterable[str] | None = None,
+    dandi_api_key: str | None = None,
+    include: str | None = None,
+    form: Literal["directory", "json"] = "directory",
+    workers: int | None = None,
+    per_host: int = DEFAULT_PER_HOST,
+    chunk_index_threshold: int | None = 1000,
+    retry_failed: bool = False,
+    progress: bool | Callable[[dict[str, Any]], None] = False,
+    client: Any = None,
+    **generator_options: Any,
+) -> CatalogSummary:
+    """Generate references for every asset of ``source`` and publish them with a catalog at
+    ``destination`` (a local folder or an ``s3://``/``gs://``/``az://`` prefix).
+
+    ``source``: a local folder (walked), a ``.txt``/``.csv`` file of URLs and paths, an
+    iterable of URLs and paths, an object-store prefix, or a DANDI dandiset version
+    (``dandi://000123/draft``, its web page or its API URL). ``include`` is a glob on asset
+    paths (``*.nwb``). ``form``: one reference directory per asset, or one JSON file.
+    ``workers`` jobs run at once (default 8), at most ``per_host`` against one host.
+    ``headers``, ``allowed_urls`` and ``storage_options`` go with every request (the
+    destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the
+    dandiset's listing. ``generator_options`` go to the generators (HDF5's names; TIFF takes
+    those it knows). ``progress``: True prints one line per asset and the summary on stderr; a
+    callable is called with each asset's row as it is committed. ``client``: a
+    ``distributed.Client`` whose workers generate and publish the assets (``workers`` and
+    ``per_host`` then do not apply; the destination must be one every worker reaches).
+
+    A run resumes where a killed one stopped and regenerates only new and changed assets, and
+    failed ones whose row says ``retry`` (a refusal, a network failure; with ``retry_failed``
+    every failure): see the package README. Returns the run's `CatalogSummary`.
+    """
+    if form not in SUFFIXES:
+        raise ValueError(f"form must be 'directory' or 'json', not {form!r}")
+    if per_host < 1 or (workers is not None and workers < 1):
+        raise ValueError("workers and per_host must be at least 1")
+    check_generator_options(generator_options)
+    started = time.perf_counter()
+    access = Access(
+        headers=headers,
+        allowed_urls=tuple(allowed_urls) if allowed_urls is not None else None,
+        storage_options=storage_options,
+    )
+    target = Destination(destination, storage_options)
+    local_root = Path(target.root) if target.local else None
+    assets = list_assets(
+        source,
+        access.transport(),
+        include=include,
+        dandi_api_key=dandi_api_key,
+        exclude_folder=local_root,
+    )
+    with _state_for(target) as state:
+        previous = state.rows()
+        listed = {a.asset_id: a for a in assets}
+        removed = 0
+        for asset_id, row in previous.items():
+            if asset_id not in listed and row["status"] != "removed":
+                state.put({**row, "status": "removed"})
+                removed += 1
+        todo = [
+            (a, ref)
+            for a in assets
+            if needs_generation(
+                a, previous.get(a.asset_id), ref := _reference(a, form), retry_failed=retry_failed
+            )
+        ]
+        if client is not None:
+            rows_done = rows_from_cluster(
+                client, todo, target, access, generator_options, chunk_index_threshold
+            )
+        else:
+            rows_done = _rows_from_threads(
+                todo,
+                target,
+                access,
+                generator_options,
+                chunk_index_threshold,
+                workers or DEFAULT_WORKERS,
+                per_host,
+            )
+        failures = _commit(rows_done, len(todo), state, progress)
+        rows = list(state.rows().values())
+        target.write_file(CATALOG_FILE, catalog_parquet(rows))
+        target.write_file(INDEX_FILE, index_json(rows))
+    summary = CatalogSummary(
+        destination=str(target),
+        listed=len(assets),
+        generated=len(todo),
+        unchanged=len(assets) - len(todo),
+        removed=removed,
+        statuses=CatalogSummary.count([r["status"] for r in rows]),
+        failures=failures,
+        seconds=time.perf_counter() - started,
+    )
+    if progress is True:
+        print(summary, file=sys.stderr)
+    return summary
+
+
+def _reference(asset: Asset, form: str) -> str:
+    return reference_location(asset.path, asset.asset_id, form)
+
+
+def _rows_from_threads(
+    todo: list[tuple[Asset, str]],
+    target: Destination,
+    access: Access,
+    options: Mapping[str, Any],
+    threshold: int | None,
+    workers: int,
+    per_host: int,
+) -> Iterator[dict[str, Any]]:
+    """Every job on a thread pool of this process; rows in the order the jobs finish."""
+    hosts: dict[str, threading.BoundedSemaphore] = {
+        host: threading.BoundedSemaphore(per_host) for host in {host_of(a.url) for a, _ in todo}
+    }
+
+    def job(asset: Asset, reference: str) -> dict[str, Any]:
+        with hosts[host_of(asset.url)]:
+            return run_job(asset, target, reference, access, options, threshold)
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="catalog") as pool:
+        pending: dict[Future[dict[str, Any]], Asset] = {
+            pool.submit(job, asset, reference): asset for asset, reference in _interleaved(todo)
+        }
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                asset = pending.pop(future)
+                try:
+                    yield future.result()
+                except Exception as exc:  # run_job records failures; this is a bug's net
+                    row = {**base_row(asset), "status": "failed", "retry": True}
+                    row.update(error_class=type(exc).__name__, error_message=str(exc)[:2000])
+                    yield row
+
+
+def _commit(
+    rows: Iterator[dict[str, Any]],
+    total: int,
+    state: _SyncedState,
+    progress: bool | Callable[[dict[str, Any]], None],
+) -> dict[str, str]:
+    """Commit each row as it comes (in this thread); returns this run's failures."""
+    failures: dict[str, str] = {}
+    for done, row in enumerate(rows, start=1):
+        state.put(row)
+        if row["status"] in ("failed", "refused"):
+            failures[row["asset_id"]] = f"{row['error_class']}: {row['error_message']}"
+        if callable(progress):
+            progress(row)
+        elif progress:
+            print(f"[{done}/{total}] {row['status']:8} {row['path']}", file=sys.stderr, flush=True)
+    return failures
+
+
+def _interleaved(todo: list[tuple[Asset, str]]) -> list[tuple[Asset, str]]:
+    """Jobs ordered round-robin over hosts, so the pool's threads do not all wait on one host's
+    bound while another host's jobs queue behind them."""
+    by_host: dict[str, list[tuple[Asset, str]]] = {}
+    for item in todo:
+        by_host.setdefault(host_of(item[0].url), []).append(item)
+    queues = list(by_host.values())
+    ordered = []
+    while queues:
+        for queue in list(queues):
+            ordered.append(queue.pop(0))
+            if not queue:
+                queues.remove(queue)
+    return ordered
+
+
+class _SyncedState:
+    """The progress database: at the destination when it is local; for an object store, a
+    local copy fetched at the start and copied back every `STATE_UPLOAD_SECONDS` and at the
+    end (a run killed in between regenerates the assets it finished since the last copy)."""
+
+    def __init__(self, target: Destination) -> None:
+        self._target = target
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if target.local:
+            path = Path(target.root, STATE_FILE)
+        else:
+            digest = hashlib.sha256(target.root.encode()).hexdigest()[:12]
+            self._scratch = tempfile.TemporaryDirectory(prefix=f"shadowzarr-catalog-{digest}-")
+            path = Path(self._scratch.name, STATE_FILE)
+            copy = target.read_file(STATE_FILE)
+            if copy is not None:
+                path.write_bytes(copy)
+        self._path = path
+        self._state = CatalogState(path)
+        self._uploaded = time.monotonic()
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        return self._state.rows()
+
+    def put(self, row: dict[str, Any]) -> None:
+        self._state.put(row)
+        if self._scratch is not None and time.monotonic() - self._uploaded > STATE_UPLOAD_SECONDS:
+            self.upload()
+
+    def upload(self) -> None:
+        if self._scratch is None:
+            return
+        self._state.checkpoint()
+        self._target.write_file(STATE_FILE, self._path.read_bytes())
+        self._uploaded = time.monotonic()
+
+    def __enter__(self) -> _SyncedState:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.upload()
+        finally:
+            self._state.close()
+            if self._scratch is not None:
+                self._scratch.cleanup()
+
+
+def _state_for(target: Destination) -> _SyncedState:
+    return _SyncedState(target)

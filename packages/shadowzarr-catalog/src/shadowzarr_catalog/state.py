@@ -1,0 +1,63 @@
+"""The catalog's progress: one SQLite row per asset, committed as each asset finishes, so a run
+killed at any moment loses at most the assets it was generating, and the next run knows what is
+done, what changed and what failed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from shadowzarr_catalog.assets import Asset
+
+__all__ = ["STATE_FILE", "CatalogState", "needs_generation"]
+
+STATE_FILE = "catalog.sqlite"
+
+
+class CatalogState:
+    """The rows of one catalog, by asset id (one connection, used from one thread)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS assets ("
+            "asset_id TEXT PRIMARY KEY, status TEXT NOT NULL, row TEXT NOT NULL)"
+        )
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        found = self._db.execute("SELECT asset_id, row FROM assets ORDER BY asset_id")
+        return {asset_id: json.loads(row) for asset_id, row in found}
+
+    def put(self, row: dict[str, Any]) -> None:
+        """Record one asset's row; durable when this returns (autocommit)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO assets (asset_id, status, row) VALUES (?, ?, ?)",
+            (row["asset_id"], row["status"], json.dumps(row, sort_keys=True)),
+        )
+
+    def checkpoint(self) -> None:
+        """Fold the write-ahead log into the database file (before it is copied elsewhere)."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def needs_generation(
+    asset: Asset, previous: dict[str, Any] | None, reference: str, *, retry_failed: bool = False
+) -> bool:
+    """New, changed (size or ETag), back after removal, wanted in another form than it was
+    written in, or failed in a way worth another try (the row's ``retry``; every failure with
+    ``retry_failed``). Nothing else costs a request."""
+    if previous is None or previous.get("status") == "removed":
+        return True
+    if previous.get("status") in ("failed", "refused") and (retry_failed or previous.get("retry")):
+        return True
+    if previous.get("reference") not in (None, reference):
+        return True
+    return (previous.get("size"), previous.get("etag")) != (asset.size, asset.etag)

@@ -1,0 +1,206 @@
+"""A local folder becomes a catalog: every readable asset's references read back what h5py and
+tifffile wrote, every other asset has a row that says why, and later runs redo only what
+changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from shadowzarr_store import open_rfs
+from shadowzarr_store.transport import redact
+from shadowzarr_testing import assert_array_equal_exact
+
+from shadowzarr_catalog import generate_catalog
+
+from .archive import STATUSES, Expected, make_archive, write_hdf5
+
+EVERY_COLUMN = [
+    "asset_id",
+    "path",
+    "source_url",
+    "size",
+    "etag",
+    "format",
+    "status",
+    "error_class",
+    "error_message",
+    "retry",
+    "datasets",
+    "chunks",
+    "unsupported",
+    "reference",
+    "reference_bytes",
+    "generated_at",
+    "generation_seconds",
+    "requests",
+    "bytes_read",
+]
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> tuple[Path, Expected]:
+    root = tmp_path / "archive"
+    return root, make_archive(root)
+
+
+def read_catalog(destination: Path) -> pd.DataFrame:
+    return pd.read_parquet(destination / "catalog.parquet").set_index("asset_id")
+
+
+def assert_published(destination: Path, expected: Expected) -> None:
+    """Every expected asset's references, opened from the index, read its values exactly."""
+    index = json.loads((destination / "index.json").read_text())
+    assert sorted(index) == sorted(expected)
+    for asset, datasets in expected.items():
+        group = open_rfs(str(destination / index[asset]))
+        for path, values in datasets.items():
+            assert_array_equal_exact(group[path][:], values, f"{asset}:{path}")
+
+
+def test_a_folder_becomes_a_catalog(archive: tuple[Path, Expected], tmp_path: Path) -> None:
+    root, expected = archive
+    destination = tmp_path / "catalog"
+    summary = generate_catalog(root, destination, workers=4)
+
+    assert summary.listed == len(expected) + len(STATUSES)
+    assert summary.generated == summary.listed
+    assert summary.statuses == {"failed": 2, "ok": len(expected), "skipped": 1}
+    assert set(summary.failures) == {"broken.h5", "fake.nwb"}
+    table = read_catalog(destination)
+    assert list(table.reset_index().columns) == EVERY_COLUMN
+    assert ".hidden.h5" not in table.index
+    for asset, status in STATUSES.items():
+        assert table.loc[asset, "status"] == status
+    assert table.loc["fake.nwb", "error_class"] == "SourceFormatError"
+    assert not table.loc["fake.nwb", "retry"]  # its bytes fail again until they change
+    assert table.loc["broken.h5", "format"] == "hdf5"
+    assert "NEO" in table.loc["notes.txt", "error_message"]
+
+    published = table[table.status == "ok"]
+    assert sorted(published.index) == sorted(expected)
+    assert set(published.format) == {"hdf5", "tiff"}
+    hdf5 = published[published.format == "hdf5"]
+    assert (hdf5.datasets == 3).all()
+    assert (hdf5.chunks > 0).all()
+    assert (published.reference_bytes > 0).all()
+    assert published.error_class.isna().all()
+    assert table.requests.isna().all()
+    assert table.bytes_read.isna().all()
+    for asset in published.index:
+        path = root / asset
+        assert table.loc[asset, "size"] == path.stat().st_size
+        assert table.loc[asset, "etag"] == f"mtime_ns:{path.stat().st_mtime_ns}"
+        assert table.loc[asset, "source_url"] == str(path.resolve())
+        assert table.loc[asset, "reference"] == f"refs/{asset}.shadowzarr"
+        assert list(table.loc[asset, "unsupported"]) == []
+    assert_published(destination, expected)
+
+
+def test_a_rerun_regenerates_only_what_changed(
+    archive: tuple[Path, Expected], tmp_path: Path
+) -> None:
+    root, expected = archive
+    destination = tmp_path / "catalog"
+    generate_catalog(root, destination, workers=4)
+    first = read_catalog(destination)
+
+    again = generate_catalog(root, destination, workers=4)
+    assert (again.generated, again.unchanged, again.removed) == (0, again.listed, 0)
+    assert again.failures == {}
+    pd.testing.assert_frame_equal(read_catalog(destination), first)
+
+    replaced = ["sub-0/raw-0.h5", "sub-1/ses-1.nwb", "matlab/data.mat"]
+    for number, asset in enumerate(replaced):
+        (root / asset).unlink()
+        expected[asset] = write_hdf5(root / asset, 100 + number)
+    os.remove(root / "sub-2/raw-2.h5")
+    del expected["sub-2/raw-2.h5"]
+
+    third = generate_catalog(root, destination, workers=4)
+    assert (third.generated, third.removed) == (3, 1)
+    table = read_catalog(destination)
+    assert table.loc["sub-2/raw-2.h5", "status"] == "removed"
+    changed = table.generated_at != first.generated_at
+    assert sorted(table.index[changed]) == sorted(replaced)
+    assert_published(destination, expected)
+
+    shutil.copy(root / "sub-0/raw-0.h5", root / "sub-2/raw-2.h5")  # back, with other bytes
+    fourth = generate_catalog(root, destination, workers=4)
+    assert (fourth.generated, fourth.removed) == (1, 0)
+    assert read_catalog(destination).loc["sub-2/raw-2.h5", "status"] == "ok"
+
+
+def test_json_form_with_a_glob(archive: tuple[Path, Expected], tmp_path: Path) -> None:
+    root, expected = archive
+    destination = tmp_path / "catalog"
+    summary = generate_catalog(root, destination, include="sub-1/*", form="json")
+    wanted = {asset: v for asset, v in expected.items() if asset.startswith("sub-1/")}
+    assert summary.listed == len(wanted)
+    assert summary.statuses == {"ok": len(wanted)}
+    for asset in wanted:
+        assert (destination / "refs" / f"{asset}.shadowzarr.json").is_file()
+    assert_published(destination, wanted)
+
+    # The same catalog asked for directories: each asset is written again in that form.
+    moved = generate_catalog(root, destination, include="sub-1/*")
+    assert moved.generated == len(wanted)
+    assert_published(destination, wanted)
+
+
+def test_a_list_of_urls_and_paths(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """URLs (sizes and ETags from one probe each; a signature never reaches the catalog) and
+    local paths, from a CSV file and from a Python list."""
+    served = {name: write_hdf5(nginx.path(name), i) for i, name in enumerate(["a.h5", "b.nwb"])}
+    local = write_hdf5(tmp_path / "c.h5", 9)
+    signed = nginx.url("b.nwb") + "?X-Amz-Signature=sekrit&X-Amz-Credential=me"
+    listing = tmp_path / "assets.csv"
+    listing.write_text(f"name,url\na,{nginx.url('a.h5')}\nb,{signed}\nc,{tmp_path / 'c.h5'}\n")
+
+    for source in (listing, [nginx.url("a.h5"), signed, str(tmp_path / "c.h5")]):
+        destination = tmp_path / f"catalog-{type(source).__name__}"
+        summary = generate_catalog(source, destination)
+        assert summary.statuses == {"ok": 3}
+        table = read_catalog(destination)
+        assert "sekrit" not in table.to_csv()
+        assert "sekrit" not in summary.destination
+        assert (table["size"] > 0).all()
+        assert table.etag.notna().all()
+        index = json.loads((destination / "index.json").read_text())
+        assert len(index) == 3
+        for url, values in zip([nginx.url("a.h5"), signed], served.values(), strict=True):
+            group = open_rfs(str(destination / index[redact(url)]))
+            assert_array_equal_exact(group["signal"][:], values["signal"], url)
+        group = open_rfs(str(destination / index[str((tmp_path / "c.h5").resolve())]))
+        assert_array_equal_exact(group["counts"][:], local["counts"], "c.h5")
+
+
+def test_a_misspelt_option_is_refused_before_any_asset(
+    archive: tuple[Path, Expected], tmp_path: Path
+) -> None:
+    root, _ = archive
+    with pytest.raises(TypeError, match="chunk_index_treshold"):
+        generate_catalog(root, tmp_path / "catalog", chunk_index_treshold=10)
+    assert not (tmp_path / "catalog").exists()
+
+
+def test_a_destination_inside_the_folder_is_not_an_asset(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    values = write_hdf5(root / "a.h5", 1)
+    first = generate_catalog(root, root / "catalog")
+    second = generate_catalog(root, root / "catalog")
+    assert first.statuses == second.statuses == {"ok": 1}
+    assert (second.listed, second.generated) == (1, 0)
+    assert_published(root / "catalog", {"a.h5": values})
+
+
+def test_an_empty_folder_makes_an_empty_catalog(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    summary = generate_catalog(tmp_path / "empty", tmp_path / "catalog")
+    assert (summary.listed, summary.generated, summary.statuses) == (0, 0, {})
+    assert read_catalog(tmp_path / "catalog").empty
+    assert json.loads((tmp_path / "catalog" / "index.json").read_text()) == {}

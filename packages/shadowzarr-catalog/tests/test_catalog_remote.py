@@ -1,0 +1,106 @@
+"""Remote archives: an S3 prefix (moto's real S3 server) published to S3 and read back from
+there, and a dandiset listed page by page through the DANDI-like proxy, whose download URLs
+redirect to presigned URLs on another origin."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pytest
+from shadowzarr_store import open_rfs
+from shadowzarr_store.transport.object_store import list_objects
+from shadowzarr_testing import assert_array_equal_exact
+
+from shadowzarr_catalog import generate_catalog
+
+from .archive import write_hdf5
+
+if TYPE_CHECKING:
+    from shadowzarr_testing import LatencyProxy, MotoS3
+
+pytestmark = pytest.mark.network
+
+
+def test_a_bucket_prefix_published_to_the_bucket(
+    moto_s3: MotoS3, s3_bucket_name: str, tmp_path: Path
+) -> None:
+    bucket = moto_s3.create_bucket(s3_bucket_name)
+    expected = {}
+    for i, name in enumerate(["a.h5", "deep/b.nwb", "deep/c.h5"]):
+        expected[name] = write_hdf5(tmp_path / "files" / name, i)
+        moto_s3.put(bucket, f"archive/{name}", (tmp_path / "files" / name).read_bytes())
+    moto_s3.put(bucket, "archive/readme.txt", b"not data")
+    moto_s3.put(bucket, "elsewhere/d.h5", (tmp_path / "files" / "a.h5").read_bytes())
+    options = moto_s3.storage_options()
+    destination = f"s3://{bucket}/catalogs/one"
+
+    summary = generate_catalog(
+        f"s3://{bucket}/archive/", destination, storage_options=options, form="json"
+    )
+    assert summary.statuses == {"ok": 3, "skipped": 1}
+    table = pd.read_parquet(io.BytesIO(moto_s3.get(bucket, "catalogs/one/catalog.parquet")))
+    rows = table.set_index("asset_id")
+    assert sorted(rows.index) == ["a.h5", "deep/b.nwb", "deep/c.h5", "readme.txt"]
+    assert rows.loc["a.h5", "source_url"] == f"s3://{bucket}/archive/a.h5"
+    assert rows.etag.notna().all()
+    index = json.loads(moto_s3.get(bucket, "catalogs/one/index.json"))
+    for name, values in expected.items():
+        assert index[name] == f"refs/{name}.shadowzarr.json"
+        group = open_rfs(f"{destination}/{index[name]}", storage_options=options)
+        for path, array in values.items():
+            assert_array_equal_exact(group[path][:], array, f"{name}:{path}")
+    keys = [o.key for o in list_objects(f"s3://{bucket}/catalogs/", options)]
+    assert "catalogs/one/catalog.sqlite" in keys
+
+    # Unchanged objects cost nothing but the listing; a replaced one is generated again.
+    again = generate_catalog(f"s3://{bucket}/archive/", destination, storage_options=options)
+    assert again.generated == 3  # directories asked for now: each published asset again
+    same = generate_catalog(f"s3://{bucket}/archive/", destination, storage_options=options)
+    assert (same.generated, same.unchanged) == (0, 4)
+    expected["a.h5"] = write_hdf5(tmp_path / "files" / "a.h5", 7)
+    moto_s3.put(bucket, "archive/a.h5", (tmp_path / "files" / "a.h5").read_bytes())
+    changed = generate_catalog(f"s3://{bucket}/archive/", destination, storage_options=options)
+    assert changed.generated == 1
+    group = open_rfs(f"{destination}/refs/a.h5.shadowzarr", storage_options=options)
+    assert_array_equal_exact(group["signal"][:], expected["a.h5"]["signal"], "replaced a.h5")
+
+
+def test_a_dandiset_listed_page_by_page(
+    nginx, make_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from shadowzarr_catalog import dandi
+
+    monkeypatch.setattr(dandi, "PAGE_SIZE", 2)
+    proxy: LatencyProxy = make_proxy()
+    expected = {}
+    for i, path in enumerate(["sub-1/a.nwb", "sub-1/b.nwb", "sub-2/c.nwb", "sub-2/d.nwb", "e.h5"]):
+        expected[path] = write_hdf5(nginx.path(path), i)
+        proxy.add_asset(f"asset-{i}", path)
+    dandiset = proxy.url("api/dandisets/000123/versions/draft/")
+    destination = tmp_path / "catalog"
+
+    summary = generate_catalog(dandiset, destination, dandi_api_key="a-key")
+    assert summary.statuses == {"ok": 5}
+    assert proxy.count("GET", "/api/dandisets/") == 3  # five assets, two a page
+    listings = [e for e in proxy.log if e["path"].startswith("/api/dandisets/")]
+    assert all(e["headers"].get("authorization") == "token a-key" for e in listings)
+    rows = pd.read_parquet(destination / "catalog.parquet").set_index("asset_id")
+    index = json.loads((destination / "index.json").read_text())
+    for i, (path, values) in enumerate(expected.items()):
+        asset = f"asset-{i}"
+        assert rows.loc[asset, "path"] == path
+        assert rows.loc[asset, "source_url"] == proxy.asset_download_url(asset)
+        assert rows.loc[asset, "size"] == Path(nginx.path(path)).stat().st_size
+        assert index[asset] == f"refs/{path}.shadowzarr"
+        group = open_rfs(str(destination / index[asset]))
+        assert_array_equal_exact(group["counts"][:], values["counts"], path)
+
+    proxy.reset()
+    again = generate_catalog(dandiset, destination)
+    assert (again.generated, again.unchanged) == (0, 5)
+    downloads = [e for e in proxy.log if "/download" in e["path"] or "presigned" in e["path"]]
+    assert downloads == []  # an unchanged asset costs no request to the asset itself

@@ -1,0 +1,94 @@
+"""``shadowzarr catalog SOURCE DEST``: references for every asset of an archive, with a catalog.
+
+The work is `shadowzarr_catalog.generate_catalog`'s (installed with ``shadowzarr[catalog]``);
+this module turns the command line into its arguments and prints its summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from typing import Any
+
+from shadowzarr._lazy import import_module_for
+from shadowzarr.cli.access import access_kwargs, add_access_arguments
+from shadowzarr.cli.output import add_json_option, emit
+
+__all__ = ["register"]
+
+
+def register(
+    subcommands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
+    parser = subcommands.add_parser(
+        "catalog",
+        help="generate references for every asset of a folder, bucket, URL list or dandiset",
+        description="SOURCE is a folder, a .txt/.csv list of URLs and paths, an s3:// (gs://, "
+        "az://) prefix or a dandiset (dandi://000123/draft, its web page or API URL). DEST (a "
+        "folder or an s3:// prefix) gets one reference set per asset under refs/, "
+        "catalog.parquet (one row per asset), index.json and catalog.sqlite (the progress: run "
+        "the same command again to resume, or later to update only what changed). "
+        "DANDI_API_KEY, when set, authenticates the dandiset's listing. Exit status 1 when an "
+        "asset failed in this run (its row says why).",
+        epilog="examples:\n  shadowzarr catalog recordings/ refs-catalog/\n"
+        "  shadowzarr catalog dandi://000123/draft s3://bucket/catalogs/000123/ --include "
+        "'*.nwb'\n  shadowzarr catalog urls.txt catalog/ --form json --workers 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    parser.add_argument("source", help="folder, URL list, object-store prefix or dandiset")
+    parser.add_argument("destination", help="folder or object-store prefix to publish to")
+    parser.add_argument("--include", help="only assets whose path matches this glob ('*.nwb')")
+    parser.add_argument(
+        "--form",
+        choices=("directory", "json"),
+        default="directory",
+        help="one reference directory per asset, or one JSON file (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="assets generated at once (default: 8)"
+    )
+    parser.add_argument(
+        "--per-host", type=int, default=4, help="at most this many at once per host (default: 4)"
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="try every failed asset again, not only those whose failure may pass",
+    )
+    add_access_arguments(parser)
+    add_json_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    catalog = import_module_for("shadowzarr_catalog", "catalog", "shadowzarr catalog")
+    summary = catalog.generate_catalog(
+        args.source,
+        args.destination,
+        **access_kwargs(args),
+        dandi_api_key=os.environ.get("DANDI_API_KEY") or None,
+        include=args.include,
+        form=args.form,
+        workers=args.workers,
+        per_host=args.per_host,
+        retry_failed=args.retry_failed,
+        progress=_printer() if not args.quiet else False,
+    )
+    emit(args, dataclasses.asdict(summary), str(summary).splitlines())
+    return 1 if summary.failures else 0
+
+
+def _printer() -> Any:
+    """One stderr line per asset as it finishes (stdout keeps the summary)."""
+    done = 0
+
+    def line(row: dict[str, Any]) -> None:
+        nonlocal done
+        done += 1
+        print(f"[{done}] {row['status']:8} {row['path']}", file=sys.stderr, flush=True)
+
+    return line
