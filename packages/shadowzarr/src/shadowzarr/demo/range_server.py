@@ -109,7 +109,13 @@ class RangeServer:
                 self.send_header("Content-Length", str(len(data) if length is None else length))
                 self.end_headers()
                 if self.command != "HEAD":
-                    self.wfile.write(data)
+                    try:
+                        self.wfile.write(data)
+                    except (BrokenPipeError, ConnectionResetError):
+                        # A client may close a whole-file answer unread (a size probe): not an
+                        # error worth a traceback on the server's stderr.
+                        self.close_connection = True
+                        return
                 server._count(len(data))
 
         return Handler
