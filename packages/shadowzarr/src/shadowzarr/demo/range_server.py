@@ -108,6 +108,9 @@ class RangeServer:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data) if length is None else length))
                 self.end_headers()
+                # Counted before the body is sent: a client that has its answer may read the
+                # counters before this thread would get past the write.
+                server._count(len(data))
                 if self.command != "HEAD":
                     try:
                         self.wfile.write(data)
@@ -115,7 +118,5 @@ class RangeServer:
                         # A client may close a whole-file answer unread (a size probe): not an
                         # error worth a traceback on the server's stderr.
                         self.close_connection = True
-                        return
-                server._count(len(data))
 
         return Handler
