@@ -114,6 +114,13 @@ class RfsStore(Store):
     rfs
         A `ReferenceFileSystem`, or anything `shadowzarr_store.load_rfs` accepts (a ``.json``
         file, a directory, an http(s)/s3/gs/az URL to either, a dict).
+    read_only
+        Must stay True: the store never writes.
+    **options
+        The options below (`StoreOptions`).
+
+    Other Parameters
+    ----------------
     validate_sources
         Send ``If-Match`` with the recorded ETag, compare the total size a server reports and the
         size of local files with ``sources``; a mismatch raises `SourceChangedError`.
@@ -181,13 +188,14 @@ class RfsStore(Store):
         obstore): ``anon=True`` for a public bucket, ``region``, ``endpoint``, ``allow_http``,
         credentials (``access_key_id``/``secret_access_key`` or fsspec's ``key``/``secret``;
         otherwise the environment's ``AWS_*``…). Never shown or written anywhere.
-
-    Local sources are checked for their recorded size on every read and, once per source per
-    store, for their identity (modification time, else the sampled hash of ``sources``).
-
     max_chunk_bytes
         Most bytes one decoded chunk may hold (2 GiB); an array with larger chunks is refused
         when it is opened.
+
+    Notes
+    -----
+    Local sources are checked for their recorded size on every read and, once per source per
+    store, for their identity (modification time, else the sampled hash of ``sources``).
 
     Every ``zarr.json`` is validated by zarr's own parser and the store's bounds before zarr
     sees it: a bad array fails when it is opened, with an error naming it, and the others stay

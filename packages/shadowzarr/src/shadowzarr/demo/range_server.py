@@ -108,8 +108,15 @@ class RangeServer:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data) if length is None else length))
                 self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
+                # Counted before the body is sent: a client that has its answer may read the
+                # counters before this thread would get past the write.
                 server._count(len(data))
+                if self.command != "HEAD":
+                    try:
+                        self.wfile.write(data)
+                    except (BrokenPipeError, ConnectionResetError):
+                        # A client may close a whole-file answer unread (a size probe): not an
+                        # error worth a traceback on the server's stderr.
+                        self.close_connection = True
 
         return Handler
