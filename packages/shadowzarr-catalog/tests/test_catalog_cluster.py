@@ -8,11 +8,10 @@ from pathlib import Path
 import distributed
 import pandas as pd
 import pytest
+from catalog_archive import make_archive
+from test_catalog_local import assert_published
 
 from shadowzarr_catalog import generate_catalog
-
-from .archive import make_archive
-from .test_catalog_local import assert_published
 
 
 @pytest.mark.timeout(300)

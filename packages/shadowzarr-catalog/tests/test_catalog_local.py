@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from catalog_archive import STATUSES, Expected, make_archive, write_hdf5
 from shadowzarr_store import open_rfs
 from shadowzarr_store.transport import redact
 from shadowzarr_testing import assert_array_equal_exact
 
 from shadowzarr_catalog import generate_catalog
-
-from .archive import STATUSES, Expected, make_archive, write_hdf5
 
 EVERY_COLUMN = [
     "asset_id",

@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
+from catalog_archive import write_hdf5
 from shadowzarr_store import open_rfs
 from shadowzarr_store.transport.object_store import list_objects
 from shadowzarr_testing import assert_array_equal_exact
 
 from shadowzarr_catalog import generate_catalog
-
-from .archive import write_hdf5
 
 if TYPE_CHECKING:
     from shadowzarr_testing import LatencyProxy, MotoS3

@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from catalog_archive import make_archive
+from test_catalog_local import assert_published
 
 from shadowzarr_catalog import generate_catalog
-
-from .archive import make_archive
-from .test_catalog_local import assert_published
 
 SCRIPT = Path(sys.executable).with_name("shadowzarr")
 TIMING = ["generated_at", "generation_seconds"]
