@@ -38,7 +38,7 @@ class OmittedArrayWarning(UserWarning):
 def rfs_to_manifest_store(
     rfs: ReferenceFileSystem,
     *,
-    registry: ObjectStoreRegistry | None = None,
+    registry: ObjectStoreRegistry[Any] | None = None,
     url_for: UrlFor | None = None,
 ) -> ManifestStore:
     """References as a VirtualiZarr ManifestStore.
@@ -172,7 +172,7 @@ def _omit(path: str, reason: str) -> None:
     )
 
 
-def _default_registry(group: ManifestGroup) -> ObjectStoreRegistry:
+def _default_registry(group: ManifestGroup) -> ObjectStoreRegistry[Any]:
     """One obstore store per location prefix the manifests name (made by the transport)."""
     prefixes: set[str] = set()
 

@@ -110,7 +110,9 @@ def _array_metadata(path: str, zarray: Any, zattrs: Any) -> dict[str, Any]:
             fill_value = v2.dtype.to_json_scalar(fill, zarr_format=3)
     except (ValueError, TypeError, KeyError) as exc:
         raise ReferenceFormatError(f"{shown}: Zarr v2 metadata not understood ({exc})") from exc
-    before, after, serializer = [], [], _serializer(v2)
+    before: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    serializer = _serializer(v2)
     if v2.order == "F" and len(v2.shape) > 1:
         order = list(range(len(v2.shape)))[::-1]
         before.append({"name": "transpose", "configuration": {"order": order}})
@@ -121,9 +123,9 @@ def _array_metadata(path: str, zarray: Any, zattrs: Any) -> dict[str, Any]:
         if name in _VLEN:
             serializer = {"name": _VLEN[name], "configuration": {}}
             continue
-        entry = {"name": f"numcodecs.{name}", "configuration": config}
+        entry: dict[str, Any] = {"name": f"numcodecs.{name}", "configuration": config}
         try:
-            kind = get_codec_class(entry["name"])
+            kind = get_codec_class(f"numcodecs.{name}")
         except Exception as exc:  # zarr raises its own KeyError-like errors
             raise ReferenceFormatError(f"{shown}: codec {name!r} has no Zarr v3 form") from exc
         if issubclass(kind, ArrayArrayCodec):

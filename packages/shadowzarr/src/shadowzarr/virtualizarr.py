@@ -40,8 +40,9 @@ class ShadowzarrParser:
     def __init__(self, **options: Any) -> None:
         self.options = options
 
-    def __call__(self, url: str, registry: ObjectStoreRegistry) -> ManifestStore:
-        from shadowzarr import generate_rfs
+    def __call__(self, url: str, registry: ObjectStoreRegistry[Any]) -> ManifestStore:
+        from shadowzarr_hdf5 import generate_rfs
 
         rfs = generate_rfs(url, **self.options)
-        return _manifests.rfs_to_manifest_store(rfs, registry=registry)
+        store: ManifestStore = _manifests.rfs_to_manifest_store(rfs, registry=registry)
+        return store
