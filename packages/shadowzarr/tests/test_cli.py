@@ -283,7 +283,7 @@ def test_version_lists_every_sub_package() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == f"shadowzarr {importlib.metadata.version('shadowzarr')}"
     listed = {line.split()[0]: line.split()[1] for line in lines[1:]}
-    names = ["spec", "store", "hdf5", "tiff", "neo", "nwb", "icechunk"]
+    names = ["spec", "store", "hdf5", "tiff", "neo", "nwb", "icechunk", "catalog"]
     assert listed == {
         f"shadowzarr-{n}": importlib.metadata.version(f"shadowzarr-{n}") for n in names
     }
