@@ -349,12 +349,17 @@ class RfsStore(Store):
         whole = bool(inside.all())  # the usual shard: no stored chunk past the array's end
         where = np.arange(len(points)) if whole else np.flatnonzero(inside)
         offsets, sizes = await self._indexes.entries(path, points if whole else points[where])
-        present = (offsets != _MISSING_ENTRY) | (sizes != _MISSING_ENTRY)
+        present = ((offsets != _MISSING_ENTRY) | (sizes != _MISSING_ENTRY)) & (
+            (offsets != 0) | (sizes != 0)  # offset 0, size 0: a missing chunk too
+        )
         every = bool(present.all())
         held_offsets, held_sizes = (offsets, sizes) if every else (offsets[present], sizes[present])
-        if max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER:
-            # Entries no reference could hold (a damaged index): the path chunk by chunk
-            # refuses them with the error that names the chunk.
+        if (
+            max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER
+            or not bool(held_sizes.all())
+        ):
+            # Entries no reference could hold (a damaged index, an empty chunk not at offset
+            # 0): the path chunk by chunk refuses them with the error that names the chunk.
             return None
         lengths = np.full(len(points), -1, dtype=np.int64)
         stored_rows = where if every else where[present]
@@ -733,13 +738,9 @@ class RfsStore(Store):
         data_range = RangeByteRequest(
             max(start, layout.index_bytes) - layout.index_bytes, end - layout.index_bytes
         )
+        body: bytes | memoryview
         if isinstance(value, InlineRef):
-            inline = value.data + fill_pattern(
-                self._resolver.fill_of_key(key),
-                len(value.data),
-                layout.chunk_nbytes - len(value.data),
-            )
-            body: bytes | memoryview = inline[data_range.start : data_range.end]
+            body = finish_inline(key, self._resolver.layout_of_key(key), value.data, data_range)
         elif value.offset is None:
             whole, _ = await self._reader.read_whole(value.url)
             body = finish_whole(value, whole, data_range)
@@ -755,9 +756,6 @@ class RfsStore(Store):
         if plan.reads_nothing:
             data = plan.assemble(b"")
         else:
-            plan.check_start()
-            if plan.past_recorded_end:
-                return plan.assemble(b"")  # all of it lies past the recorded end: padding
             raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
             data = plan.assemble(raw)
             if checks is not None:
