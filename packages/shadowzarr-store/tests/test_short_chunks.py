@@ -197,3 +197,40 @@ def test_a_corrupt_compressed_chunk_is_a_typed_error_on_every_path(
             array[selection]
     if options == {"grouped_view": 0}:  # the grouped view reads a pack of chunks around it
         np.testing.assert_array_equal(array[200:400], values[200:400])
+
+
+@pytest.mark.parametrize("options", VIEWS)
+def test_an_empty_inline_chunk_of_a_compressed_array_is_a_typed_error(
+    tmp_path: Path, options: dict
+) -> None:
+    """An empty inline value is a value: in the grouped view it became an empty inner chunk of
+    a shard, which zarr's sharding codec handed to zlib and fletcher32 (`zlib.error`,
+    `IndexError`) instead of the store's checks."""
+    refs: dict = {"zarr.json": json.dumps({"zarr_format": 3, "node_type": "group"})}
+    blob = bytearray()
+    fletcher = numcodecs.Fletcher32()
+    for name, codecs in (("z", ZLIB), ("f", FLETCHER)):
+        refs[f"{name}/zarr.json"] = json.dumps(
+            {
+                "zarr_format": 3,
+                "node_type": "array",
+                "shape": [1024],
+                "data_type": "int32",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16]}},
+                "chunk_key_encoding": {"name": "default"},
+                "fill_value": 0,
+                "codecs": codecs,
+            }
+        )
+        for i in range(64):
+            raw = np.arange(i * 16, (i + 1) * 16, dtype="<i4").tobytes()
+            stored = zlib.compress(raw) if name == "z" else bytes(fletcher.encode(raw))
+            refs[f"{name}/c/{i}"] = ["data.bin", len(blob), len(stored)]
+            blob += stored
+        refs[f"{name}/c/7"] = ""
+    (tmp_path / "data.bin").write_bytes(bytes(blob))
+    (tmp_path / "refs.json").write_text(json.dumps({"version": 1, "refs": refs}))
+    root = open_rfs(tmp_path / "refs.json", **options)
+    for name in "zf":
+        with pytest.raises(ChunkDecodeError, match=f"'{name}/c/7'"):
+            root[name][112:128]

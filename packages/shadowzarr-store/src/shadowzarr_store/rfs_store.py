@@ -327,11 +327,24 @@ class RfsStore(Store):
                 await self._logical_length(k, v) if _needs_read(v) else _known_length(k, v, self)
                 for k, v in zip(keys, values, strict=True)
             ]
+            for inner, value, length in zip(keys, values, lengths, strict=True):
+                if length == 0 and inner is not None:
+                    await self._refuse_empty(inner, value)
             index = ShardIndex.build(keys, lengths, tuple(values), **packing)
         if len(self._shard_indexes) >= _SHARD_INDEXES_KEPT:
             self._shard_indexes.pop(next(iter(self._shard_indexes)))
         self._shard_indexes[key] = index
         return index
+
+    async def _refuse_empty(self, key: str, value: InlineRef | SourceValue | None) -> None:
+        """A stored chunk of no bytes (an empty inline value) would reach zarr's sharding codec
+        as an empty inner chunk, which its codecs fail to decode with their own errors: it is
+        read on the per-key path, whose checks refuse it with the array's typed error."""
+        await self._get_stored(key, default_buffer_prototype(), None, value)
+        raise ChunkDecodeError(
+            f"{self!r}: stored chunk {key!r} holds no bytes; no chunk of its array decodes "
+            "from nothing"
+        )
 
     async def _shard_index_from_chunk_index(
         self, path: str, points: np.ndarray, packing: dict[str, int]
