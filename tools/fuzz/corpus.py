@@ -6,7 +6,7 @@ fletcher32, gzip; inline chunks; strings) is described three ways:
 - ``json-v1``: plain kerchunk version 1, every chunk listed, no recorded sizes (its last slabs
   end with their files, as kerchunk would write them);
 - ``json-v2``: one JSON file with templates, gen entries, a selection and recorded sizes (a
-  last slab runs past the end of its file and is padded);
+  short last slab ends with its file and is padded past the array's end);
 - ``directory``: refs.json plus index arrays: one written by shadowzarr (Blosc), one rewritten
   by zarr-python with another chunking and zstd, one with gzip and the last axis cut in two.
 
@@ -96,7 +96,7 @@ def build_corpus(root: Path, *, data: Path | None = None, base_url: str | None =
             entries.append((coords, *chunks.add(bytes(codec(block.tobytes())))))
         encoded[name] = entries
 
-    # plain: an uncompressed file of 1000 uint32; the last chunk of 128 runs 96 bytes past its end
+    # plain: an uncompressed file of 1000 uint32; the last chunk of 128 holds the 104 there are
     plain = rng.integers(0, 2**32, 1000, dtype="<u4")
     (data / "plain.bin").write_bytes(plain.tobytes())
     expected["plain"] = plain
@@ -166,8 +166,8 @@ def _references(
     plain_url = url("plain.bin")
     builder.add_array("plain", shape=(1000,), data_type="<u4", chunk_shape=(128,), fill_value=9)
     for i in range(8):
-        # kerchunk lists the last slab as far as the file goes; v2 lets it run past the end
-        size = 4000 - 512 * i if (v1 and i == 7) else 512
+        # the last slab as far as the file goes (readers refuse one running past its end)
+        size = 4000 - 512 * i if i == 7 else 512
         builder.add_chunk("plain", (i,), plain_url, 512 * i, size)
     chunk_url = url("chunks.bin")
     chains = {

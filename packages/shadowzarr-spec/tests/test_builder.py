@@ -180,3 +180,25 @@ def test_add_chunks_refuses_what_add_chunk_refuses(
     builder.add_array("x", shape=(10, 6), chunk_shape=(2, 3), data_type="<i4")
     with pytest.raises(BuilderError, match=message):
         builder.add_chunks("x", coords, "file.h5", np.asarray(offsets), np.asarray(sizes))
+
+
+def test_a_reference_past_the_recorded_end_of_its_file_is_refused() -> None:
+    """Readers refuse such a reference (never padding): the builder refuses to write one, in
+    refs, columns, chunk indexes and gen entries alike."""
+    for add in (
+        lambda b: b.add_chunk("x", (3,), "f.bin", 90, 16),
+        lambda b: b.add_chunks("x", np.array([[0], [3]]), "f.bin", [0, 90], [16, 16]),
+        lambda b: b.add_strided_chunks("x", url="f.bin", start=0, stride=16, length=16, count=8),
+        lambda b: b.add_index("x", "f.bin", np.array([[0, 16]] * 6 + [[96, 16]] * 2, "u8")),
+    ):
+        builder = RfsBuilder()
+        builder.add_array("x", shape=[32], data_type="int32", chunk_shape=[4])
+        add(builder)
+        builder.add_source("f.bin", size=100)
+        with pytest.raises(BuilderError, match=r"past the end of the file \(100 bytes"):
+            builder.build()
+    builder = RfsBuilder()
+    builder.add_array("x", shape=[30], data_type="int32", chunk_shape=[4])
+    builder.add_chunk("x", (7,), "f.bin", 92, 8)  # a short last chunk ending at the end
+    builder.add_source("f.bin", size=100)
+    assert builder.build().refs["x/c/7"] == FileRef("f.bin", 92, 8)

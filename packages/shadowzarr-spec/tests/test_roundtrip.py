@@ -82,7 +82,7 @@ def builders(draw: st.DrawFn) -> tuple[RfsBuilder, dict[str, dict[str, Any]]]:
             )
         else:
             builder.add_inline_chunk(path, (0,) * ndim, draw(st.binary(max_size=64)))
-    builder.add_source("https://example.org/a.h5", size=123, etag='"abc"')
+    builder.add_source("https://example.org/a.h5", size=2**42, etag='"abc"')
     return builder, expected_attributes
 
 

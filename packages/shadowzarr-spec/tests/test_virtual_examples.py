@@ -73,7 +73,7 @@ def test_one_file_per_channel_stacks_into_columns(tmp_path):
     assert_same(read(stack(channels, axis=0)), data.T)
 
 
-def test_channels_one_after_another_in_one_file_make_one_gen_entry(tmp_path):
+def test_channels_one_after_another_in_one_file_make_two_gen_entries(tmp_path):
     data = np.arange(6 * 100, dtype=">f4").reshape(6, 100)
     path = tmp_path / "blocked.bin"
     path.write_bytes(b"head" + data.tobytes())
@@ -83,9 +83,34 @@ def test_channels_one_after_another_in_one_file_make_one_gen_entry(tmp_path):
     ]
     signal = stack(channels, axis=1)
     rfs = build(signal)
-    assert len(rfs.gen) == 1
-    assert rfs.gen[0].count == 4 * 6
+    # the whole chunks of every channel, then their short last chunks (10 rows: 40 bytes,
+    # never past the channel's last value, nor the file's end after the last channel)
+    assert [(entry.count, next(entry.items())[1].size) for entry in rfs.gen] == [(18, 120), (6, 40)]
     assert_same(read(signal), data.T)
+
+
+def test_a_transposed_contiguous_array_references_only_bytes_its_file_holds(tmp_path):
+    """Issue 39 item 8: the last of 16 chunks of 333 rows holds 5 rows (120 bytes at the end of
+    the file); its reference claimed a whole chunk (7,992 bytes) and both readers refused it."""
+    data = np.random.default_rng(8).integers(-3000, 3000, (5000, 12), dtype="<i2")
+    path = tmp_path / "block.bin"
+    path.write_bytes(b"\x01" * 600 + data.tobytes())
+    size = path.stat().st_size
+    for url in (str(path), "https://example.org/block.bin"):  # a file's size known or not
+        virtual = VirtualArray.contiguous(
+            url, shape=[5000, 12], dtype="<i2", offset=600, chunk_rows=333
+        ).transpose(1, 0)
+        rfs = build(virtual)
+        references = [ref for entry in rfs.gen for _, ref in entry.items()]
+        references += [ref for ref in rfs.refs.values() if isinstance(ref, FileRef)]
+        assert sorted((ref.offset, ref.size) for ref in references)[-1] == (size - 120, 120)
+        assert len(references) == 16
+    local = VirtualArray.contiguous(
+        str(path), shape=[5000, 12], dtype="<i2", offset=600, chunk_rows=333
+    ).transpose(1, 0)
+    expected = np.fromfile(path, dtype="<i2", offset=600).reshape(5000, 12).T
+    assert_same(read(local), expected)
+    assert_same(read(local, tmp_path / "refs.shadowzarr"), expected)
 
 
 def test_records_with_a_header_match_the_memmap_view(tmp_path):

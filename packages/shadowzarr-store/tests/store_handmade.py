@@ -78,33 +78,34 @@ def write_sources(root: Path, url_prefix: str = "{{u0}}") -> Sources:
         refs[f"listed/c/{i}/0"] = [url("raw.bin"), HEADER + i * 2000, 2000]
     expected["listed"] = samples
 
-    # slabs: a gen entry; the last slab runs past the end of the file and is padded with the
-    # fill value, which shows because the array is longer than the recording.
-    refs["slabs/zarr.json"] = array_meta([1100, 4], [300, 4], "int16", fill=-7)
+    # slabs: a gen entry of whole slabs; the short last slab holds the 100 rows there are and
+    # reads padded with the fill value past the array's end.
+    refs["slabs/zarr.json"] = array_meta([1000, 4], [300, 4], "int16", fill=-7)
     gen.append(
         {
             "key": "slabs/c/{{i}}/0",
             "url": url("raw.bin"),
             "offset": f"{{{{{HEADER} + i * 2400}}}}",
             "length": "2400",
-            "dimensions": {"i": {"stop": 4}},
+            "dimensions": {"i": {"stop": 3}},
         }
     )
-    expected["slabs"] = np.concatenate([samples, np.full((100, 4), -7, dtype="<i2")])
+    refs["slabs/c/3/0"] = [url("raw.bin"), HEADER + 3 * 2400, 800]
+    expected["slabs"] = samples
 
     # Big-endian float64 with a non-finite fill: padding uses the stored byte order.
     floats = rng.standard_normal(50).astype(">f8")
     (root / "floats_be.bin").write_bytes(floats.tobytes())
     refs["floats/zarr.json"] = array_meta(
-        [64],
+        [50],
         [32],
         "float64",
         fill="NaN",
         codecs=[{"name": "bytes", "configuration": {"endian": "big"}}],
     )
     refs["floats/c/0"] = [url("floats_be.bin"), 0, 256]
-    refs["floats/c/1"] = [url("floats_be.bin"), 256, 256]  # file has 144 bytes there: padded
-    expected["floats"] = np.concatenate([floats, np.full(14, np.nan)]).astype("f8")
+    refs["floats/c/1"] = [url("floats_be.bin"), 256, 144]  # the last 18 of 32: padded
+    expected["floats"] = floats.astype("f8")
 
     # whole: the whole file is the one chunk.
     whole = np.arange(24, dtype="<u4").reshape(4, 6)
@@ -139,8 +140,8 @@ def write_sources(root: Path, url_prefix: str = "{{u0}}") -> Sources:
     selections["reordered"] = {"record_size": 12, "keep": [[10, 12], [2, 4]]}
     for i in range(3):
         refs[f"picked/c/{i}/0"] = [url("records.bin"), i * 2400, 2400]
-    for i in range(3):  # 256-row chunks; the last one is short in the file and padded
-        refs[f"reordered/c/{i}/0"] = [url("records.bin"), i * 3072, 3072]
+    for i in range(3):  # 256-row chunks; the last one holds the 88 records there are, padded
+        refs[f"reordered/c/{i}/0"] = [url("records.bin"), i * 3072, 3072 if i < 2 else 1056]
     expected["picked"] = channels[:, :4]
     expected["reordered"] = channels[:, [4, 0]]
 
@@ -216,7 +217,7 @@ def handmade_document(sources: Sources, base_url: str, *, index_dir: bool) -> di
         "refs": refs,
         "gen": sources.gen,
         "selections": sources.selections,
-        # Sizes as generators record them: the proof that lets a last slab run past the end.
+        # Sizes as generators record them: what tells a changed file from the one referenced.
         "sources": {
             f"{base_url}/{path.name}": {"size": path.stat().st_size}
             for path in sorted(sources.root.iterdir())

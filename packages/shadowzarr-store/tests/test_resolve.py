@@ -45,37 +45,37 @@ def test_selection_range_maps_to_whole_records() -> None:
     assert plan.assemble(raw) == (raw[2:10] + raw[14:22])[4:14]
 
 
-def test_short_source_is_padded_only_where_the_recorded_size_proves_it() -> None:
-    layout = ChunkLayout(8, b"\xaa\xbb", None)
-    # The file is 4 bytes (recorded): the reference of 6 runs 2 past its end.
-    padded = SourceValue("a/c/1", "f", 0, 6, layout, file_size=4)
-    plan = plan_read(padded, None)
+def test_a_short_chunk_is_padded_only_by_elements_outside_the_array() -> None:
+    # int16 chunks of 4 elements (8 bytes) of an array of 7: chunk 1 holds 3 inside it
+    layout = ChunkLayout(8, b"\xaa\xbb", None, shape=(7,), chunk_shape=(4,), order=(0,))
+    short = SourceValue("a/c/1", "f", 0, 6, layout, file_size=100)
+    plan = plan_read(short, None)
     assert (plan.start, plan.end, plan.want) == (0, 6, 8)
-    assert plan.assemble(b"\0" * 4) == b"\0" * 4 + b"\xaa\xbb\xaa\xbb"
-    assert plan.complete(b"\0" * 4)
-    # A body shorter than the recorded size says, or no size recorded: an error, never fill.
-    with pytest.raises(SourceError, match="recorded size"):
-        plan.assemble(b"\0" * 3)
-    assert not plan.complete(b"\0" * 3)
-    unrecorded = plan_read(SourceValue("a/c/1", "f", 0, 6, layout), None)
-    with pytest.raises(SourceError, match="no size is recorded"):
-        unrecorded.assemble(b"\0" * 4)
-    assert not unrecorded.complete(b"\0" * 4)
+    assert plan.assemble(b"\0" * 6) == b"\0" * 6 + b"\xaa\xbb"
     # What the reference itself leaves short of the chunk is padding, with no read.
-    assert plan_read(padded, RangeByteRequest(6, 8)).reads_nothing
-    assert plan_read(padded, RangeByteRequest(6, 8)).assemble(b"") == b"\xaa\xbb"
-    # A reference starting at or past the recorded end is refused before any read.
-    with pytest.raises(SourceError, match="past the end"):
-        plan_read(SourceValue("a/c/2", "f", 4, 6, layout, file_size=4), None).check_start()
-    # A partial read wholly past the recorded end, of a chunk starting inside it, is padding.
-    tail = plan_read(padded, RangeByteRequest(4, 6))
-    assert tail.past_recorded_end
-    assert tail.assemble(b"") == b"\xaa\xbb"
-    encoded = SourceValue("b/c/1", "f", 0, 6, None, file_size=4)
-    with pytest.raises(SourceError, match="ends before"):
-        plan_read(encoded, None).assemble(b"\0" * 4)
+    assert plan_read(short, RangeByteRequest(6, 8)).reads_nothing
+    assert plan_read(short, RangeByteRequest(6, 8)).assemble(b"") == b"\xaa\xbb"
+    # A source answering fewer bytes than the reference holds: an error, never fill.
+    for file_size in (100, None):
+        value = SourceValue("a/c/1", "f", 0, 6, layout, file_size=file_size)
+        with pytest.raises(SourceError, match="fewer than the reference holds"):
+            plan_read(value, None).assemble(b"\0" * 4)
+        assert not plan_read(value, None).complete(b"\0" * 4)
+    # Shorter than the elements inside the array, inside the array, or longer than a chunk.
+    for key, size in (("a/c/1", 4), ("a/c/0", 6)):
+        for byte_range in (None, RangeByteRequest(6, 8), RangeByteRequest(0, 2)):
+            with pytest.raises(ChunkDecodeError, match=f"chunk '{key}' of array 'a' holds {size}"):
+                plan_read(SourceValue(key, "f", 0, size, layout), byte_range)
     with pytest.raises(ChunkDecodeError, match="more than"):
-        plan_read(SourceValue("a/c/1", "f", 0, 10, ChunkLayout(8, b"\0", None)), None)
+        plan_read(SourceValue("a/c/1", "f", 0, 10, layout), None)
+    # A reference running past the recorded end of its file, whatever part is read.
+    for offset in (96, 100, 200):
+        for byte_range in (None, RangeByteRequest(0, 2), RangeByteRequest(6, 8)):
+            with pytest.raises(SourceError, match="past the end of the file"):
+                plan_read(SourceValue("a/c/1", "f", offset, 6, layout, file_size=100), byte_range)
+    encoded = SourceValue("b/c/1", "f", 0, 6, None, file_size=100)
+    with pytest.raises(SourceError, match="fewer than the reference holds"):
+        plan_read(encoded, None).assemble(b"\0" * 4)
 
 
 class _Read:
@@ -107,9 +107,10 @@ def test_any_range_equals_the_slice_of_the_whole(data, record: int, records: int
     selection = Selection(record, ((start, stop),)) if record > 1 else None
     kept = (stop - start) if selection else 1
     chunk_nbytes = records * kept + pad * 2
-    layout = ChunkLayout(chunk_nbytes, b"\x5a\xa5", selection)
+    # chunk 1 of an array of one element: outside it, so any length up to the chunk pads
+    layout = ChunkLayout(chunk_nbytes, b"\x5a\xa5", selection, (1,), (1,), (0,))
     raw = bytes(np.random.default_rng(records).integers(0, 256, records * record, dtype="u1"))
-    value = SourceValue("k", "f", 0, len(raw), layout)
+    value = SourceValue("a/c/1", "f", 0, len(raw), layout)
     whole = plan_read(value, None)
     logical = whole.assemble(raw[whole.start : whole.end])
     assert len(logical) == chunk_nbytes

@@ -33,6 +33,7 @@ from shadowzarr_spec.metadata import (
     zarr_data_type,
 )
 from shadowzarr_spec.model import (
+    MISSING_CHUNK,
     FileRef,
     IndexRef,
     InlineRef,
@@ -45,7 +46,11 @@ from shadowzarr_spec.model import (
     checked_file_ref,
 )
 
-__all__ = ["RfsBuilder", "columns_selection"]
+__all__ = ["CHECKED_GEN_KEYS", "RfsBuilder", "columns_selection"]
+
+CHECKED_GEN_KEYS = 1 << 16
+"""Gen entries with at most this many keys have each reference checked against the recorded
+file size when the builder builds (a larger one is trusted: its keys are computed one by one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +407,7 @@ class RfsBuilder:
         accepted: set[str] = set()
         for path, array in self._arrays.items():
             self._validate_array(path, array, gen_by_path.get(path, ()), accepted)
+            self._check_file_ends(path, array, gen_by_path.get(path, ()))
             documents[path] = array_metadata(
                 shape=array.shape,
                 data_type=array.data_type,
@@ -476,6 +482,49 @@ class RfsBuilder:
                 if parent in self._arrays:
                     raise BuilderError(f"{path!r} lies inside the array {parent!r}")
                 self._groups.setdefault(parent, {})
+
+    def _check_file_ends(self, path: str, array: _Array, gen: Iterable[GenEntry]) -> None:
+        """Refuse a reference running past the recorded size of its file: readers refuse it
+        (never padding), so a generator must clip a last chunk to the bytes there are. Gen
+        entries are checked key by key up to `CHECKED_GEN_KEYS` keys each."""
+        sizes = {url: info.size for url, info in self._sources.items() if info.size is not None}
+        if not sizes:
+            return
+
+        def refuse(url: str, where: str, end: int) -> None:
+            raise BuilderError(
+                f"array {path!r}: {where} ends at byte {end} of {url}, past the end of the "
+                f"file ({sizes[url]} bytes recorded)"
+            )
+
+        for segment in array.segments:
+            if isinstance(segment, _ChunkBlock):
+                if segment.url in sizes and len(segment.offsets):
+                    ends = segment.offsets.astype(np.int64) + segment.sizes.astype(np.int64)
+                    row = int(np.argmax(ends))
+                    if int(ends[row]) > sizes[segment.url]:
+                        where = f"chunk {tuple(segment.coords[row].tolist())}"
+                        refuse(segment.url, where, int(ends[row]))
+                continue
+            for coords, ref in segment.items():
+                if not isinstance(ref, FileRef) or ref.url not in sizes or ref.offset is None:
+                    continue
+                if ref.offset + (ref.size or 0) > sizes[ref.url]:
+                    refuse(ref.url, f"chunk {coords}", ref.offset + (ref.size or 0))
+        index = self._indexes.get(path)
+        if index is not None and index.url in sizes and index.table is not None:
+            table = index.table.reshape(-1, 2)
+            written = ~((table[:, 0] == MISSING_CHUNK) & (table[:, 1] == MISSING_CHUNK))
+            if written.any():
+                ends = table[written, 0].astype(np.int64) + table[written, 1].astype(np.int64)
+                if int(ends.max()) > sizes[index.url]:
+                    refuse(index.url, "a chunk of its chunk index", int(ends.max()))
+        for entry in gen:
+            if entry.count > CHECKED_GEN_KEYS:
+                continue
+            for key, ref in entry.items():
+                if ref.url in sizes and (ref.offset or 0) + (ref.size or 0) > sizes[ref.url]:
+                    refuse(ref.url, f"{key!r} (gen entry)", (ref.offset or 0) + (ref.size or 0))
 
     def _validate_array(
         self, path: str, array: _Array, gen: Iterable[GenEntry], accepted: set[str]

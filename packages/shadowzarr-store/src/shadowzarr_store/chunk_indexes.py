@@ -366,7 +366,9 @@ class ChunkIndexReader:
 def _present(
     offsets: np.ndarray, sizes: np.ndarray, origin: tuple[int, ...]
 ) -> Iterator[tuple[int, ...]]:
-    written = ~((offsets == MISSING_CHUNK) & (sizes == MISSING_CHUNK))
+    never = (offsets == MISSING_CHUNK) & (sizes == MISSING_CHUNK)
+    empty = (offsets == 0) & (sizes == 0)  # offset 0, size 0: a missing chunk too
+    written = ~(never | empty)
     for local in zip(*np.nonzero(written), strict=True):
         yield tuple(int(o + i) for o, i in zip(origin, local, strict=True))
 

@@ -5,15 +5,15 @@ reduced to the kept bytes and a short uncompressed chunk padded with the fill va
 of that logical value maps back to whole records of the source, so a partial read fetches only
 the records that hold the bytes asked for.
 
-Padding fills what a reference leaves short of a chunk (its size says so) and the part of a last
-chunk that lies past the end of its file, but only where the references record the file's size
-and the read ends exactly there: a short read the recorded size does not prove (no size
-recorded, a reference starting at or past the end, a body shorter than the file) is an error,
-never fill values. A partial read wholly past the recorded end is padding without any request.
+Padding fills only what a reference leaves short of a chunk where every element left out lies
+outside the array (`shadowzarr_spec.short_chunks`): a shorter chunk, a longer one, a reference
+running past the recorded end of its file and a source answering fewer bytes than a reference
+holds are errors, never fill values (the package README of shadowzarr-spec has the rule).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass
@@ -25,11 +25,13 @@ from shadowzarr_spec import (
     FileRef,
     InlineRef,
     ReferenceFileSystem,
+    ReferenceFormatError,
     Selection,
     SourceError,
     array_info,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key
+from shadowzarr_spec.short_chunks import bytes_needed, stored_order
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.dtype import get_data_type_from_json
 
@@ -61,6 +63,37 @@ class ChunkLayout:
     fill: bytes
     """One element of the fill value in stored byte order (empty without padding)."""
     selection: Selection | None
+    shape: tuple[int, ...] = ()
+    chunk_shape: tuple[int, ...] = ()
+    order: tuple[int, ...] = ()
+    """The array's axes in the order a chunk stores them (its ``transpose`` codecs)."""
+
+    def check_length(self, length: int, key: str, where: str) -> None:
+        """Refuse ``length`` logical bytes for uncompressed chunk ``key`` unless it is the whole
+        chunk or leaves out only elements outside the array (`ChunkDecodeError`)."""
+        full = self.chunk_nbytes
+        if full is None or length == full:
+            return
+        if length > full:
+            raise ChunkDecodeError(
+                f"{where}: {_array_and_key(key)} holds {length} bytes, more than the {full} "
+                "bytes of a chunk"
+            )
+        split = array_of_chunk_key(key)
+        coords = split[1] if split is not None else ()
+        itemsize = len(self.fill)
+        need = bytes_needed(self.shape, self.chunk_shape, self.order, itemsize, coords)
+        if length < need:
+            raise ChunkDecodeError(
+                f"{where}: {_array_and_key(key)} holds {length} bytes of an uncompressed chunk "
+                f"of {full}; its elements inside the array need {need} (a chunk may be short "
+                "only by elements outside the array)"
+            )
+
+
+def _array_and_key(key: str) -> str:
+    split = array_of_chunk_key(key)
+    return f"chunk {key!r}" if split is None else f"chunk {key!r} of array {split[0]!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,84 +127,39 @@ class ReadPlan:
     file_size: int | None = None
 
     @property
-    def paddable(self) -> bool:
-        """Whether bytes missing at the end of the file read as the fill value (an uncompressed
-        chunk whose file's size is recorded)."""
-        return (
-            self.layout is not None
-            and self.layout.chunk_nbytes is not None
-            and self.file_size is not None
-        )
-
-    @property
     def reads_nothing(self) -> bool:
         """True when every byte asked for is padding the reference itself proves."""
         return self.end <= self.start
 
-    @property
-    def past_recorded_end(self) -> bool:
-        """True when every byte asked for lies past the recorded end of the file."""
-        return self.file_size is not None and self.start >= self.file_size
-
-    def check_start(self) -> None:
-        """Refuse a reference that starts at or past the recorded end of its file."""
-        if self.file_size is not None and self.chunk_offset >= self.file_size and self.want:
-            raise SourceError(
-                f"{self.url}: the reference of {self.key!r} starts at byte {self.chunk_offset}, "
-                f"at or past the end of the file ({self.file_size} bytes recorded); the "
-                "references do not match the file"
-            )
-
     def assemble(self, raw: bytes | memoryview) -> bytes | memoryview:
         """Logical bytes from what the source returned, padded where the reference is shorter
-        than the chunk; the source may return fewer bytes than the reference holds only where
-        the file's recorded size says it ends there (otherwise `SourceError`)."""
+        than the chunk (`plan_read` has checked it may be); a source answering fewer bytes
+        than the reference holds is a `SourceError`, never padding."""
         selection = self.layout.selection if self.layout is not None else None
         data: bytes | memoryview = selection.apply(raw) if selection is not None else raw
         data = data[self.skip : self.skip + self.data_want]
         if len(data) == self.want:
             return data
         if len(data) < self.data_want:
-            if self.layout is None or self.layout.chunk_nbytes is None:
-                raise SourceError(self._short(raw, "the file ends before the reference does"))
-            if self.file_size is None:
-                raise SourceError(
-                    self._short(
-                        raw,
-                        "no size is recorded for the file, so a short read cannot be told "
-                        "from a fault (references that record source sizes can pad a last "
-                        "chunk)",
-                    )
-                )
-            assert self.file_size is not None
-            proven = max(0, min(self.end, self.file_size) - self.start)
-            if len(raw) != proven:
-                raise SourceError(
-                    self._short(
-                        raw,
-                        f"the file's recorded size ({self.file_size} bytes) says {proven} "
-                        "bytes are there",
-                    )
-                )
+            why = (
+                "the file is shorter than its recorded size"
+                if self.file_size is not None
+                else "no size is recorded for the file, and a short file cannot be told from "
+                "a fault"
+            )
+            raise SourceError(
+                f"{self.url}: bytes {self.start}-{self.end - 1} for {self.key!r} returned "
+                f"{len(raw)} bytes, fewer than the reference holds; {why}"
+            )
         assert self.layout is not None
         padding = fill_pattern(
             self.layout.fill, self.logical_start + len(data), self.want - len(data)
         )
         return bytes(data) + padding
 
-    def _short(self, raw: bytes | memoryview, why: str) -> str:
-        return (
-            f"{self.url}: bytes {self.start}-{self.end - 1} for {self.key!r} returned "
-            f"{len(raw)} bytes, fewer than the reference holds; {why}"
-        )
-
     def complete(self, raw: bytes | memoryview) -> bool:
-        """Whether ``raw`` is every byte of ``[start, end)`` the file holds (safe to cache)."""
-        if len(raw) == self.end - self.start:
-            return True
-        return self.file_size is not None and len(raw) == max(
-            0, min(self.end, self.file_size) - self.start
-        )
+        """Whether ``raw`` is every byte of ``[start, end)`` (safe to cache)."""
+        return len(raw) == self.end - self.start
 
 
 def fill_pattern(fill: bytes, position: int, count: int) -> bytes:
@@ -208,14 +196,16 @@ def plan_read(value: SourceValue, byte_range: ByteRequest | None) -> ReadPlan:
     layout = value.layout
     selection = layout.selection if layout is not None else None
     record, kept = (selection.record_size, selection.kept_size) if selection else (1, 1)
+    if value.file_size is not None and value.offset + value.size > value.file_size:
+        raise SourceError(
+            f"{value.url}: the reference of {value.key!r} (bytes {value.offset} to "
+            f"{value.offset + value.size}) runs past the end of the file ({value.file_size} "
+            "bytes recorded); the references do not match the file"
+        )
     data_len = (value.size // record) * kept
     length = data_len
     if layout is not None and layout.chunk_nbytes is not None:
-        if data_len > layout.chunk_nbytes:
-            raise ChunkDecodeError(
-                f"{value.url}: the reference of {value.key!r} holds {data_len} bytes, more than "
-                f"the {layout.chunk_nbytes} bytes of a chunk"
-            )
+        layout.check_length(data_len, value.key, value.url)
         length = layout.chunk_nbytes
     start, end = byte_window(byte_range, length)
     data_end = min(end, data_len)
@@ -249,11 +239,7 @@ def finish_whole(
     if layout is not None and layout.selection is not None:
         data = layout.selection.apply(raw)
     if layout is not None and layout.chunk_nbytes is not None:
-        if len(data) > layout.chunk_nbytes:
-            raise ChunkDecodeError(
-                f"{value.url}: {value.key!r} holds {len(data)} bytes, more than the "
-                f"{layout.chunk_nbytes} bytes of a chunk"
-            )
+        layout.check_length(len(data), value.key, value.url)
         data = bytes(data) + fill_pattern(layout.fill, len(data), layout.chunk_nbytes - len(data))
     start, end = byte_window(byte_range, len(data))
     return data[start:end]
@@ -269,7 +255,7 @@ def finish_inline(
     if layout is None or layout.chunk_nbytes is None:
         start, end = byte_window(byte_range, len(inline))
         return inline[start:end]
-    plain = ChunkLayout(chunk_nbytes=layout.chunk_nbytes, fill=layout.fill, selection=None)
+    plain = dataclasses.replace(layout, selection=None)
     return finish_whole(SourceValue(key, "inline reference", None, None, plain), inline, byte_range)
 
 
@@ -284,7 +270,8 @@ def chunk_layout(info: ArrayInfo, selection: Selection | None) -> ChunkLayout | 
             chunk_nbytes = math.prod(info.chunk_shape) * len(element)
     if chunk_nbytes is None and selection is None:
         return None
-    return ChunkLayout(chunk_nbytes=chunk_nbytes, fill=fill, selection=selection)
+    order = stored_order(info.codecs, len(info.shape))
+    return ChunkLayout(chunk_nbytes, fill, selection, info.shape, info.chunk_shape, order)
 
 
 def fill_element(info: ArrayInfo) -> bytes | None:
@@ -361,6 +348,13 @@ class Resolver:
         if ref is None or isinstance(ref, InlineRef):
             return ref
         offset, size = ref.offset, ref.size
+        if size == 0:
+            if offset == 0:
+                return None  # [url, 0, 0]: a missing chunk (as VirtualiZarr writes them)
+            raise ReferenceFormatError(
+                f"the reference of {key!r} holds 0 bytes at offset {offset} of {ref.url}: only "
+                "[url, 0, 0] (a missing chunk) may be empty"
+            )
         recorded = self._rfs.sources.get(ref.url)
         if offset is None and recorded is not None and recorded.size is not None:
             # A whole file of known size is a range like any other: partial reads stay partial.
@@ -368,11 +362,6 @@ class Resolver:
         file_size = recorded.size if recorded is not None else None
         shown = self.layout_of_key(key) if layout is None else layout
         return SourceValue(key, ref.url, offset, size, shown, file_size)  # type: ignore[arg-type]
-
-    def fill_of_key(self, key: str) -> bytes:
-        """One fill element of the array holding chunk ``key`` (empty if unknown)."""
-        layout = self.layout_of_key(key)
-        return layout.fill if layout is not None else b""
 
     def layout_of_key(self, key: str) -> ChunkLayout | None:
         split = array_of_chunk_key(key)

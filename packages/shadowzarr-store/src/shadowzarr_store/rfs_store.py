@@ -351,11 +351,24 @@ class RfsStore(Store):
                 await self._logical_length(k, v) if _needs_read(v) else _known_length(k, v, self)
                 for k, v in zip(keys, values, strict=True)
             ]
+            for inner, value, length in zip(keys, values, lengths, strict=True):
+                if length == 0 and inner is not None:
+                    await self._refuse_empty(inner, value)
             index = ShardIndex.build(keys, lengths, tuple(values), **packing)
         if len(self._shard_indexes) >= _SHARD_INDEXES_KEPT:
             self._shard_indexes.pop(next(iter(self._shard_indexes)))
         self._shard_indexes[key] = index
         return index
+
+    async def _refuse_empty(self, key: str, value: InlineRef | SourceValue | None) -> None:
+        """A stored chunk of no bytes (an empty inline value) would reach zarr's sharding codec
+        as an empty inner chunk, which its codecs fail to decode with their own errors: it is
+        read on the per-key path, whose checks refuse it with the array's typed error."""
+        await self._get_stored(key, default_buffer_prototype(), None, value)
+        raise ChunkDecodeError(
+            f"{self!r}: stored chunk {key!r} holds no bytes; no chunk of its array decodes "
+            "from nothing"
+        )
 
     async def _shard_index_from_chunk_index(
         self, path: str, points: np.ndarray, packing: dict[str, int]
@@ -373,12 +386,17 @@ class RfsStore(Store):
         whole = bool(inside.all())  # the usual shard: no stored chunk past the array's end
         where = np.arange(len(points)) if whole else np.flatnonzero(inside)
         offsets, sizes = await self._indexes.entries(path, points if whole else points[where])
-        present = (offsets != _MISSING_ENTRY) | (sizes != _MISSING_ENTRY)
+        present = ((offsets != _MISSING_ENTRY) | (sizes != _MISSING_ENTRY)) & (
+            (offsets != 0) | (sizes != 0)  # offset 0, size 0: a missing chunk too
+        )
         every = bool(present.all())
         held_offsets, held_sizes = (offsets, sizes) if every else (offsets[present], sizes[present])
-        if max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER:
-            # Entries no reference could hold (a damaged index): the path chunk by chunk
-            # refuses them with the error that names the chunk.
+        if (
+            max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER
+            or not bool(held_sizes.all())
+        ):
+            # Entries no reference could hold (a damaged index, an empty chunk not at offset
+            # 0): the path chunk by chunk refuses them with the error that names the chunk.
             return None
         lengths = np.full(len(points), -1, dtype=np.int64)
         stored_rows = where if every else where[present]
@@ -757,13 +775,9 @@ class RfsStore(Store):
         data_range = RangeByteRequest(
             max(start, layout.index_bytes) - layout.index_bytes, end - layout.index_bytes
         )
+        body: bytes | memoryview
         if isinstance(value, InlineRef):
-            inline = value.data + fill_pattern(
-                self._resolver.fill_of_key(key),
-                len(value.data),
-                layout.chunk_nbytes - len(value.data),
-            )
-            body: bytes | memoryview = inline[data_range.start : data_range.end]
+            body = finish_inline(key, self._resolver.layout_of_key(key), value.data, data_range)
         elif value.offset is None:
             whole, _ = await self._reader.read_whole(value.url)
             body = finish_whole(value, whole, data_range)
@@ -779,9 +793,6 @@ class RfsStore(Store):
         if plan.reads_nothing:
             data = plan.assemble(b"")
         else:
-            plan.check_start()
-            if plan.past_recorded_end:
-                return plan.assemble(b"")  # all of it lies past the recorded end: padding
             raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
             data = plan.assemble(raw)
             if checks is not None:

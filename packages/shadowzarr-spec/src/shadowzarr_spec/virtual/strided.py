@@ -141,15 +141,30 @@ class StridedBytes:
         chunk_shape = (rows, *(max(1, n) for n in later))
         if self.empty:
             return VirtualChunkLayout(grid, ()), records.selection, chunk_shape
-        piece = AffinePiece(
-            self.url,
-            records.origin,
-            (rows - 1) * records.pitch + records.record_size,
-            start=(0,) * len(grid),
-            count=grid,
-            strides=(rows * records.pitch, *(0 for _ in later)),
-        )
-        return VirtualChunkLayout(grid, (piece,)), records.selection, chunk_shape
+        strides = (rows * records.pitch, *(0 for _ in later))
+        # A short last chunk holds only the rows there are: never bytes past the last row,
+        # which may be past the end of the file (readers refuse such a reference).
+        last_rows = self.n_rows - (grid[0] - 1) * rows
+        whole = grid[0] if last_rows == rows else grid[0] - 1
+        pieces = []
+        if whole:
+            length = (rows - 1) * records.pitch + records.record_size
+            count = (whole, *grid[1:])
+            pieces.append(
+                AffinePiece(self.url, records.origin, length, (0,) * len(grid), count, strides)
+            )
+        if whole < grid[0]:
+            pieces.append(
+                AffinePiece(
+                    self.url,
+                    records.origin + whole * strides[0],
+                    (last_rows - 1) * records.pitch + records.record_size,
+                    (whole, *(0 for _ in later)),
+                    (1, *grid[1:]),
+                    strides,
+                )
+            )
+        return VirtualChunkLayout(grid, tuple(pieces)), records.selection, chunk_shape
 
     # -- indexing ----------------------------------------------------------------------------
     def slice_rows(self, start: int, stop: int) -> StridedBytes:
