@@ -26,6 +26,7 @@ from .context import Source
 from .filters import codecs_for, read_filters
 from .layouts import chunk_locations
 from .object_paths import ObjectPaths
+from .storage_plans import stored_fill
 
 __all__ = ["VirtualMapping", "add_virtual", "check_sources_present"]
 
@@ -185,7 +186,7 @@ def _piece(
         chunk_shape=vds_chunks,
         codecs=codecs,
         dtype=np.dtype(dataset.dtype),
-        fill=dataset.fillvalue,
+        fill=stored_fill(dataset),
         chunks=[
             (_vds_coords(coords, mapping, src_start, chunks, axes), url, offset, size)
             for coords, url, offset, size in stored
