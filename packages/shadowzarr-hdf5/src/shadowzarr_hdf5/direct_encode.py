@@ -93,7 +93,8 @@ def _vlen_utf8(chunk: np.ndarray) -> bytes:
     return _VLEN_UTF8.encode(np.ascontiguousarray(chunk.astype(object)))
 
 
-def _vlen_bytes(chunk: np.ndarray) -> bytes:
+def _vlen_bytes(chunk: np.ndarray) -> Any:
+    """numcodecs' bytearray (the encoder takes ``bytes`` of the last step)."""
     return _VLEN_BYTES.encode(np.ascontiguousarray(chunk.astype(object)).reshape(-1))
 
 

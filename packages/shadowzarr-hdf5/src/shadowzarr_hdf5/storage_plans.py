@@ -27,6 +27,7 @@ from shadowzarr_spec.metadata import bytes_codec
 from .chunk_decode import decode_stored_chunks
 from .context import ChunkLocations, Options, Source
 from .dtypes import TypePlan
+from .fill_values import fill_is_undefined, stored_fill
 from .filters import codecs_for, overcompressed, read_filters
 from .header_reader.dataset import HeaderDataset
 from .inline import chunk_region
@@ -52,7 +53,6 @@ __all__ = [
     "VirtualSources",
     "fill_value",
     "plan_storage",
-    "stored_fill",
 ]
 
 
@@ -204,26 +204,13 @@ def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
     return array.item()
 
 
-def stored_fill(dataset: h5py.Dataset | HeaderDataset) -> Any:
-    """``dataset.fillvalue``, or zero when the file leaves the fill value undefined (HDF5 1.6
-    era files): HDF5 then writes nothing into a read's buffer for unwritten elements, and h5py
-    reads into a zeroed buffer, so h5py reads zeros there."""
-    try:
-        return dataset.fillvalue
-    except (RuntimeError, OSError):
-        opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
-        if opened.id.get_create_plist().fill_value_defined() != h5py.h5d.FILL_VALUE_UNDEFINED:
-            raise
-        return np.zeros((), opened.dtype)[()]
-
-
 def _check_unwritten_readable(dataset: h5py.Dataset | HeaderDataset, path: str) -> None:
     """Refuse a dataset with nothing written whose fill value is undefined when HDF5 refuses
     to read it ("dataset doesn't exist, no data can be read"): its references would otherwise
     serve zeros where h5py serves an error. One element read tells, without any I/O."""
-    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
-    if opened.id.get_create_plist().fill_value_defined() != h5py.h5d.FILL_VALUE_UNDEFINED:
+    if not fill_is_undefined(dataset):
         return
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
     try:
         opened[(0,) * opened.ndim]
     except SourceError:
