@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+import h5py
 import netCDF4
 import numpy as np
 import pandas as pd
@@ -161,3 +162,82 @@ def test_store_options_reach_the_store(nginx: NginxServer, nginx_root: Path) -> 
         xr.open_dataset(refs, engine="shadowzarr", store_options={"no_such_option": 1})
     with pytest.raises(TypeError, match="unknown RfsStore options"):  # through backend_kwargs
         xr.open_dataset(refs, backend_kwargs={"store_options": {"no_such_option": 1}})
+
+
+def _typed_attributes_file(path: Path) -> Path:
+    """netCDF-4 attributes JSON cannot carry as they are: float32 packing, one-element arrays,
+    NaN and infinities, fill values of every width, an enum."""
+    with netCDF4.Dataset(path, "w") as root:
+        root.createDimension("x", 6)
+        root.setncattr("nan_global", np.float32("nan"))
+        root.setncattr("inf_global", np.array([np.inf, -np.inf]))
+        root.setncattr("one_int16", np.array([7], "i2"))
+        packed = root.createVariable("packed", "i2", ("x",), fill_value=np.int16(-32768))
+        packed.scale_factor = np.float32(0.1)
+        packed.add_offset = np.float32(273.15)
+        packed.valid_range = np.array([0, 1000], "i2")
+        packed.missing = np.float64("nan")
+        packed.limits = np.array([-np.inf, 1.5], "f4")
+        packed[:] = np.ma.masked_array(np.arange(6) * 10, mask=[0, 0, 1, 0, 0, 0])
+        for kind, fill in FILLS.items():
+            variable = root.createVariable(f"fill_{kind}", kind, ("x",), fill_value=fill)
+            variable[:4] = np.arange(4).astype(kind)
+        cloud_t = root.createEnumType("u1", "cloud_t", {"clear": 0, "cloudy": 1, "unknown": 255})
+        cloud = root.createVariable("cloud", cloud_t, ("x",), fill_value=255)
+        cloud[:] = np.array([0, 1, 1, 0, 255, 0], "u1")
+    return path
+
+
+FILLS = {
+    "i1": np.int8(-7), "u1": np.uint8(200), "u2": np.uint16(65000), "i4": np.int32(-99),
+    "i8": np.int64(-(2**40)), "f4": np.float32(1e20), "f8": np.float64(-9999.5),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("old_netcdf", [False, True], ids=["netcdf4", "without_ncproperties"])
+def test_attribute_types_decode_as_netcdf4_does(tmp_path: Path, old_netcdf: bool) -> None:
+    """float32 scale_factor decodes as float32, NaN attributes are NaN, one-element arrays are
+    scalars of their type, and an enum's mapping is in the encoding, not the attributes; also
+    for a file of netCDF-C before 4.4.1 (no ``_NCProperties``), whose int8 ``_FillValue`` once
+    failed to open."""
+    source = _typed_attributes_file(tmp_path / "typed.nc")
+    if old_netcdf:
+        with h5py.File(source, "a") as f:
+            del f.attrs["_NCProperties"]
+    refs = _references(source, tmp_path / "typed.shadowzarr")
+    with (
+        xr.open_dataset(refs, engine="shadowzarr") as ours,
+        xr.open_dataset(source, engine="netcdf4") as theirs,
+    ):
+        ours.load()
+        theirs.load()
+        xr.testing.assert_identical(ours, theirs)
+        assert ours["packed"].dtype == np.float32
+        assert type(ours["packed"].attrs["valid_range"]) is np.ndarray
+        assert ours["packed"].attrs["limits"].dtype == np.float32
+        assert type(ours.attrs["one_int16"]) is np.int16
+        assert np.isnan(ours.attrs["nan_global"])
+        assert type(ours.attrs["nan_global"]) is np.float32
+        for kind in FILLS:
+            assert ours[f"fill_{kind}"].isnull().values.tolist() == [False] * 4 + [True] * 2
+            assert ours[f"fill_{kind}"].encoding["_FillValue"] == FILLS[kind]
+        assert "_ENUM" not in ours["cloud"].attrs
+        enum = ours["cloud"].encoding["dtype"].metadata["enum"]
+        assert enum == theirs["cloud"].encoding["dtype"].metadata["enum"]
+
+
+def test_plain_hdf5_fill_value_of_one_element(tmp_path: Path) -> None:
+    """An HDF5 file that is no netCDF file: its ``_FillValue`` of one element still masks."""
+    source = tmp_path / "plain.h5"
+    with h5py.File(source, "w") as f:
+        x = f.create_dataset("x", data=np.arange(5, dtype="i4"))
+        x.make_scale("x")
+        for kind, fill in [("i1", -7), ("f4", -1.5)]:
+            values = f.create_dataset(f"v_{kind}", data=np.array([1, fill, 3, fill, 5], kind))
+            values.dims[0].attach_scale(x)
+            values.attrs["_FillValue"] = np.array([fill], kind)
+    refs = _references(source, tmp_path / "plain.shadowzarr")
+    with xr.open_dataset(refs, engine="shadowzarr") as ours:
+        for kind in ["i1", "f4"]:
+            assert ours[f"v_{kind}"].isnull().values.tolist() == [False, True, False, True, False]
+            assert ours[f"v_{kind}"].dtype == np.float32

@@ -259,6 +259,42 @@ test("attributes: both conventions, only when registered, _str_ stripped once", 
   assert.deepEqual(onlyBytes.b, Uint8Array.of(0));
 });
 
+test("attributes: the Attribute Types convention gives recorded shapes, then leaves", () => {
+  const types = { uuid: "c3a7e1d2-4f6b-5a8c-9e0d-2b7f4c1a6e93", name: "attribute-types" };
+  const nonFinite = { uuid: "4b1b3f0e-6a5e-5d8a-9c57-8c1a6a0e2f11", name: "non-finite-attributes" };
+  const out = decodeAttributes({
+    zarr_conventions: [nonFinite, types, { uuid: "other" }],
+    scale_factor: 0.5,
+    one: 3,
+    nan_one: "NaN",
+    grid: [1, 2, 3, 4],
+    _ATTRIBUTE_TYPES: {
+      scale_factor: { dtype: "<f4", shape: [] },
+      one: { dtype: "<i2", shape: [1] },
+      nan_one: { dtype: "<f4", shape: [1] },
+      grid: { dtype: "|u1", shape: [2, 2] },
+      absent: { dtype: "<f8", shape: [] },
+    },
+  });
+  assert.equal(out.scale_factor, 0.5);
+  assert.deepEqual(out.one, [3]);
+  assert.equal(out.nan_one.length, 1);
+  assert.ok(Number.isNaN(out.nan_one[0]));
+  assert.deepEqual(out.grid, [
+    [1, 2],
+    [3, 4],
+  ]);
+  assert.ok(!("_ATTRIBUTE_TYPES" in out));
+  assert.deepEqual(out.zarr_conventions, [{ uuid: "other" }]);
+  const bad = (record, value) =>
+    decodeAttributes({ zarr_conventions: [types], v: value, _ATTRIBUTE_TYPES: { v: record } });
+  assert.throws(() => bad({ dtype: "<i4", shape: [2] }, [1, 2, 3]), /holds 3 numbers/);
+  assert.throws(() => bad({ dtype: "<U4", shape: [] }, "text"), /dtype/);
+  assert.throws(() => bad({ dtype: "<i4", shape: [-1] }, 1), /bad shape/);
+  assert.throws(() => bad({ dtype: "<i4", shape: [] }, "text"), /does not hold numbers/);
+  assert.throws(() => bad({ dtype: "<i4", shape: [1 << 13, 1 << 13] }, 1), /too large/);
+});
+
 test("fletcher32: numcodecs' known vector, and a flipped bit is an error", () => {
   // numcodecs test_known: int64 [1..10]? computed from the HDF5 definition here
   const data = new Uint8Array(new BigInt64Array([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]).buffer);

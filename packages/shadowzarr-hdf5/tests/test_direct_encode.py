@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import zarr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 
 from shadowzarr_hdf5.direct_encode import encode_directly
-from shadowzarr_hdf5.inline import ZSTD_CODEC, _all_chunks, encode_with_zarr
+from shadowzarr_hdf5.inline import ZSTD_CODEC, _all_chunks, encode_with_zarr, memory_array_store
 
 NUMERIC = st.sampled_from(
     ["<i1", "|u1", "<i2", ">i2", "<u4", ">u4", "<i8", ">u8", "<f2", ">f4", "<f8", ">f8", "|b1"]
@@ -37,6 +38,18 @@ def _both(values: np.ndarray, data_type, chunks, codecs, fill):  # type: ignore[
     return direct, reference
 
 
+def decode_with_zarr(
+    chunks: dict[tuple[int, ...], bytes], data_type: str, shape: tuple[int, ...], codecs: list
+) -> np.ndarray:
+    """The array zarr-python reads from ``chunks`` (a 0-d array's one chunk is key ``c``)."""
+    stored = {"/".join(["c", *map(str, coords)]): data for coords, data in chunks.items()}
+    store = memory_array_store(
+        data_type=data_type, fill_value=None, shape=shape, chunk_shape=shape, codecs=codecs,
+        chunks=stored,
+    )  # fmt: skip
+    return np.asarray(zarr.open_array(store, mode="r", zarr_format=3)[...])
+
+
 @settings(max_examples=150, deadline=None)
 @given(dtype=NUMERIC, layout=shapes_and_chunks(), data=st.data())
 def test_numbers_encode_as_zarr_does(dtype: str, layout, data) -> None:  # type: ignore[no-untyped-def]
@@ -60,6 +73,31 @@ def test_strings_encode_as_zarr_does(layout, compress: bool, data) -> None:  # t
     if compress:
         codecs.append(ZSTD_CODEC)
     direct, reference = _both(values, "string", chunks, codecs, "")
+    assert direct is not None
+    assert direct == reference
+
+
+@settings(max_examples=100, deadline=None)
+@given(layout=shapes_and_chunks(), compress=st.booleans(), data=st.data())
+def test_variable_length_bytes_encode_as_zarr_does(layout, compress: bool, data) -> None:  # type: ignore[no-untyped-def]
+    shape, chunks = layout
+    count = int(np.prod(shape))
+    items = data.draw(st.lists(st.binary(max_size=40), min_size=count, max_size=count))
+    values = np.empty(count, dtype=object)
+    values[:] = items
+    values = values.reshape(shape)
+    codecs = [{"name": "vlen-bytes", "configuration": {}}]
+    if compress:
+        codecs.append(ZSTD_CODEC)
+    if not shape:  # zarr-python cannot write a 0-d vlen-bytes array: it must read ours back
+        direct = encode_directly(
+            values, data_type=VLEN_BYTES, chunk_shape=(), codecs=codecs, fill_value=None,
+            regions=[()],
+        )  # fmt: skip
+        assert direct is not None
+        assert decode_with_zarr(direct, VLEN_BYTES, (), codecs)[()] == items[0]
+        return
+    direct, reference = _both(values, VLEN_BYTES, chunks, codecs, None)
     assert direct is not None
     assert direct == reference
 

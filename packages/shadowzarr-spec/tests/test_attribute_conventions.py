@@ -1,4 +1,5 @@
-"""The Non-Finite and Bytes attribute conventions round-trip every value and stay valid JSON."""
+"""The attribute conventions (Non-Finite, Bytes, Complex, Attribute Types) round-trip every value
+and stay valid JSON."""
 
 from __future__ import annotations
 
@@ -7,12 +8,19 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
+from shadowzarr_spec import ReferenceFormatError
 from shadowzarr_spec.attribute_conventions import (
+    ATTRIBUTE_TYPES_CONVENTION,
+    ATTRIBUTE_TYPES_KEY,
     BYTES_CONVENTION,
+    COMPLEX_CONVENTION,
     NON_FINITE_CONVENTION,
+    attribute_type,
     decode_attributes,
     encode_attributes,
 )
@@ -126,3 +134,90 @@ def test_complex_numbers_stay_complex() -> None:
     assert decoded["zs"][1].imag == math.inf
     assert decoded["pair"] == [1.0, 2.0]
     assert decoded["looks_complex"] == "complex:1,2"
+
+
+NUMBER_TYPES = st.sampled_from(
+    ["|b1", "|i1", "|u1", "<i2", ">u2", "<i4", ">i8", "<u8", "<f2", ">f4", "<f8", "<c8", ">c16"]
+)
+
+
+@given(
+    dtype=NUMBER_TYPES,
+    shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+    data=st.data(),
+)
+def test_numbers_keep_their_type_and_shape_through_strict_json(
+    dtype: str, shape: tuple[int, ...], data: st.DataObject
+) -> None:
+    """What h5py gives (a numpy scalar or array of any width, NaN included) comes back so."""
+    value = data.draw(hnp.arrays(np.dtype(dtype), shape))
+    stored = value[()] if not shape else value
+    attributes = {"v": stored, ATTRIBUTE_TYPES_KEY: {"v": attribute_type(stored)}}
+    text = json.dumps(encode_attributes(attributes), allow_nan=False)
+    decoded = decode_attributes(json.loads(text))["v"]
+    got = np.asarray(decoded)
+    assert got.shape == value.shape
+    assert got.dtype == value.dtype.newbyteorder("<") or got.dtype == value.dtype
+    np.testing.assert_array_equal(got, value)  # NaN equal to NaN (its payload is not kept)
+    if not shape:  # a scalar, as h5py gives it (a numpy scalar unless JSON's own type)
+        assert not isinstance(decoded, np.ndarray)
+
+
+def test_only_types_json_loses_are_recorded() -> None:
+    """float64 and int64 scalars, and arrays JSON nests as they are, need no record; a float32,
+    and an array of one element stored as its element (netCDF's form), do."""
+    attributes = {
+        "f8": 0.25, "i8": 3, "list": [1.0, 2.0], "f4": np.float32(0.1), "one": 7, "gone": 1,
+        ATTRIBUTE_TYPES_KEY: {
+            "f8": attribute_type(np.float64(0.25)),
+            "i8": attribute_type(np.int64(3)),
+            "list": attribute_type(np.array([1.0, 2.0])),
+            "f4": attribute_type(np.float32(0.1)),
+            "one": attribute_type(np.array([7], ">i8")),
+            "missing": attribute_type(np.float32(1)),
+        },
+    }  # fmt: skip
+    encoded = encode_attributes(attributes)
+    assert encoded[ATTRIBUTE_TYPES_KEY] == {
+        "f4": {"dtype": "<f4", "shape": []},
+        "one": {"dtype": "<i8", "shape": [1]},
+    }
+    assert encoded["f4"] == float(np.float32(0.1))  # the float32's exact value, as JSON
+    assert [c["uuid"] for c in encoded["zarr_conventions"]] == [ATTRIBUTE_TYPES_CONVENTION["uuid"]]
+    decoded = decode_attributes(encoded)
+    assert type(decoded["f4"]) is np.float32
+    assert decoded["f4"] == np.float32(0.1)
+    assert decoded["one"].tolist() == [7]
+    assert type(decoded["f8"]) is float
+    assert ATTRIBUTE_TYPES_KEY not in decoded
+    assert "zarr_conventions" not in decoded
+    plain = {"f8": 0.25, ATTRIBUTE_TYPES_KEY: {"f8": attribute_type(np.float64(0.25))}}
+    assert encode_attributes(plain) == {"f8": 0.25}  # nothing lost: nothing recorded
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"dtype": "<i4", "shape": [2]},  # three numbers
+        {"dtype": "|O", "shape": []},
+        {"dtype": "float32", "shape": [3]},  # numpy would read it; the convention does not
+        {"dtype": "<i4", "shape": [True, 3]},
+        {"dtype": "<i4", "shape": [2**20, 2**20]},
+        {"dtype": "<i4"},
+        "<i4",
+    ],
+)
+def test_malformed_records_are_typed_errors(record: Any) -> None:
+    stored = {
+        "v": [1, 2, 3],
+        ATTRIBUTE_TYPES_KEY: {"v": record},
+        "zarr_conventions": [ATTRIBUTE_TYPES_CONVENTION],
+    }
+    with pytest.raises(ReferenceFormatError):
+        decode_attributes(stored)
+
+
+def test_complex_attribute_text_that_is_no_number_is_a_typed_error() -> None:
+    stored = {"z": "complex:1,x", "zarr_conventions": [COMPLEX_CONVENTION]}
+    with pytest.raises(ReferenceFormatError, match="not a complex number"):
+        decode_attributes(stored)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 import zarr
 from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, load_rfs
@@ -91,7 +92,10 @@ async def test_malformed(case: dict[str, Any], tmp_path: Path) -> None:
 
 
 def tagged(value: Any) -> Any:
-    """Attribute values in the suite's JSON form: NaN, infinities and bytes as tagged objects."""
+    """Attribute values in the suite's JSON form: NaN, infinities and bytes as tagged objects;
+    numpy numbers and arrays (the Attribute Types convention) as their Python values."""
+    if isinstance(value, np.ndarray | np.generic):
+        return tagged(value.tolist())
     if isinstance(value, float) and value != value:
         return {"$float": "NaN"}
     if isinstance(value, float) and value in (float("inf"), float("-inf")):

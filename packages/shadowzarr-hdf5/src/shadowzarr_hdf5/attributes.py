@@ -4,7 +4,9 @@ References become ``{"_REFERENCE": {"source": ".", "path": ...}}``; bytes that a
 and opaque values stay bytes (RfsBuilder.build stores them with the Bytes convention); NaN and
 infinities stay floats (stored with the Non-Finite convention); a null dataspace becomes None;
 compounds become objects keyed by field; complex numbers stay complex (stored with the Complex
-convention as ``"complex:<real>,<imag>"``).
+convention as ``"complex:<real>,<imag>"``). Every number's numpy type and shape go under
+``_ATTRIBUTE_TYPES``; the builder keeps those the JSON value loses (the Attribute Types
+convention: a float32 ``scale_factor``, a one-element array).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import h5py
 import numpy as np
+from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY, attribute_type
 from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 from shadowzarr_spec.region_references import REGION_REFERENCE_KEY
 
@@ -64,6 +67,7 @@ def read_attributes(
     :func:`attribute_names`, when the caller already has them)."""
     oid = _holder(obj)
     out: dict[str, Any] = {}
+    types: dict[str, Any] = {}
     for raw_name in attribute_names(obj) if names is None else names:
         name = decoded_name(raw_name)
         if name in SKIPPED_ATTRIBUTES:
@@ -84,7 +88,17 @@ def read_attributes(
             out[name] = paths(value).lstrip("/")
             continue
         out[name] = to_json(value, paths)
-    return out
+        typed = attribute_type(value)
+        if typed is not None and isinstance(name, str):
+            types[name] = typed
+    return with_types(out, types)
+
+
+def with_types(attributes: dict[str, Any], types: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` with the numbers' types under ``_ATTRIBUTE_TYPES`` (when there are any)."""
+    if types:
+        attributes[ATTRIBUTE_TYPES_KEY] = types
+    return attributes
 
 
 def decoded_name(name: bytes) -> Any:

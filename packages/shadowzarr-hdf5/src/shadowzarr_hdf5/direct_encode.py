@@ -2,9 +2,11 @@
 
 Going through a zarr Array costs milliseconds per dataset (metadata parsing, an event loop round
 trip), which is most of the time generation spends on an NWB file's thousands of small
-datasets. Plain numbers (the ``bytes`` codec) and strings (``vlen-utf8``, optionally ``zstd``)
-are encoded here with the very numcodecs objects zarr-python uses, so the bytes are the same;
-anything else returns None and goes through zarr (tests compare the two on random arrays).
+datasets. Plain numbers (the ``bytes`` codec), strings (``vlen-utf8``) and variable-length
+bytes (``vlen-bytes``), optionally ``zstd``, are encoded here with the very numcodecs objects
+zarr-python uses, so the bytes are the same; anything else returns None and goes through zarr
+(tests compare the two on random arrays). Zero-dimensional ``vlen-bytes`` arrays must come
+here: zarr-python 3 cannot write them (numcodecs is handed the array instead of its item).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from numcodecs.vlen import VLenUTF8
+from numcodecs.vlen import VLenBytes, VLenUTF8
 from numcodecs.zstd import Zstd
+from shadowzarr_spec.metadata import VLEN_BYTES
 
 __all__ = ["chunk_region", "encode_directly"]
 
 _VLEN_UTF8 = VLenUTF8()
+_VLEN_BYTES = VLenBytes()
 
 
 def encode_directly(
@@ -65,7 +69,14 @@ def _chunk_encoder(
                 steps.append(_zstd(codecs[-1]))
             return _Encoder("" if fill_value is None else str(fill_value), steps)
         return None
-    if isinstance(data_type, str):  # variable-length bytes: left to zarr-python
+    if isinstance(data_type, str) and data_type == VLEN_BYTES:
+        if names == ["vlen-bytes"] or names == ["vlen-bytes", "zstd"]:
+            steps = [_vlen_bytes]
+            if names[-1] == "zstd":
+                steps.append(_zstd(codecs[-1]))
+            return _Encoder(b"" if fill_value is None else bytes(fill_value), steps)
+        return None
+    if isinstance(data_type, str):
         return None
     dtype = np.dtype(data_type)
     if names != ["bytes"] or dtype.kind not in "biuf" or dtype.subdtype is not None:
@@ -80,6 +91,11 @@ def _chunk_encoder(
 
 def _vlen_utf8(chunk: np.ndarray) -> bytes:
     return _VLEN_UTF8.encode(np.ascontiguousarray(chunk.astype(object)))
+
+
+def _vlen_bytes(chunk: np.ndarray) -> Any:
+    """numcodecs' bytearray (the encoder takes ``bytes`` of the last step)."""
+    return _VLEN_BYTES.encode(np.ascontiguousarray(chunk.astype(object)).reshape(-1))
 
 
 def _zstd(codec: dict[str, Any]) -> Any:

@@ -126,6 +126,11 @@ def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
                 f"dataset {path!r}: compound field {name!r} holds region references, which "
                 "compound arrays cannot carry without losing the region"
             )
+        if _is_vlen_sequence(field_dtype):
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: compound field {name!r} holds variable-length sequences, "
+                "which Zarr structured types cannot hold"
+            )
         if h5py.check_ref_dtype(field_dtype) is not None:
             references.append(name)
             converted = True
@@ -142,6 +147,11 @@ def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
     return TypePlan(
         TypeKind.CONVERTED_COMPOUND, np.dtype(object), (), None, reference_fields=tuple(references)
     )
+
+
+def _is_vlen_sequence(dtype: np.dtype) -> bool:
+    """Variable-length sequences of numbers (h5py also calls variable-length strings vlen)."""
+    return h5py.check_vlen_dtype(dtype) is not None and h5py.check_string_dtype(dtype) is None
 
 
 def _has_array_field(dtype: np.dtype) -> bool:

@@ -22,9 +22,11 @@ from typing import Any
 
 import h5py
 from shadowzarr_spec import (
+    BuilderError,
     DatasetNotFoundError,
     ReferenceFileSystem,
     RfsBuilder,
+    ShadowzarrError,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
@@ -46,13 +48,13 @@ from .format.errors import Hdf5FormatError, NotNative
 from .header_reader import HeaderFile
 from .header_reader.dataset import HeaderDataset
 from .layouts import storage_layout
-from .links import link_record
+from .links import link_record, user_defined_class
 from .matlab import userblock_offset_shift
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
 from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
-from .unsupported import handle_unsupported, warn_omitted
+from .unsupported import as_unsupported, handle_unsupported, record_refused, warn_omitted
 
 __all__ = ["ProgressCallback", "generate_rfs"]
 
@@ -237,21 +239,51 @@ def _walk_datasets(
         if not name:
             continue
 
-        def open_dataset(name: bytes = name) -> h5py.Dataset:
-            return h5py.Dataset(h5py.h5o.open(file.id, name), readonly=True)
+        def open_dataset(name: bytes = name, path: str = path) -> h5py.Dataset:
+            return _opened(
+                lambda: h5py.Dataset(h5py.h5o.open(file.id, name), readonly=True), path[1:]
+            )
 
-        if headers is not None:
-            try:
-                is_dataset = headers.kind(address) == "dataset"
-                found = headers.dataset(address, path, open_dataset, paths) if is_dataset else None
-            except NotNative as exc:
-                logger.debug("%s: read through h5py (%s)", path, exc)
-            else:
-                if found is not None:
-                    yield found
-                continue
-        if h5py.h5g.get_objinfo(file.id, name).type == h5py.h5g.DATASET:
-            yield open_dataset()
+        try:
+            found = _found_dataset(file, address, path, name, open_dataset, paths, headers)
+        except UnsupportedFeatureError as exc:  # the walk meets it again and records it
+            logger.debug("%s: skipped in the first pass (%s)", path, exc)
+            continue
+        if found is not None:
+            yield found
+
+
+def _found_dataset(
+    file: h5py.File,
+    address: int,
+    path: str,
+    name: bytes,
+    open_dataset: Callable[[], h5py.Dataset],
+    paths: ObjectPaths,
+    headers: HeaderFile | None,
+) -> h5py.Dataset | HeaderDataset | None:
+    """The dataset at ``address`` (None: not a dataset), from its header when the header reader
+    reads it whole, else opened in h5py."""
+    if headers is not None:
+        try:
+            is_dataset = headers.kind(address) == "dataset"
+            return headers.dataset(address, path, open_dataset, paths) if is_dataset else None
+        except NotNative as exc:
+            logger.debug("%s: read through h5py (%s)", path, exc)
+    kind = _opened(lambda: h5py.h5g.get_objinfo(file.id, name).type, path[1:])
+    return open_dataset() if kind == h5py.h5g.DATASET else None
+
+
+def _opened[T](open_object: Callable[[], T], path: str) -> T:
+    """``open_object()``, with h5py's failure to open an object (HDF5's error, as KeyError or
+    OSError) typed, naming ``path``; a failed source read passes through."""
+    try:
+        return open_object()
+    except ShadowzarrError:
+        raise
+    except (KeyError, OSError) as exc:
+        detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise UnsupportedFeatureError(f"object {path!r}: HDF5 cannot open it ({detail})") from exc
 
 
 def _address(dataset: h5py.Dataset | HeaderDataset) -> int:
@@ -359,11 +391,23 @@ class _Walker:
             if self.wanted is not None and child_path not in self.wanted:
                 continue
             if hard_address is None:
+                link_class = user_defined_class(opened(), name)
+                if link_class is not None:
+                    refusal = UnsupportedFeatureError(
+                        f"link {child_path!r}: a user-defined link (class {link_class}), which "
+                        "HDF5 follows only with that link class registered"
+                    )
+                    record_refused(self.builder, child_path, self.options, refusal)
+                    continue
                 record = link_record(opened(), name, opened().get(name, getlink=True))
                 if record is not None:
                     links.append(record)
                     continue
-            child = self._child(name, hard_address, opened)
+            try:
+                child = self._child(name, hard_address, opened, child_path)
+            except UnsupportedFeatureError as exc:
+                record_refused(self.builder, child_path, self.options, exc)
+                continue
             if child is None:
                 continue
             kind, obj, child_address = child
@@ -412,7 +456,7 @@ class _Walker:
         return self.source.file[("/" + path).encode("utf-8", "surrogateescape")]
 
     def _child(
-        self, name: str, hard_address: int | None, opened: Callable[[], h5py.Group]
+        self, name: str, hard_address: int | None, opened: Callable[[], h5py.Group], path: str
     ) -> tuple[str, Any, int] | None:
         """``(kind, object, address)`` of what a link names: kind 'group' or 'dataset'; the
         object is None for a group the header reader answers for. None: anything else."""
@@ -428,7 +472,7 @@ class _Walker:
                 return "dataset", self.source.opened[hard_address], hard_address
             if kind == "other":
                 return None
-        obj = self._open(opened(), name, hard_address)
+        obj = self._open(opened(), name, hard_address, path)
         if obj is None:
             return None
         address = object_address(obj) if hard_address is None else hard_address
@@ -438,10 +482,15 @@ class _Walker:
             return "dataset", obj, address
         return None
 
-    def _open(self, group: h5py.Group, name: str, address: int | None) -> Any:
-        """The object a link names; datasets opened by the first walk are not reopened."""
+    def _open(self, group: h5py.Group, name: str, address: int | None, path: str) -> Any:
+        """The object a link names (an object HDF5 cannot open raises UnsupportedFeatureError);
+        datasets opened by the first walk are not reopened."""
         opened = None if address is None else self.source.opened.get(address)
-        return opened if opened is not None else group.get(name)
+        if opened is not None:
+            return opened
+        if address is None and name not in group:  # a dangling link
+            return None
+        return _opened(lambda: group[name], path)
 
     def _dataset(self, dataset: h5py.Dataset | HeaderDataset, path: str, address: int) -> None:
         in_specs = self.specloc is not None and (
@@ -451,8 +500,12 @@ class _Walker:
             add_dataset(
                 self.builder, path, dataset, self.source, self.options, scalar_strings=in_specs
             )
-        except UnsupportedFeatureError as exc:
-            handle_unsupported(self.builder, path, dataset, self.source, self.options, exc)
+        except (UnsupportedFeatureError, BuilderError, OSError) as exc:
+            # One dataset never costs the file: its own failures are typed and recorded.
+            typed = as_unsupported(exc, path)
+            if typed is None:
+                raise
+            handle_unsupported(self.builder, path, dataset, self.source, self.options, typed)
         self.report(path)
 
 

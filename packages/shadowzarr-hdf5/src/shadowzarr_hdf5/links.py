@@ -12,7 +12,7 @@ import posixpath
 import h5py
 from shadowzarr_spec.nwb_convention import link_entry
 
-__all__ = ["link_record"]
+__all__ = ["link_record", "user_defined_class"]
 
 
 def link_record(group: h5py.Group, name: str, link: object) -> dict[str, str] | None:
@@ -25,3 +25,11 @@ def link_record(group: h5py.Group, name: str, link: object) -> dict[str, str] | 
     if isinstance(link, h5py.ExternalLink):
         return link_entry(name, link.path, source=link.filename)
     return None
+
+
+def user_defined_class(group: h5py.Group, name: str) -> int | None:
+    """The class number of a user-defined link (HDF5 follows one only with its link class
+    registered, and h5py reports it as "Unknown link type"); None for any other link."""
+    info = group.id.links.get_info(name.encode("utf-8", "surrogateescape"))
+    known = (h5py.h5l.TYPE_HARD, h5py.h5l.TYPE_SOFT, h5py.h5l.TYPE_EXTERNAL)
+    return None if info.type in known else int(info.type)

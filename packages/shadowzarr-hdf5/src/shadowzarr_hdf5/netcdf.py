@@ -14,11 +14,13 @@ does. Only netCDF-4 files get this: h5py (and HDMF, for NWB) keep one-element ar
 from __future__ import annotations
 
 import base64
+import itertools
 import struct
 from typing import Any
 
 import h5py
 import numpy as np
+from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY
 
 __all__ = ["is_netcdf4", "is_netcdf_char", "is_placeholder_dimension", "netcdf_attributes"]
 
@@ -29,7 +31,25 @@ _PLACEHOLDER = "This is a netCDF dimension but not a netCDF variable"
 
 
 def is_netcdf4(file: h5py.File) -> bool:
-    return "_NCProperties" in file.attrs
+    """Written by netCDF-4 (or h5netcdf): ``_NCProperties`` on the root, or, for netCDF-C
+    before 4.4.1 (which wrote no ``_NCProperties``), netCDF's bookkeeping attributes on the
+    root group's first datasets."""
+    if "_NCProperties" in file.attrs or "_nc3_strict" in file.attrs:
+        return True
+    for name in itertools.islice(file.id.__iter__(), _NETCDF_SCAN):
+        if file.id.links.get_info(name).type != h5py.h5l.TYPE_HARD:
+            continue
+        if h5py.h5g.get_objinfo(file.id, name).type != h5py.h5g.DATASET:
+            continue  # (nothing opened in h5py: the header reader may answer for the rest)
+        if any(h5py.h5a.exists(file.id, mark, obj_name=name) for mark in _NETCDF_MARKS):
+            return True
+    return False
+
+
+_NETCDF_SCAN = 32
+"""Root members looked at for netCDF's marks: a netCDF file's dimensions and variables all
+carry them, so a few suffice."""
+_NETCDF_MARKS = (b"_Netcdf4Dimid", b"_Netcdf4Coordinates")
 
 
 def is_netcdf_char(dtype: np.dtype) -> bool:
@@ -49,6 +69,9 @@ def netcdf_attributes(attributes: dict[str, Any], dtype: np.dtype | None) -> dic
     out = {k: _unwrapped(v) for k, v in attributes.items() if k not in _BOOKKEEPING}
     if "_FillValue" in out and dtype is not None:
         out["_FillValue"] = _xarray_fill(out["_FillValue"], dtype)
+        types = out.get(ATTRIBUTE_TYPES_KEY)
+        if isinstance(types, dict):  # stored as xarray's Zarr backend reads it, not as a number
+            out[ATTRIBUTE_TYPES_KEY] = {k: v for k, v in types.items() if k != "_FillValue"}
     return out
 
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import h5py
 import numpy as np
-from shadowzarr_spec import ChunkDecodeError, UnsupportedFeatureError
+from shadowzarr_spec import SourceError, UnsupportedFeatureError
 from shadowzarr_spec.metadata import bytes_codec
 
 from .chunk_decode import decode_stored_chunks
 from .context import ChunkLocations, Options, Source
 from .dtypes import TypePlan
+from .fill_values import fill_is_undefined, stored_fill
 from .filters import codecs_for, overcompressed, read_filters
 from .header_reader.dataset import HeaderDataset
 from .inline import chunk_region
@@ -150,6 +151,8 @@ def plan_storage(
         return StoragePlan(array(chunk_shape, plain_codecs), ExternalSegments())
     if layout == "contiguous":
         offset = _contiguous_offset(dataset)
+        if offset is None:
+            _check_unwritten_readable(dataset, path)
         if offset is not None and nbytes <= options.inline_threshold:
             return inline(tuple(max(1, s) for s in shape))
         chunk_shape = contiguous_chunks(shape, dtype.itemsize, options)
@@ -167,6 +170,8 @@ def plan_storage(
             )  # fmt: skip
         return inline(chunk_shape, decoded)
     locations = chunk_locations(dataset, source)
+    if not len(locations.offsets):
+        _check_unwritten_readable(dataset, path)
     mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
     codecs = codecs_for(filters, dtype, path, skip_mask=mask)
     _verify_first_chunk(dataset, path, source, locations, mask, dtype, extent, chunk_shape, codecs)
@@ -181,7 +186,7 @@ def plan_storage(
 
 def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
     """The Zarr fill value of a dataset stored as ``storage`` (raw bytes for records)."""
-    fill = dataset.fillvalue
+    fill = stored_fill(dataset)
     array = np.asarray(fill)
     if array.dtype.names is not None or array.dtype.kind == "V":
         if not array.tobytes().strip(b"\x00"):
@@ -199,6 +204,24 @@ def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
     return array.item()
 
 
+def _check_unwritten_readable(dataset: h5py.Dataset | HeaderDataset, path: str) -> None:
+    """Refuse a dataset with nothing written whose fill value is undefined when HDF5 refuses
+    to read it ("dataset doesn't exist, no data can be read"): its references would otherwise
+    serve zeros where h5py serves an error. One element read tells, without any I/O."""
+    if not fill_is_undefined(dataset):
+        return
+    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+    try:
+        opened[(0,) * opened.ndim]
+    except SourceError:
+        raise
+    except OSError as exc:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: never written, with an undefined fill value: HDF5 reads no "
+            "values from it"
+        ) from exc
+
+
 def _small_filtered_values(
     dataset: h5py.Dataset | HeaderDataset,
     path: str,
@@ -213,6 +236,8 @@ def _small_filtered_values(
     """The values of a small filtered dataset, decoded by the codecs its references would use,
     else by HDF5 with hdf5plugin's filters (never h5py's "can't open directory" error)."""
     locations = chunk_locations(dataset, source)
+    if not len(locations.offsets):
+        _check_unwritten_readable(dataset, path)
     values: np.ndarray | None = None
     try:
         # Chunks that skipped a filter (HDF5's filter mask) decode with that filter left out.
@@ -237,8 +262,10 @@ def _small_filtered_values(
                 values[region] = part[region]
         else:
             return values
-    except (UnsupportedFeatureError, ChunkDecodeError, ValueError, RuntimeError, ImportError):
-        pass  # no codec reads these chunks here: HDF5 decodes them
+    except SourceError:
+        raise  # the source could not be read: not a property of the dataset
+    except Exception:  # any codec's failure (zlib.error, ...): HDF5 decides
+        pass  # no codec reads these chunks here: HDF5 decodes them (or says it cannot)
     opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
     return decoded_values(opened, path)
 

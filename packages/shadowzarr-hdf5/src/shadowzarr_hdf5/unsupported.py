@@ -15,14 +15,37 @@ import math
 import warnings
 from typing import Any
 
-from shadowzarr_spec import RfsBuilder, UnsupportedDatasetWarning, UnsupportedFeatureError
+from shadowzarr_spec import (
+    BuilderError,
+    RfsBuilder,
+    ShadowzarrError,
+    UnsupportedDatasetWarning,
+    UnsupportedFeatureError,
+)
 
 from .context import Options, Source
 from .datasets import add_decoded
 
-__all__ = ["handle_unsupported", "warn_omitted"]
+__all__ = ["as_unsupported", "handle_unsupported", "record_refused", "warn_omitted"]
 
 logger = logging.getLogger(__name__)
+
+
+def as_unsupported(error: Exception, path: str) -> UnsupportedFeatureError | None:
+    """The typed error for a failure that belongs to the dataset at ``path`` alone, or None when
+    it must end generation: references the builder refuses, and HDF5's own errors (h5py raises
+    OSError for a dataset the library cannot open or read); never a source read that failed
+    (`SourceError`, which h5py passes through from a remote file) or any other error."""
+    if isinstance(error, UnsupportedFeatureError):
+        return error
+    if isinstance(error, BuilderError):
+        typed = UnsupportedFeatureError(f"dataset {path!r}: {error}")
+    elif isinstance(error, OSError) and not isinstance(error, ShadowzarrError):
+        typed = UnsupportedFeatureError(f"dataset {path!r}: HDF5 cannot read it ({error})")
+    else:
+        return None
+    typed.__cause__ = error
+    return typed
 
 
 def handle_unsupported(
@@ -42,15 +65,29 @@ def handle_unsupported(
     if limit and _stored_bytes(dataset) <= limit:
         try:
             add_decoded(builder, path, dataset, source)
-        except UnsupportedFeatureError as exc:
+        except (UnsupportedFeatureError, BuilderError, OSError) as exc:
+            typed = as_unsupported(exc, path)
+            if typed is None:
+                raise
             builder.discard(path)
-            again = _reason(exc, path)
+            again = _reason(typed, path)
             reason = reason if again == reason else f"{reason}; not inlined either: {again}"
         else:
             builder.record_unsupported(path, "inlined", reason)
             logger.info("%s: inlined, decoded by HDF5 (%s)", path, reason)
             return
     builder.record_unsupported(path, "omitted", reason)
+
+
+def record_refused(
+    builder: RfsBuilder, path: str, options: Options, error: UnsupportedFeatureError
+) -> None:
+    """Leave out what ``path`` names (an object HDF5 cannot open, a link it cannot follow),
+    recorded as omitted; ``strict`` raises ``error`` instead."""
+    builder.discard(path)
+    if options.strict:
+        raise error
+    builder.record_unsupported(path, "omitted", _reason(error, path))
 
 
 def warn_omitted(builder_omitted: dict[str, str], where: str) -> None:
@@ -68,8 +105,11 @@ def warn_omitted(builder_omitted: dict[str, str], where: str) -> None:
 def _reason(error: UnsupportedFeatureError, path: str) -> str:
     """The error's message without the leading ``dataset 'path':`` (the key says it)."""
     text = str(error)
-    prefix = f"dataset {path!r}: "
-    return text[len(prefix) :] if text.startswith(prefix) else text
+    for what in ("dataset", "object", "link"):
+        prefix = f"{what} {path!r}: "
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text
 
 
 def _stored_bytes(dataset: Any) -> int:

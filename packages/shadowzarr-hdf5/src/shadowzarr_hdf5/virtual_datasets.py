@@ -23,6 +23,7 @@ from shadowzarr_spec import RfsBuilder, UnsupportedFeatureError
 from shadowzarr_store.transport import is_local
 
 from .context import Source
+from .fill_values import stored_fill
 from .filters import codecs_for, read_filters
 from .layouts import chunk_locations
 from .object_paths import ObjectPaths
@@ -185,7 +186,7 @@ def _piece(
         chunk_shape=vds_chunks,
         codecs=codecs,
         dtype=np.dtype(dataset.dtype),
-        fill=dataset.fillvalue,
+        fill=stored_fill(dataset),
         chunks=[
             (_vds_coords(coords, mapping, src_start, chunks, axes), url, offset, size)
             for coords, url, offset, size in stored

@@ -1,4 +1,4 @@
-"""The Non-Finite, Bytes and Complex Attributes conventions, encoding and decoding.
+"""The Non-Finite, Bytes, Complex and Attribute Types conventions, encoding and decoding.
 
 JSON has no NaN, no infinities, no bytes and no complex numbers. A node whose attributes hold
 any is written with those values as strings ("NaN", "Infinity", "-Infinity"; "base64:<data>";
@@ -8,23 +8,35 @@ get the prefix ``_str_``. A node that needs none is written exactly as before. D
 only the conventions a node registers, in one pass, so the order of registration does not
 matter. (A complex number was once written as ``[real, imag]``, which reads back as a pair of
 floats: the convention keeps the two apart.)
+
+JSON numbers have no width and JSON has no one-element array that a netCDF reader would not
+hand over as its element: a float32 ``scale_factor`` would read back as a float64, and xarray
+would decode its variable as float64. The Attribute Types convention records, under the reserved
+attribute ``_ATTRIBUTE_TYPES``, ``{name: {"dtype": "<f4", "shape": [1]}}`` for each number (or
+array of numbers) whose JSON value alone would not give back its numpy type and shape;
+decoding turns those into numpy scalars (shape ``[]``) and arrays, as h5py gives them.
 """
 
 from __future__ import annotations
 
 import base64
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
 
 from shadowzarr_spec.base64_text import decode_base64
+from shadowzarr_spec.errors import ReferenceFormatError
 
 __all__ = [
+    "ATTRIBUTE_TYPES_CONVENTION",
+    "ATTRIBUTE_TYPES_KEY",
     "BYTES_CONVENTION",
     "COMPLEX_CONVENTION",
     "NON_FINITE_CONVENTION",
+    "attribute_type",
     "decode_attributes",
     "encode_attributes",
     "to_json_value",
@@ -49,6 +61,14 @@ COMPLEX_CONVENTION: Final = {
     'number, "NaN", "Infinity" or "-Infinity"); strings starting with "complex:" or "_str_" '
     'carry the prefix "_str_".',
 }
+ATTRIBUTE_TYPES_CONVENTION: Final = {
+    "uuid": "c3a7e1d2-4f6b-5a8c-9e0d-2b7f4c1a6e93",
+    "name": "attribute-types",
+    "description": 'The attribute "_ATTRIBUTE_TYPES" maps an attribute\'s name to the numpy type '
+    'string and shape of its number or array of numbers ({"dtype": "<f4", "shape": [1]}), '
+    "where the JSON value alone does not give them back.",
+}
+ATTRIBUTE_TYPES_KEY: Final = "_ATTRIBUTE_TYPES"
 ESCAPE: Final = "_str_"
 BYTES_PREFIX: Final = "base64:"
 COMPLEX_PREFIX: Final = "complex:"
@@ -76,7 +96,10 @@ def to_json_value(value: Any) -> Any:
 def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Encode a node's attributes so they are valid JSON, registering the conventions used."""
     plain: dict[str, Any] = to_json_value(dict(attributes))
-    needs = _scan(plain)
+    types = _lost_types(plain)
+    if types:
+        plain[ATTRIBUTE_TYPES_KEY] = types
+    needs = (*_scan(plain), bool(types))
     if not any(needs):
         return plain
     listed = plain.get(CONVENTIONS_KEY)
@@ -86,7 +109,9 @@ def encode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
         if wanted and convention["uuid"] not in known:
             conventions.append(dict(convention))
     encoded = {
-        key: _encode_value(value, *needs) for key, value in plain.items() if key != CONVENTIONS_KEY
+        key: _encode_value(value, *needs[:3])
+        for key, value in plain.items()
+        if key != CONVENTIONS_KEY
     }
     encoded[CONVENTIONS_KEY] = conventions
     return encoded
@@ -101,19 +126,109 @@ def decode_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     which = tuple(convention["uuid"] in registered for convention in _ALL)
     if not any(which):
         return plain
-    decoded = {k: _decode_value(v, *which) for k, v in plain.items() if k != CONVENTIONS_KEY}
+    decoded = {k: _decode_value(v, *which[:3]) for k, v in plain.items() if k != CONVENTIONS_KEY}
+    if which[3]:
+        _apply_types(decoded, decoded.pop(ATTRIBUTE_TYPES_KEY, None))
     ours = {convention["uuid"] for convention in _ALL}
-    remaining = [
-        c
-        for c in listed
-        if not (isinstance(c, dict) and c.get("uuid") in ours)
-    ]
+    remaining = [c for c in listed if not (isinstance(c, dict) and c.get("uuid") in ours)]
     if remaining:
         decoded[CONVENTIONS_KEY] = remaining
     return decoded
 
 
-_ALL: Final = (NON_FINITE_CONVENTION, BYTES_CONVENTION, COMPLEX_CONVENTION)
+_ALL: Final = (
+    NON_FINITE_CONVENTION,
+    BYTES_CONVENTION,
+    COMPLEX_CONVENTION,
+    ATTRIBUTE_TYPES_CONVENTION,
+)
+
+_NUMBER_KINDS: Final = "biufc"
+_NUMBER_TYPE: Final = re.compile(r"[<>|]?[biufc][0-9]{1,2}\Z")
+"""A numpy type string of numbers ("<f4", "|i1", "|b1"), nothing np.dtype would read otherwise."""
+_MAX_TYPED_ELEMENTS: Final = 2**24
+"""A recorded shape larger than this is refused before numpy sees it (the JSON value must hold
+that many numbers anyway)."""
+
+
+def attribute_type(value: Any) -> dict[str, Any] | None:
+    """``{"dtype", "shape"}`` of a numpy number or array of numbers (little-endian type
+    string), as ``_ATTRIBUTE_TYPES`` records it; None for anything else."""
+    if not isinstance(value, np.ndarray | np.generic):
+        return None
+    dtype = value.dtype
+    if dtype.kind not in _NUMBER_KINDS or dtype.names is not None or dtype.subdtype is not None:
+        return None
+    little = dtype.newbyteorder("<") if dtype.itemsize > 1 and dtype.kind != "b" else dtype
+    return {"dtype": little.str, "shape": list(np.shape(value))}
+
+
+def _lost_types(plain: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``plain[_ATTRIBUTE_TYPES]`` (recorded by a generator for every numeric
+    attribute) that the JSON values would not give back; the rest, and the names no longer
+    present, are dropped."""
+    recorded = plain.pop(ATTRIBUTE_TYPES_KEY, None)
+    if not isinstance(recorded, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for name, record in recorded.items():
+        if name not in plain or not isinstance(record, dict):
+            continue
+        value = plain[name]
+        try:
+            inferred = np.asarray(value)
+        except (TypeError, ValueError):
+            continue
+        if inferred.dtype.kind not in _NUMBER_KINDS:
+            continue
+        if inferred.dtype.str != record["dtype"] or list(inferred.shape) != record["shape"]:
+            kept[name] = record
+    return kept
+
+
+def _apply_types(decoded: dict[str, Any], recorded: Any) -> None:
+    """Turn the recorded attributes into numpy scalars and arrays of their type and shape."""
+    if recorded is None:
+        return
+    if not isinstance(recorded, dict):
+        raise ReferenceFormatError(f"{ATTRIBUTE_TYPES_KEY} is not an object")
+    for name, record in recorded.items():
+        if name not in decoded:
+            continue
+        dtype, shape = _checked_type(name, record)
+        try:
+            array = np.asarray(decoded[name], dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ReferenceFormatError(
+                f"attribute {name!r} does not hold numbers of type {dtype}"
+            ) from exc
+        if array.size != math.prod(shape):
+            raise ReferenceFormatError(
+                f"attribute {name!r} holds {array.size} numbers, its recorded shape {shape} "
+                f"{math.prod(shape)}"
+            )
+        array = array.reshape(shape)
+        decoded[name] = array[()] if not shape else array
+
+
+def _checked_type(name: str, record: Any) -> tuple[np.dtype, tuple[int, ...]]:
+    """The numpy type and shape of one ``_ATTRIBUTE_TYPES`` entry, checked before use."""
+    if not isinstance(record, dict):
+        raise ReferenceFormatError(f"{ATTRIBUTE_TYPES_KEY}[{name!r}] is not an object")
+    text, shape = record.get("dtype"), record.get("shape")
+    if not isinstance(text, str) or not _NUMBER_TYPE.match(text) or not isinstance(shape, list):
+        raise ReferenceFormatError(
+            f"{ATTRIBUTE_TYPES_KEY}[{name!r}] needs a number's dtype and a shape"
+        )
+    try:
+        dtype = np.dtype(text)
+    except TypeError as exc:
+        raise ReferenceFormatError(f"{ATTRIBUTE_TYPES_KEY}[{name!r}]: no type {text!r}") from exc
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise ReferenceFormatError(f"{ATTRIBUTE_TYPES_KEY}[{name!r}]: bad shape {shape!r}")
+    if len(shape) > 32 or math.prod(shape) > _MAX_TYPED_ELEMENTS:
+        raise ReferenceFormatError(f"{ATTRIBUTE_TYPES_KEY}[{name!r}]: shape {shape} too large")
+    return dtype, tuple(shape)
 
 
 def _scan(value: Any) -> tuple[bool, bool, bool]:

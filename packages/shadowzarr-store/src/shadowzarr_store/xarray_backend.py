@@ -3,7 +3,10 @@
 The engine opens an `RfsStore` and hands it to xarray's own Zarr backend (``zarr_format=3``, no
 consolidated metadata), so decoding, coordinates, ``chunks=`` and ``open_mfdataset`` behave
 exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` (or
-``backend_kwargs={"store_options": {…}}``).
+``backend_kwargs={"store_options": {…}}``). The one difference: attributes are decoded by the
+attribute conventions first and shaped as netCDF readers give them
+(:mod:`shadowzarr_store.xarray_attributes`), so a float32 ``scale_factor`` decodes its variable
+as float32 and NaN attributes are NaN, as with the netCDF4 engine.
 
 This is the only module of the package that imports xarray; the entry point in
 ``pyproject.toml`` points here, and ``pip install shadowzarr-store[xarray]`` installs xarray
@@ -23,14 +26,19 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import posixpath
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from shadowzarr_spec import ReferenceFileSystem
 
 try:
     from xarray.backends import BackendEntrypoint
-    from xarray.backends.zarr import ZarrBackendEntrypoint
+    from xarray.backends.common import datatree_from_dict_with_io_cleanup
+    from xarray.backends.store import StoreBackendEntrypoint
+    from xarray.backends.zarr import ZarrBackendEntrypoint, ZarrStore
+    from xarray.core.utils import close_on_error
 except ImportError as exc:  # xarray loads this module only where it is installed
     raise ImportError(
         "shadowzarr_store.xarray_backend is the xarray engine 'shadowzarr', which needs xarray: "
@@ -40,6 +48,7 @@ except ImportError as exc:  # xarray loads this module only where it is installe
 from shadowzarr_store.open_rfs import open_rfs_store
 from shadowzarr_store.recognise import is_v3_reference_path
 from shadowzarr_store.rfs_store import RfsStore
+from shadowzarr_store.xarray_attributes import xarray_attributes
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -90,8 +99,12 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
     ) -> xr.Dataset:
+        store = _store(filename_or_obj, store_options)
         return ZarrBackendEntrypoint().open_dataset(
-            _store(filename_or_obj, store_options),
+            store,
+            store=_ConventionZarrStore.open_group(
+                store, group=group, mode="r", consolidated=False, zarr_format=3
+            ),
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
             concat_characters=concat_characters,
@@ -118,8 +131,8 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
     ) -> xr.DataTree:
-        return ZarrBackendEntrypoint().open_datatree(
-            _store(filename_or_obj, store_options),
+        groups = self.open_groups_as_dict(
+            filename_or_obj,
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
             concat_characters=concat_characters,
@@ -128,9 +141,9 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
             use_cftime=use_cftime,
             decode_timedelta=decode_timedelta,
             group=group,
-            consolidated=False,
-            zarr_format=3,
+            store_options=store_options,
         )
+        return datatree_from_dict_with_io_cleanup(groups)
 
     def open_groups_as_dict(  # type: ignore[override]
         self,
@@ -140,13 +153,64 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         store_options: Mapping[str, Any] | None = None,
         **decoders: Any,
     ) -> dict[str, xr.Dataset]:
-        return ZarrBackendEntrypoint().open_groups_as_dict(
+        """Every group below ``group`` (as xarray's Zarr backend opens them), by path."""
+        parent = posixpath.normpath("/" + group) if group else "/"
+        stores = _ConventionZarrStore.open_store(
             _store(filename_or_obj, store_options),
-            group=group,
+            group=parent,
+            mode="r",
             consolidated=False,
+            consolidate_on_close=False,
             zarr_format=3,
-            **decoders,
         )
+        groups: dict[str, xr.Dataset] = {}
+        for path, store in stores.items():
+            with close_on_error(store):
+                dataset = StoreBackendEntrypoint().open_dataset(store, **decoders)
+            groups[posixpath.relpath(path, parent) if group else path] = dataset
+        return groups
+
+
+class _ConventionZarrStore(ZarrStore):
+    """xarray's ZarrStore with each array's and group's attributes decoded by the attribute
+    conventions (:func:`xarray_attributes`); an enum's mapping goes to the variable's encoding
+    as xarray's netCDF backends put it (``dtype`` with ``enum`` metadata)."""
+
+    def _fetch_members(self) -> dict[str, Any]:
+        import zarr
+
+        members = dict(super()._fetch_members())
+        self._enums: dict[str, dict[str, int]] = {}
+        for name, member in members.items():
+            if isinstance(member, zarr.Array):
+                shaped = xarray_attributes(member.attrs.asdict(), member.dtype)
+                members[name] = _with_attributes(member, shaped.attributes)
+                if shaped.enum is not None:
+                    self._enums[name] = shaped.enum
+        return members
+
+    def open_store_variable(self, name: str) -> Any:
+        variable = super().open_store_variable(name)  # type: ignore[no-untyped-call]
+        enum = getattr(self, "_enums", {}).get(name)
+        if enum is not None:
+            variable.encoding["dtype"] = np.dtype(variable.dtype, metadata={"enum": enum})
+        return variable
+
+    def get_attrs(self) -> dict[str, Any]:
+        shaped = xarray_attributes(self.zarr_group.attrs.asdict())
+        return {k: v for k, v in shaped.attributes.items() if not k.lower().startswith("_nc")}
+
+
+def _with_attributes(array: Any, attributes: dict[str, Any]) -> Any:
+    """The same zarr array (same store and chunks) showing other attributes, held in memory."""
+    import dataclasses
+
+    import zarr
+    from zarr.core.array import AsyncArray
+
+    inner = array._async_array
+    metadata = dataclasses.replace(inner.metadata, attributes=attributes)
+    return zarr.Array(AsyncArray(metadata, inner.store_path, inner.config))
 
 
 def _store(source: Source, store_options: Mapping[str, Any] | None) -> Any:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from shadowzarr_spec.attribute_conventions import attribute_type
 from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 
-from ..attributes import SKIPPED_ATTRIBUTES, bytes_or_text, decoded_name, nested
+from ..attributes import SKIPPED_ATTRIBUTES, bytes_or_text, decoded_name, nested, with_types
 from ..format.dataspace import dataspace_extent
 from ..format.datatypes import DatatypeKind, parse_datatype
 from ..format.errors import NotNative
@@ -28,6 +29,7 @@ def json_attributes(
 ) -> dict[str, Any]:
     """Every attribute's JSON value (references as ``_REFERENCE`` objects)."""
     out: dict[str, Any] = {}
+    types: dict[str, Any] = {}
     for raw_name, message in stored:
         name = decoded_name(raw_name)
         if name in SKIPPED_ATTRIBUTES:
@@ -39,7 +41,11 @@ def json_attributes(
             continue
         values = decode_elements(message.data, datatype, shape, heap, offset_size)
         out[name] = _json(values, datatype.kind, shape, paths, name == SPECLOC_ATTR)
-    return out
+        if datatype.kind is DatatypeKind.NUMBER and isinstance(name, str):
+            typed = attribute_type(values[()] if not shape else values)
+            if typed is not None:
+                types[name] = typed
+    return with_types(out, types)
 
 
 def _json(
