@@ -113,25 +113,11 @@ async def malformed_outcome(case: dict[str, Any], directory: Path) -> dict[str, 
     return {"error": None}
 
 
-def _tagged(value: Any) -> Any:
-    if isinstance(value, float) and value != value:
-        return {"$float": "NaN"}
-    if isinstance(value, float) and abs(value) == float("inf"):
-        return {"$float": "Infinity" if value > 0 else "-Infinity"}
-    if isinstance(value, bytes):
-        return {"$bytes": value.hex()}
-    if isinstance(value, dict):
-        return {k: _tagged(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_tagged(v) for v in value]
-    return value
-
-
 def attribute_outcome(case: dict[str, Any], directory: Path) -> Any:
     conformance.write_case_directory(case, directory)
     try:
         node = zarr.open(_store(directory), path=case["node"], mode="r", zarr_format=3)
-        return _tagged(decode_attributes(node.attrs.asdict()))
+        return conformance.tagged_attribute(decode_attributes(node.attrs.asdict()))
     except ShadowzarrError as exc:
         return {"error": _name(exc)}
 

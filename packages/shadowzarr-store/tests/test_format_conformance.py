@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pytest
 import zarr
 from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, load_rfs
@@ -91,24 +90,6 @@ async def test_malformed(case: dict[str, Any], tmp_path: Path) -> None:
     assert _raised(caught.value) == case["error"], case.get("why")
 
 
-def tagged(value: Any) -> Any:
-    """Attribute values in the suite's JSON form: NaN, infinities and bytes as tagged objects;
-    numpy numbers and arrays (the Attribute Types convention) as their Python values."""
-    if isinstance(value, np.ndarray | np.generic):
-        return tagged(value.tolist())
-    if isinstance(value, float) and value != value:
-        return {"$float": "NaN"}
-    if isinstance(value, float) and value in (float("inf"), float("-inf")):
-        return {"$float": "Infinity" if value > 0 else "-Infinity"}
-    if isinstance(value, bytes):
-        return {"$bytes": value.hex()}
-    if isinstance(value, dict):
-        return {k: tagged(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [tagged(v) for v in value]
-    return value
-
-
 @pytest.mark.parametrize(
     "case", ATTRIBUTES, ids=[f"{i}-{c['name'][:50]}" for i, c in enumerate(ATTRIBUTES)]
 )
@@ -118,7 +99,7 @@ def test_attributes_through_zarr(case: dict[str, Any], tmp_path: Path) -> None:
     store = RfsStore(load_rfs(tmp_path), grouped_view=0)  # keys as stored
     try:
         node = zarr.open(store, path=case["node"], mode="r", zarr_format=3)
-        got: object = tagged(decode_attributes(node.attrs.asdict()))
+        got: object = conformance.tagged_attribute(decode_attributes(node.attrs.asdict()))
     except ShadowzarrError as exc:
         got = {"error": _raised(exc)}
     assert got == case["expect"]

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
+
 from shadowzarr_spec import errors
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "file_bytes",
     "js_error_name",
     "load",
+    "tagged_attribute",
     "write_case_directory",
 ]
 
@@ -35,6 +38,25 @@ CONFORMANCE_DIR: Final = Path(__file__).parent
 SUITES: Final = ("gen_expressions", "documents", "malformed", "attributes")
 MISSING_ENTRY: Final = 2**64 - 1
 _PUBLIC_ERRORS: Final = tuple(getattr(errors, name) for name in errors.__all__)
+
+
+def tagged_attribute(value: Any) -> Any:
+    """A decoded attribute value in the suite's JSON form: NaN, infinities and bytes as tagged
+    objects, numpy numbers and arrays (the Attribute Types convention) as their Python values,
+    so both readers' outcomes compare with a case's ``expect``."""
+    if isinstance(value, np.ndarray | np.generic):
+        return tagged_attribute(value.tolist())
+    if isinstance(value, float) and value != value:
+        return {"$float": "NaN"}
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return {"$float": "Infinity" if value > 0 else "-Infinity"}
+    if isinstance(value, bytes):
+        return {"$bytes": value.hex()}
+    if isinstance(value, dict):
+        return {k: tagged_attribute(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [tagged_attribute(v) for v in value]
+    return value
 
 
 def load(name: str) -> dict[str, Any]:
