@@ -174,8 +174,9 @@ class RfsStore(Store):
         credentials (``access_key_id``/``secret_access_key`` or fsspec's ``key``/``secret``;
         otherwise the environment's ``AWS_*``…). Never shown or written anywhere.
 
-    Local sources are checked for their recorded size on every read and, once per source per
-    store, for their identity (modification time, else the sampled hash of ``sources``).
+    Local sources are checked, on the first read of each by a store, for the identity recorded
+    in ``sources`` (size, sampled hash, else modification time); every read after that for the
+    same file (device, inode, size, mtime and ctime): see the README, "Change detection".
 
     max_chunk_bytes
         Most bytes one decoded chunk may hold (2 GiB); an array with larger chunks is refused
