@@ -13,6 +13,7 @@ import pytest
 from shadowzarr_spec import SourceChangedError
 
 from shadowzarr_store import LocalCache, open_rfs_array
+from shadowzarr_store.transport.blocking import RangeSource
 from shadowzarr_store.transport.local import probe_local
 
 if TYPE_CHECKING:
@@ -142,3 +143,16 @@ def test_unchecked_reads_never_fill_the_cache_under_the_recorded_identity(
     np.testing.assert_array_equal(unchecked[:], NEW)
     checked = open_rfs_array(document, "v", local_cache=cache)
     _all_refused(_each_chunk(checked), path)
+
+
+@pytest.mark.parametrize("how", REPLACEMENTS)
+def test_a_range_source_refuses_a_file_replaced_while_a_generator_reads_it(
+    tmp_path: Path, how: str
+) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(OLD.tobytes())
+    with RangeSource(path) as source:
+        assert source.fetch_many([(0, 16)]) == [OLD.tobytes()[:16]]
+        _replace(path, how)
+        with pytest.raises(SourceChangedError, match="changed since this store first read it"):
+            source.fetch_many([(16, 16)])
