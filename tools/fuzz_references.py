@@ -13,7 +13,9 @@ rows whose bytes differ from the source's); leaks (a planted secret in an error,
 or a request to another origin; "Task was destroyed"-like output; tasks left running); over
 memory (Python heap past the case's budget); others refused (an array a mutation did not touch
 that failed to read; under faults that retries overcome, any array that failed to read; for a
-replaced source, an error other than `SourceChangedError`). The exit status is 1 when any
+replaced source, an error other than `SourceChangedError`); injected requests (requests the
+hostile server got for paths the case never referenced, or heads carrying a header no client of
+ours sends: an ETag's CR/LF let through). The exit status is 1 when any
 column but ``cases`` is not zero. The figures of the long run are in ``tools/fuzz/RESULTS.md``.
 
 The machine is shared: run it with ``nice``. Cases run in child processes (``--workers``).
@@ -43,7 +45,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a case may take")
     parser.add_argument("--faults-per-kind", type=int, default=4)
-    parser.add_argument("--replaced", type=int, default=8)
+    parser.add_argument("--replaced", type=int, default=16)
     parser.add_argument("--no-network", action="store_true", help="skip nginx and the proxy")
     parser.add_argument(
         "--lying-server",
@@ -105,6 +107,7 @@ def run_local(arguments: argparse.Namespace, work: Path, tally: Tally, log: Path
 
 
 def run_network(arguments: argparse.Namespace, work: Path, tally: Tally, log: Path) -> None:
+    from fuzz.hostile_network import HostileServer, hostile_network_cases
     from fuzz.network import (
         Network,
         credential_cases,
@@ -114,6 +117,7 @@ def run_network(arguments: argparse.Namespace, work: Path, tally: Tally, log: Pa
     )
 
     network = Network(work / "network")
+    hostile = HostileServer()
     try:
         for generator in (
             fault_cases(
@@ -121,12 +125,16 @@ def run_network(arguments: argparse.Namespace, work: Path, tally: Tally, log: Pa
             ),
             replaced_cases(network, arguments.replaced, arguments.seed),
             credential_cases(network),
+            hostile_network_cases(hostile, work / "hostile-network"),
         ):
             for cls, case, result in run_sequential(generator, arguments.timeout, log):
                 if case.get("check_proxy_secret"):
                     result.setdefault("leaks", []).extend(proxy_leaks(network))
+                if case.get("check_injected"):
+                    result["injected"] = hostile.injected(case["check_injected"])
                 tally.add_result(cls, case, result)
     finally:
+        hostile.close()
         network.close()
 
 

@@ -11,9 +11,12 @@ through the proxy. Three classes of cases:
   overcome a fault at 10%; a refusal counts in "others refused"), but for ``short_end
   unsized``, where a short answer claiming the end of the file is an error by design, and
   ``trickle``, which the deadline ends with `SourceTimeoutError` (no other error allowed).
-- ``replaced <local|remote>``: a source is replaced by a file of the same size and other bytes
-  after the references were made; a read must raise `SourceChangedError` (another error counts
-  in "others refused") or read the original values (from a cache), never the new bytes.
+- ``replaced <local|remote> <new store|long-lived>``: a source is replaced by a file of the
+  same size and other bytes after the references were made (`fuzz.replace`: renamed over or
+  rewritten in place; a local file's mtime put back or not), before a store opens them or
+  between two reads of one store that read the old file; every read after it must raise
+  `SourceChangedError` (another error counts in "others refused") or read the original values
+  (from a cache), never new bytes nor a mix.
 - ``credentials``: a password in a source URL, a signature in a query, and a header bound to one
   origin across a redirect to another; no secret may appear in an error, a log, a cache, or a
   request to the other origin.
@@ -22,7 +25,6 @@ through the proxy. Three classes of cases:
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import urllib.request
@@ -34,6 +36,7 @@ from shadowzarr_testing import FaultRule, LatencyProxy, NginxServer
 
 from fuzz.corpus import Corpus, build_corpus
 from fuzz.mutate import SECRET
+from fuzz.replace import LOCAL_WAYS, REMOTE_WAYS, replace_source
 
 __all__ = ["FAULTS", "Network", "credential_cases", "fault_cases", "proxy_leaks", "replaced_cases"]
 
@@ -144,26 +147,28 @@ def fault_cases(
 
 
 def replaced_cases(network: Network, count: int, seed: int) -> Iterator[tuple[str, dict, Any]]:
-    """Sources replaced (same size, other bytes) after the references were made."""
+    """Sources replaced (same size, other bytes) after the references were made: before the
+    store opens them, or between two reads of one long-lived store (the worker replaces the
+    file then); local files renamed over or rewritten in place, their mtime put back or not."""
     rng = random.Random(seed)
     for number in range(count):
         remote = number % 2 == 1
+        long_lived = (number // 2) % 2 == 1
+        ways = REMOTE_WAYS if remote else LOCAL_WAYS
+        how = ways[(number // 4) % len(ways)]
         folder = f"replaced-{number}"
         corpus = network._corpus(folder, folder) if remote else build_corpus(network.work / folder)
         data = network.www / folder if remote else corpus.root / "data"
         victim = data / rng.choice(["plain.bin", "chunks.bin", "raw.bin", "indexed.bin"])
-        form = ("json-v2", "directory")[number % 2 if remote else (number // 2) % 2]
-        original = victim.read_bytes()
+        form = ("json-v2", "directory")[number % 2 if remote else (number // 4) % 2]
 
-        def prepare(victim: Path = victim, original: bytes = original) -> None:
-            replaced = bytes(b ^ 0x5A for b in original)  # same size, every byte other
-            stat = victim.stat()
-            victim.write_bytes(replaced)
-            # A new modification time, as any rewrite has (nginx's ETag counts whole seconds).
-            os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**10))
+        def prepare(victim: Path = victim, how: str = how, now: bool = not long_lived) -> None:
+            if now:
+                replace_source(victim, how)
 
         case = {
             "id": f"r{number}",
+            "name": f"{how}, {victim.name}, {form}",
             "path": str(corpus.forms[form]),
             "arrays": corpus.arrays[form],
             "touched": None,
@@ -172,7 +177,10 @@ def replaced_cases(network: Network, count: int, seed: int) -> Iterator[tuple[st
             "expected": str(corpus.expected_file),
             "strings": str(corpus.root / "strings.json"),
         }
-        yield f"replaced {'remote' if remote else 'local'}", case, prepare
+        if long_lived:
+            case["replace_between_reads"] = {"path": str(victim), "how": how}
+        where = "remote" if remote else "local"
+        yield f"replaced {where} {'long-lived' if long_lived else 'new store'}", case, prepare
 
 
 def credential_cases(network: Network) -> Iterator[tuple[str, dict[str, Any], Any]]:

@@ -33,6 +33,7 @@ COLUMNS = (
     "leaks",
     "over memory",
     "others refused",
+    "injected requests",
 )
 
 
@@ -56,6 +57,7 @@ class Tally:
             ("leaks", (result.get("leaks") or []) + (result.get("noise") or [])),
             ("over memory", result.get("over_memory")),
             ("others refused", result.get("collateral")),
+            ("injected requests", result.get("injected")),
         ):
             if not items:
                 continue

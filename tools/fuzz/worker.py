@@ -137,6 +137,13 @@ def _run(case: dict[str, Any], result: dict[str, Any]) -> None:
         for action in case.get("actions", ()):
             outcome(f"<{action}>", lambda action=action, root=root: _action(action, root, case))
         _read_arrays(case, root, expected, touched, result, outcome)
+        replace = case.get("replace_between_reads")
+        if replace is not None:  # the same store, which has read the old file, reads again
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+            from fuzz.replace import replace_source
+
+            replace_source(replace["path"], replace["how"])
+            _read_arrays(case, root, expected, touched, result, outcome)
     if case.get("cache_files"):
         result["bad_cache_rows"] = _bad_cache_rows(case)
 

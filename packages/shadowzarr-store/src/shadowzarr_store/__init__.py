@@ -16,6 +16,7 @@ from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWa
 from shadowzarr_store.materialize import (
     ArrayReport,
     MaterializeError,
+    MaterializeLimitError,
     MaterializeReport,
     materialize,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "ChunkDecodeError",
     "LocalCache",
     "MaterializeError",
+    "MaterializeLimitError",
     "MaterializeReport",
     "MemoryCache",
     "RfsStore",

@@ -16,6 +16,7 @@ from shadowzarr_spec import (
     ReferenceFileSystem,
     ReferenceFormatError,
     ShadowzarrError,
+    UnsupportedFeatureError,
     array_info,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key, join
@@ -59,7 +60,19 @@ if TYPE_CHECKING:
 __all__ = ["MAX_LISTED_GEN_KEYS", "RfsStore"]
 
 MAX_LISTED_GEN_KEYS = 1 << 20
-"""Most keys listed from a gen entry whose keys are not chunks inside an array's grid."""
+"""Most keys listed from a gen entry whose keys are not chunks inside an array's grid, and
+most keys a listing holds or walks before it answers (``list_dir``, a grouped view's shards)."""
+
+
+def _within_listing_bound(count: int, what: str) -> None:
+    """A listing that must hold (or walk) every key before its first answer stops at
+    `MAX_LISTED_GEN_KEYS`: a few bytes of references can claim 10**12 chunks."""
+    if count > MAX_LISTED_GEN_KEYS:
+        raise UnsupportedFeatureError(
+            f"listing {what} would walk more than {MAX_LISTED_GEN_KEYS} keys; list() and "
+            "list_prefix() stream the keys one by one instead"
+        )
+
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
 _UNRESOLVED = object()
@@ -194,16 +207,18 @@ class RfsStore(Store):
 
     Notes
     -----
-    Local sources are checked for their recorded size on every read and, once per source per
-    store, for their identity (modification time, else the sampled hash of ``sources``).
+    Local sources are checked, on the first read of each by a store, for the identity recorded
+    in ``sources`` (size, sampled hash, else modification time); every read after that for the
+    same file (device, inode, size, mtime and ctime): see the README, "Change detection".
 
     Every ``zarr.json`` is validated by zarr's own parser and the store's bounds before zarr
     sees it: a bad array fails when it is opened, with an error naming it, and the others stay
     readable (see `metadata_gate`). Every chunk of an encoded array is decoded once, with
     bounds and checked frames, before zarr decodes it: one that is damaged, or would decompress
     beyond what a chunk of its array holds, raises `ChunkDecodeError` (see `array_checks`).
-    A short read is padded with the fill value only where the file's recorded size proves it,
-    and only bytes that pass these checks are cached.
+    An uncompressed chunk may be short only by elements outside the array (the rest reads as
+    the fill value); a reference past the recorded end of its file, or a short answer, is an
+    error. Only bytes that pass these checks are cached.
     """
 
     supports_writes: bool = False
@@ -887,6 +902,12 @@ class RfsStore(Store):
             yield key
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        async for key in self._listed(prefix, walk_bound=False):
+            yield key
+
+    async def _listed(self, prefix: str, *, walk_bound: bool) -> AsyncIterator[str]:
+        """The keys `list_prefix` yields; ``walk_bound``: stop at `MAX_LISTED_GEN_KEYS` keys
+        walked (for a caller that holds them all before answering)."""
         if self._groups is None:
             async for key in self._stored_keys(prefix):
                 yield key
@@ -896,7 +917,11 @@ class RfsStore(Store):
         inside = self._group_of(prefix.rstrip("/") or "-")
         scan = join(inside[0], "c") + "/" if inside is not None else prefix
         shards: set[str] = set()
+        walked = 0
         async for key in self._stored_keys(scan):
+            walked += 1
+            if walk_bound:
+                _within_listing_bound(walked, f"the keys under {scan!r}")
             group = self._group_of(key)
             if group is not None:
                 path, coords, layout = group
@@ -904,6 +929,7 @@ class RfsStore(Store):
                 if key in shards:
                     continue
                 shards.add(key)
+                _within_listing_bound(len(shards), f"the shards of {path!r}")
             if key.startswith(prefix):
                 yield key
 
@@ -932,7 +958,10 @@ class RfsStore(Store):
         base = prefix.rstrip("/")
         start = f"{base}/" if base else ""
         if self._groups is not None and self._group_of(base or "-") is not None:
-            shards = {key[len(start) :].split("/", 1)[0] async for key in self.list_prefix(start)}
+            shards = {
+                key[len(start) :].split("/", 1)[0]
+                async for key in self._listed(start, walk_bound=True)
+            }
             for name in sorted(shards):
                 yield name
             return
@@ -950,7 +979,9 @@ class RfsStore(Store):
             if literal.startswith(start) and "/" in literal[len(start) :]:
                 names.add(literal[len(start) :].split("/", 1)[0])
             elif literal.startswith(start) or start.startswith(literal):
-                for key in self._gen_keys(entry):
+                # Every key is walked for a few names: bounded, where list_prefix streams.
+                for walked, key in enumerate(self._gen_keys(entry), 1):
+                    _within_listing_bound(walked, f"the keys of gen entry {entry.key!r}")
                     if key.startswith(start):
                         names.add(key[len(start) :].split("/", 1)[0])
         for path in self._rfs.indexes:
@@ -958,7 +989,8 @@ class RfsStore(Store):
             if chunk_root.startswith(start) and chunk_root != start.rstrip("/"):
                 names.add(chunk_root[len(start) :].split("/", 1)[0])
             elif f"{chunk_root}/".startswith(start) or start.startswith(f"{chunk_root}/"):
-                for coords in await self._indexes.written_chunks(path):
+                for walked, coords in enumerate(await self._indexes.written_chunks(path), 1):
+                    _within_listing_bound(walked, f"the chunks of {path!r}")
                     key = join(chunk_root, *map(str, coords))
                     if key.startswith(start):
                         names.add(key[len(start) :].split("/", 1)[0])

@@ -20,7 +20,7 @@ from shadowzarr_spec import SourceInfo
 
 from shadowzarr_store.merge import RangeMerger
 from shadowzarr_store.transport.client import Transport, close_all
-from shadowzarr_store.transport.locations import join_location, redact
+from shadowzarr_store.transport.locations import join_location, kind_of, redact
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from shadowzarr_spec import ReferenceFileSystem
 
     from shadowzarr_store.options import StoreOptions
+    from shadowzarr_store.transport.local import Stamp
     from shadowzarr_store.transport.stats import StoreStats
 
 __all__ = ["SourceReader"]
@@ -76,15 +77,26 @@ class SourceReader:
             return _NO_SOURCE
         return self.rfs.sources.get(url, _NO_SOURCE)
 
-    def identity(self, url: str) -> str:
+    async def identity(self, url: str) -> str:
         """The cache identity of a source: a changed file gets new entries, never old bytes;
-        credentials in its URL are not part of it (nor written to a cache)."""
-        info = self.rfs.sources.get(url, _NO_SOURCE)
-        return (
+        credentials in its URL are not part of it (nor written to a cache). It is the identity
+        the reads are held to (none with ``validate_sources=False``, so unchecked bytes never
+        land under a recorded one); a local file's adds the stamp (inode, times) the store
+        reads it under, checked against the file now (`SourceChangedError` if replaced)."""
+        location = self.absolute(url)
+        stamp = None
+        if kind_of(location) == "local":
+            stamp = await self.transport.local_stamp(location, self.source_info(url))
+        return self._identity(url, stamp)
+
+    def _identity(self, url: str, stamp: Stamp | None) -> str:
+        info = self.source_info(url)
+        text = (
             f"{redact(self.absolute(url))}\x00{info.etag or ''}"
             f"\x00{'' if info.size is None else info.size}"
             f"\x00{info.mtime_ns or ''}\x00{info.sample_hash or ''}"
         )
+        return text if stamp is None else f"{text}\x00{stamp.token()}"
 
     def _merger(self) -> RangeMerger:
         loop = asyncio.get_running_loop()
@@ -156,7 +168,7 @@ class SourceReader:
         if not self.caches:
             return None
         options = self.options
-        identity = self.identity(url)
+        identity = await self.identity(url)
         if options.memory_cache is not None:
             data = options.memory_cache.get(identity, start, end)
             if data is not None:
@@ -175,7 +187,14 @@ class SourceReader:
         if not self.caches:
             return
         options = self.options
-        identity = self.identity(url)
+        location = self.absolute(url)
+        stamp = None
+        if kind_of(location) == "local":
+            # The stamp the bytes were read under, not the file's now (it may have changed since).
+            stamp = self.transport.pinned_stamp(location, self.source_info(url))
+            if stamp is None:
+                return
+        identity = self._identity(url, stamp)
         blob = bytes(data)
         if options.memory_cache is not None:
             options.memory_cache.put(identity, start, end, blob)

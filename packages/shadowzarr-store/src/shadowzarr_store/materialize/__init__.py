@@ -33,6 +33,7 @@ from zarr.core.buffer.cpu import Buffer
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore
 
+from shadowzarr_store.materialize.bounds import MAX_CHUNKS, chunks_to_write
 from shadowzarr_store.materialize.engine import copy_regions, for_each, verify_regions
 from shadowzarr_store.materialize.plan import (
     TARGET_CHUNK_BYTES,
@@ -53,11 +54,23 @@ from shadowzarr_store.references import load_rfs
 from shadowzarr_store.transport.locations import kind_of
 from shadowzarr_store.transport.object_store import store_for
 
-__all__ = ["ArrayReport", "MaterializeError", "MaterializeReport", "MaterializeStep", "materialize"]
+__all__ = [
+    "MAX_CHUNKS",
+    "ArrayReport",
+    "MaterializeError",
+    "MaterializeLimitError",
+    "MaterializeReport",
+    "MaterializeStep",
+    "materialize",
+]
 
 
 class MaterializeError(ShadowzarrError, RuntimeError):
     """Verification found a difference, or the destination cannot be used."""
+
+
+class MaterializeLimitError(MaterializeError):
+    """An array would take more chunks than ``max_chunks`` (raised before anything is written)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +107,7 @@ def materialize(
     progress: Progress | bool | None = None,
     target_chunk_bytes: int = TARGET_CHUNK_BYTES,
     concurrency: int = 8,
+    max_chunks: int = MAX_CHUNKS,
     **store_options: Any,
 ) -> MaterializeReport:
     """Write the data ``refs`` points at into ``destination`` (a folder, a ``.zip`` path, or any
@@ -104,7 +118,11 @@ def materialize(
     the copy over its workers (the destination must then be a folder they can reach).
     ``progress`` is called with a `MaterializeStep` after each region copied or verified (bytes
     of array data over every array, verification as a phase of its own), or True for a line on
-    a terminal.
+    a terminal. ``max_chunks`` is the most chunks one array may take (a rewrite's destination
+    chunks or source grid positions, a copy's stored chunks, grid positions when verified):
+    an array above it raises
+    `MaterializeLimitError` before anything is written, where references claiming 10**12
+    chunks or 10**15 elements would otherwise run for ever.
     """
     if isinstance(destination, str | Path) and str(destination).endswith(".zip"):
         return _materialize_zip(
@@ -116,6 +134,7 @@ def materialize(
             progress=progress,
             target_chunk_bytes=target_chunk_bytes,
             concurrency=concurrency,
+            max_chunks=max_chunks,
             **store_options,
         )
     return sync(
@@ -128,6 +147,7 @@ def materialize(
             progress=progress,
             target_chunk_bytes=target_chunk_bytes,
             concurrency=concurrency,
+            max_chunks=max_chunks,
             store_options=store_options,
         )
     )
@@ -143,13 +163,12 @@ async def _materialize(
     progress: Progress | bool | None,
     target_chunk_bytes: int,
     concurrency: int,
+    max_chunks: int,
     store_options: dict[str, Any],
 ) -> MaterializeReport:
     started = time.perf_counter()
     rfs = load_rfs(refs, **store_options)
     source_store = _source_store(rfs, store_options)
-    dest_store = _destination_store(destination, store_options.get("storage_options"))
-    log = ProgressLog(_progress_store(destination))
     report = MaterializeReport()
     source_root = await zarr_async.open_group(store=source_store, mode="r", zarr_format=3)
 
@@ -164,6 +183,9 @@ async def _materialize(
             if isinstance(node, zarr.AsyncArray):
                 sources[path] = node
     groups, arrays = plan_nodes(rfs, sources.__getitem__, layout, target_chunk_bytes)
+    _check_bounds(rfs, arrays, verify, max_chunks)
+    dest_store = _destination_store(destination, store_options.get("storage_options"))
+    log = ProgressLog(_progress_store(destination))
 
     for group in groups:
         await dest_store.set(
@@ -436,6 +458,17 @@ async def _verify(
         raise MaterializeError(
             f"array {path!r}: {len(mismatches)} regions differ after writing, first {mismatches[0]}"
         )
+
+
+def _check_bounds(
+    rfs: ReferenceFileSystem, arrays: list[ArrayPlan], verify: bool, max_chunks: int
+) -> None:
+    for path, count in chunks_to_write(rfs, arrays, verify).items():
+        if count > max_chunks:
+            raise MaterializeLimitError(
+                f"array {path!r} would take {count} chunks, more than max_chunks={max_chunks}: "
+                "pass a larger max_chunks (or larger chunks through layout) to copy it anyway"
+            )
 
 
 def _materialize_zip(refs: Any, destination: Path, **options: Any) -> MaterializeReport:

@@ -42,7 +42,7 @@ async def chunk_span(store: RfsStore, key: str) -> ChunkSpan | None:
         if plan.start != value.offset:
             return None
         start, end = plan.start, plan.end
-    identity = store._reader.identity(value.url)  # same package: the store's own reader
+    identity = await store._reader.identity(value.url)  # same package: the store's own reader
     return ChunkSpan(identity, start, end)
 
 

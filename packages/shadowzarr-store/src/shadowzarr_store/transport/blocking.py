@@ -3,7 +3,8 @@ tifffile, the command line): the async `Transport` runs on one private event-loo
 
 `RangeSource` is one file read in ranges. It learns the file's size and ETag from the first
 answer and holds every later request to them (``If-Match``, and the answers' ETag and size
-compared), so a file replaced while a generator reads it raises `SourceChangedError`.
+compared; a local file: its stamp, see ``local.py``), so a file replaced while a generator
+reads it raises `SourceChangedError`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo
 
 from shadowzarr_store.transport.client import Transport, same_etag
-from shadowzarr_store.transport.local import probe_local, read_local
+from shadowzarr_store.transport.local import Stamp, identify_local, read_local
 from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 
@@ -97,8 +98,9 @@ class RangeSource:
         self._max_gap = max_gap
         self._expect = expect or SourceInfo()
         self._closed = False
+        self._stamp: Stamp | None = None
         if self._kind == "local":
-            self._expect = probe_local(self.url)
+            self._expect, self._stamp = identify_local(self.url)
 
     # -- what the file is -----------------------------------------------------------------------
 
@@ -146,7 +148,9 @@ class RangeSource:
         ]
         if self._kind == "local":
             wanted = [(a, b) for a, b in spans if b > a]
-            blobs = iter(read_local(self.url, list(wanted), size)[0] if wanted else [])
+            blobs = iter(
+                read_local(self.url, list(wanted), size, pinned=self._stamp)[0] if wanted else []
+            )
             if wanted:
                 self._stats.add(requests=len(wanted), bytes=sum(b - a for a, b in wanted), rounds=1)
             return [next(blobs) if b > a else b"" for a, b in spans]

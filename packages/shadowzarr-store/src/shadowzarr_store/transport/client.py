@@ -32,7 +32,14 @@ from shadowzarr_store.transport.errors import (
 )
 from shadowzarr_store.transport.head_values import escaped
 from shadowzarr_store.transport.http import Answer, HttpBackend
-from shadowzarr_store.transport.local import check_identity, probe_local, read_local
+from shadowzarr_store.transport.local import (
+    Stamp,
+    changed_under,
+    check_identity,
+    probe_local,
+    read_local,
+    stamp_now,
+)
 from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.object_store import ObjectStoreBackend
 from shadowzarr_store.transport.options import TransportOptions
@@ -91,7 +98,9 @@ class Transport:
         self.objects = ObjectStoreBackend(self.options)
         self.dandi = DandiResolver(self.options.dandi_api_hosts, self.options.presigned_url_ttl)
         self._lock = threading.Lock()
-        self._verified: set[str] = set()
+        # The stamp of each local file when first read against a recorded identity: every
+        # later read must find the same file (see `local.read_local`).
+        self._pinned: dict[tuple[str, SourceInfo], Stamp] = {}
         self._single_range: dict[str, bool] = {}
         self._redirects: dict[str, tuple[str, float]] = {}
         self._finalizer = weakref.finalize(self, self.http.close_soon)
@@ -314,16 +323,47 @@ class Transport:
     def _read_local_many(
         self, url: str, spans: list[tuple[int, int | None]], expect: SourceInfo, shown: str
     ) -> list[Answer]:
-        """In a worker thread: the identity once per file per transport, the size every time."""
-        if (expect.mtime_ns is not None or expect.sample_hash is not None) and (
-            url not in self._verified
-        ):
-            check_identity(url, expect)
-            with self._lock:
-                self._verified.add(url)
-        blobs, size = read_local(url, spans, expect.size)
+        """In a worker thread: the recorded identity checked on the first read of a file, the
+        file's stamp on every read (the same file, not rewritten since)."""
+        key = (url, expect)
+        with self._lock:
+            pinned = self._pinned.get(key)
+        blobs, size, stamp = read_local(url, spans, expect.size, recorded=expect, pinned=pinned)
+        if pinned is None:
+            self._pin(key, stamp, shown)
         self.stats.add(requests=len(blobs), bytes=sum(len(blob) for blob in blobs))
         return [Answer(blob, size, None) for blob in blobs]
+
+    def _pin(self, key: tuple[str, SourceInfo], stamp: Stamp, shown: str) -> Stamp:
+        """Keep the first stamp seen; a concurrent first read that saw another one raises."""
+        with self._lock:
+            pinned = self._pinned.setdefault(key, stamp)
+        if pinned != stamp:
+            raise changed_under(shown, pinned, stamp)
+        return pinned
+
+    async def local_stamp(self, url: str, expect: SourceInfo | None = None) -> Stamp:
+        """The stamp local file ``url`` is read under by this transport, checked against the
+        file now (one ``stat``; the first time, the recorded identity too, in a worker thread):
+        what a cache keys its rows of a local file by, so a replaced file never hits old rows
+        nor writes new bytes under an old identity."""
+        expect = expect or _UNKNOWN
+        key = (url, expect)
+        self.access.check(url)
+        with self._lock:
+            pinned = self._pinned.get(key)
+        if pinned is None:
+            stamp = await asyncio.to_thread(check_identity, url, expect)
+            return self._pin(key, stamp, redact(url))
+        now = stamp_now(url)
+        if now != pinned:
+            raise changed_under(redact(url), pinned, now)
+        return pinned
+
+    def pinned_stamp(self, url: str, expect: SourceInfo | None = None) -> Stamp | None:
+        """The stamp of local file ``url`` its reads so far came from (None: none read)."""
+        with self._lock:
+            return self._pinned.get((url, expect or _UNKNOWN))
 
     async def _remote[T](self, url: str, shown: str, attempt: Callable[[str], Awaitable[T]]) -> T:
         """``attempt(physical URL)`` with retries and a deadline, after the ``resolve_url``

@@ -1,27 +1,75 @@
-"""Local files: byte ranges, and what identifies a file (size, mtime, a sampled hash).
+"""Local files: byte ranges, and what identifies a file (size, mtime, a sampled hash, a stamp).
 
-A local file has no ETag. Its size is checked on every read (one ``fstat`` of the open file);
-its identity once per source per transport (per store open): when the recorded ``mtime_ns``
-equals the file's, it is the file the references were made for; when it differs (a copy, a
-``touch``, a rewrite) the ``sample_hash`` decides, and a file whose samples differ raised
-`SourceChangedError`. The samples are `SAMPLE_COUNT` blocks of `SAMPLE_BYTES` at fixed
-positions, so the check costs a few small reads however large the file.
+A local file has no ETag. The references record its size, ``mtime_ns`` and ``sample_hash``
+(`SAMPLE_COUNT` blocks of `SAMPLE_BYTES` at fixed positions, so the check costs a few small
+reads however large the file). The first read of a file by a store checks those (`pin`) and
+keeps the file's `Stamp` (device, inode, size, mtime, ctime); every later read opens the file,
+``fstat``s the open descriptor and reads only if the stamp is unchanged, and ``fstat``s it again
+after reading: the bytes come from the file that was checked, and a file replaced (a new inode)
+or rewritten (a new ctime, which no user can set back) under a long-lived store raises
+`SourceChangedError` instead of handing out a mix of old and new chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat as stat_module
+from dataclasses import dataclass
 
 from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo, SourceNotFoundError
 
 from shadowzarr_store.transport.errors import RangeNotSatisfiable
 from shadowzarr_store.transport.locations import local_path
 
-__all__ = ["SAMPLE_BYTES", "SAMPLE_COUNT", "check_identity", "probe_local", "read_local"]
+__all__ = [
+    "SAMPLE_BYTES",
+    "SAMPLE_COUNT",
+    "Stamp",
+    "check_identity",
+    "identify_local",
+    "probe_local",
+    "read_local",
+    "stamp_now",
+]
 
 SAMPLE_COUNT = 8
 SAMPLE_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What ``stat`` says of one version of a file: a rename onto it changes the inode, a
+    rewrite in place the ctime (and usually the mtime)."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, status: os.stat_result) -> Stamp:
+        return cls(
+            status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+        )
+
+    def token(self) -> str:
+        """The stamp as text, for a cache identity."""
+        return f"{self.device}:{self.inode}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+
+    def differences(self, other: Stamp) -> str:
+        """Which of the fields differ, in words, for an error message."""
+        names = {
+            "device": "device",
+            "inode": "inode (replaced by another file)",
+            "size": "size",
+            "mtime_ns": "modification time",
+            "ctime_ns": "change time (rewritten or its times reset)",
+        }
+        return ", ".join(
+            text for name, text in names.items() if getattr(self, name) != getattr(other, name)
+        )
 
 
 def sample_hash(stream: int, size: int) -> str:
@@ -52,40 +100,70 @@ def _open(location: str) -> tuple[int, str]:
         raise SourceError(f"cannot open source {path!r}: {exc}") from exc
 
 
+def _regular(path: str, status: os.stat_result) -> Stamp:
+    if not stat_module.S_ISREG(status.st_mode):
+        raise SourceError(f"source {path} is not a regular file")
+    return Stamp.of(status)
+
+
 def probe_local(location: str) -> SourceInfo:
     """The identity of a local file now: size, mtime and sampled hash."""
+    return identify_local(location)[0]
+
+
+def identify_local(location: str) -> tuple[SourceInfo, Stamp]:
+    """`probe_local` and the `Stamp` of the same open file, to hold later reads to."""
     stream, path = _open(location)
     try:
-        stat = os.fstat(stream)
-        if not os.path.isfile(path):
-            raise SourceError(f"source {path} is not a regular file")
-        return SourceInfo(stat.st_size, None, stat.st_mtime_ns, sample_hash(stream, stat.st_size))
+        stamp = _regular(path, os.fstat(stream))
+        info = SourceInfo(stamp.size, None, stamp.mtime_ns, sample_hash(stream, stamp.size))
+        return info, stamp
     finally:
         os.close(stream)
 
 
-def check_identity(location: str, recorded: SourceInfo) -> None:
-    """Raise `SourceChangedError` unless the file is the one ``recorded`` describes."""
-    if recorded.mtime_ns is None and recorded.sample_hash is None and recorded.size is None:
-        return
-    stream, path = _open(location)
-    try:
-        stat = os.fstat(stream)
-        _check_size(path, stat.st_size, recorded.size)
-        if recorded.mtime_ns is None or stat.st_mtime_ns == recorded.mtime_ns:
-            return
-        if recorded.sample_hash is None:
-            raise SourceChangedError(
-                f"{path} was modified after the references were made (mtime differs, and no "
-                "sample_hash was recorded to tell a copy from a rewrite)"
-            )
-        if sample_hash(stream, stat.st_size) != recorded.sample_hash:
+def _check_recorded(stream: int, path: str, size: int, mtime_ns: int, recorded: SourceInfo) -> None:
+    """Raise `SourceChangedError` unless the open file is the one ``recorded`` describes: its
+    size, and its sampled bytes when recorded (an equal mtime proves nothing: it can be set
+    back), else its mtime."""
+    _check_size(path, size, recorded.size)
+    if recorded.sample_hash is not None:
+        if sample_hash(stream, size) != recorded.sample_hash:
             raise SourceChangedError(
                 f"{path} was rewritten after the references were made (its sampled bytes "
                 "differ): make the references again"
             )
+    elif recorded.mtime_ns is not None and mtime_ns != recorded.mtime_ns:
+        raise SourceChangedError(
+            f"{path} was modified after the references were made (mtime differs, and no "
+            "sample_hash was recorded to tell a copy from a rewrite)"
+        )
+
+
+def check_identity(location: str, recorded: SourceInfo) -> Stamp:
+    """The file's `Stamp`, after checking it is the one ``recorded`` describes
+    (`SourceChangedError` if not)."""
+    stream, path = _open(location)
+    try:
+        status = os.fstat(stream)
+        stamp = _regular(path, status)
+        _check_recorded(stream, path, stamp.size, stamp.mtime_ns, recorded)
+        return stamp
     finally:
         os.close(stream)
+
+
+def stamp_now(location: str) -> Stamp:
+    """The `Stamp` of the file at ``location`` now (one ``stat``, no open)."""
+    path = local_path(location)
+    try:
+        return _regular(path, os.stat(path))
+    except FileNotFoundError as exc:
+        raise SourceNotFoundError(f"no such source file: {path}") from exc
+    except OSError as exc:
+        raise SourceError(f"cannot stat source {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise SourceError(f"cannot stat source {path!r}: {exc}") from exc
 
 
 def _check_size(path: str, size: int, expected: int | None) -> None:
@@ -96,15 +174,39 @@ def _check_size(path: str, size: int, expected: int | None) -> None:
         )
 
 
+def changed_under(path: str, pinned: Stamp, now: Stamp) -> SourceChangedError:
+    return SourceChangedError(
+        f"{path} changed since this store first read it ({pinned.differences(now)} differ): "
+        "open the references again to check it against them"
+    )
+
+
 def read_local(
-    location: str, ranges: list[tuple[int, int | None]], expected_size: int | None = None
-) -> tuple[list[bytes], int]:
+    location: str,
+    ranges: list[tuple[int, int | None]],
+    expected_size: int | None = None,
+    *,
+    recorded: SourceInfo | None = None,
+    pinned: Stamp | None = None,
+) -> tuple[list[bytes], int, Stamp]:
     """Bytes ``[start, end)`` of each range (``end`` None: to the end; fewer when the file ends
-    first) and the file's size; blocking, so callers on an event loop use a worker thread."""
+    first), the file's size and its `Stamp`; blocking, so callers on an event loop use a worker
+    thread.
+
+    With ``pinned``, the open file must still have that stamp; without, it is checked against
+    ``recorded`` (if given) and its stamp is returned for the caller to pin. Either way the
+    stamp is taken again after reading: a file rewritten while it was read raises
+    `SourceChangedError`, so a mix of two versions never leaves here.
+    """
     stream, path = _open(location)
     try:
-        size = os.fstat(stream).st_size
+        stamp = _regular(path, os.fstat(stream))
+        size = stamp.size
+        if pinned is not None and stamp != pinned:
+            raise changed_under(path, pinned, stamp)
         _check_size(path, size, expected_size)
+        if pinned is None and recorded is not None:
+            _check_recorded(stream, path, size, stamp.mtime_ns, recorded)
         out = []
         for start, end in ranges:
             if end is not None and end > start and start >= size:
@@ -114,7 +216,12 @@ def read_local(
             # Never ask for more than the file holds: read() allocates what it is asked for.
             stop = size if end is None else min(end, size)
             out.append(os.pread(stream, max(stop - start, 0), start) if stop > start else b"")
-        return out, size
+        after = Stamp.of(os.fstat(stream))
+        if after != stamp:
+            raise SourceChangedError(
+                f"{path} changed while it was being read ({stamp.differences(after)} differ)"
+            )
+        return out, size, stamp
     except OSError as exc:
         if isinstance(exc, SourceError):
             raise

@@ -88,12 +88,16 @@ def check_source(
         and not same_etag(now.etag, recorded.etag)
     ):
         problems.append(f"ETag {now.etag} != recorded {recorded.etag}")
-    if (
-        recorded.mtime_ns is not None
+    # As the store decides: the sampled bytes when recorded (an mtime can be set back), else
+    # the mtime.
+    if recorded.sample_hash is not None and now.sample_hash != recorded.sample_hash:
+        problems.append("rewritten since the references were made (its sampled bytes differ)")
+    elif (
+        recorded.sample_hash is None
+        and recorded.mtime_ns is not None
         and now.mtime_ns != recorded.mtime_ns
-        and (recorded.sample_hash is None or now.sample_hash != recorded.sample_hash)
     ):
-        problems.append("rewritten since the references were made (mtime and sampled bytes)")
+        problems.append("modified since the references were made (mtime differs)")
     if problems:
         return SourceStatus(shown, False, "; ".join(problems))
     return SourceStatus(shown, True, f"size={now.size} etag={now.etag}")
