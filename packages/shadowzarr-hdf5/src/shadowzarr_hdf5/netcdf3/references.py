@@ -117,6 +117,8 @@ def _add_variable(
         return
     if held is not None:
         builder.add_inline_chunk(path, (0,) * len(shape), held)
+    elif not shape:
+        builder.add_chunk(path, (), url, variable.begin, dtype.itemsize)
     elif placement.contiguous:
         builder.add_contiguous_chunks(
             path,
