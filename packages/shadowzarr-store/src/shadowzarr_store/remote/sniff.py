@@ -20,10 +20,20 @@ from shadowzarr_store.transport import (
 if TYPE_CHECKING:
     from shadowzarr_store.remote.address import SourceFormat
 
-__all__ = ["HDF5_SIGNATURE", "HEAD_BYTES", "TIFF_SIGNATURES", "read_head", "sniff_format"]
+__all__ = [
+    "HDF5_SIGNATURE",
+    "HEAD_BYTES",
+    "NETCDF3_SIGNATURES",
+    "TIFF_SIGNATURES",
+    "read_head",
+    "sniff_format",
+]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
+NETCDF3_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
+"""netCDF-3 classic, 64-bit offset and 64-bit data (CDF-5): `sniff_format` does not name them
+(no remote array reads them); the CLI sends them to the HDF5 package's generator."""
 HEAD_BYTES = 4096
 """Enough for an HDF5 superblock after a user block of up to 2 KiB (it starts at 0, 512, 1024,
 2048…), a TIFF header and the start of a JSON reference file."""

@@ -34,15 +34,18 @@ def _through_transport[T](options: TransportOptions, use: Callable[[Transport], 
 
 
 def detect_format(source: str, options: TransportOptions | None = None) -> str:
-    """``hdf5``, ``tiff`` or ``neo`` (a directory, or a file no other generator reads), from the
-    first bytes (read as the generators would: their headers, their ``allowed_urls``); a file
-    whose name says HDF5 or TIFF but whose bytes do not is refused."""
+    """``hdf5``, ``netcdf3``, ``tiff`` or ``neo`` (a directory, or a file no other generator
+    reads), from the first bytes (read as the generators would: their headers, their
+    ``allowed_urls``); a file whose name says HDF5 or TIFF but whose bytes do not is refused."""
     from shadowzarr_store.remote.errors import SourceFormatError
-    from shadowzarr_store.remote.sniff import read_head, sniff_format
+    from shadowzarr_store.remote.sniff import NETCDF3_SIGNATURES, read_head, sniff_format
 
     if is_local(source) and Path(source).is_dir():
         return "neo"
-    kind = sniff_format(read_head(source, options=options))
+    head = read_head(source, options=options)
+    if head[:4] in NETCDF3_SIGNATURES:
+        return "netcdf3"
+    kind = sniff_format(head)
     if kind in ("hdf5", "tiff"):
         return kind
     named = _named_format(source)
