@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from shadowzarr_spec import DatasetNotFoundError, FileRef, ShadowzarrError, SourceError
+from shadowzarr_spec import (
+    DatasetNotFoundError,
+    FileRef,
+    ShadowzarrError,
+    SourceError,
+    SourceNotFoundError,
+)
 
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_hdf5.netcdf3 import NetCDF3FormatError
@@ -312,6 +318,26 @@ def test_hostile_headers_are_refused_at_once(tmp_path: Path, data: bytes, messag
         generate_rfs(path)
     assert "hostile.nc" in str(caught.value)
     assert isinstance(caught.value, SourceError)
+
+
+def test_missing_local_file_is_a_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceNotFoundError, match=r"nothing\.nc"):
+        generate_rfs(tmp_path / "nothing.nc")
+
+
+def test_fill_of_a_char_variable_stays_in_the_array(tmp_path: Path, open_refs: Any) -> None:
+    """xarray's Zarr backend cannot decode a bytes ``_FillValue``: char variables keep it only
+    as the array's fill value, so xarray opens the references (showing the fill characters)."""
+    path = tmp_path / "chars.nc"
+    with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as nc:
+        nc.createDimension("s", 3)
+        chars = nc.createVariable("c", "S1", ("s",), fill_value=b"x")
+        chars[0] = b"a"
+    rfs = generate_rfs(path, inline_threshold=0)
+    array = open_refs(rfs)["c"]
+    assert array.fill_value == b"x"
+    assert "_FillValue" not in array.attrs
+    assert xr.open_dataset(rfs, engine="shadowzarr")["c"].values[()] == b"axx"  # one string
 
 
 def test_data_past_the_end_is_refused(tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ from shadowzarr_spec import (
     DatasetNotFoundError,
     ReferenceFileSystem,
     RfsBuilder,
+    SourceError,
+    SourceNotFoundError,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
@@ -199,8 +201,13 @@ def generate_rfs(
 def _head(raw: Any) -> bytes:
     """The first bytes of the file (a remote file's first block is read already)."""
     if isinstance(raw, str):
-        with open(raw, "rb") as handle:
-            return handle.read(4)
+        try:
+            with open(raw, "rb") as handle:
+                return handle.read(4)
+        except FileNotFoundError as exc:
+            raise SourceNotFoundError(f"{raw}: no such file") from exc
+        except OSError as exc:
+            raise SourceError(f"{raw}: cannot be read ({exc.strerror or exc})") from exc
     return bytes(raw.read_at(0, 4))
 
 

@@ -2,7 +2,8 @@
 
 ``char`` attributes are text (UTF-8, undecodable bytes replaced, NULs dropped, as netCDF4-python
 does); numeric ones are lists, and one value is a scalar. ``_FillValue`` is written the way
-xarray's Zarr backend reads it (see :func:`shadowzarr_hdf5.netcdf.xarray_fill_value`).
+xarray's Zarr backend reads it (see :func:`shadowzarr_hdf5.netcdf.xarray_fill_value`), except
+on ``char`` variables, where only the array's fill value holds it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from ..netcdf import xarray_fill_value
 from .header import Attribute
-from .nc_types import NcType
+from .nc_types import NC_CHAR, NcType
 
 __all__ = ["FILL_VALUE", "attribute_values", "fill_value"]
 
@@ -24,7 +25,11 @@ def attribute_values(
     """Plain values of a node's attributes; ``kind``: the variable's type (None for the root).
     A ``_FillValue`` of another type than the variable's is kept as it is."""
     out = {name: _plain(attribute) for name, attribute in attributes.items()}
-    if kind is not None and kind.dtype.kind in "iuf":
+    if kind is not None and kind.code == NC_CHAR:
+        # xarray's Zarr backend cannot decode a bytes _FillValue (it raises): the array's fill
+        # value keeps it, and xarray shows the fill characters instead of masking them.
+        out.pop(FILL_VALUE, None)
+    elif kind is not None:
         fill, stored = fill_value(attributes, kind)
         if stored:
             out[FILL_VALUE] = xarray_fill_value(fill, kind.dtype)
