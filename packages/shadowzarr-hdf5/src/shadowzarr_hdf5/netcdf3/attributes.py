@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..netcdf import xarray_fill_value
-from .header import Attribute
+from .header import NcAttribute
 from .nc_types import NC_CHAR, NcType
 
-__all__ = ["FILL_VALUE", "attribute_values", "fill_value"]
+__all__ = ["FILL_VALUE", "attribute_values", "variable_fill"]
 
 FILL_VALUE = "_FillValue"
 
 
 def attribute_values(
-    attributes: dict[str, Attribute], kind: NcType | None = None
+    attributes: dict[str, NcAttribute], kind: NcType | None = None
 ) -> dict[str, Any]:
     """Plain values of a node's attributes; ``kind``: the variable's type (None for the root).
     A ``_FillValue`` of another type than the variable's is kept as it is."""
@@ -30,13 +30,13 @@ def attribute_values(
         # value keeps it, and xarray shows the fill characters instead of masking them.
         out.pop(FILL_VALUE, None)
     elif kind is not None:
-        fill, stored = fill_value(attributes, kind)
+        fill, stored = variable_fill(attributes, kind)
         if stored:
             out[FILL_VALUE] = xarray_fill_value(fill, kind.dtype)
     return out
 
 
-def fill_value(attributes: dict[str, Attribute], kind: NcType) -> tuple[Any, bool]:
+def variable_fill(attributes: dict[str, NcAttribute], kind: NcType) -> tuple[Any, bool]:
     """``(fill, from_attribute)``: the first value of ``_FillValue`` when it has the variable's
     type (netCDF requires it to), else netCDF's default fill for the type."""
     attribute = attributes.get(FILL_VALUE)
@@ -48,7 +48,7 @@ def fill_value(attributes: dict[str, Attribute], kind: NcType) -> tuple[Any, boo
     return values[0].item(), True
 
 
-def _plain(attribute: Attribute) -> Any:
+def _plain(attribute: NcAttribute) -> Any:
     values = attribute.values
     if isinstance(values, bytes):
         return values.decode("utf-8", "replace").replace("\x00", "")

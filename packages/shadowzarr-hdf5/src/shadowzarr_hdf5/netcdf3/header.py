@@ -20,11 +20,11 @@ from .nc_types import NC_CHAR, NcType, nc_type
 
 __all__ = [
     "MAX_HEADER_BYTES",
-    "Attribute",
-    "Dimension",
-    "Header",
+    "NcAttribute",
+    "NcDimension",
+    "NcHeader",
+    "NcVariable",
     "NetCDF3FormatError",
-    "Variable",
     "is_netcdf3",
     "read_header",
 ]
@@ -46,7 +46,7 @@ class NetCDF3FormatError(SourceError):
 
 
 @dataclass(frozen=True, slots=True)
-class Dimension:
+class NcDimension:
     name: str
     length: int
     """0 for the record (unlimited) dimension, whose length is the number of records."""
@@ -57,30 +57,30 @@ class Dimension:
 
 
 @dataclass(frozen=True, slots=True)
-class Attribute:
+class NcAttribute:
     type: NcType
     values: np.ndarray | bytes
     """Big-endian values of a numeric type; the raw bytes of a ``char`` attribute."""
 
 
 @dataclass(frozen=True, slots=True)
-class Variable:
+class NcVariable:
     name: str
     dimids: tuple[int, ...]
-    attributes: dict[str, Attribute]
+    attributes: dict[str, NcAttribute]
     type: NcType
     begin: int
     """Offset of the data (of the first record, for a record variable)."""
 
 
 @dataclass(frozen=True, slots=True)
-class Header:
+class NcHeader:
     version: int
     numrecs: int | None
     """None: STREAMING, the count follows from the file's size."""
-    dimensions: tuple[Dimension, ...]
-    attributes: dict[str, Attribute]
-    variables: tuple[Variable, ...]
+    dimensions: tuple[NcDimension, ...]
+    attributes: dict[str, NcAttribute]
+    variables: tuple[NcVariable, ...]
 
 
 def is_netcdf3(head: bytes) -> bool:
@@ -88,7 +88,7 @@ def is_netcdf3(head: bytes) -> bool:
     return head[:3] == MAGIC and len(head) >= 4 and head[3] in VERSIONS
 
 
-def read_header(read: Callable[[int, int], bytes], file_size: int, name: str) -> Header:
+def read_header(read: Callable[[int, int], bytes], file_size: int, name: str) -> NcHeader:
     """Parse the header of the file ``name``, of ``file_size`` bytes, read through
     ``read(offset, size)``."""
     cursor = _Cursor(read, file_size, redact(name))
@@ -103,7 +103,7 @@ def read_header(read: Callable[[int, int], bytes], file_size: int, name: str) ->
     dimensions = _dimensions(cursor)
     attributes = _attributes(cursor, "global attribute")
     variables = _variables(cursor, len(dimensions))
-    return Header(
+    return NcHeader(
         version=version,
         numrecs=None if streaming else raw_numrecs,
         dimensions=dimensions,
@@ -197,7 +197,7 @@ class _Cursor:
         return n
 
 
-def _dimensions(cursor: _Cursor) -> tuple[Dimension, ...]:
+def _dimensions(cursor: _Cursor) -> tuple[NcDimension, ...]:
     n = cursor.list_header(_NC_DIMENSION, "dimension", 2 * cursor.count_bytes + 4)
     dimensions = []
     seen: set[str] = set()
@@ -206,15 +206,15 @@ def _dimensions(cursor: _Cursor) -> tuple[Dimension, ...]:
         if name in seen:
             raise cursor.error(f"the dimension {name!r} is defined twice")
         seen.add(name)
-        dimensions.append(Dimension(name, cursor.non_neg()))
+        dimensions.append(NcDimension(name, cursor.non_neg()))
     if sum(d.unlimited for d in dimensions) > 1:
         raise cursor.error("more than one record (unlimited) dimension")
     return tuple(dimensions)
 
 
-def _attributes(cursor: _Cursor, what: str) -> dict[str, Attribute]:
+def _attributes(cursor: _Cursor, what: str) -> dict[str, NcAttribute]:
     n = cursor.list_header(_NC_ATTRIBUTE, what, 2 * cursor.count_bytes + 8)
-    attributes: dict[str, Attribute] = {}
+    attributes: dict[str, NcAttribute] = {}
     for _ in range(n):
         name = cursor.name_text(what)
         if name in attributes:
@@ -228,11 +228,11 @@ def _attributes(cursor: _Cursor, what: str) -> dict[str, Attribute]:
         raw = cursor.take(size)
         cursor.padding(size)
         values = raw if kind.code == NC_CHAR else np.frombuffer(raw, dtype=kind.dtype)
-        attributes[name] = Attribute(kind, values)
+        attributes[name] = NcAttribute(kind, values)
     return attributes
 
 
-def _variables(cursor: _Cursor, n_dimensions: int) -> tuple[Variable, ...]:
+def _variables(cursor: _Cursor, n_dimensions: int) -> tuple[NcVariable, ...]:
     wide = cursor.count_bytes
     minimum = wide + 4 + wide + (4 + wide) + 4 + wide + cursor.offset_bytes
     n = cursor.list_header(_NC_VARIABLE, "variable", minimum)
@@ -258,5 +258,5 @@ def _variables(cursor: _Cursor, n_dimensions: int) -> tuple[Variable, ...]:
             raise cursor.error(f"the variable {name!r} has the unknown type {code}")
         cursor.non_neg()  # vsize: redundant (and clipped for > 4 GiB); sizes follow the shape
         begin = cursor.uint(cursor.offset_bytes)
-        variables.append(Variable(name, dimids, attributes, kind, begin))
+        variables.append(NcVariable(name, dimids, attributes, kind, begin))
     return tuple(variables)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .header import Header, NetCDF3FormatError, Variable
+from .header import NcHeader, NcVariable, NetCDF3FormatError
 
-__all__ = ["Placement", "place_variables"]
+__all__ = ["VariableLayout", "place_variables"]
 
 _MAX_BYTES = 2**62
 """Bytes one record (or one variable) may claim before any check against the file size: keeps
@@ -23,10 +23,10 @@ every computed size and offset well inside int64 for zarr and numpy."""
 
 
 @dataclass(frozen=True, slots=True)
-class Placement:
+class VariableLayout:
     """One variable's array shape, dimension names and bytes."""
 
-    variable: Variable
+    variable: NcVariable
     shape: tuple[int, ...]
     dimension_names: tuple[str, ...]
     record: bool
@@ -46,8 +46,10 @@ class Placement:
         return self.slice_bytes * self.shape[0] if self.record else self.slice_bytes
 
 
-def place_variables(header: Header, file_size: int, name: str) -> tuple[int, list[Placement]]:
-    """``(numrecs, placements)``; refuses a variable whose bytes reach past the file's end."""
+def place_variables(
+    header: NcHeader, file_size: int, name: str
+) -> tuple[int, list[VariableLayout]]:
+    """``(numrecs, layouts)``; refuses a variable whose bytes reach past the file's end."""
     described = [_describe(header, variable, name) for variable in header.variables]
     records = [(v, shape, size) for v, shape, size, record in described if record]
     recsize = sum(_round4(size) for _, _, size in records)
@@ -57,11 +59,11 @@ def place_variables(header: Header, file_size: int, name: str) -> tuple[int, lis
     if numrecs is None:  # STREAMING: as many whole records as the file holds
         start = min((v.begin for v, _, _ in records), default=file_size)
         numrecs = max(0, file_size - start) // recsize if recsize else 0
-    placements = []
+    layouts = []
     for variable, shape, size, record in described:
         if record:
             shape = (numrecs, *shape[1:])
-        placement = Placement(
+        layout = VariableLayout(
             variable=variable,
             shape=shape,
             dimension_names=tuple(header.dimensions[d].name for d in variable.dimids),
@@ -69,14 +71,14 @@ def place_variables(header: Header, file_size: int, name: str) -> tuple[int, lis
             slice_bytes=size,
             stride=recsize if record else 0,
         )
-        _check_inside(placement, file_size, name)
-        placements.append(placement)
-    return numrecs, placements
+        _check_inside(layout, file_size, name)
+        layouts.append(layout)
+    return numrecs, layouts
 
 
 def _describe(
-    header: Header, variable: Variable, name: str
-) -> tuple[Variable, tuple[int, ...], int, bool]:
+    header: NcHeader, variable: NcVariable, name: str
+) -> tuple[NcVariable, tuple[int, ...], int, bool]:
     """(variable, shape with 0 for the record axis, bytes per record or in all, is record)."""
     dimensions = [header.dimensions[d] for d in variable.dimids]
     unlimited = [axis for axis, d in enumerate(dimensions) if d.unlimited]
@@ -97,14 +99,14 @@ def _describe(
     return variable, shape, size, record
 
 
-def _check_inside(placement: Placement, file_size: int, name: str) -> None:
-    if placement.nbytes == 0:
+def _check_inside(layout: VariableLayout, file_size: int, name: str) -> None:
+    if layout.nbytes == 0:
         return
-    last = placement.shape[0] - 1 if placement.record else 0
-    end = placement.variable.begin + last * placement.stride + placement.slice_bytes
+    last = layout.shape[0] - 1 if layout.record else 0
+    end = layout.variable.begin + last * layout.stride + layout.slice_bytes
     if end > file_size:
         raise NetCDF3FormatError(
-            f"{name}: the variable {placement.variable.name!r} reaches byte {end}, past the end "
+            f"{name}: the variable {layout.variable.name!r} reaches byte {end}, past the end "
             f"of the file ({file_size} bytes)"
         )
 

@@ -19,9 +19,9 @@ from shadowzarr_store.transport import redact
 
 from ..context import Options
 from ..layouts import contiguous_chunks
-from .attributes import attribute_values, fill_value
+from .attributes import attribute_values, variable_fill
 from .header import read_header
-from .layout import Placement, place_variables
+from .layout import VariableLayout, place_variables
 
 __all__ = ["RangeReader", "add_netcdf3"]
 
@@ -49,60 +49,58 @@ def add_netcdf3(
     callback told of each variable added."""
     size = reader.size
     header = read_header(lambda offset, n: reader.fetch_many([(offset, n)])[0], size, url)
-    _numrecs, placements = place_variables(header, size, redact(url))
-    chosen = _chosen(placements, wanted, url)
+    _numrecs, layouts = place_variables(header, size, redact(url))
+    chosen = _chosen(layouts, wanted, url)
     builder.add_group("", attribute_values(header.attributes))
     small = [p for p in chosen if 0 < p.nbytes <= options.inline_threshold]
     held = _read_values(reader, small)
     report = progress(len(chosen))
-    for placement in chosen:
-        _add_variable(builder, placement, url, options, held.get(placement.variable.name))
-        report(placement.variable.name)
+    for layout in chosen:
+        _add_variable(builder, layout, url, options, held.get(layout.variable.name))
+        report(layout.variable.name)
 
 
 def _chosen(
-    placements: list[Placement], wanted: frozenset[str] | None, url: str
-) -> list[Placement]:
+    layouts: list[VariableLayout], wanted: frozenset[str] | None, url: str
+) -> list[VariableLayout]:
     if wanted is None:
-        return placements
-    names = {p.variable.name for p in placements}
+        return layouts
+    names = {p.variable.name for p in layouts}
     for name in sorted(wanted):
         if name not in names:
             raise DatasetNotFoundError(f"{name!r} is not a variable of {redact(url)}")
-    return [p for p in placements if p.variable.name in wanted]
+    return [p for p in layouts if p.variable.name in wanted]
 
 
-def _ranges(placement: Placement) -> list[tuple[int, int]]:
+def _ranges(layout: VariableLayout) -> list[tuple[int, int]]:
     """The byte ranges of a variable's values, in C order."""
-    begin = placement.variable.begin
-    if placement.contiguous:
-        return [(begin, placement.nbytes)]
-    return [
-        (begin + r * placement.stride, placement.slice_bytes) for r in range(placement.shape[0])
-    ]
+    begin = layout.variable.begin
+    if layout.contiguous:
+        return [(begin, layout.nbytes)]
+    return [(begin + r * layout.stride, layout.slice_bytes) for r in range(layout.shape[0])]
 
 
-def _read_values(reader: RangeReader, placements: Sequence[Placement]) -> dict[str, bytes]:
+def _read_values(reader: RangeReader, layouts: Sequence[VariableLayout]) -> dict[str, bytes]:
     """The stored bytes of each small variable, read in one round."""
-    wanted = [(p, _ranges(p)) for p in placements]
+    wanted = [(p, _ranges(p)) for p in layouts]
     flat = [r for _, ranges in wanted for r in ranges]
     blobs = iter(reader.fetch_many(flat) if flat else [])
     return {p.variable.name: b"".join(next(blobs) for _ in ranges) for p, ranges in wanted}
 
 
 def _add_variable(
-    builder: RfsBuilder, placement: Placement, url: str, options: Options, held: bytes | None
+    builder: RfsBuilder, layout: VariableLayout, url: str, options: Options, held: bytes | None
 ) -> None:
-    variable = placement.variable
+    variable = layout.variable
     dtype = variable.type.dtype
-    shape = placement.shape
-    if held is not None or placement.nbytes == 0:
+    shape = layout.shape
+    if held is not None or layout.nbytes == 0:
         chunk_shape = tuple(max(1, n) for n in shape)
-    elif placement.contiguous:
+    elif layout.contiguous:
         chunk_shape = contiguous_chunks(shape, dtype.itemsize, options)
     else:
         chunk_shape = (1, *shape[1:])
-    fill, _stored = fill_value(variable.attributes, variable.type)
+    fill, _stored = variable_fill(variable.attributes, variable.type)
     path = variable.name
     builder.add_array(
         path,
@@ -111,15 +109,15 @@ def _add_variable(
         chunk_shape=chunk_shape,
         fill_value=fill,
         attributes=attribute_values(variable.attributes, variable.type),
-        dimension_names=list(placement.dimension_names) if shape else None,
+        dimension_names=list(layout.dimension_names) if shape else None,
     )
-    if placement.nbytes == 0:
+    if layout.nbytes == 0:
         return
     if held is not None:
         builder.add_inline_chunk(path, (0,) * len(shape), held)
     elif not shape:
         builder.add_chunk(path, (), url, variable.begin, dtype.itemsize)
-    elif placement.contiguous:
+    elif layout.contiguous:
         builder.add_contiguous_chunks(
             path,
             url=url,
@@ -133,7 +131,7 @@ def _add_variable(
             path,
             url=url,
             start=variable.begin,
-            stride=placement.stride,
+            stride=layout.stride,
             length=math.prod(shape[1:]) * dtype.itemsize,
             count=shape[0],
         )
