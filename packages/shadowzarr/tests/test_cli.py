@@ -174,6 +174,25 @@ def test_generate_one_file_then_read(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.load(npy), values["a"])
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_generate_a_netcdf3_file(tmp_path: Path, version: int) -> None:
+    """A ``.nc`` file holding netCDF-3 (not HDF5) is told by its magic and generated."""
+    from scipy.io import netcdf_file
+
+    values = np.arange(30, dtype="i2").reshape(10, 3)
+    with netcdf_file(tmp_path / "classic.nc", "w", version=version) as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("x", 3)
+        nc.createVariable("counts", "i2", ("time", "x"))[:] = values
+        nc.createVariable("other", "f8", ("time",))[:] = np.arange(10.0)
+    out = tmp_path / "classic.shadowzarr"
+    result = shadowzarr("generate", str(tmp_path / "classic.nc"), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    npy = tmp_path / "counts.npy"
+    assert shadowzarr("get", str(out), "counts", "-o", str(npy)).returncode == 0
+    np.testing.assert_array_equal(np.load(npy), values)
+
+
 def test_generate_a_folder_in_parallel(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()

@@ -43,9 +43,10 @@ class Access:
 
 
 def pick_format(url: str, access: Access) -> str:
-    """``hdf5``, ``tiff`` or ``neo:<RawIO class>``; raises `Skipped` for anything else."""
+    """``hdf5``, ``netcdf3``, ``tiff`` or ``neo:<RawIO class>``; raises `Skipped` for anything
+    else."""
     kind = detect_format(url, access.transport())
-    if kind in ("hdf5", "tiff"):
+    if kind in ("hdf5", "netcdf3", "tiff"):
         return kind
     if not is_local(url):
         raise Skipped("not HDF5 or TIFF (NEO recordings are read from local files only)")
@@ -67,7 +68,7 @@ def generate(
     url: str, kind: str, access: Access, options: Mapping[str, Any]
 ) -> ReferenceFileSystem:
     """References of one asset through the generator of ``kind``."""
-    if kind == "hdf5":
+    if kind in ("hdf5", "netcdf3"):  # one generator reads both
         from shadowzarr_hdf5 import generate_rfs
 
         return generate_rfs(url, progress=False, **access.kwargs(), **options)

@@ -27,6 +27,8 @@ from shadowzarr_spec import (
     ReferenceFileSystem,
     RfsBuilder,
     ShadowzarrError,
+    SourceError,
+    SourceNotFoundError,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
@@ -51,6 +53,7 @@ from .layouts import storage_layout
 from .links import link_record, user_defined_class
 from .matlab import userblock_offset_shift
 from .netcdf import is_netcdf4, is_placeholder_dimension, netcdf_attributes
+from .netcdf3 import add_netcdf3, is_netcdf3
 from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
@@ -88,7 +91,8 @@ def generate_rfs(
     allowed_urls: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ReferenceFileSystem:
-    """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file.
+    """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file, or
+    every variable of a netCDF-3 file (classic, 64-bit offset or CDF-5).
 
     Parameters
     ----------
@@ -153,6 +157,12 @@ def generate_rfs(
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
     with ExitStack() as stack:
         raw = _open_raw(read_from, stack, transport, whole=wanted is None)
+        if is_netcdf3(_head(raw)):
+            return _generate_netcdf3(
+                raw, stack, reference_url, options, wanted, progress, transport,
+                record_source=record_source, local_copy=local_hdf5_path,
+                bare_non_finite=bool(bare_non_finite),
+            )  # fmt: skip
         file = stack.enter_context(h5py.File(raw, "r"))
         read_bytes = _reader(raw)
         netcdf = is_netcdf4(file)
@@ -188,6 +198,49 @@ def generate_rfs(
     rfs = builder.build()
     warn_omitted(rfs.omitted, url)
     return bare_non_finite_attributes(rfs) if bare else rfs
+
+
+def _head(raw: Any) -> bytes:
+    """The first bytes of the file (a remote file's first block is read already)."""
+    if isinstance(raw, str):
+        try:
+            with open(raw, "rb") as handle:
+                return handle.read(4)
+        except FileNotFoundError as exc:
+            raise SourceNotFoundError(f"{raw}: no such file") from exc
+        except OSError as exc:
+            raise SourceError(f"{raw}: cannot be read ({exc.strerror or exc})") from exc
+    return bytes(raw.read_at(0, 4))
+
+
+def _generate_netcdf3(
+    raw: Any,
+    stack: ExitStack,
+    url: str,
+    options: Options,
+    wanted: frozenset[str] | None,
+    progress: ProgressCallback | bool | None,
+    transport: TransportOptions,
+    *,
+    record_source: bool,
+    local_copy: str | os.PathLike[str] | None,
+    bare_non_finite: bool,
+) -> ReferenceFileSystem:
+    """References of a netCDF-3 file, read through the same local path or `RemoteFile`."""
+    reader = stack.enter_context(RangeSource(raw)) if isinstance(raw, str) else raw
+    builder = RfsBuilder()
+    add_netcdf3(
+        builder,
+        reader,
+        url=url,
+        options=options,
+        wanted=wanted,
+        progress=lambda total: _progress(progress, total),
+    )
+    if record_source:
+        _record_source(builder, url, raw, local_copy, transport)
+    rfs = builder.build()
+    return bare_non_finite_attributes(rfs) if bare_non_finite else rfs
 
 
 def _base(url: str) -> str:

@@ -22,7 +22,13 @@ import h5py
 import numpy as np
 from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY
 
-__all__ = ["is_netcdf4", "is_netcdf_char", "is_placeholder_dimension", "netcdf_attributes"]
+__all__ = [
+    "is_netcdf4",
+    "is_netcdf_char",
+    "is_placeholder_dimension",
+    "netcdf_attributes",
+    "xarray_fill_value",
+]
 
 _BOOKKEEPING = frozenset(
     {"_Netcdf4Dimid", "_Netcdf4Coordinates", "_NCProperties", "_nc3_strict", "CLASS", "NAME"}
@@ -68,7 +74,7 @@ def is_placeholder_dimension(dataset: h5py.Dataset) -> bool:
 def netcdf_attributes(attributes: dict[str, Any], dtype: np.dtype | None) -> dict[str, Any]:
     out = {k: _unwrapped(v) for k, v in attributes.items() if k not in _BOOKKEEPING}
     if "_FillValue" in out and dtype is not None:
-        out["_FillValue"] = _xarray_fill(out["_FillValue"], dtype)
+        out["_FillValue"] = xarray_fill_value(out["_FillValue"], dtype)
         types = out.get(ATTRIBUTE_TYPES_KEY)
         if isinstance(types, dict):  # stored as xarray's Zarr backend reads it, not as a number
             out[ATTRIBUTE_TYPES_KEY] = {k: v for k, v in types.items() if k != "_FillValue"}
@@ -82,7 +88,8 @@ def _unwrapped(value: Any) -> Any:
     return value
 
 
-def _xarray_fill(value: Any, dtype: np.dtype) -> Any:
+def xarray_fill_value(value: Any, dtype: np.dtype) -> Any:
+    """``_FillValue`` as xarray's Zarr backend decodes it for an array of ``dtype``."""
     if dtype.kind == "f":
         return base64.standard_b64encode(struct.pack("<d", float(value))).decode()
     if dtype.kind in "iu":

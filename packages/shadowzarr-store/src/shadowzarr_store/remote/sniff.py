@@ -28,6 +28,7 @@ __all__ = [
     "HDF5_SIGNATURE",
     "HDF5_SUFFIXES",
     "HEAD_BYTES",
+    "NETCDF3_SIGNATURES",
     "SOURCE_SUFFIXES",
     "TIFF_SIGNATURES",
     "TIFF_SUFFIXES",
@@ -39,6 +40,9 @@ __all__ = [
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
+NETCDF3_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
+"""netCDF-3 classic, 64-bit offset and 64-bit data (CDF-5): `sniff_format` does not name them
+(no remote array reads them); `detect_format` sends them to the HDF5 package's generator."""
 HDF5_SUFFIXES = frozenset({".h5", ".hdf5", ".nwb", ".mat", ".he5", ".nc", ".hdf"})
 TIFF_SUFFIXES = frozenset({".tif", ".tiff", ".btf"})
 SOURCE_SUFFIXES = HDF5_SUFFIXES | TIFF_SUFFIXES
@@ -91,14 +95,18 @@ def sniff_format(head: bytes) -> SourceFormat | None:
 
 
 def detect_format(source: str, options: TransportOptions | None = None) -> str:
-    """``hdf5``, ``tiff`` or ``neo`` (a directory, or a file no other generator reads), from the
-    first bytes (read as the generators would: their headers, their ``allowed_urls``); a file
-    whose name says HDF5 or TIFF but whose bytes do not is refused (`SourceFormatError`).
+    """``hdf5``, ``netcdf3``, ``tiff`` or ``neo`` (a directory, or a file no other generator
+    reads), from the first bytes (read as the generators would: their headers, their
+    ``allowed_urls``); a file whose name says HDF5 or TIFF but whose bytes do not is refused
+    (`SourceFormatError`).
 
     The one choice of generator, for the ``shadowzarr generate`` command and the catalog."""
     if is_local(source) and Path(source).is_dir():
         return "neo"
-    kind = sniff_format(read_head(source, options=options))
+    head = read_head(source, options=options)
+    if head[:4] in NETCDF3_SIGNATURES:
+        return "netcdf3"
+    kind = sniff_format(head)
     if kind in ("hdf5", "tiff"):
         return kind
     named = named_format(source)

@@ -41,7 +41,7 @@ def register(
 ) -> None:
     parser = subcommands.add_parser(
         "generate",
-        help="generate references for HDF5/NWB, TIFF or NEO-readable sources",
+        help="generate references for HDF5/NWB, netCDF, TIFF or NEO-readable sources",
         description="SOURCE is a file, a URL, a folder (every HDF5/TIFF file in it, or a "
         "recording NEO reads), @list.txt (one source per line) or a DANDI dandiset version URL "
         "(every asset). With one source OUT is the output; with several it is a folder. "
@@ -59,7 +59,7 @@ def register(
     parser.add_argument(
         "--format",
         default="auto",
-        help="auto (from the first bytes), hdf5, tiff, neo or neo:<RawIO class name>",
+        help="auto (from the first bytes), hdf5, netcdf3, tiff, neo or neo:<RawIO class name>",
     )
     parser.add_argument("--local-path", help="a local copy of SOURCE to read headers from")
     parser.add_argument(
@@ -285,7 +285,7 @@ def _generator(kind: str, raw: RawBinaryLayout | None, access: dict[str, Any]) -
             f"--dtype/--channels/--sampling-rate/--byte-offset describe a raw binary recording "
             f"(--format neo:RawBinarySignalRawIO), not a {kind} source"
         )
-    if kind == "hdf5":
+    if kind in ("hdf5", "netcdf3"):  # one generator reads both
         module = import_module_for("shadowzarr_hdf5", "hdf5", "generating from HDF5")
         return lambda source, local, _url_for, progress: module.generate_rfs(
             source, local_hdf5_path=local, progress=progress, **access
@@ -301,7 +301,7 @@ def _generator(kind: str, raw: RawBinaryLayout | None, access: dict[str, Any]) -
         return lambda source, _local, url_for, _progress: module.generate_rfs_neo(
             _neo_reader(source, reader_name, raw), url_for=url_for
         )
-    raise ValueError(f"unknown format {kind!r} (auto, hdf5, tiff, neo, neo:<RawIO class>)")
+    raise ValueError(f"unknown format {kind!r} (auto, hdf5, netcdf3, tiff, neo, neo:<RawIO class>)")
 
 
 def _neo_reader(source: str, reader_name: str | None, raw: RawBinaryLayout | None) -> Any:
