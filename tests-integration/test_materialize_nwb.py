@@ -14,7 +14,6 @@ import pytest
 from hdmf.backends.hdf5 import H5DataIO
 from hdmf_zarr import NWBZarrIO
 from pynwb import NWBHDF5IO, NWBFile, TimeSeries
-
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import write_rfs
 from shadowzarr_store import materialize

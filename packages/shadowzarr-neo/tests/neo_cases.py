@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 from neo.rawio import BlackrockRawIO, BrainVisionRawIO, IntanRawIO
-
 from neo_recordings import WrittenRecording
 from neo_recordings._common import ephys_data
 from neo_recordings.axon import AXON_FILES, axon_recording

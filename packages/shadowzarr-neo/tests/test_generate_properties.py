@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from neo_recordings.rawbinary import write_rawbinary
 from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import generate_rfs_neo, virtual_arrays_neo
-
-from neo_recordings.rawbinary import write_rawbinary
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

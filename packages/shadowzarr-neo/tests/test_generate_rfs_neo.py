@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
+from neo_cases import WRITTEN, all_cases, written_cases
 from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import generate_rfs_neo
 from shadowzarr_neo.generate import buffer_path
-
-from neo_cases import WRITTEN, all_cases, written_cases
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -138,9 +137,8 @@ def test_paths_for_one_segment(tmp_path: Path) -> None:
 @pytest.mark.filterwarnings("ignore:Cannot rescale to voltage:UserWarning")
 def test_readers_without_buffers_are_refused(tmp_path: Path) -> None:
     from neo.rawio import BlackrockRawIO
-    from shadowzarr_spec.errors import NotVirtualizable
-
     from neo_recordings._common import ephys_data
+    from shadowzarr_spec.errors import NotVirtualizable
 
     reader = BlackrockRawIO(str(ephys_data() / "blackrock" / "example_2"), nsx_to_load=2)
     reader.parse_header()
@@ -175,9 +173,8 @@ def test_an_hour_of_neuropixels_is_one_gen_entry(tmp_path: Path) -> None:
     import os
     import time
 
-    from shadowzarr_spec import rfs_to_json
-
     from neo_recordings.spikeglx import write_spikeglx
+    from shadowzarr_spec import rfs_to_json
 
     recording = write_spikeglx(tmp_path, segments=1, n_samples=1_000)
     ap = tmp_path / "rec_g0_t0.imec0.ap.bin"
@@ -203,9 +200,8 @@ def test_an_hour_of_neuropixels_is_one_gen_entry(tmp_path: Path) -> None:
 
 
 def test_compressed_maxwell_is_refused(tmp_path: Path) -> None:
-    from shadowzarr_spec.errors import NotVirtualizable
-
     from neo_recordings.maxwell import write_maxwell
+    from shadowzarr_spec.errors import NotVirtualizable
 
     recording = write_maxwell(tmp_path, chunks=(3, 100), compression="gzip")
     reader = recording.open()
@@ -222,9 +218,8 @@ def test_compressed_maxwell_is_refused(tmp_path: Path) -> None:
 )
 def test_written_references_read_back(write_name: str, target: str, tmp_path: Path) -> None:
     """Written to a JSON file or a directory (with a chunk index), then loaded from disk."""
-    from shadowzarr_spec import write_rfs
-
     from neo_cases import REAL, WRITTEN
+    from shadowzarr_spec import write_rfs
 
     reader = {**WRITTEN, **REAL}[write_name](tmp_path / "data").open()
     written = write_rfs(generate_rfs_neo(reader, chunk_samples=101), tmp_path / target)

@@ -8,13 +8,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from neo_recordings.mearec import write_mearec
 from shadowzarr_spec import RfsBuilder
 from shadowzarr_spec.errors import NotVirtualizable
 from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import virtual_arrays_neo
-
-from neo_recordings.mearec import write_mearec
 
 
 @pytest.mark.network

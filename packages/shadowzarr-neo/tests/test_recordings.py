@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-
 from neo_cases import REAL, every_written_case
 
 if TYPE_CHECKING:

@@ -6,14 +6,13 @@ import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
+from neo_cases import virtual_cases
+from neo_read_sources import read_layout
 from shadowzarr_spec.errors import NotVirtualizable
 
 from shadowzarr_neo.errors import ComputedStream
 from shadowzarr_neo.sources import StreamSource
 from shadowzarr_neo.stream_sources import stream_sources
-
-from neo_cases import virtual_cases
-from neo_read_sources import read_layout
 
 if TYPE_CHECKING:
     from pathlib import Path

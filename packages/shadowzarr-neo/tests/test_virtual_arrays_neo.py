@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from neo_cases import virtual_cases
 from shadowzarr_spec import RfsBuilder
 from shadowzarr_spec.errors import NotVirtualizable
 from shadowzarr_store import open_rfs
 
 from shadowzarr_neo import virtual_arrays_neo
-
-from neo_cases import virtual_cases
 
 
 def _open(write, tmp_path: Path):
@@ -165,9 +164,9 @@ def test_biocam_chunks_of_part_frames_are_refused(tmp_path: Path) -> None:
 
 
 def test_intan_stimulation_current_is_left_out_or_refused(tmp_path: Path) -> None:
-    from shadowzarr_neo.errors import ComputedStream
-
     from neo_recordings.intan_rhs import write_intan_rhs
+
+    from shadowzarr_neo.errors import ComputedStream
 
     reader = write_intan_rhs(tmp_path).open()
     assert set(virtual_arrays_neo(reader)) == {"0", "10", "3"}  # amplifier, DC, ADC

@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 from hdmf_zarr import NWBZarrIO
+from nwb_compare_files import assert_same_datasets, hdf5_datasets
+from nwb_files import build_nwbfile
+from nwb_sources import SOURCES, Series
 from pynwb import NWBHDF5IO, validate
 from shadowzarr_spec import FileRef, InlineRef, VirtualArray, load_rfs
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_store import RfsStore
 
 from shadowzarr_nwb import VirtualDatasetMismatch, virtual_nwb_rfs, write_virtual_nwb
-
-from nwb_compare_files import assert_same_datasets, hdf5_datasets
-from nwb_files import build_nwbfile
-from nwb_sources import SOURCES, Series
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -171,10 +170,9 @@ def test_placeholder_inside_data_io(tmp_path: Path) -> None:
     """A placeholder wrapped in a ZarrDataIO (chunking and compression hdmf-zarr would apply) is
     found, and its VirtualArray's storage replaces those settings."""
     from hdmf_zarr import ZarrDataIO
+    from nwb_files import SESSION_START
     from pynwb import NWBFile, TimeSeries
     from zarr.codecs import BloscCodec
-
-    from nwb_files import SESSION_START
 
     values = np.arange(4000, dtype="<i4").reshape(1000, 4)
     raw = tmp_path / "raw.bin"
@@ -194,9 +192,8 @@ def test_placeholder_inside_data_io(tmp_path: Path) -> None:
 
 def test_file_without_placeholders(tmp_path: Path) -> None:
     """Without placeholders the file is hdmf-zarr's store as inline references (version 1)."""
-    from pynwb import NWBFile, TimeSeries
-
     from nwb_files import SESSION_START
+    from pynwb import NWBFile, TimeSeries
 
     nwbfile = NWBFile("plain", "plain", SESSION_START, file_create_date=SESSION_START)
     values = np.linspace(0.0, 1.0, 50)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_attribute_conventions import same, values
 
 from shadowzarr_spec import (
     MISSING_CHUNK,
@@ -28,8 +29,6 @@ from shadowzarr_spec import (
     write_rfs,
 )
 from shadowzarr_spec.io import _with_loaded_indexes
-
-from test_attribute_conventions import same, values
 
 DTYPES = ["<i2", ">i4", "<u8", "|u1", "<f4", ">f8", "|b1", "<f2"]
 

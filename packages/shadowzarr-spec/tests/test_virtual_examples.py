@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from shadowzarr_store import open_rfs
+from spec_virtual_reading import assert_same, build, read
 
 from shadowzarr_spec import (
     FileRef,
@@ -17,8 +18,6 @@ from shadowzarr_spec import (
     write_rfs,
 )
 from shadowzarr_spec.virtual import NeedsDataError, Placeholder, concatenate
-
-from spec_virtual_reading import assert_same, build, read
 
 
 @pytest.fixture

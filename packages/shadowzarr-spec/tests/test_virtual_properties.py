@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from spec_virtual_reading import assert_same, build, read
 
 from shadowzarr_spec import NotVirtualizable, VirtualArray, stack
-
-from spec_virtual_reading import assert_same, build, read
 
 SETTINGS = settings(
     max_examples=40,

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import zarr
 from shadowzarr_spec import load_rfs
+from store_handmade import array_meta
 
 from shadowzarr_store import (
     CacheDamagedWarning,
@@ -22,8 +23,6 @@ from shadowzarr_store import (
     RfsStore,
     open_rfs,
 )
-
-from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
+from store_handmade import write_reference_directory, write_sources
 
 from shadowzarr_store import RfsStore, StoreOptions, open_rfs
 from shadowzarr_store.transport.headers import HeaderRules
-
-from store_handmade import write_reference_directory, write_sources
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -21,12 +21,11 @@ from shadowzarr_spec import (
     SourceNotFoundError,
 )
 from shadowzarr_testing import FaultRule
+from store_handmade import array_meta, write_reference_directory, write_sources
 from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store import RfsStore, load_rfs, open_rfs
-
-from store_handmade import array_meta, write_reference_directory, write_sources
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 import zarr
 from shadowzarr_spec import ChunkDecodeError, SourceChangedError, load_rfs
+from store_handmade import handmade_document, write_reference_directory, write_sources
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store import RfsStore, open_rfs, open_rfs_array
-
-from store_handmade import handmade_document, write_reference_directory, write_sources
 
 if TYPE_CHECKING:
     from pathlib import Path

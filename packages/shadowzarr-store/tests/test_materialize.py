@@ -11,9 +11,9 @@ import distributed
 import numpy as np
 import pytest
 import zarr
+from shadowzarr_spec import RfsBuilder, write_rfs
 from zarr.codecs import BloscCodec
 
-from shadowzarr_spec import RfsBuilder, write_rfs
 from shadowzarr_store import materialize
 from shadowzarr_store.materialize import MaterializeError
 from shadowzarr_store.materialize.plan import default_chunks
@@ -178,12 +178,11 @@ def test_same_result_on_a_local_dask_cluster(tmp_path: Path) -> None:
     materialize(refs, single, target_chunk_bytes=16_000)
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        with distributed.Client(cluster) as client:
-            clustered = tmp_path / "cluster.zarr"
-            report = materialize(
-                refs, clustered, target_chunk_bytes=16_000, client=client, verify=True
-            )
+    ) as cluster, distributed.Client(cluster) as client:
+        clustered = tmp_path / "cluster.zarr"
+        report = materialize(
+            refs, clustered, target_chunk_bytes=16_000, client=client, verify=True
+        )
     assert report.verified
     for path in expected:
         a = zarr.open_array(single, path=path, mode="r")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
+from store_handmade import array_meta
 
 from shadowzarr_store import open_rfs
 from shadowzarr_store.merge import (
@@ -24,8 +25,6 @@ from shadowzarr_store.merge import (
 )
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.transport.stats import StoreStats
-
-from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

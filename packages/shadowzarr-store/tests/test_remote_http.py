@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 from shadowzarr_spec import SourceChangedError, SourceNotFoundError
+from store_handmade import array_meta
 from zarr.core.sync import sync
 
 from shadowzarr_store import MemoryCache, open_rfs
 from shadowzarr_store.remote import OfflineError, open_remote_array, probe_identity
 from shadowzarr_store.transport import Transport
-
-from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from shadowzarr_testing import LatencyProxy, NginxServer

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from store_handmade import array_meta
 
 from shadowzarr_store import LocalCache, MemoryCache
 from shadowzarr_store.remote import (
@@ -23,8 +24,6 @@ from shadowzarr_store.remote import (
     scrub_url,
 )
 from shadowzarr_store.remote.selection import chunk_keys, normalize_selection
-
-from store_handmade import array_meta
 
 
 @pytest.mark.parametrize(

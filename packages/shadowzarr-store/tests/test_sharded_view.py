@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 import zarr
 from shadowzarr_spec import load_rfs
+from store_handmade import array_meta
 from zarr.codecs import ShardingCodec
 
 from shadowzarr_store import RfsStore, open_rfs
 from shadowzarr_store.slab_shards import SlabShardingCodec
-
-from store_handmade import array_meta
 
 if TYPE_CHECKING:
     from pathlib import Path

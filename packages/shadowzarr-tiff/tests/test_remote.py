@@ -9,9 +9,8 @@ import pytest
 import tifffile
 from shadowzarr_spec import SourceError, SourceNotFoundError, rfs_to_json
 from shadowzarr_store import open_rfs
-from shadowzarr_testing.compare import assert_array_equal_exact
-
 from shadowzarr_store.transport import TransportOptions
+from shadowzarr_testing.compare import assert_array_equal_exact
 
 from shadowzarr_tiff import BlockFile, generate_rfs_tiff
 

@@ -86,3 +86,10 @@ def test_missing_submodule_names_its_extra(sub: str, extra: str) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert f"shadowzarr[{extra}]" in result.stdout
+
+
+def test_all_names_every_lazy_export() -> None:
+    import shadowzarr
+    from shadowzarr._lazy import EXPORTS
+
+    assert sorted(shadowzarr.__all__) == sorted(EXPORTS)

@@ -33,11 +33,10 @@ with ``grouped_view=0`` (or takes `RfsStore.stored_view`).
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
@@ -302,7 +301,7 @@ class StoredKeys(Sequence[str | None]):
     def __getitem__(self, i: int) -> str | None: ...
     @overload
     def __getitem__(self, i: slice) -> list[str | None]: ...
-    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
+    def __getitem__(self, i: int | slice) -> str | list[str | None] | None:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if not self._stored[i]:

@@ -11,7 +11,44 @@ from typing import TYPE_CHECKING, Any
 from shadowzarr._lazy import EXPORTS, load_attribute
 
 __version__ = "0.1.0"
-__all__ = sorted(EXPORTS)
+__all__ = [  # the names of _lazy.EXPORTS (a test holds the two equal)
+    "AddressError",
+    "BuilderError",
+    "CachePolicy",
+    "DatasetNotFoundError",
+    "GenExpressionError",
+    "LocalCache",
+    "NotVirtualizable",
+    "OfflineError",
+    "ReferenceFileSystem",
+    "ReferenceFormatError",
+    "RemoteArray",
+    "RfsBuilder",
+    "RfsStore",
+    "ShadowzarrError",
+    "SourceChangedError",
+    "SourceError",
+    "SourceNotFoundError",
+    "UnsafePathError",
+    "UnsupportedFeatureError",
+    "VirtualArray",
+    "columns_selection",
+    "decode_attributes",
+    "generate_catalog",
+    "generate_rfs",
+    "generate_rfs_neo",
+    "generate_rfs_tiff",
+    "load_rfs",
+    "materialize",
+    "open_array",
+    "open_nwb",
+    "open_rfs",
+    "parse_json",
+    "read_nwb",
+    "stack",
+    "virtual_arrays_neo",
+    "write_rfs",
+]
 
 if TYPE_CHECKING:
     from shadowzarr_catalog import generate_catalog
