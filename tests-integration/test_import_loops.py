@@ -227,7 +227,6 @@ SAME_ROLE = {
 
 SAME_MEANING = {
     "load_rfs": "shadowzarr_spec's reads local references; shadowzarr_store's also URLs",
-    "format_bytes": "a byte count as text (KiB, MiB) for the plots and for RemoteArray.info",
 }
 """One meaning defined twice, where the package that needs it cannot import the other."""
 

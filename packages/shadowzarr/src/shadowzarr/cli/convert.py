@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from shadowzarr_spec import write_rfs
-from shadowzarr_store import load_rfs
-
 from shadowzarr.cli.output import add_json_option, emit
 
 __all__ = ["register"]
@@ -39,6 +36,9 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_spec import write_rfs
+    from shadowzarr_store import load_rfs
+
     rfs = load_rfs(args.refs)
     if args.out.endswith(".icechunk"):
         from shadowzarr._lazy import import_module_for

@@ -15,15 +15,15 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from shadowzarr_store.transport import TransportOptions
+from typing import TYPE_CHECKING, Any
 
 from shadowzarr.cli.access import access_kwargs, add_access_arguments
 from shadowzarr.cli.output import add_json_option, emit
 from shadowzarr.cli.progress import Bars
-from shadowzarr.cli.raw_binary import RawBinaryLayout, add_raw_binary_options, raw_binary_layout
-from shadowzarr.cli.sources import detect_format, expand_sources
+from shadowzarr.cli.raw_binary import add_raw_binary_options, raw_binary_layout
+
+if TYPE_CHECKING:
+    from shadowzarr.cli.raw_binary import RawBinaryLayout
 
 __all__ = ["Generated", "generate_one", "register"]
 
@@ -113,6 +113,10 @@ class Generated:
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_store.transport import TransportOptions
+
+    from shadowzarr.cli.sources import expand_sources
+
     raw = raw_binary_layout(args)
     access = access_kwargs(args)
     sources = expand_sources(args.source, TransportOptions(**access))
@@ -263,6 +267,9 @@ def generate_one(
     import warnings
 
     from shadowzarr_spec import UnsupportedDatasetWarning, write_rfs
+    from shadowzarr_store.transport import TransportOptions
+
+    from shadowzarr.cli.sources import detect_format
 
     access = {k: v for k, v in (access or {}).items() if v is not None}
     sniff = TransportOptions(**access) if local_path is None else TransportOptions()

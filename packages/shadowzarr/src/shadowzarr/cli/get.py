@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-import zarr
-from shadowzarr_spec import DatasetNotFoundError
-
 from shadowzarr.cli.output import add_json_option, emit
-from shadowzarr.selection_text import parse_selection
 
 __all__ = ["register"]
 
@@ -35,7 +30,12 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    import zarr
+    from shadowzarr_spec import DatasetNotFoundError
     from shadowzarr_store import open_rfs
+
+    from shadowzarr.selection_text import parse_selection
 
     root = open_rfs(args.refs)
     try:

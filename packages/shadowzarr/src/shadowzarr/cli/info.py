@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any
-
-from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
-from shadowzarr_spec.keys import array_of_chunk_key
-from shadowzarr_spec.model import InlineRef
-from shadowzarr_store import load_rfs
+from typing import TYPE_CHECKING, Any
 
 from shadowzarr.cli.output import add_json_option, emit
+
+if TYPE_CHECKING:
+    from shadowzarr_spec import ReferenceFileSystem
 
 __all__ = ["describe", "register", "tree_lines"]
 
@@ -35,6 +33,8 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_store import load_rfs
+
     description = describe(load_rfs(args.refs))
     emit(args, description, tree_lines(description))
     return 0
@@ -72,6 +72,10 @@ def _tree_order(paths: set[str]) -> list[str]:
 
 
 def describe(rfs: ReferenceFileSystem) -> dict[str, Any]:
+    from shadowzarr_spec import array_info, parse_json
+    from shadowzarr_spec.keys import array_of_chunk_key
+    from shadowzarr_spec.model import InlineRef
+
     listed: dict[str, int] = {}
     for key in rfs.refs:
         split = array_of_chunk_key(key)

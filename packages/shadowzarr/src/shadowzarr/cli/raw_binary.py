@@ -11,8 +11,6 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 __all__ = ["RawBinaryLayout", "add_raw_binary_options", "raw_binary_layout"]
 
 _OPTIONS = ("dtype", "channels", "sampling_rate", "byte_offset")
@@ -51,6 +49,8 @@ def add_raw_binary_options(parser: argparse.ArgumentParser) -> None:
 
 def raw_binary_layout(args: argparse.Namespace) -> RawBinaryLayout | None:
     """The layout given on the command line, None if none of it was; half of it is an error."""
+    import numpy as np
+
     given: dict[str, Any] = {name: getattr(args, name, None) for name in _OPTIONS}
     if all(value is None for value in given.values()):
         return None

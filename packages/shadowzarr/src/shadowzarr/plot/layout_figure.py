@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from shadowzarr_spec.units import format_bytes
 
 from shadowzarr.plot.byte_strip import Kind, bin_coverage, dominant_kinds
-from shadowzarr.plot.units import format_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -1,0 +1,132 @@
+"""Issue 45's first contact: what a new user tripped on, run as they ran it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shadowzarr.cli import main
+
+SCRIPT = Path(sys.executable).with_name("shadowzarr")
+
+HEAVY = ("zarr", "h5py", "numpy", "aiohttp", "numcodecs", "matplotlib", "icechunk", "tifffile")
+COMMANDS = ("generate", "info", "get", "layout", "check", "materialize", "convert", "cache", "demo")
+
+
+class Interrupted(Exception):
+    """Stands for a crash in the middle of a copy."""
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_help_imports_no_heavy_module() -> None:
+    """``shadowzarr --help`` and every ``shadowzarr <cmd> --help`` answer without importing
+    zarr, numpy, h5py or aiohttp (they took 1.2 s before the first line of help)."""
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        from shadowzarr.cli import main
+        for argv in [["--help"], *[[command, "--help"] for command in {COMMANDS!r}]]:
+            try:
+                main(argv)
+            except SystemExit as done:
+                assert done.code == 0, argv
+        loaded = sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY!r}))
+        print("LOADED", loaded, file=sys.stderr)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "LOADED []" in result.stderr, result.stderr
+    assert "usage: shadowzarr generate" in result.stdout
+
+
+def test_byte_bar_counts_only_this_runs_bytes_in_binary_units() -> None:
+    """A resumed copy: 9 GiB were done before, 1 MiB moved in this run's first second. The
+    bar says 1 MiB/s (not 9 GiB/s) and labels 2**20 bytes MiB."""
+    import io
+
+    from shadowzarr.cli.progress import Bars
+
+    with Bars(enabled=True) as bars:
+        bar = bars.add("copy", total=10 * 2**30, bytes_=True)
+        bar.fp = io.StringIO()
+        bar.initial = 9 * 2**30
+        bar.n = 9 * 2**30 + 2**20
+        bar.start_t = bar._time() - 1.0
+        shown = str(bar)
+    assert "9 GiB of 10 GiB" in shown, shown
+    assert re.search(r", (1 MiB|10[01]\d(\.\d)? KiB)/s\]", shown), shown  # ~1 MiB in ~1 s
+    assert "GB" not in shown.replace("GiB", "")
+
+
+def test_resumed_materialize_reports_what_was_done_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The steps of a resumed run say which part of ``done`` the interrupted run copied, so
+    the bar's rate counts only what this run moves."""
+    import numpy as np
+    from shadowzarr_spec import RfsBuilder, write_rfs
+    from shadowzarr_store import materialize
+    from shadowzarr_store.materialize import engine
+
+    values = np.arange(40_000, dtype="<i4").reshape(10_000, 4)
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(values.tobytes())
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array("a", shape=[10_000, 4], data_type="<i4", chunk_shape=[500, 4])
+    builder.add_contiguous_chunks(
+        "a", url=str(raw), start=0, shape=[10_000, 4], chunk_shape=[500, 4], itemsize=4
+    )
+    refs = write_rfs(builder.build(), tmp_path / "r.shadowzarr")
+    dest = tmp_path / "out.zarr"
+    real_copy = engine.copy_regions
+
+    async def dying_copy(source, destination, regions, indices, *, concurrency=8, on_done=None):  # type: ignore[no-untyped-def]
+        copied = 0
+
+        async def counting(index: int) -> None:
+            nonlocal copied
+            copied += 1
+            if on_done is not None:
+                await on_done(index)
+            if copied >= 3:
+                raise Interrupted
+
+        await real_copy(source, destination, regions, indices, concurrency=1, on_done=counting)
+
+    module = sys.modules["shadowzarr_store.materialize"]
+    monkeypatch.setattr(module, "copy_regions", dying_copy)
+    with pytest.raises(Interrupted):
+        materialize(refs, dest, target_chunk_bytes=16_000)
+    monkeypatch.setattr(module, "copy_regions", real_copy)
+    steps: list = []
+    materialize(refs, dest, target_chunk_bytes=16_000, progress=steps.append)
+    copies = [step for step in steps if step.phase == "copy"]
+    assert copies[0].resumed == copies[0].done == 3 * 16_000  # three regions of 16 kB before
+    assert copies[-1].done == values.nbytes
+    assert copies[-1].resumed == 3 * 16_000
+
+
+def test_one_format_bytes() -> None:
+    from shadowzarr_spec.units import format_bytes
+    from shadowzarr_store.remote import info
+
+    assert format_bytes(2**20) == "1 MiB"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(512) == "512 B"
+    assert format_bytes(2**20 - 20) == "1 MiB"  # not "1024 KiB"
+    assert format_bytes(1023) == "1023 B"
+    assert not hasattr(info, "format_bytes") or info.format_bytes is format_bytes
