@@ -22,6 +22,9 @@ class Interrupted(Exception):
     """Stands for a crash in the middle of a copy."""
 
 
+LAYOUT = ("--dtype", "int16", "--channels", "8", "--sampling-rate", "30000")
+
+
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     captured = capsys.readouterr()
@@ -130,3 +133,71 @@ def test_one_format_bytes() -> None:
     assert format_bytes(2**20 - 20) == "1 MiB"  # not "1024 KiB"
     assert format_bytes(1023) == "1023 B"
     assert not hasattr(info, "format_bytes") or info.format_bytes is format_bytes
+
+
+def test_raw_binary_by_its_layout_alone(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Item 1: the help's own example, no --format: a .bin file with its layout is read as a
+    raw binary recording (NEO names no reader for .bin)."""
+    import numpy as np
+    from shadowzarr_store import open_rfs
+
+    samples = np.arange(8 * 3000, dtype="<i2").reshape(3000, 8)
+    (tmp_path / "rec.bin").write_bytes(samples.tobytes())
+    out = tmp_path / "rec.shadowzarr"
+    result = subprocess.run(
+        [str(SCRIPT), "generate", "rec.bin", *LAYOUT, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"wrote {out}"
+    root = open_rfs(out)
+    ((_, array),) = list(root.arrays())
+    np.testing.assert_array_equal(array[:], samples)
+    assert array.attrs["neo"]["streams"][0]["sampling_rate"] == 30000.0
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("notes.txt", b"sample,value\n1,2\n", "(looks like text)"),
+        ("page", b"<html><body>Not found</body></html>\n", "(looks like text)"),
+        ("blob.dat", bytes(range(256)) * 8, "(looks like an unknown binary format)"),
+    ],
+)
+def test_a_file_of_no_format_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, content: bytes, says: str
+) -> None:
+    """Item 2: no NEO message for a text file; the file is named, and what it looks like."""
+    source = tmp_path / name
+    source.write_bytes(content)
+    code, out, err = run_main(capsys, "generate", str(source), "-o", str(tmp_path / "o.json"))
+    assert code == 1
+    assert out == ""
+    assert f"not a format shadowzarr generates: {source} {says}" in err
+    assert "NEO raw reader" not in err
+    assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.parametrize("libver", ["earliest", "latest"])
+def test_a_truncated_hdf5_file_says_partial_download(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, libver: str
+) -> None:
+    """Item 2: h5py's "truncated file: eof = …" named neither the file nor the likely cause."""
+    import h5py
+    import numpy as np
+
+    whole = tmp_path / "whole.h5"
+    with h5py.File(whole, "w", libver=libver, userblock_size=512) as file:
+        file.create_dataset("x", data=np.arange(20_000))
+    cut = tmp_path / "cut.nwb"
+    cut.write_bytes(whole.read_bytes()[:30_000])
+    code, _, err = run_main(capsys, "generate", str(cut), "-o", str(tmp_path / "o.json"))
+    assert code == 1
+    assert f"{cut} is 30,000 bytes but its HDF5 superblock says the file has " in err
+    assert "truncated or partial download?" in err
+    code, _, err = run_main(capsys, "generate", str(whole), "-o", str(tmp_path / "o.json"))
+    assert code == 0, err

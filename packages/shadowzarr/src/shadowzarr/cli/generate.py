@@ -49,8 +49,8 @@ def register(
         epilog="examples:\n  shadowzarr generate data.nwb -o data.shadowzarr\n"
         "  shadowzarr generate https://host/data.nwb --local-path data.nwb -o data.json\n"
         "  shadowzarr generate Noise4Sam_g0/ --format neo:SpikeGLXRawIO -o ap.shadowzarr\n"
-        "  shadowzarr generate rec.bin --format neo:RawBinarySignalRawIO --dtype int16 \\\n"
-        "      --channels 8 --sampling-rate 30000 --byte-offset 0 -o rec.shadowzarr",
+        "  shadowzarr generate rec.bin --dtype int16 --channels 8 --sampling-rate 30000 \\\n"
+        "      --byte-offset 0 -o rec.shadowzarr",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
@@ -273,7 +273,11 @@ def generate_one(
 
     access = {k: v for k, v in (access or {}).items() if v is not None}
     sniff = TransportOptions(**access) if local_path is None else TransportOptions()
-    kind = detect_format(local_path or source, sniff) if format == "auto" else format
+    kind = (
+        detect_format(local_path or source, sniff, raw_layout=raw is not None)
+        if format == "auto"
+        else format
+    )
     with warnings.catch_warnings():
         # the summary names every dataset left out; the warning would say it twice
         warnings.simplefilter("ignore", UnsupportedDatasetWarning)
@@ -289,8 +293,8 @@ def _generator(kind: str, raw: RawBinaryLayout | None, access: dict[str, Any]) -
 
     if raw is not None and not kind.startswith("neo"):
         raise ValueError(
-            f"--dtype/--channels/--sampling-rate/--byte-offset describe a raw binary recording "
-            f"(--format neo:RawBinarySignalRawIO), not a {kind} source"
+            f"--dtype/--channels/--sampling-rate/--byte-offset describe a raw binary recording, "
+            f"not a {kind} source"
         )
     if kind == "hdf5":
         module = import_module_for("shadowzarr_hdf5", "hdf5", "generating from HDF5")
@@ -318,17 +322,22 @@ def _neo_reader(source: str, reader_name: str | None, raw: RawBinaryLayout | Non
         cls = getattr(neo.rawio, reader_name, None)
         if cls is None:
             raise ValueError(f"NEO has no raw reader {reader_name!r}")
+    elif raw is not None:  # the layout given: a raw binary recording, whatever its suffix
+        cls = neo.rawio.RawBinarySignalRawIO
     else:
         cls = neo.rawio.get_rawio(source)
         if cls is None:
-            raise ValueError(f"no NEO raw reader recognises {source}")
+            raise ValueError(
+                f"no NEO raw reader recognises {source}; a raw binary recording needs "
+                "--dtype, --channels and --sampling-rate"
+            )
     options: dict[str, Any] = {}
     if cls is neo.rawio.RawBinarySignalRawIO:
         if raw is None:
             raise ValueError(
                 f"{source} is read as a raw binary recording, whose layout the file does not "
-                "record: give --dtype, --channels, --sampling-rate and --byte-offset (NEO's "
-                "defaults, 2 int16 channels at 10 kHz, would be a guess)"
+                "record: give --dtype, --channels and --sampling-rate (and --byte-offset for a "
+                "header; NEO's defaults, 2 int16 channels at 10 kHz, would be a guess)"
             )
         options = raw.neo_arguments()
     elif raw is not None:
