@@ -201,3 +201,29 @@ def test_a_truncated_hdf5_file_says_partial_download(
     assert "truncated or partial download?" in err
     code, _, err = run_main(capsys, "generate", str(whole), "-o", str(tmp_path / "o.json"))
     assert code == 0, err
+
+
+def test_generate_into_a_missing_folder_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Item 9: a typo in -o's folder is an error naming the folder, not a new folder tree;
+    --parents creates it and says so."""
+    import h5py
+    import numpy as np
+
+    source = tmp_path / "s.h5"
+    with h5py.File(source, "w") as file:
+        file.create_dataset("x", data=np.arange(10))
+    missing = tmp_path / "missing-dir" / "deeper"
+    code, out, err = run_main(capsys, "generate", str(source), "-o", str(missing / "x.json"))
+    assert code == 1
+    assert out == ""
+    assert f"the folder {missing} for {missing / 'x.json'} does not exist" in err
+    assert "--parents" in err
+    assert not (tmp_path / "missing-dir").exists()
+    code, out, err = run_main(
+        capsys, "generate", str(source), "-o", str(missing / "x.json"), "--parents"
+    )
+    assert code == 0, err
+    assert f"created folder {missing}" in err
+    assert (missing / "x.json").is_file()

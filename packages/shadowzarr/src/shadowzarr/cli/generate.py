@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr.cli.access import access_kwargs, add_access_arguments
-from shadowzarr.cli.output import add_json_option, emit
+from shadowzarr.cli.output import add_json_option, emit, output_folder_ready
 from shadowzarr.cli.progress import Bars
 from shadowzarr.cli.raw_binary import add_raw_binary_options, raw_binary_layout
 
@@ -56,6 +56,11 @@ def register(
     )
     parser.add_argument("source", help="file, URL, folder, @list.txt or dandiset version URL")
     parser.add_argument("-o", "--output", required=True, help="output .json file or directory")
+    parser.add_argument(
+        "--parents",
+        action="store_true",
+        help="create OUTPUT's parent folders if missing (else a missing one is an error)",
+    )
     parser.add_argument(
         "--format",
         default="auto",
@@ -118,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from shadowzarr.cli.sources import expand_sources
 
     raw = raw_binary_layout(args)
+    output_folder_ready(args.output, create=args.parents)
     access = access_kwargs(args)
     sources = expand_sources(args.source, TransportOptions(**access))
     mapping = [tuple(item.split("=", 1)) for item in args.url_for]
@@ -158,7 +164,7 @@ def _one(args: argparse.Namespace, source: str, options: dict[str, Any]) -> int:
 
 def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any]) -> int:
     out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(exist_ok=True)  # its parent exists (or --parents made it)
     suffix = SUFFIXES["json" if args.json_files else "directory"]
     written: list[Generated] = []
     failed: list[dict[str, str]] = []
