@@ -227,3 +227,40 @@ def test_generate_into_a_missing_folder_is_refused(
     assert code == 0, err
     assert f"created folder {missing}" in err
     assert (missing / "x.json").is_file()
+
+
+def test_demo_keeps_its_files_where_it_says_and_ends_with_what_to_try(tmp_path: Path) -> None:
+    """Item 7: ``--keep DIR`` keeps demo.nwb and demo.shadowzarr there; without it the demo
+    says they were temporary; both end with the line to try one's own file."""
+    kept = tmp_path / "demo-files"
+    result = subprocess.run(
+        [str(SCRIPT), "demo", "--seconds", "2", "--latency", "0", "--keep", str(kept)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "now try your own file: shadowzarr generate <url> -o x.shadowzarr"
+    assert f"kept in {kept}: demo.nwb and demo.shadowzarr" in result.stdout
+    assert (kept / "demo.nwb").is_file()
+    assert (kept / "demo.shadowzarr" / "refs.json").is_file()
+    assert " MB " not in result.stdout  # binary units, labelled so
+    assert "MiB" in result.stdout
+    import h5py
+
+    with h5py.File(kept / "demo.nwb", "r") as file:
+        assert "acquisition/ElectricalSeries/data" in file
+    temporary = subprocess.run(
+        [str(SCRIPT), "demo", "--seconds", "2", "--latency", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert temporary.returncode == 0, temporary.stderr
+    assert "were in a temporary folder, deleted now (shadowzarr demo --keep DIR" in (
+        temporary.stdout
+    )
+    assert temporary.stdout.strip().splitlines()[-1].startswith("now try your own file:")
