@@ -264,3 +264,50 @@ def test_demo_keeps_its_files_where_it_says_and_ends_with_what_to_try(tmp_path: 
         temporary.stdout
     )
     assert temporary.stdout.strip().splitlines()[-1].startswith("now try your own file:")
+
+
+def test_convert_to_icechunk_then_info_get_and_the_printed_python(tmp_path: Path) -> None:
+    """Item 5: what convert writes, info and get open (its containers authorized for
+    reading), and the Python that convert prints opens it too."""
+    import json
+
+    import numpy as np
+    from shadowzarr_spec import RfsBuilder, write_rfs
+
+    values = np.arange(400, dtype="<i4").reshape(100, 4)
+    raw = tmp_path / "data" / "raw.bin"
+    raw.parent.mkdir()
+    raw.write_bytes(values.tobytes())
+    builder = RfsBuilder()
+    builder.add_group("", {"title": "raw"})
+    builder.add_array("acq/signal", shape=[100, 4], data_type="<i4", chunk_shape=[10, 4])
+    builder.add_contiguous_chunks(
+        "acq/signal", url=str(raw), start=0, shape=[100, 4], chunk_shape=[10, 4], itemsize=4
+    )
+    builder.add_source(str(raw), size=raw.stat().st_size)
+    refs = write_rfs(builder.build(), tmp_path / "x.json")
+    repo = tmp_path / "y.icechunk"
+
+    def shadowzarr(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SCRIPT), *args], capture_output=True, text=True, timeout=300, check=False
+        )
+
+    converted = shadowzarr("convert", str(refs), str(repo))
+    assert converted.returncode == 0, converted.stderr
+    assert f"file://{raw.parent}/" in converted.stdout
+    assert "authorize_virtual_chunk_access" in converted.stdout
+    info = shadowzarr("info", str(repo))
+    assert info.returncode == 0, info.stderr
+    assert "signal  int32 (100, 4) chunks (10, 4)" in info.stdout
+    got = shadowzarr("get", str(repo), "acq/signal", "5:25, 1", "--json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["values"] == values[5:25, 1].tolist()
+    code = converted.stdout.split("authorizes):\n", 1)[1]
+    program = "\n".join(line[4:] for line in code.splitlines())
+    program += '\nprint(root["acq/signal"][:].sum())'
+    ran = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == str(values.sum())

@@ -19,6 +19,7 @@ from shadowzarr_icechunk.icechunk import (
     rfs_to_icechunk,
     write_conversion,
 )
+from shadowzarr_icechunk.reading import open_icechunk_repository, opening_code
 from shadowzarr_icechunk.virtualizarr import manifest_store_to_rfs, virtual_array
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ __all__ = [
     "SelectionNotSupportedError",
     "icechunk_to_rfs",
     "manifest_store_to_rfs",
+    "open_icechunk_repository",
+    "opening_code",
     "required_containers",
     "rfs_to_icechunk",
     "virtual_array",

@@ -21,7 +21,10 @@ def register(
         '"0:1000, 3" -o ts.npy',
         parents=[common],
     )
-    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    parser.add_argument(
+        "refs",
+        help="a .json reference file, a reference directory, a URL, or an Icechunk repository",
+    )
     parser.add_argument("path", help="the array's path inside the references")
     parser.add_argument("selection", nargs="?", help='numpy-style selection, e.g. "0:100, ::2, 5"')
     parser.add_argument("-o", "--output", help="write a .npy file instead of printing")
@@ -35,9 +38,10 @@ def run(args: argparse.Namespace) -> int:
     from shadowzarr_spec import DatasetNotFoundError
     from shadowzarr_store import open_rfs
 
+    from shadowzarr.cli.repositories import is_repository, repository_group
     from shadowzarr.selection_text import parse_selection
 
-    root = open_rfs(args.refs)
+    root = repository_group(args.refs) if is_repository(args.refs) else open_rfs(args.refs)
     try:
         node = root[args.path]
     except KeyError:

@@ -22,12 +22,15 @@ def register(
     parser = subcommands.add_parser(
         "info",
         help="show groups, arrays, codecs, chunk counts and sources",
-        description="Show the tree of a reference file system: the root is /, each group is "
-        "followed by what it holds.",
+        description="Show the tree of a reference file system (or of an Icechunk repository's "
+        "main branch): the root is /, each group is followed by what it holds.",
         epilog="example: shadowzarr info session.shadowzarr --json",
         parents=[common],
     )
-    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    parser.add_argument(
+        "refs",
+        help="a .json reference file, a reference directory, a URL, or an Icechunk repository",
+    )
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -35,7 +38,12 @@ def register(
 def run(args: argparse.Namespace) -> int:
     from shadowzarr_store import load_rfs
 
-    description = describe(load_rfs(args.refs))
+    from shadowzarr.cli.repositories import is_repository, repository_references
+
+    if is_repository(args.refs):
+        description = describe(repository_references(args.refs))
+    else:
+        description = describe(load_rfs(args.refs))
     emit(args, description, tree_lines(description))
     return 0
 
