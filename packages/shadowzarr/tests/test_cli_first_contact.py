@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -311,3 +312,52 @@ def test_convert_to_icechunk_then_info_get_and_the_printed_python(tmp_path: Path
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == str(values.sum())
+
+
+def _small_h5(path: Path) -> Any:
+    import h5py
+    import numpy as np
+
+    values = np.arange(2000, dtype="<i4").reshape(200, 10)
+    with h5py.File(path, "w") as file:
+        file.create_dataset("g/d", data=values, chunks=(20, 10))
+    return values
+
+
+def test_blosc2_option_names(tmp_path: Path) -> None:
+    """Item 4: blosc2's cache_policy=, cache_path= and refs= work; an unknown name says which
+    function refused it and what to use."""
+    import numpy as np
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_store import LocalCache
+    from shadowzarr_store.remote import CachePolicy
+
+    import shadowzarr
+
+    source = tmp_path / "f.h5"
+    values = _small_h5(source)
+    folder = tmp_path / "chunk-cache"
+    array = shadowzarr.open_array(
+        f"{source}::g/d", cache_policy=CachePolicy.DISK, cache_path=folder, reference_cache=False
+    )
+    assert array.cache_policy == "disk"
+    np.testing.assert_array_equal(array[:40], values[:40])
+    cache = LocalCache(folder)
+    try:
+        assert len(cache) == 2  # the two chunks read, kept in the folder named
+    finally:
+        cache.close()
+    none = shadowzarr.open_array(f"{source}::g/d", cache_policy="none", reference_cache=False)
+    assert none.cache_policy == "none"
+    made = generate_rfs(str(source), progress=False)
+    # The address names the container and dataset; the references stand for it, so nothing is
+    # asked of that URL (loopback's discard port: a request would fail).
+    opened = shadowzarr.open_array("http://127.0.0.1:9/f.h5::g/d", refs=made)
+    np.testing.assert_array_equal(opened[5:50], values[5:50])
+    with pytest.raises(TypeError) as refused:
+        shadowzarr.open_array(f"{source}::g/d", cache_polcy="disk")
+    message = str(refused.value)
+    assert message.startswith("shadowzarr.open_array() got unknown option cache_polcy")
+    assert "did you mean cache_policy=?" in message
+    assert "cache='none'|'memory'|'disk'" in message
+    assert "RfsStore" not in message
