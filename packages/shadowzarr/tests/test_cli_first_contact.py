@@ -7,11 +7,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from shadowzarr.cli import main
+
+if TYPE_CHECKING:
+    from shadowzarr_testing import NginxServer
 
 SCRIPT = Path(sys.executable).with_name("shadowzarr")
 
@@ -361,3 +364,36 @@ def test_blosc2_option_names(tmp_path: Path) -> None:
     assert "did you mean cache_policy=?" in message
     assert "cache='none'|'memory'|'disk'" in message
     assert "RfsStore" not in message
+
+
+def test_open_array_of_a_reference_folder_url(nginx: NginxServer, nginx_root: Path) -> None:
+    """Item 3: a reference folder over HTTP (``….shadowzarr``, or a name the server redirects
+    to ``…/``) opens as references, as open_rfs opens it; the folder's own URL is asked only to
+    learn that it is a folder."""
+    import numpy as np
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_spec import write_rfs
+    from shadowzarr_store import open_rfs
+
+    import shadowzarr
+
+    values = _small_h5(nginx_root / "f.h5")
+    rfs = generate_rfs(nginx.url("f.h5"), progress=False)
+    write_rfs(rfs, nginx_root / "refs" / "f.shadowzarr")
+    write_rfs(rfs, nginx_root / "refs" / "session")  # no suffix: nginx redirects to …/
+    url = nginx.url("refs/f.shadowzarr")
+    np.testing.assert_array_equal(open_rfs(url)["g/d"][:], values)
+    nginx.reset()
+    array = shadowzarr.open_array(f"{url}::g/d", cache="none", reference_cache=False)
+    np.testing.assert_array_equal(array[3:77], values[3:77])
+    asked = [entry.uri for entry in nginx.entries()]
+    assert "/refs/f.shadowzarr" not in asked, asked
+    assert "/refs/f.shadowzarr/" not in asked, asked
+    assert asked.count("/refs/f.shadowzarr/refs.json") == 2, asked  # identity, then the file
+    nginx.reset()
+    bare = shadowzarr.open_array(
+        nginx.url("refs/session") + "::g/d", cache="none", reference_cache=False
+    )
+    np.testing.assert_array_equal(bare[:], values)
+    assert all(entry.status < 500 for entry in nginx.entries())
+    assert len(nginx.entries()) <= 8, [(e.uri, e.status) for e in nginx.entries()]

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from shadowzarr_spec import REFS_FILE, ReferenceFileSystem, parse_json
+from shadowzarr_spec import REFS_FILE, ReferenceFileSystem, SourceError, parse_json
+from shadowzarr_spec.io import refs_url_of
 
 from shadowzarr_store.local_cache import LocalCache
 from shadowzarr_store.options import StoreOptions
@@ -29,7 +30,7 @@ from shadowzarr_store.remote.option_names import check_option_names, policy_of
 from shadowzarr_store.remote.policy import DEFAULT_CACHE_BYTES, CachePolicy, make_caches
 from shadowzarr_store.remote.reference_cache import ReferenceCache
 from shadowzarr_store.remote.remote_array import RemoteArray
-from shadowzarr_store.remote.sniff import read_head, sniff_format
+from shadowzarr_store.remote.sniff import is_folder_url, read_head, sniff_format
 from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.transport import (
@@ -74,8 +75,15 @@ BUILT_IN: dict[str, Generate] = {"zarr": _zarr, "references": _references}
 
 def sniff_container(container: str, access: Mapping[str, Any]) -> SourceFormat | None:
     """The format of a container whose name has no known suffix, from its first bytes (read
-    with the caller's access options)."""
-    return sniff_format(read_head(container, options=_transport_options(access)))
+    with the caller's access options); a URL whose head cannot be read as a file but whose
+    server redirects it to ``…/`` is a reference folder (``…/refs.json``)."""
+    options = _transport_options(access)
+    try:
+        return sniff_format(read_head(container, options=options))
+    except SourceError:
+        if is_folder_url(container, options=options):
+            return "references"
+        raise
 
 
 def _transport_options(access: Mapping[str, Any]) -> TransportOptions:
@@ -327,6 +335,10 @@ def _identity_url(address: Address) -> str:
     if address.format == "references" and is_local(address.container):
         folder = local_path(address.container)
         return os.path.join(folder, REFS_FILE) if os.path.isdir(folder) else address.container
+    if address.format == "references":
+        # A remote reference folder (``….shadowzarr``) is a directory, not a file: who it is,
+        # is its refs.json (asking the folder itself follows a redirect to a listing).
+        return refs_url_of(address.container)[0]
     if address.format != "zarr":
         return address.container
     inner = f"/{address.dataset}" if address.dataset else ""

@@ -14,13 +14,22 @@ from shadowzarr_store.transport import (
     RangeNotSatisfiable,
     Transport,
     TransportOptions,
+    redact,
     run_blocking,
 )
+from shadowzarr_store.transport.status import REDIRECTS
 
 if TYPE_CHECKING:
     from shadowzarr_store.remote.address import SourceFormat
 
-__all__ = ["HDF5_SIGNATURE", "HEAD_BYTES", "TIFF_SIGNATURES", "read_head", "sniff_format"]
+__all__ = [
+    "HDF5_SIGNATURE",
+    "HEAD_BYTES",
+    "TIFF_SIGNATURES",
+    "is_folder_url",
+    "read_head",
+    "sniff_format",
+]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
@@ -70,3 +79,25 @@ def sniff_format(head: bytes) -> SourceFormat | None:
     if head.lstrip()[:1] == b"{":
         return "references"
     return None
+
+
+def is_folder_url(url: str, *, options: TransportOptions | None = None) -> bool:
+    """Whether an http(s) ``url`` is a folder: its server redirects it to the same URL with a
+    ``/`` (what nginx and Apache answer for a directory). One GET that follows no redirect;
+    asked only after the URL's head could not be read as a file (a reference folder answers
+    with a listing, a 403 or the redirect, never with a file's bytes)."""
+    if not url.startswith(("http://", "https://")) or url.endswith("/") or "?" in url:
+        return False
+    settings = options or TransportOptions()
+
+    async def ask() -> bool:
+        transport = Transport(settings)
+        try:
+            transport.access.check(url)
+            headers = settings.header_rules.for_url(url)
+            status, location, _ = await transport.http.ask_redirect(url, headers, redact(url))
+        finally:
+            await transport.aclose()
+        return status in REDIRECTS and location == url + "/"
+
+    return run_blocking(ask())
