@@ -228,7 +228,6 @@ SAME_ROLE = {
 SAME_MEANING = {
     "load_rfs": "shadowzarr_spec's reads local references; shadowzarr_store's also URLs",
     "write_rfs": "shadowzarr_spec's writes local paths; shadowzarr_store's also object stores",
-    "format_bytes": "a byte count as text (KiB, MiB) for the plots and for RemoteArray.info",
 }
 """One meaning defined twice, where the package that needs it cannot import the other."""
 

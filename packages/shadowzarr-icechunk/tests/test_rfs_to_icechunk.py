@@ -390,3 +390,42 @@ def test_uneven_gen_entry_and_transposed_chunks(tmp_path: Path, sample_folder: P
     session.commit("uneven gen")
     root = zarr.open_group(repo.readonly_session("main").store, mode="r")
     assert_same(root["f"][:], full, "f")
+
+
+@pytest.mark.network
+def test_open_icechunk_repository_authorizes_what_it_declares(
+    tmp_path: Path, nginx: NginxServer
+) -> None:
+    """A repository of chunks on an HTTP server and in a local folder: opened with nothing
+    but its path, both containers read; opened plainly, Icechunk refuses the chunks."""
+    from shadowzarr_icechunk import open_icechunk_repository, opening_code
+
+    remote = np.arange(200, dtype="<i4")
+    nginx.write_file("remote.bin", remote.tobytes())
+    local = np.arange(100, dtype="<f8") / 3
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "local.bin").write_bytes(local.tobytes())
+    builder = RfsBuilder()
+    builder.add_group("")
+    for path, url, values in (
+        ("remote", nginx.url("remote.bin"), remote),
+        ("local", str(tmp_path / "data" / "local.bin"), local),
+    ):
+        builder.add_array(path, shape=[len(values)], data_type=values.dtype.str, chunk_shape=[50])
+        builder.add_contiguous_chunks(
+            path, url=url, start=0, shape=[len(values)], chunk_shape=[50], itemsize=values.itemsize
+        )
+    write_rfs(builder.build(), tmp_path / "refs.json")
+    path = tmp_path / "both.icechunk"
+    written = write_icechunk_repository(tmp_path / "refs.json", path)
+    prefixes = sorted(written.config.virtual_chunk_containers or {})
+    assert prefixes == sorted([nginx.url(""), f"{(tmp_path / 'data').as_uri()}/"])
+    root = zarr.open_group(open_icechunk_repository(path).readonly_session("main").store, mode="r")
+    np.testing.assert_array_equal(root["remote"][:], remote)
+    np.testing.assert_array_equal(root["local"][:], local)
+    plain = icechunk.Repository.open(icechunk.local_filesystem_storage(str(path)))
+    with pytest.raises(icechunk.IcechunkError, match="authorize"):
+        zarr.open_group(plain.readonly_session("main").store, mode="r")["remote"][:]
+    code = "\n".join(opening_code(path, prefixes))
+    assert "icechunk.credentials.HttpAccess" in code
+    assert "icechunk.credentials.LocalFileSystemAccess" in code

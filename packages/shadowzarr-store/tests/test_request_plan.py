@@ -64,10 +64,13 @@ def test_the_plan_is_what_nginx_serves(
     refs, values = _serve(nginx, nginx_root)
     rfs = load_rfs(nginx.url(refs.name))
     assert "signal" in rfs.indexes  # 240 chunks > 50: a chunk-index array
-    plan = sync(plan_selection(RfsStore(rfs), "signal", selection))  # of the stored chunks
+    # the plan of a store that reads chunks as stored (planned on its own twin: planning
+    # reads the index, which a second read of the same store would not fetch again)
+    plan = sync(plan_selection(RfsStore(rfs, grouped_view=0), "signal", selection))
+    stored = RfsStore(rfs, grouped_view=0)
+    assert not plan.grouped
     assert len(plan.index_chunks) >= 1
     nginx.reset()
-    stored = RfsStore(rfs, grouped_view=0)
     got = zarr.open_array(stored, path="signal", mode="r", zarr_format=3)[selection]
     np.testing.assert_array_equal(got, values[selection])
     _served_as_planned(nginx, plan)
@@ -84,10 +87,10 @@ def test_an_index_carried_in_refs_json_is_neither_planned_nor_fetched(
     rfs = load_rfs(nginx.url(refs.name))
     assert set(rfs.indexes["signal"].files) == {"zarr.json", "c/0/0/0"}
     selection = (slice(250, 420), slice(None))
-    plan = sync(plan_selection(RfsStore(rfs), "signal", selection))
+    plan = sync(plan_selection(RfsStore(rfs, grouped_view=0), "signal", selection))
+    store = RfsStore(rfs, grouped_view=0)
     assert (plan.index_chunks, plan.index_metadata) == ((), ())
     nginx.reset()
-    store = RfsStore(rfs, grouped_view=0)
     got = zarr.open_array(store, path="signal", mode="r", zarr_format=3)[selection]
     np.testing.assert_array_equal(got, values[selection])
     assert nginx.count(path_prefix="signal.shadowzarr/index/") == 0
@@ -100,7 +103,7 @@ def test_a_long_selection_sends_at_most_the_plan(nginx: NginxServer, nginx_root:
     finish together, so the plan (reads finishing one by one) is an upper bound, and the
     measurement is what nginx saw."""
     refs, _ = _serve(nginx, nginx_root)
-    store = RfsStore(load_rfs(nginx.url(refs.name)))
+    store = RfsStore(load_rfs(nginx.url(refs.name)), grouped_view=0)
     selection = (slice(None), 5)
     plan = sync(plan_selection(store, "signal", selection))
     nginx.reset()
@@ -147,3 +150,23 @@ def _served_as_planned(nginx: NginxServer, plan: Any) -> None:
         assert chunks[position][1] == end
         position += 1
     assert position == len(chunks) and len(holding) == len(served)
+
+
+@pytest.mark.parametrize("selection", [(slice(0, 300), 2), (slice(250, 420), slice(None))])
+def test_the_plan_of_the_grouped_view_is_what_it_sends(
+    nginx: NginxServer, nginx_root: Path, selection: tuple[Any, ...]
+) -> None:
+    """The store shows these small chunks as shards of packs and reads whole packs: the plan
+    of the store as it is configured counts those reads (issue 45), not the stored chunks'."""
+    refs, _ = _serve(nginx, nginx_root)
+    store = RfsStore(load_rfs(nginx.url(refs.name)))
+    plan = sync(plan_selection(store, "signal", selection))
+    assert plan.grouped
+    nginx.reset()
+    measured = measure_selection(store, "signal", selection)
+    served = [e for e in nginx.entries() if e.uri.endswith("signal.bin")]
+    assert len(served) == len(plan.requests)
+    assert sum(e.body_bytes_sent for e in served) == plan.request_bytes
+    index_reads = len(plan.index_chunks) + len(plan.index_metadata)
+    assert measured.requests == len(plan.requests) + index_reads
+    assert measured.bytes > plan.request_bytes  # and the index's bytes

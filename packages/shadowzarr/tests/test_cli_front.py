@@ -189,12 +189,12 @@ def test_raw_binary_needs_its_layout(capsys: pytest.CaptureFixture[str], tmp_pat
     base = ["generate", str(recording), "--format", "neo:RawBinarySignalRawIO"]
     code, _, err = run_main(capsys, *base, "-o", str(tmp_path / "r.shadowzarr"))
     assert code == 1
-    assert "--dtype, --channels, --sampling-rate and --byte-offset" in err
+    assert "--dtype, --channels and --sampling-rate" in err
     code, _, err = run_main(
         capsys, *base, "--dtype", "int16", "--channels", "8", "-o", str(tmp_path / "r.shadowzarr")
     )
     assert code == 1
-    assert "--sampling-rate, --byte-offset" in err
+    assert "needs --sampling-rate as well" in err
     layout = ["--dtype", "<i2", "--channels", "8", "--sampling-rate", "30000", "--byte-offset", "8"]
     code, _, err = run_main(capsys, *base, *layout, "-o", str(tmp_path / "r.shadowzarr"))
     assert code == 0, err

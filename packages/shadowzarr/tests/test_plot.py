@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import TYPE_CHECKING
 
@@ -89,3 +90,87 @@ def test_bins_count_every_byte() -> None:
     other = Kind.of("selected", "#ff0000", [(20, 22)])
     shown = dominant_kinds([coverage, bin_coverage(other, edges)])
     assert shown.tolist() == [0, 0, 1, 0, -1, -1, -1, -1, -1, 0]
+
+
+@pytest.fixture
+def small_chunks(tmp_path: Path) -> Path:
+    """4 KiB chunks looked up in a chunk index: the store reads them through its grouped view,
+    packed (a selection's packs are read whole)."""
+    data = np.arange(60_000 * 64, dtype="<i2").reshape(60_000, 64)
+    with h5py.File(tmp_path / "small.h5", "w") as file:
+        file.create_dataset("acq/data", data=data, chunks=(128, 16))
+    rfs = shadowzarr.generate_rfs(str(tmp_path / "small.h5"), progress=False)
+    return write_rfs(rfs, tmp_path / "small.shadowzarr", chunk_index_threshold=10)
+
+
+@pytest.mark.parametrize("select", ["0:3000, 0:20", "0:30000", "100:200, 5", "0:60000:7, 3:40"])
+def test_the_plan_is_what_the_store_sends_for_small_chunks(
+    small_chunks: Path, select: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45: the plan modelled the stored chunks, not the grouped view the store reads
+    (6 planned requests of 2.3 MB where one of 3.1 MB went out)."""
+    import json
+
+    code = main(
+        ["layout", str(small_chunks), "acq/data", "--select", select, "--measure", "--json"]
+    )
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    plan, measured = document["selection"], document["measured"]
+    assert plan["grouped"] is True
+    assert len(plan["requests"]) == measured["requests"]
+    assert plan["request_bytes"] == measured["bytes"]
+
+
+def test_strided_selections_plan_only_the_chunks_they_touch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    data = np.arange(40_000 * 64, dtype="<f8").reshape(40_000, 64)
+    with h5py.File(tmp_path / "big.h5", "w") as file:
+        file.create_dataset("d", data=data, chunks=(1_000, 64), compression="gzip")
+    refs = write_rfs(
+        shadowzarr.generate_rfs(str(tmp_path / "big.h5"), progress=False), tmp_path / "b.json"
+    )
+    code = main(["layout", str(refs), "d", "--select", "0:40000:3000", "--measure", "--json"])
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["selection"]["chunks"] == 14  # rows 0, 3000, …, 39000: one chunk each
+    assert len(document["selection"]["requests"]) == document["measured"]["requests"] == 14
+    assert document["selection"]["request_bytes"] == document["measured"]["bytes"]
+
+
+def test_request_labels_neither_overlap_nor_leave_the_picture(tmp_path: Path) -> None:
+    """Labels of many requests: one row each way, none over another, none cut at an edge; the
+    title wraps, and the last box of the lookup is whole."""
+    data = np.arange(40_000 * 64, dtype="<f8").reshape(40_000, 64)
+    with h5py.File(tmp_path / "big.h5", "w") as file:
+        file.create_dataset("d", data=data, chunks=(1_000, 64), compression="gzip")
+    refs = write_rfs(
+        shadowzarr.generate_rfs(str(tmp_path / "big.h5"), progress=False), tmp_path / "b.json"
+    )
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for select in ((slice(0, 40_000, 3_000),), (slice(0, 12_000, 2_000),)):
+        figure = shadowzarr.plot.layout(refs, "d", select=select)
+        canvas = FigureCanvasAgg(figure)
+        canvas.draw()  # lays the picture out as savefig does
+        renderer = canvas.get_renderer()
+        page = figure.bbox
+        _, zoom, lookup = figure.axes
+        touched = len(range(*select[0].indices(40_000)))  # one chunk, one request each
+        labels = [t for t in zoom.texts if t.get_text()[:1].isdigit() or "request" in t.get_text()]
+        assert len(labels) == touched
+        boxes = [label.get_window_extent(renderer) for label in labels]
+        for box in boxes:
+            assert page.x0 <= box.x0
+            assert box.x1 <= page.x1
+        for first, second in itertools.combinations(boxes, 2):
+            assert not first.overlaps(second)
+        title = zoom._left_title  # type: ignore[attr-defined]  # (the loc="left" title)
+        assert title.get_window_extent(renderer).x1 <= page.x1
+        for patch in lookup.patches:
+            extent = patch.get_window_extent(renderer)
+            assert lookup.bbox.x0 - 1 <= extent.x0
+            assert extent.x1 <= lookup.bbox.x1 + 1

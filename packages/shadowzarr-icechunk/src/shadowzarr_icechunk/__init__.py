@@ -20,6 +20,7 @@ from shadowzarr_icechunk.icechunk import (
     write_conversion,
 )
 from shadowzarr_icechunk.manifests import rfs_to_manifest_store
+from shadowzarr_icechunk.reading import open_icechunk_repository, opening_code
 from shadowzarr_icechunk.virtualizarr import manifest_store_to_rfs, virtual_array
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ __all__ = [
     "SelectionNotSupportedError",
     "icechunk_to_rfs",
     "manifest_store_to_rfs",
+    "open_icechunk_repository",
+    "opening_code",
     "required_containers",
     "rfs_to_icechunk",
     "rfs_to_manifest_store",

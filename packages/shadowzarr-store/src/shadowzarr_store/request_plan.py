@@ -8,11 +8,16 @@ merges each flush with the store's own planner (`merge.plan_runs`, `head_start`,
 ``RangeMerger.eligible``). For a selection of at most ``async.concurrency`` chunks that is
 exactly what a cold read sends; beyond, later reads are merged as earlier requests finish, which
 depends on timing, and the plan assumes they finish one by one (so it is the most requests a
-cold read sends). `measure_selection` reads the selection and counts what was sent.
+cold read sends). An array the store shows through its grouped view (small chunks as shards,
+see `grouped_view`) is planned as that view reads: zarr asks for ``async.concurrency`` shards at
+a time, each for every stored chunk of the packs (inner chunks) the selection touches, all
+gathered, so one wave of shards is one flush of the merger (the packs' read-ahead included).
+`measure_selection` reads the selection and records every request it sent.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
@@ -28,6 +33,7 @@ from shadowzarr_store.resolve import SourceValue, plan_read
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
+    from shadowzarr_store.grouped_view import GroupLayout
     from shadowzarr_store.rfs_store import RfsStore
 
 __all__ = [
@@ -90,6 +96,11 @@ class SelectionPlan:
     concurrency: int
     merge_gap: int
     max_merge_size: int
+    read_ahead: tuple[ChunkExtent, ...] = ()
+    """Stored chunks read besides ``chunks``: the rest of the packs of the grouped view that
+    the selection touches."""
+    grouped: bool = False
+    """Whether the store reads this array through its grouped view (shards of small chunks)."""
 
     @property
     def request_bytes(self) -> int:
@@ -114,6 +125,8 @@ class SelectionPlan:
                 for r in self.requests
             ],
             "request_bytes": self.request_bytes,
+            "read_ahead_chunks": len(self.read_ahead),
+            "grouped": self.grouped,
             "concurrency": self.concurrency,
             "merge_gap": self.merge_gap,
             "max_merge_size": self.max_merge_size,
@@ -133,11 +146,12 @@ async def array_extents(store: RfsStore, path: str) -> list[ChunkExtent]:
 
 
 async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> SelectionPlan:
-    """The chunks, index chunks and merged requests of a cold read of ``selection`` (of the
-    stored chunks: a grouped view reads the same chunks, in fewer waves)."""
+    """The chunks, index chunks and merged requests of a cold read of ``selection``, as the
+    store reads it (through its grouped view, if it shows the array so)."""
+    layout = store._groups.layout(path) if store._groups is not None else None  # same package
     store = store.stored_view()
     opened = await zarr.api.asynchronous.open_array(store=store, path=path, mode="r", zarr_format=3)
-    keys = list(chunk_keys(zarr.Array(opened), selection))
+    keys = _touched_keys(zarr.Array(opened), selection)
     chunks: list[ChunkExtent] = []
     inline = missing = 0
     for key in keys:
@@ -152,6 +166,12 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
                 chunks.append(extent)
     options = store.options
     concurrency = int(zarr.config.get("async.concurrency"))
+    read_ahead: list[ChunkExtent] = []
+    if layout is not None:
+        read_ahead = await _pack_members(store, path, layout, chunks)
+        requests = _grouped_requests(chunks + read_ahead, layout, store, concurrency)
+    else:
+        requests = _requests(chunks, store, concurrency)
     index_chunks = await _index_chunks(store, path, keys)
     index = store.rfs.indexes.get(path)
     return SelectionPlan(
@@ -167,10 +187,12 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
         and index.path is not None
         and "zarr.json" not in index.files
         else (),
-        requests=tuple(_requests(chunks, store, concurrency)),
+        requests=tuple(requests),
         concurrency=concurrency,
         merge_gap=options.merge_gap,
         max_merge_size=options.max_merge_size,
+        read_ahead=tuple(read_ahead),
+        grouped=layout is not None,
     )
 
 
@@ -251,6 +273,61 @@ def _requests(chunks: list[ChunkExtent], store: RfsStore, concurrency: int) -> l
         requests.extend(sent)
         freed = sum(len(request.chunks) for request in sent)
         batch, waiting = waiting[:freed], waiting[freed:]
+    return requests
+
+
+def _touched_keys(array: zarr.Array[Any], selection: Any) -> list[str]:
+    """The keys of the chunks zarr reads for ``selection``, in its order: its own indexer for
+    slices and integers (a strided slice skips the chunks between its steps), else the
+    chunks the selection's bounding box covers."""
+    from zarr.core.indexing import BasicIndexer
+
+    try:
+        # zarr's own chunk grid object (private; without it, the bounding box)
+        indexer = BasicIndexer(selection, array.shape, array._chunk_grid)
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return list(chunk_keys(array, selection))
+    prefix = f"{array.path}/" if array.path else ""
+    return [prefix + array.metadata.encode_chunk_key(p.chunk_coords) for p in indexer]
+
+
+async def _pack_members(
+    store: RfsStore, path: str, layout: GroupLayout, chunks: list[ChunkExtent]
+) -> list[ChunkExtent]:
+    """The stored chunks the grouped view reads besides ``chunks``: every member of each pack
+    (inner chunk) that holds one of them."""
+    packed = layout.packed
+    if all(p == 1 for p in packed):
+        return []
+    wanted = {chunk.coords for chunk in chunks}
+    origins = {tuple(c - c % p for c, p in zip(coords, packed, strict=True)) for coords in wanted}
+    extra: list[ChunkExtent] = []
+    for origin in sorted(origins):
+        for offsets in itertools.product(*(range(p) for p in packed)):
+            coords = tuple(o + d for o, d in zip(origin, offsets, strict=True))
+            if coords in wanted or any(c >= g for c, g in zip(coords, layout.grid, strict=True)):
+                continue
+            key = join(path, "c", *map(str, coords))
+            extent = await _extent(store, key)
+            if extent is not None:
+                extra.append(extent)
+    return extra
+
+
+def _grouped_requests(
+    chunks: list[ChunkExtent], layout: GroupLayout, store: RfsStore, concurrency: int
+) -> list[PlannedRequest]:
+    """The requests of a grouped read: shards in zarr's order, ``concurrency`` at a time, each
+    wave's stored chunks gathered into one flush of the merger."""
+    merger = RangeMerger(_never, store.options, StoreStats())
+    by_shard: dict[tuple[int, ...], list[ChunkExtent]] = {}
+    for chunk in chunks:
+        by_shard.setdefault(layout.shard_of(chunk.coords), []).append(chunk)
+    shards = sorted(by_shard)
+    requests: list[PlannedRequest] = []
+    for first in range(0, len(shards), concurrency):
+        wave = [c for shard in shards[first : first + concurrency] for c in by_shard[shard]]
+        requests.extend(_merge(wave, merger, throttled=False))
     return requests
 
 

@@ -52,7 +52,9 @@ def open_array(
     **options
         `shadowzarr_store.remote.open_remote_array` options: ``cache`` ("none", "memory",
         "disk"), ``max_cache_bytes``, ``cache_dir``, ``assume_immutable``, ``offline``,
-        ``max_concurrency``, ``memory_cache``/``local_cache`` (shared), and `RfsStore` options;
+        ``max_concurrency``, ``memory_cache``/``local_cache`` (shared), blosc2's
+        ``cache_policy``, ``cache_path`` (disk cache folder) and ``refs`` (references made
+        beforehand), and `RfsStore` options;
         ``headers``, ``allowed_urls`` and ``storage_options`` also go to the generator, so the
         first request (the source's identity) already carries the headers, and a source outside
         ``allowed_urls`` is refused before any request.
@@ -73,6 +75,7 @@ def open_array(
             "tiff": functools.partial(_tiff, chosen=tiff_path),
         },
         generator_tag=repr(sorted(hdf5.items())) + f"|tiff:{tiff_path}",
+        _called_as="shadowzarr.open_array",
         **options,
     )
 

@@ -265,7 +265,7 @@ async def _rewrite(
     fingerprint = _fingerprint(plan)
     state = await log.load(plan.path, fingerprint)
     if state.complete:
-        bar.advance("copy", plan.path, int(source.nbytes))
+        bar.advance("copy", plan.path, int(source.nbytes), resumed=True)
         return len(all_regions)
     attributes = plan.document.get("attributes", {})
     if not state.done:
@@ -284,7 +284,12 @@ async def _rewrite(
         )
         await log.save(plan.path, state)
     resumed = len(state.done)
-    bar.advance("copy", plan.path, sum(region_bytes(all_regions[i], itemsize) for i in state.done))
+    bar.advance(
+        "copy",
+        plan.path,
+        sum(region_bytes(all_regions[i], itemsize) for i in state.done),
+        resumed=True,
+    )
     dest = await zarr_async.open_array(store=dest_store, path=plan.path, zarr_format=3, mode="r+")
     todo = (i for i in range(len(all_regions)) if i not in state.done)
 

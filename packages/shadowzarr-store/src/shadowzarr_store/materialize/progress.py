@@ -28,6 +28,9 @@ class MaterializeStep:
     total: int
     arrays_done: int
     arrays: int
+    resumed: int = 0
+    """The part of ``done`` an earlier, interrupted run had copied: counted as done, but not
+    moved by this run (a rate is ``(done - resumed) / seconds``)."""
 
 
 type Progress = Callable[[MaterializeStep], None]
@@ -48,9 +51,13 @@ class ProgressReporter:
         self._done: dict[Phase, int] = dict.fromkeys(totals, 0)
         self._arrays = arrays
         self._arrays_done: dict[Phase, int] = dict.fromkeys(totals, 0)
+        self._resumed: dict[Phase, int] = dict.fromkeys(totals, 0)
 
-    def advance(self, phase: Phase, path: str, nbytes: int) -> None:
+    def advance(self, phase: Phase, path: str, nbytes: int, *, resumed: bool = False) -> None:
+        """``nbytes`` more done; ``resumed``: found done by an earlier run, not moved now."""
         self._done[phase] = self._done.get(phase, 0) + nbytes
+        if resumed:
+            self._resumed[phase] = self._resumed.get(phase, 0) + nbytes
         self._report(phase, path)
 
     def array_done(self, phase: Phase, path: str) -> None:
@@ -67,6 +74,7 @@ class ProgressReporter:
                     self._totals.get(phase, 0),
                     self._arrays_done.get(phase, 0),
                     self._arrays,
+                    self._resumed.get(phase, 0),
                 )
             )
 

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from shadowzarr_spec.units import format_bytes
+
 from shadowzarr_store.remote.export import scrub_url
 
 if TYPE_CHECKING:
@@ -16,7 +18,6 @@ __all__ = [
     "RemoteInfo",
     "codec_name",
     "data_files",
-    "format_bytes",
     "format_cap",
     "is_local_folder",
 ]
@@ -70,14 +71,6 @@ def codec_name(codec: Any) -> str:
     name = type(codec).__name__
     codec_id = getattr(codec, "codec_id", None) or getattr(codec, "codec_name", None)
     return str(codec_id) if codec_id else name
-
-
-def format_bytes(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if count < 1024 or unit == "TiB":
-            return f"{count} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
 
 
 def format_cap(cap: int | None) -> str:

@@ -16,18 +16,21 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from shadowzarr_spec import REFS_FILE, ReferenceFileSystem, parse_json
+from shadowzarr_spec import REFS_FILE, ReferenceFileSystem, SourceError, parse_json
+from shadowzarr_spec.io import refs_url_of
 
+from shadowzarr_store.local_cache import LocalCache
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.remote.address import Address, SourceFormat, parse_address
 from shadowzarr_store.remote.carrier import carried_array
 from shadowzarr_store.remote.errors import OfflineError
 from shadowzarr_store.remote.identity import SourceIdentity, probe_identity
+from shadowzarr_store.remote.option_names import check_option_names, policy_of
 from shadowzarr_store.remote.policy import DEFAULT_CACHE_BYTES, CachePolicy, make_caches
 from shadowzarr_store.remote.reference_cache import ReferenceCache
 from shadowzarr_store.remote.remote_array import RemoteArray
-from shadowzarr_store.remote.sniff import read_head, sniff_format
+from shadowzarr_store.remote.sniff import is_folder_url, read_head, sniff_format
 from shadowzarr_store.remote.zarr_source import ZarrSourceStore, zarr_references
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.transport import (
@@ -72,8 +75,15 @@ BUILT_IN: dict[str, Generate] = {"zarr": _zarr, "references": _references}
 
 def sniff_container(container: str, access: Mapping[str, Any]) -> SourceFormat | None:
     """The format of a container whose name has no known suffix, from its first bytes (read
-    with the caller's access options)."""
-    return sniff_format(read_head(container, options=_transport_options(access)))
+    with the caller's access options); a URL whose head cannot be read as a file but whose
+    server redirects it to ``…/`` is a reference folder (``…/refs.json``)."""
+    options = _transport_options(access)
+    try:
+        return sniff_format(read_head(container, options=options))
+    except SourceError:
+        if is_folder_url(container, options=options):
+            return "references"
+        raise
 
 
 def _transport_options(access: Mapping[str, Any]) -> TransportOptions:
@@ -151,6 +161,10 @@ def open_remote_array(
     assume_immutable: bool = True,
     offline: bool = False,
     max_concurrency: int = 16,
+    cache_policy: CachePolicy | str | Any = None,
+    cache_path: str | os.PathLike[str] | None = None,
+    refs: ReferenceFileSystem | dict[str, Any] | str | os.PathLike[str] | None = None,
+    _called_as: str = "open_remote_array",
     **store_options: Any,
 ) -> RemoteArray:
     """Open one array as a `RemoteArray` (a `zarr.Array` plus cache, prefetch, info, export).
@@ -193,8 +207,14 @@ def open_remote_array(
         Never fetch: reads answered from the cache, others raise `OfflineError`.
     max_concurrency
         Chunk reads in flight during `RemoteArray.fetch`.
+    cache_policy, cache_path, refs
+        blosc2's names: ``cache_policy`` is ``cache`` (blosc2's ``CachePolicy`` too);
+        ``cache_path`` is the folder of the disk cache (implies ``cache="disk"``); ``refs``
+        are references made beforehand for ``source``, opened instead of generating them
+        (``open_remote_array(refs, dataset=…)`` with the dataset ``source`` names).
     **store_options
-        `RfsStore` options (``merge_gap``, ``retries``, ``local_cache``, ``memory_cache``…).
+        `RfsStore` options (``merge_gap``, ``retries``, ``local_cache``, ``memory_cache``…);
+        an unknown name is a `TypeError` saying what to use instead.
 
     Raises
     ------
@@ -203,8 +223,37 @@ def open_remote_array(
     DatasetNotFoundError
         The container has no array at the dataset named (the message names both).
     """
+    check_option_names(store_options, _called_as)
     if max_cache_bytes is _UNSET:
         max_cache_bytes = DEFAULT_CACHE_BYTES
+    if cache_policy is not None:
+        if cache != CachePolicy.MEMORY and policy_of(cache_policy) != policy_of(cache):
+            raise ValueError(f"cache={cache!r} and cache_policy={cache_policy!r} disagree")
+        cache = policy_of(cache_policy)
+    if cache_path is not None:
+        if cache_policy is not None and policy_of(cache) != CachePolicy.DISK:
+            raise ValueError(f"cache_path= is the disk cache's folder, not one of cache={cache}")
+        if "local_cache" in store_options:
+            raise ValueError("give cache_path= or local_cache=, not both")
+        cache = CachePolicy.DISK
+        store_options["local_cache"] = LocalCache(cache_path, max_cache_bytes)
+    if refs is not None:
+        if not isinstance(source, str | os.PathLike):
+            raise TypeError(f"refs= goes with a source URL or path, not {type(source).__name__}")
+        named = parse_address(source, dataset=dataset, sniff=lambda _container: "hdf5")
+        return open_remote_array(
+            load_rfs(refs) if isinstance(refs, dict) else refs,
+            dataset=named.dataset or None,
+            cache=cache,
+            max_cache_bytes=max_cache_bytes,
+            cache_dir=cache_dir,
+            reference_cache=reference_cache,
+            assume_immutable=assume_immutable,
+            offline=offline,
+            max_concurrency=max_concurrency,
+            _called_as=_called_as,
+            **store_options,
+        )
     caches = make_caches(
         cache,
         max_cache_bytes,
@@ -286,6 +335,10 @@ def _identity_url(address: Address) -> str:
     if address.format == "references" and is_local(address.container):
         folder = local_path(address.container)
         return os.path.join(folder, REFS_FILE) if os.path.isdir(folder) else address.container
+    if address.format == "references":
+        # A remote reference folder (``….shadowzarr``) is a directory, not a file: who it is,
+        # is its refs.json (asking the folder itself follows a redirect to a listing).
+        return refs_url_of(address.container)[0]
     if address.format != "zarr":
         return address.container
     inner = f"/{address.dataset}" if address.dataset else ""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import zarr
 from shadowzarr_spec import DatasetNotFoundError, array_info, array_paths
+from shadowzarr_spec.units import format_bytes
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
@@ -31,7 +32,6 @@ from shadowzarr_store.remote.info import (
     RemoteInfo,
     codec_name,
     data_files,
-    format_bytes,
     format_cap,
     is_local_folder,
 )

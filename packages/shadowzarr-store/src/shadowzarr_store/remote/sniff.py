@@ -20,6 +20,7 @@ from shadowzarr_store.transport import (
     redact,
     run_blocking,
 )
+from shadowzarr_store.transport.status import REDIRECTS
 
 if TYPE_CHECKING:
     from shadowzarr_store.remote.address import SourceFormat
@@ -33,6 +34,7 @@ __all__ = [
     "TIFF_SIGNATURES",
     "TIFF_SUFFIXES",
     "detect_format",
+    "is_folder_url",
     "named_format",
     "read_head",
     "sniff_format",
@@ -126,3 +128,23 @@ def named_format(source: str) -> str | None:
     if suffix in TIFF_SUFFIXES:
         return "tiff"
     return None
+def is_folder_url(url: str, *, options: TransportOptions | None = None) -> bool:
+    """Whether an http(s) ``url`` is a folder: its server redirects it to the same URL with a
+    ``/`` (what nginx and Apache answer for a directory). One GET that follows no redirect;
+    asked only after the URL's head could not be read as a file (a reference folder answers
+    with a listing, a 403 or the redirect, never with a file's bytes)."""
+    if not url.startswith(("http://", "https://")) or url.endswith("/") or "?" in url:
+        return False
+    settings = options or TransportOptions()
+
+    async def ask() -> bool:
+        transport = Transport(settings)
+        try:
+            transport.access.check(url)
+            headers = settings.header_rules.for_url(url)
+            status, location, _ = await transport.http.ask_redirect(url, headers, redact(url))
+        finally:
+            await transport.aclose()
+        return status in REDIRECTS and location == url + "/"
+
+    return run_blocking(ask())

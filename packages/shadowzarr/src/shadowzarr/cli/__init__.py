@@ -16,8 +16,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from shadowzarr_spec import ShadowzarrError
-
 from shadowzarr.cli import (
     cache,
     catalog,
@@ -106,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # After one chunk fails, zarr lets the other reads of that selection finish in the
         # background; asyncio would print their errors as tracebacks when the process exits.
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    # Imported once the arguments are parsed: ``--help`` needs none of zarr, numpy or aiohttp.
+    from shadowzarr_spec import ShadowzarrError
+
     try:
         with quiet_third_parties(args.verbose):
             return int(args.run(args) or 0)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shadowzarr_store.transport import TransportOptions
+if TYPE_CHECKING:
+    from shadowzarr_store.transport import TransportOptions
 
 __all__ = ["access_kwargs", "add_access_arguments", "transport_options"]
 
@@ -60,6 +61,8 @@ def access_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def transport_options(args: argparse.Namespace) -> TransportOptions:
+    from shadowzarr_store.transport import TransportOptions
+
     return TransportOptions(**access_kwargs(args))
 
 

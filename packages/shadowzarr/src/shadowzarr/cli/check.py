@@ -6,15 +6,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-
-from shadowzarr_spec import SourceInfo, SourceNotFoundError
-from shadowzarr_store import load_rfs
-from shadowzarr_store.transport import Transport, TransportOptions, redact, run_blocking
-from shadowzarr_store.transport.client import same_etag
-from shadowzarr_store.transport.locations import join_location
+from typing import TYPE_CHECKING
 
 from shadowzarr.cli.access import access_kwargs, add_access_arguments, transport_options
 from shadowzarr.cli.output import add_json_option, emit
+
+if TYPE_CHECKING:
+    from shadowzarr_spec import SourceInfo
+    from shadowzarr_store.transport import TransportOptions
 
 __all__ = ["SourceStatus", "check_source", "register"]
 
@@ -45,6 +44,8 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_store import load_rfs
+
     options = transport_options(args)
     rfs = load_rfs(args.refs, **access_kwargs(args))
     statuses = [
@@ -63,6 +64,11 @@ def check_source(
     url: str, recorded: SourceInfo, base: str | None, options: TransportOptions | None = None
 ) -> SourceStatus:
     """Ask the source who it is now (one small request, or a local probe) and compare."""
+    from shadowzarr_spec import SourceNotFoundError
+    from shadowzarr_store.transport import Transport, TransportOptions, redact, run_blocking
+    from shadowzarr_store.transport.client import same_etag
+    from shadowzarr_store.transport.locations import join_location
+
     location = url if base is None else join_location(base, url)
     shown = redact(url)
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from shadowzarr_spec import write_rfs
-from shadowzarr_store import load_rfs
-
 from shadowzarr.cli.output import add_json_option, emit
 
 __all__ = ["register"]
@@ -39,6 +36,9 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_spec import write_rfs
+    from shadowzarr_store import load_rfs
+
     rfs = load_rfs(args.refs)
     if args.out.endswith(".icechunk"):
         from shadowzarr._lazy import import_module_for
@@ -46,8 +46,24 @@ def run(args: argparse.Namespace) -> int:
         bridge = import_module_for(
             "shadowzarr_icechunk", "icechunk", "shadowzarr convert to Icechunk"
         )
-        bridge.write_icechunk_repository(rfs, args.out)
-    else:
-        write_rfs(rfs, args.out, chunk_index_threshold=args.chunk_index_threshold)
+        repository = bridge.write_icechunk_repository(rfs, args.out)
+        prefixes = sorted(repository.config.virtual_chunk_containers or {})
+        code = bridge.opening_code(args.out, prefixes)
+        lines = [
+            f"wrote {args.out}: an Icechunk repository whose virtual chunks lie in "
+            f"{', '.join(prefixes) or 'no container'}",
+            f"read it here with: shadowzarr info {args.out}; shadowzarr get {args.out} PATH",
+            "open it from Python (Icechunk reads a virtual chunk only from a container the "
+            "opener authorizes):",
+            *(f"    {line}" for line in code),
+        ]
+        document = {
+            "written": args.out,
+            "virtual_chunk_containers": prefixes,
+            "python": "\n".join(code),
+        }
+        emit(args, document, lines)
+        return 0
+    write_rfs(rfs, args.out, chunk_index_threshold=args.chunk_index_threshold)
     emit(args, {"written": args.out}, [f"wrote {args.out}"])
     return 0

@@ -28,6 +28,12 @@ def register(
     parser.add_argument(
         "--latency", type=float, default=0.02, help="seconds added to each request (a real network)"
     )
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="write demo.nwb and demo.shadowzarr to DIR and keep them (default: a temporary "
+        "folder, deleted at the end)",
+    )
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -36,11 +42,15 @@ def run(args: argparse.Namespace) -> int:
     from shadowzarr.demo import run_demo
 
     if not args.json:
-        return run_demo(seconds=args.seconds, latency=args.latency)
+        return run_demo(seconds=args.seconds, latency=args.latency, keep=args.keep)
     lines: list[str] = []
     results: dict[str, Any] = {}
     status = run_demo(
-        seconds=args.seconds, latency=args.latency, echo=lines.append, results=results
+        seconds=args.seconds,
+        latency=args.latency,
+        keep=args.keep,
+        echo=lines.append,
+        results=results,
     )
     emit(args, {**results, "log": lines}, [])
     return status

@@ -15,15 +15,15 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from shadowzarr_store.transport import TransportOptions
+from typing import TYPE_CHECKING, Any
 
 from shadowzarr.cli.access import access_kwargs, add_access_arguments
-from shadowzarr.cli.output import add_json_option, emit
+from shadowzarr.cli.output import add_json_option, emit, output_folder_ready
 from shadowzarr.cli.progress import Bars
-from shadowzarr.cli.raw_binary import RawBinaryLayout, add_raw_binary_options, raw_binary_layout
-from shadowzarr.cli.sources import detect_format, expand_sources
+from shadowzarr.cli.raw_binary import add_raw_binary_options, raw_binary_layout
+
+if TYPE_CHECKING:
+    from shadowzarr.cli.raw_binary import RawBinaryLayout
 
 __all__ = ["Generated", "generate_one", "register"]
 
@@ -49,13 +49,18 @@ def register(
         epilog="examples:\n  shadowzarr generate data.nwb -o data.shadowzarr\n"
         "  shadowzarr generate https://host/data.nwb --local-path data.nwb -o data.json\n"
         "  shadowzarr generate Noise4Sam_g0/ --format neo:SpikeGLXRawIO -o ap.shadowzarr\n"
-        "  shadowzarr generate rec.bin --format neo:RawBinarySignalRawIO --dtype int16 \\\n"
-        "      --channels 8 --sampling-rate 30000 --byte-offset 0 -o rec.shadowzarr",
+        "  shadowzarr generate rec.bin --dtype int16 --channels 8 --sampling-rate 30000 \\\n"
+        "      --byte-offset 0 -o rec.shadowzarr",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
     parser.add_argument("source", help="file, URL, folder, @list.txt or dandiset version URL")
     parser.add_argument("-o", "--output", required=True, help="output .json file or directory")
+    parser.add_argument(
+        "--parents",
+        action="store_true",
+        help="create OUTPUT's parent folders if missing (else a missing one is an error)",
+    )
     parser.add_argument(
         "--format",
         default="auto",
@@ -113,7 +118,12 @@ class Generated:
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_store.transport import TransportOptions
+
+    from shadowzarr.cli.sources import expand_sources
+
     raw = raw_binary_layout(args)
+    output_folder_ready(args.output, create=args.parents)
     access = access_kwargs(args)
     sources = expand_sources(args.source, TransportOptions(**access))
     mapping = [tuple(item.split("=", 1)) for item in args.url_for]
@@ -154,7 +164,7 @@ def _one(args: argparse.Namespace, source: str, options: dict[str, Any]) -> int:
 
 def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any]) -> int:
     out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(exist_ok=True)  # its parent exists (or --parents made it)
     suffix = SUFFIXES["json" if args.json_files else "directory"]
     written: list[Generated] = []
     failed: list[dict[str, str]] = []
@@ -263,10 +273,17 @@ def generate_one(
     import warnings
 
     from shadowzarr_spec import UnsupportedDatasetWarning, write_rfs
+    from shadowzarr_store.transport import TransportOptions
+
+    from shadowzarr.cli.sources import detect_format
 
     access = {k: v for k, v in (access or {}).items() if v is not None}
     sniff = TransportOptions(**access) if local_path is None else TransportOptions()
-    kind = detect_format(local_path or source, sniff) if format == "auto" else format
+    kind = (
+        detect_format(local_path or source, sniff, raw_layout=raw is not None)
+        if format == "auto"
+        else format
+    )
     with warnings.catch_warnings():
         # the summary names every dataset left out; the warning would say it twice
         warnings.simplefilter("ignore", UnsupportedDatasetWarning)
@@ -282,8 +299,8 @@ def _generator(kind: str, raw: RawBinaryLayout | None, access: dict[str, Any]) -
 
     if raw is not None and not kind.startswith("neo"):
         raise ValueError(
-            f"--dtype/--channels/--sampling-rate/--byte-offset describe a raw binary recording "
-            f"(--format neo:RawBinarySignalRawIO), not a {kind} source"
+            f"--dtype/--channels/--sampling-rate/--byte-offset describe a raw binary recording, "
+            f"not a {kind} source"
         )
     if kind in ("hdf5", "netcdf3"):  # one generator reads both
         module = import_module_for("shadowzarr_hdf5", "hdf5", "generating from HDF5")
@@ -311,17 +328,22 @@ def _neo_reader(source: str, reader_name: str | None, raw: RawBinaryLayout | Non
         cls = getattr(neo.rawio, reader_name, None)
         if cls is None:
             raise ValueError(f"NEO has no raw reader {reader_name!r}")
+    elif raw is not None:  # the layout given: a raw binary recording, whatever its suffix
+        cls = neo.rawio.RawBinarySignalRawIO
     else:
         cls = neo.rawio.get_rawio(source)
         if cls is None:
-            raise ValueError(f"no NEO raw reader recognises {source}")
+            raise ValueError(
+                f"no NEO raw reader recognises {source}; a raw binary recording needs "
+                "--dtype, --channels and --sampling-rate"
+            )
     options: dict[str, Any] = {}
     if cls is neo.rawio.RawBinarySignalRawIO:
         if raw is None:
             raise ValueError(
                 f"{source} is read as a raw binary recording, whose layout the file does not "
-                "record: give --dtype, --channels, --sampling-rate and --byte-offset (NEO's "
-                "defaults, 2 int16 channels at 10 kHz, would be a guess)"
+                "record: give --dtype, --channels and --sampling-rate (and --byte-offset for a "
+                "header; NEO's defaults, 2 int16 channels at 10 kHz, would be a guess)"
             )
         options = raw.neo_arguments()
     elif raw is not None:

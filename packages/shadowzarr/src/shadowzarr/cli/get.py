@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-import zarr
-from shadowzarr_spec import DatasetNotFoundError
-
 from shadowzarr.cli.output import add_json_option, emit
-from shadowzarr.selection_text import parse_selection
 
 __all__ = ["register"]
 
@@ -26,7 +21,10 @@ def register(
         '"0:1000, 3" -o ts.npy',
         parents=[common],
     )
-    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    parser.add_argument(
+        "refs",
+        help="a .json reference file, a reference directory, a URL, or an Icechunk repository",
+    )
     parser.add_argument("path", help="the array's path inside the references")
     parser.add_argument("selection", nargs="?", help='numpy-style selection, e.g. "0:100, ::2, 5"')
     parser.add_argument("-o", "--output", help="write a .npy file instead of printing")
@@ -35,9 +33,15 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    import zarr
+    from shadowzarr_spec import DatasetNotFoundError
     from shadowzarr_store import open_rfs
 
-    root = open_rfs(args.refs)
+    from shadowzarr.cli.repositories import is_repository, repository_group
+    from shadowzarr.selection_text import parse_selection
+
+    root = repository_group(args.refs) if is_repository(args.refs) else open_rfs(args.refs)
     try:
         node = root[args.path]
     except KeyError:

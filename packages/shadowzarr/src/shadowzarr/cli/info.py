@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any
-
-from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
-from shadowzarr_spec.keys import array_of_chunk_key
-from shadowzarr_spec.model import InlineRef
-from shadowzarr_store import load_rfs
+from typing import TYPE_CHECKING, Any
 
 from shadowzarr.cli.output import add_json_option, emit
+
+if TYPE_CHECKING:
+    from shadowzarr_spec import ReferenceFileSystem
 
 __all__ = ["describe", "register", "tree_lines"]
 
@@ -24,18 +22,28 @@ def register(
     parser = subcommands.add_parser(
         "info",
         help="show groups, arrays, codecs, chunk counts and sources",
-        description="Show the tree of a reference file system: the root is /, each group is "
-        "followed by what it holds.",
+        description="Show the tree of a reference file system (or of an Icechunk repository's "
+        "main branch): the root is /, each group is followed by what it holds.",
         epilog="example: shadowzarr info session.shadowzarr --json",
         parents=[common],
     )
-    parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
+    parser.add_argument(
+        "refs",
+        help="a .json reference file, a reference directory, a URL, or an Icechunk repository",
+    )
     add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    description = describe(load_rfs(args.refs))
+    from shadowzarr_store import load_rfs
+
+    from shadowzarr.cli.repositories import is_repository, repository_references
+
+    if is_repository(args.refs):
+        description = describe(repository_references(args.refs))
+    else:
+        description = describe(load_rfs(args.refs))
     emit(args, description, tree_lines(description))
     return 0
 
@@ -72,6 +80,10 @@ def _tree_order(paths: set[str]) -> list[str]:
 
 
 def describe(rfs: ReferenceFileSystem) -> dict[str, Any]:
+    from shadowzarr_spec import array_info, parse_json
+    from shadowzarr_spec.keys import array_of_chunk_key
+    from shadowzarr_spec.model import InlineRef
+
     listed: dict[str, int] = {}
     for key in rfs.refs:
         split = array_of_chunk_key(key)

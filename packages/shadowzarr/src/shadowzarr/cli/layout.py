@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from shadowzarr.cli.output import add_json_option, emit
-from shadowzarr.plot.units import format_bytes
 
 __all__ = ["register"]
 
@@ -53,6 +52,7 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
+    from shadowzarr_spec.units import format_bytes
     from shadowzarr_store import open_rfs_store
 
     from shadowzarr.plot.layout_data import layout_data

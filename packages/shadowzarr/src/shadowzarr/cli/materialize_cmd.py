@@ -83,6 +83,7 @@ def _run(args: argparse.Namespace, client: Any, bars: Bars) -> Any:
             description = "copy" if progress.phase == "copy" else "verify"
             bars.add(progress.phase, total=progress.total, bytes_=True, description=description)
         bar = bars[progress.phase]
+        bar.initial = progress.resumed  # done by an earlier run: not part of this run's rate
         bar.n = progress.done
         bar.set_postfix_str(f"{progress.arrays_done}/{progress.arrays} arrays", refresh=False)
         bar.refresh()

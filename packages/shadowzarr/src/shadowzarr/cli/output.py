@@ -10,9 +10,10 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["add_json_option", "emit", "error"]
+__all__ = ["add_json_option", "emit", "error", "output_folder_ready"]
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
@@ -32,3 +33,17 @@ def emit(args: argparse.Namespace, document: Any, lines: Iterable[str]) -> None:
 
 def error(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def output_folder_ready(output: str, *, create: bool) -> None:
+    """Refuse an output whose parent folder does not exist (a typo in the path should not
+    become a new folder tree), unless ``create`` (``--parents``): then make it and say so."""
+    parent = Path(output).absolute().parent
+    if parent.is_dir():
+        return
+    if not create:
+        raise FileNotFoundError(
+            f"the folder {parent} for {output} does not exist (create it, or pass --parents)"
+        )
+    parent.mkdir(parents=True, exist_ok=True)
+    print(f"created folder {parent}", file=sys.stderr)

@@ -24,6 +24,29 @@ def interactive() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
+def _byte_bar_class() -> Any:
+    """tqdm (or its notebook widget) counting bytes: sizes in binary units labelled KiB/MiB, and
+    a rate of the bytes moved in this run only. A resumed run sets ``bar.initial`` to the bytes
+    an earlier run had done, which count towards the bar but not towards the rate."""
+    from shadowzarr_spec.units import format_bytes, format_rate
+    from tqdm.auto import tqdm
+
+    class ByteBar(tqdm):  # type: ignore[misc]
+        @property
+        def format_dict(self) -> dict[str, Any]:
+            fields: dict[str, Any] = super().format_dict
+            done, total = fields.get("n") or 0, fields.get("total")
+            elapsed = fields.get("elapsed") or 0.0
+            moved = max(0.0, done - (fields.get("initial") or 0))
+            fields["rate"] = moved / elapsed if elapsed > 0 and moved > 0 else None
+            fields["done_bytes"] = format_bytes(done)
+            fields["total_bytes"] = "?" if total is None else format_bytes(total)
+            fields["byte_rate"] = format_rate(moved, elapsed)
+            return fields
+
+    return ByteBar
+
+
 class Bars:
     """The bars of one command, stacked in the order they are added.
 
@@ -48,15 +71,14 @@ class Bars:
 
         # No monitor thread: the generate command forks workers after its bars exist.
         tqdm.monitor_interval = 0
-        bar = tqdm(
+        kind = _byte_bar_class() if bytes_ else tqdm
+        bar = kind(
             total=total,
             unit="B" if bytes_ else unit,
-            unit_scale=bytes_,
-            unit_divisor=1024 if bytes_ else 1000,
             desc=description or name,
             bar_format=(
-                "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}B of {total_fmt}B "
-                "[{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+                "{desc}: {percentage:3.0f}%|{bar}| {done_bytes} of {total_bytes} "
+                "[{elapsed}<{remaining}, {byte_rate}{postfix}]"
                 if bytes_
                 else "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
                 + unit

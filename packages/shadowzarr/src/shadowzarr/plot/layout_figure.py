@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from shadowzarr_spec.units import format_bytes
 
 from shadowzarr.plot.byte_strip import Kind, bin_coverage, dominant_kinds
-from shadowzarr.plot.units import format_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from shadowzarr_store.request_plan import PlannedRequest
 
     from shadowzarr.plot.layout_data import LayoutData
 
@@ -53,7 +54,7 @@ def layout_figure(data: LayoutData, *, width: float = 12.0) -> Figure:
     figure.suptitle(_title(data), fontsize=12.5, fontweight="bold", linespacing=1.5)
     window = _zoom_window(data)
     _whole_file(axes[0], data, window)
-    _zoom(axes[1], data, window)
+    _zoom(axes[1], data, window, width)
     if has_plan:
         _lookup(axes[2], data)
     else:
@@ -190,7 +191,7 @@ def _zoom_window(data: LayoutData) -> tuple[int, int]:
     return 0, min(data.file_size, end + max(end // 20, 64))
 
 
-def _zoom(axes: Axes, data: LayoutData, window: tuple[int, int]) -> None:
+def _zoom(axes: Axes, data: LayoutData, window: tuple[int, int], width: float) -> None:
     low, high = window
     selected = {c.key for c in data.plan.chunks} if data.plan is not None else set()
     axes.broken_barh([(low, high - low)], (0.55, 0.4), facecolors=UNREFERENCED_MARK)
@@ -232,7 +233,7 @@ def _zoom(axes: Axes, data: LayoutData, window: tuple[int, int]) -> None:
         )
     if data.plan is not None:
         requests = [r for r in data.plan.requests if r.url == data.url]
-        for number, request in enumerate(requests, 1):
+        for request in requests:
             axes.broken_barh(
                 [(request.start, request.size)],
                 (0.22, 0.2),
@@ -240,32 +241,27 @@ def _zoom(axes: Axes, data: LayoutData, window: tuple[int, int]) -> None:
                 edgecolor="white",
                 lw=0.8,
             )
-            if len(requests) <= 8:
-                axes.text(
-                    request.start + request.size / 2,
-                    0.16,
-                    f"request {number}: {len(request.chunks)} chunk"
-                    f"{'s' * (len(request.chunks) > 1)}, {format_bytes(request.size)}",
-                    ha="center",
-                    va="top",
-                    fontsize=8.5,
-                    clip_on=True,
-                )
+        _label_requests(axes, requests, low, high, axes.get_position().width * width)
         measured = (
             ""
             if data.measured is None
-            else f" (measured: {data.measured.requests} requests, "
-            f"{format_bytes(data.measured.bytes)})"
+            else f" (measured: {data.measured.requests} request"
+            f"{'s' * (data.measured.requests != 1)}, {format_bytes(data.measured.bytes)})"
         )
-        axes.set_title(
+        ahead = len(data.plan.read_ahead)
+        title = (
             f"enlarged: {data.plan.selection} reads {len(data.plan.chunks)} chunks "
-            f"({format_bytes(data.plan.chunk_bytes)}) in {len(requests)} planned request"
-            f"{'s' * (len(requests) != 1)} "
+            f"({format_bytes(data.plan.chunk_bytes)})"
+            + (f", with {ahead} more of their packs," if ahead else "")
+            + f" in {len(requests)} planned request{'s' * (len(requests) != 1)} "
             f"({format_bytes(sum(r.size for r in requests))}){measured}; the store joins reads "
-            f"< {format_bytes(data.plan.merge_gap)} apart, {data.plan.concurrency} at a time",
-            fontsize=10,
-            loc="left",
+            f"< {format_bytes(data.plan.merge_gap)} apart, {data.plan.concurrency} "
+            + ("shards" if data.plan.grouped else "reads")
+            + " at a time"
         )
+        # wrapped to the axes' width (about 5.6 points a character at 10 points)
+        columns = max(60, int((width - 1.4) * 72 / 5.6))
+        axes.set_title(_wrap(title, columns), fontsize=10, loc="left")
     else:
         axes.set_title(
             "the start of the file, enlarged: headers, then the first chunks",
@@ -273,13 +269,60 @@ def _zoom(axes: Axes, data: LayoutData, window: tuple[int, int]) -> None:
             loc="left",
         )
     axes.set_xlim(low, high)
-    axes.set_ylim(0 if data.plan is not None else 0.45, 1.05 if data.plan is not None else 1.35)
+    axes.set_ylim(-0.1 if data.plan is not None else 0.45, 1.05 if data.plan is not None else 1.35)
     axes.set_yticks([0.32, 0.75] if data.plan is not None else [0.75])
     axes.set_yticklabels(["requests", "file bytes"] if data.plan is not None else ["file bytes"])
     axes.tick_params(axis="y", length=0, labelsize=9)
     for side in ("top", "right", "left"):
         axes.spines[side].set_visible(False)
     _byte_axis(axes, low, high)
+
+
+def _label_requests(
+    axes: Axes, requests: Sequence[PlannedRequest], low: int, high: int, inches: float
+) -> None:
+    """One label per request under its bar, in two rows, none overlapping another nor cut at
+    the axes' edges: the longest form that fits for every request (chunks and size, size,
+    number); with too many requests for even numbers, those that fit (the title has totals)."""
+    span = max(high - low, 1)
+    per_char = span * (8.5 * 0.56 / 72) / max(inches, 0.1)  # bytes one character covers
+    forms = [
+        [
+            f"request {n}: {len(r.chunks)} chunk{'s' * (len(r.chunks) > 1)}, {format_bytes(r.size)}"
+            for n, r in enumerate(requests, 1)
+        ],
+        [f"{n}: {format_bytes(r.size)}" for n, r in enumerate(requests, 1)],
+        [str(n) for n in range(1, len(requests) + 1)],
+    ]
+    middles = [(max(r.start, low) + min(r.end, high)) / 2 for r in requests]
+    placed: list[tuple[float, int, str]] = []
+    for texts in forms:
+        placed = _place_labels(texts, middles, low, high, per_char)
+        if len(placed) == len(texts):
+            break
+    for centre, row, text in placed:
+        axes.text(centre, 0.16 - 0.11 * row, text, ha="center", va="top", fontsize=8.5)
+
+
+def _place_labels(
+    texts: list[str], middles: list[float], low: int, high: int, per_char: float
+) -> list[tuple[float, int, str]]:
+    """(centre, row, text) of each label that fits: centred on its bar unless that would cut
+    it at an edge, in the first of two rows where it keeps a character's space from others."""
+    taken: list[list[tuple[float, float]]] = [[], []]
+    placed = []
+    for text, middle in zip(texts, middles, strict=True):
+        half = len(text) * per_char / 2
+        left = min(max(middle - half, low), high - 2 * half)
+        right = left + 2 * half
+        if left < low:
+            continue  # wider than the axes
+        for row in (0, 1):
+            if all(right + per_char < a or left > b + per_char for a, b in taken[row]):
+                taken[row].append((left, right))
+                placed.append((left + half, row, text))
+                break
+    return placed
 
 
 # -- panel 3: the numbered lookup, or a summary ----------------------------------------------
@@ -317,9 +360,12 @@ def _lookup(axes: Axes, data: LayoutData) -> None:
         third,
         f"the store sends {len(plan.requests)} range request"
         f"{'s' * (len(plan.requests) != 1)}\n({format_bytes(plan.request_bytes)}) for all "
-        f"{len(plan.chunks)} chunks;\nzarr decodes them",
+        f"{len(plan.chunks)} chunks"
+        + (f" (and {len(plan.read_ahead)} more of their packs)" if plan.read_ahead else "")
+        + ";\nzarr decodes them",
     ]
-    axes.set_xlim(0, 1)
+    # the boxes' rounded padding reaches past 0 and 1: a margin keeps the last one whole
+    axes.set_xlim(-0.02, 1.02)
     axes.set_ylim(0, 1)
     axes.axis("off")
     axes.set_title(
