@@ -36,6 +36,7 @@ from shadowzarr_store.transport.local import check_identity, probe_local, read_l
 from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.object_store import ObjectStoreBackend
 from shadowzarr_store.transport.options import TransportOptions
+from shadowzarr_store.transport.pools import close_all_pools
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ class Transport:
             # A 1-byte GET, not a HEAD: what a presigned URL or a GetObject-only policy allows.
             if kind_of(target) == "object_store":
                 return await self.objects.get(target, 0, 1, None, shown)
-            return await self.http.get(target, 0, 1, None, shown)
+            return await self.http.get_range(target, 0, 1, None, shown)
 
         try:
             answer = await self._remote(url, shown, attempt)
@@ -446,6 +447,7 @@ _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
 def close_all() -> None:
     for transport in list(_TRANSPORTS):
         transport.close()
+    close_all_pools()
 
 
 def _after_fork() -> None:

@@ -13,6 +13,7 @@ repr or a message, and nothing is written with them.
 from __future__ import annotations
 
 import datetime
+import os
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from shadowzarr_spec import (
 
 from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import redact
+from shadowzarr_store.transport.proxies import ProxyConfig
 
 if TYPE_CHECKING:
     from obstore.store import ObjectStore
@@ -52,9 +54,15 @@ def split_object_url(url: str) -> tuple[str, str]:
 
 
 def store_for(
-    root: str, storage_options: Mapping[str, Any] | None, *, retries: int = 5, deadline: float = 300
+    root: str,
+    storage_options: Mapping[str, Any] | None,
+    *,
+    retries: int = 5,
+    deadline: float = 300,
+    proxies: ProxyConfig | None = None,
 ) -> ObjectStore:
-    """An obstore store for ``scheme://bucket`` configured by ``storage_options``."""
+    """An obstore store for ``scheme://bucket`` configured by ``storage_options``, through the
+    proxy ``proxies`` choose for its endpoint."""
     from obstore.exceptions import BaseError
     from obstore.store import from_url
 
@@ -69,6 +77,10 @@ def store_for(
             client.update(value)
         else:
             config[_ALIASES.get(name, name)] = value
+    if proxies is not None:
+        endpoint = config.get("endpoint") or _environment_endpoint(root)
+        for name, value in _proxy_options(proxies, endpoint).items():
+            client.setdefault(name, value)
     retry = {
         "max_retries": retries,
         "retry_timeout": datetime.timedelta(seconds=deadline),
@@ -86,6 +98,32 @@ def store_for(
         raise SourceError(f"{root}: cannot configure the object store: {_first_line(exc)}") from exc
 
 
+def _environment_endpoint(root: str) -> str | None:
+    """The endpoint obstore would take from the environment for ``root`` (S3 only)."""
+    if not root.startswith("s3://"):
+        return None
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def _proxy_options(proxies: ProxyConfig, endpoint: str | None) -> dict[str, str]:
+    """obstore's ``proxy_url`` (and ``proxy_excludes``) for a store at ``endpoint``, decided
+    as for every other request (`ProxyConfig.for_url`). Without an endpoint the store talks
+    to its cloud's HTTPS hosts: the HTTPS proxy, with ``no_proxy`` for obstore to apply."""
+    if endpoint:
+        try:
+            parts = urlsplit(str(endpoint))
+            proxy = proxies.for_url(parts.scheme, parts.hostname or "", parts.port)
+        except ValueError:
+            return {}  # obstore refuses the endpoint itself, by name
+        return {} if proxy is None else {"proxy_url": proxy.url_with_credentials}
+    if proxies.https is None or proxies.no_proxy.everything:
+        return {}
+    options = {"proxy_url": proxies.https.url_with_credentials}
+    if proxies.no_proxy.text.strip():
+        options["proxy_excludes"] = ",".join(proxies.no_proxy.text.replace(",", " ").split())
+    return options
+
+
 class ObjectStoreBackend:
     """One transport's object-store reads; one obstore store per bucket, shared by all loops."""
 
@@ -93,6 +131,7 @@ class ObjectStoreBackend:
         self._options = options
         self._lock = threading.Lock()
         self._stores: dict[str, ObjectStore] = {}
+        self._proxies = ProxyConfig.resolve(options.proxy)
 
     def _store(self, root: str) -> ObjectStore:
         with self._lock:
@@ -103,6 +142,7 @@ class ObjectStoreBackend:
                     self._options.storage_options,
                     retries=self._options.retries,
                     deadline=self._options.deadline,
+                    proxies=self._proxies,
                 )
             return store
 
