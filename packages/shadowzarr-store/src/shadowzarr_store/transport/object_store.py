@@ -26,6 +26,7 @@ from shadowzarr_spec import (
     SourceNotFoundError,
 )
 
+from shadowzarr_store.transport.errors import ProxyError
 from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.proxies import ProxyConfig
@@ -79,7 +80,8 @@ def store_for(
             config[_ALIASES.get(name, name)] = value
     if proxies is not None:
         endpoint = config.get("endpoint") or _environment_endpoint(root)
-        for name, value in _proxy_options(proxies, endpoint).items():
+        scheme = root.partition("://")[0]
+        for name, value in _proxy_options(proxies, endpoint, scheme).items():
             client.setdefault(name, value)
     retry = {
         "max_retries": retries,
@@ -105,23 +107,41 @@ def _environment_endpoint(root: str) -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
-def _proxy_options(proxies: ProxyConfig, endpoint: str | None) -> dict[str, str]:
+_CLOUD_DOMAINS = {
+    "s3": "amazonaws.com,.amazonaws.com",
+    "gs": "googleapis.com,.googleapis.com",
+    "az": "windows.net,.windows.net",
+}
+_NEVER_USED = "http://127.0.0.1:9"
+"""A proxy URL given with every host excluded from it: obstore's HTTP client (reqwest) reads
+``HTTP_PROXY`` and ``NO_PROXY`` itself unless a proxy is configured, and our decision to go
+directly must hold for it too (port 9 discards: were it ever used, the read would fail)."""
+_ENVIRONMENT_PROXIES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def _proxy_options(proxies: ProxyConfig, endpoint: str | None, scheme: str) -> dict[str, str]:
     """obstore's ``proxy_url`` (and ``proxy_excludes``) for a store at ``endpoint``, decided
     as for every other request (`ProxyConfig.for_url`). Without an endpoint the store talks
     to its cloud's HTTPS hosts: the HTTPS proxy, with ``no_proxy`` for obstore to apply."""
+    host = ""
     if endpoint:
         try:
             parts = urlsplit(str(endpoint))
-            proxy = proxies.for_url(parts.scheme, parts.hostname or "", parts.port)
+            host = parts.hostname or ""
+            proxy = proxies.for_url(parts.scheme, host, parts.port)
         except ValueError:
             return {}  # obstore refuses the endpoint itself, by name
-        return {} if proxy is None else {"proxy_url": proxy.url_with_credentials}
-    if proxies.https is None or proxies.no_proxy.everything:
+        if proxy is not None:
+            return {"proxy_url": proxy.url_with_credentials}
+    elif proxies.https is not None and not proxies.no_proxy.everything:
+        options = {"proxy_url": proxies.https.url_with_credentials}
+        if proxies.no_proxy.text.strip():
+            options["proxy_excludes"] = ",".join(proxies.no_proxy.text.replace(",", " ").split())
+        return options
+    if not any(os.environ.get(n) or os.environ.get(n.upper()) for n in _ENVIRONMENT_PROXIES):
         return {}
-    options = {"proxy_url": proxies.https.url_with_credentials}
-    if proxies.no_proxy.text.strip():
-        options["proxy_excludes"] = ",".join(proxies.no_proxy.text.replace(",", " ").split())
-    return options
+    excluded = host.strip("[]") if host else _CLOUD_DOMAINS.get(scheme, "")
+    return {"proxy_url": _NEVER_USED, "proxy_excludes": excluded} if excluded else {}
 
 
 class ObjectStoreBackend:
@@ -132,6 +152,8 @@ class ObjectStoreBackend:
         self._lock = threading.Lock()
         self._stores: dict[str, ObjectStore] = {}
         self._proxies = ProxyConfig.resolve(options.proxy)
+        self._via: dict[str, str] = {}
+        """The proxy each store's requests go through (by root), for messages."""
 
     def _store(self, root: str) -> ObjectStore:
         with self._lock:
@@ -144,6 +166,10 @@ class ObjectStoreBackend:
                     deadline=self._options.deadline,
                     proxies=self._proxies,
                 )
+                used = getattr(store, "client_options", None) or {}
+                proxy_url = used.get("proxy_url") if isinstance(used, Mapping) else None
+                if proxy_url and proxy_url != _NEVER_USED:
+                    self._via[root] = redact(str(proxy_url))
             return store
 
     async def get(
@@ -162,13 +188,14 @@ class ObjectStoreBackend:
             result = await obstore.get_async(self._store(root), path, options=options)  # type: ignore[arg-type]
             data = bytes(await result.bytes_async())
         except Exception as exc:
-            raise _translated(exc, shown) from exc
+            raise _translated(exc, shown, self._via.get(root)) from exc
         meta = result.meta
         return Answer(data, int(meta["size"]), meta.get("e_tag"))
 
 
-def _translated(exc: Exception, shown: str) -> Exception:
-    """obstore's error as ours (its message's first line, with URLs redacted)."""
+def _translated(exc: Exception, shown: str, via: str | None = None) -> Exception:
+    """obstore's error as ours (its message's first line, with URLs redacted, naming the
+    proxy the request went through)."""
     from obstore import exceptions as errors
 
     said = _first_line(exc)
@@ -181,6 +208,12 @@ def _translated(exc: Exception, shown: str) -> Exception:
             f"{shown}: access refused; give credentials in storage_options or the "
             "environment, or anon=True for a public bucket"
         )
+    if via is not None and "error sending request" in said:
+        # through a proxy, a server that cannot be reached is the proxy's 502: the request
+        # never left our side, so the proxy itself did not answer
+        return ProxyError(f"{shown}: cannot connect to the proxy {via}: {said}")
+    if via is not None:
+        return SourceError(f"{shown}: {type(exc).__name__} through the proxy {via}: {said}")
     return SourceError(f"{shown}: {type(exc).__name__}: {said}")
 
 
