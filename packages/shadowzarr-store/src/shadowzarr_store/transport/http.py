@@ -113,12 +113,24 @@ class HttpBackend:
         limit, total = self._limits()
         return pools().pool(address, proxy, limit, total, self._options.timeout)
 
-    def _proxy_args(self, proxy: Proxy | None) -> dict[str, Any]:
-        """aiohttp's arguments for a request through ``proxy`` (none: directly)."""
+    @staticmethod
+    def _proxied(
+        proxy: Proxy | None, address: URL, headers: dict[str, str]
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The headers and aiohttp's arguments of a request through ``proxy`` (none:
+        directly). Its credentials go to the proxy only: in the request's own head when the
+        proxy forwards it (``http://``), in the CONNECT head for a tunnel (``https://``)."""
         if proxy is None:
-            return {}
-        credentials = None if proxy.user is None else aiohttp.BasicAuth(proxy.user, proxy.password)
-        return {"proxy": proxy.shown, "proxy_auth": credentials}
+            return headers, {}
+        arguments: dict[str, Any] = {"proxy": proxy.shown}
+        authorization = proxy.authorization
+        if authorization is not None:
+            check_request("/", proxy.host, {"Proxy-Authorization": authorization}, proxy.shown)
+            if address.scheme == "https":
+                arguments["proxy_headers"] = {"Proxy-Authorization": authorization}
+            else:
+                headers = {**headers, "Proxy-Authorization": authorization}
+        return headers, arguments
 
     async def aclose(self) -> None:
         """Nothing of its own to close: the connections are the process's, reused by the next
@@ -143,13 +155,10 @@ class HttpBackend:
         session = self._session()
         address, _, proxy = self._hop(url)
         check_request(address.raw_path_qs, address.host_port_subcomponent or "", headers, shown)
+        headers, through = self._proxied(proxy, address, headers)
         try:
             async with session.get(
-                address,
-                headers=headers,
-                allow_redirects=False,
-                timeout=self._timeout,
-                **self._proxy_args(proxy),
+                address, headers=headers, allow_redirects=False, timeout=self._timeout, **through
             ) as response:
                 location = response.headers.get("Location")
                 if location:
@@ -425,14 +434,9 @@ class _LastHop:
             check_request(
                 address.raw_path_qs, address.host_port_subcomponent or "", sent, self._shown
             )
-            if proxy is not None and proxy.authorization is not None:
-                check_request("/", proxy.host, {"Proxy-Authorization": proxy.authorization}, "")
+            sent, through = backend._proxied(proxy, address, sent)
             context = session.get(
-                address,
-                headers=sent,
-                allow_redirects=False,
-                timeout=backend._timeout,
-                **backend._proxy_args(proxy),
+                address, headers=sent, allow_redirects=False, timeout=backend._timeout, **through
             )
             try:
                 response = await context.__aenter__()
