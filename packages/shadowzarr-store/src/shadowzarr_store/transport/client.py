@@ -24,6 +24,7 @@ from shadowzarr_spec.etags import is_entity_tag
 
 from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
+from shadowzarr_store.transport.documents import DOCUMENTS
 from shadowzarr_store.transport.errors import (
     FramingError,
     RangeNotSatisfiable,
@@ -150,7 +151,44 @@ class Transport:
         return answer
 
     async def read_whole(self, url: str, *, expect: SourceInfo | None = None) -> bytes:
+        """All of ``url``. Over HTTP with nothing recorded to expect (a reference file, a
+        ``zarr.json``), a file read before in this process is asked for again only with
+        ``If-None-Match`` its ETag (`documents`): unchanged, it costs a 304."""
+        if expect is None and self._document_cacheable(url):
+            return await self._read_document(url)
         return (await self.read(url, 0, None, expect=expect)).data
+
+    def _document_cacheable(self, url: str) -> bool:
+        """Only a URL read as itself: a ``resolve_url`` hook or DANDI resolution may send it
+        elsewhere each time."""
+        return (
+            kind_of(url) == "http"
+            and self.options.resolve_url is None
+            and not self.dandi.handles(url)
+        )
+
+    async def _read_document(self, url: str) -> bytes:
+        self.access.check(url)
+        shown = redact(url)
+        key = (url, tuple(sorted(self.options.header_rules.for_url(url).items())))
+        kept = DOCUMENTS.get(key)
+
+        async def attempt(target: str) -> Answer:
+            return await self.http.get_whole(
+                target, None, shown, if_none_match=kept[0] if kept else None
+            )
+
+        answer = await self._remote(url, shown, attempt)
+        self.stats.add(requests=1, bytes=len(answer.data))
+        if answer.not_modified and kept is not None:
+            self.stats.add(cache_hits=1)
+            return kept[1]
+        data = bytes(answer.data)
+        if answer.etag is not None and is_entity_tag(answer.etag):
+            DOCUMENTS.put(key, answer.etag, data)
+        else:
+            DOCUMENTS.forget(key)
+        return data
 
     async def probe(self, url: str) -> SourceInfo:
         """What ``url`` is now: size and ETag (one 1-byte ranged GET, which a presigned URL

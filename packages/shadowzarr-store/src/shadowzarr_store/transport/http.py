@@ -71,6 +71,9 @@ class Answer:
     etag: str | None
     final: str | None = None
     """Where redirects led, when the answer came from another URL than the one asked for."""
+    not_modified: bool = False
+    """A ``304 Not Modified`` to a read asked with ``If-None-Match`` (no data: the caller
+    has it)."""
 
 
 class HttpBackend:
@@ -277,15 +280,18 @@ class HttpBackend:
         *,
         size: int | None = None,
         chain: tuple[str, ...] = (),
+        if_none_match: str | None = None,
     ) -> Answer:
         """`get` of the whole of ``url`` on our kept-alive connections, the ones the ranges
         use, so that the requests after it (an index, then the data) find them open instead
         of paying new handshakes. ``size``: the file's recorded size, the most it may hold
         (else ``max_whole_file_bytes``); a longer answer is refused before it is read. A body
-        in gzip or deflate is decoded (`content_coding`)."""
+        in gzip or deflate is decoded (`content_coding`). ``if_none_match``: the ETag of the
+        bytes the caller has (a 304 answer is `Answer.not_modified`)."""
         most = self._most_to_end(0, size)
+        conditional = {"If-None-Match": if_none_match} if if_none_match else {}
         try:
-            head, body = await self._ask(url, {}, etag, shown, _wire_most(most))
+            head, body = await self._ask(url, conditional, etag, shown, _wire_most(most))
         except AnswerTooLong as exc:
             raise self._too_long(exc.length, size, shown) from exc
         status = head.status
@@ -293,9 +299,13 @@ class HttpBackend:
             coding = head.headers.get("content-encoding")
             data = body if coding is None else self._decoded(body, coding, most, size, shown)
             return Answer(bytes(data), len(data), head.headers.get("etag"))
+        if status == 304 and if_none_match:
+            return Answer(b"", None, head.headers.get("etag") or if_none_match, not_modified=True)
         target = self._redirect(url, head, shown, chain)
         if target is not None:
-            answer = await self.get_whole(target, etag, shown, size=size, chain=(*chain, url))
+            answer = await self.get_whole(
+                target, etag, shown, size=size, chain=(*chain, url), if_none_match=if_none_match
+            )
             return answer if answer.final else dataclasses.replace(answer, final=target)
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
