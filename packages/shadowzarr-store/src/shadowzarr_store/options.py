@@ -54,7 +54,7 @@ class StoreOptions:
     allow_local_files: bool | None = None
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
     """``{"https://host[:port][/path]": {"Name": "value"}}``, normalised to `HeaderRules`."""
-    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    storage_options: Any = field(default=None, repr=False)
     """Object-store settings (credentials, region, endpoint…); never shown or written."""
     proxy: str | bool | None = field(default=None, repr=False)
     """The forward proxy of every request (a URL; False or ``""``: none); None: the

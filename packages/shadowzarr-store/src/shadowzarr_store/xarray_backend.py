@@ -3,7 +3,8 @@
 The engine opens an `RfsStore` and hands it to xarray's own Zarr backend (``zarr_format=3``, no
 consolidated metadata), so decoding, coordinates, ``chunks=`` and ``open_mfdataset`` behave
 exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` (or
-``backend_kwargs={"store_options": {…}}``).
+``backend_kwargs={"store_options": {…}}``); ``storage_options={…}`` and ``proxy=`` are taken
+directly too, as fsspec-based engines take them.
 
 This is the only module of the package that imports xarray; the entry point in
 ``pyproject.toml`` points here, and ``pip install shadowzarr-store[xarray]`` installs xarray
@@ -67,6 +68,8 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         "decode_timedelta",
         "group",
         "store_options",
+        "storage_options",
+        "proxy",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -89,9 +92,11 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        storage_options: Any = None,
+        proxy: str | bool | None = None,
     ) -> xr.Dataset:
         return ZarrBackendEntrypoint().open_dataset(
-            _store(filename_or_obj, store_options),
+            _store(filename_or_obj, store_options, storage_options, proxy),
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
             concat_characters=concat_characters,
@@ -117,9 +122,11 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        storage_options: Any = None,
+        proxy: str | bool | None = None,
     ) -> xr.DataTree:
         return ZarrBackendEntrypoint().open_datatree(
-            _store(filename_or_obj, store_options),
+            _store(filename_or_obj, store_options, storage_options, proxy),
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
             concat_characters=concat_characters,
@@ -138,10 +145,12 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         *,
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        storage_options: Any = None,
+        proxy: str | bool | None = None,
         **decoders: Any,
     ) -> dict[str, xr.Dataset]:
         return ZarrBackendEntrypoint().open_groups_as_dict(
-            _store(filename_or_obj, store_options),
+            _store(filename_or_obj, store_options, storage_options, proxy),
             group=group,
             consolidated=False,
             zarr_format=3,
@@ -149,10 +158,22 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         )
 
 
-def _store(source: Source, store_options: Mapping[str, Any] | None) -> Any:
+def _store(
+    source: Source,
+    store_options: Mapping[str, Any] | None,
+    storage_options: Any = None,
+    proxy: str | bool | None = None,
+) -> Any:
     """The `RfsStore` to hand to xarray's Zarr backend (typed Any: xarray's annotations do not
-    name zarr stores, which it accepts)."""
+    name zarr stores, which it accepts). ``storage_options`` and ``proxy`` may be given as
+    the engine's own arguments, as other engines take them, or inside ``store_options``."""
     options = dict(store_options or {})
+    for name, value in (("storage_options", storage_options), ("proxy", proxy)):
+        if value is None:
+            continue
+        if name in options:
+            raise ValueError(f"{name} given twice: as an argument and in store_options")
+        options[name] = value
     if isinstance(source, RfsStore):
         if options:
             raise ValueError("store_options go with a path or references, not an open RfsStore")

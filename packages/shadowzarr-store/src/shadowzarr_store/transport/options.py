@@ -40,7 +40,7 @@ class TransportOptions:
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
     allowed_urls: Iterable[str] | None = None
     allow_local_files: bool = True
-    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    storage_options: Any = field(default=None, repr=False)
     max_connections: int = 128
     """The most connections open at once to one origin (``scheme://host:port``)."""
     max_total_connections: int = 256
