@@ -4,7 +4,9 @@ and a remote reference file reopened in the same process costs one conditional r
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from typing import TYPE_CHECKING
 
 import h5py
@@ -148,3 +150,47 @@ def test_a_remote_reference_file_reopened_costs_one_conditional_request(
     nginx.reset()
     assert open_rfs(nginx.url("again.json"))["x"].shape == (2 * CHUNK,)
     assert [e.status for e in nginx.entries() if e.uri == "/again.json"] == [200]
+
+
+def test_idle_connections_expire(
+    monkeypatch: pytest.MonkeyPatch, nginx: NginxServer, nginx_root: Path
+) -> None:
+    from shadowzarr_store.transport import Transport, http1
+
+    (nginx_root / "idle.bin").write_bytes(b"x" * 1000)
+    monkeypatch.setattr(http1, "IDLE_SECONDS", 0.3)
+    origin = f"http://127.0.0.1:{nginx.port}"
+
+    async def read_then_wait() -> tuple[int, int]:
+        transport = Transport()
+        await transport.read(nginx.url("idle.bin"), 0, 10)
+        kept = pool_stats()[origin].idle
+        await asyncio.sleep(0.8)
+        return kept, pool_stats()[origin].open
+
+    kept, left = asyncio.run(read_then_wait())
+    assert kept == 1
+    assert left == 0
+
+
+def test_a_forked_child_opens_its_own_connections(nginx: NginxServer, nginx_root: Path) -> None:
+    """The child must not write on the parent's sockets (their answers would interleave)."""
+    values = np.arange(4 * CHUNK, dtype="<i2")
+    (nginx_root / "fork.bin").write_bytes(values.tobytes())
+    (nginx_root / "fork.json").write_text(json.dumps(_refs(nginx.url("fork.bin"), 4)))
+    np.testing.assert_array_equal(open_rfs(nginx.url("fork.json"))["x"][:], values)
+    before = nginx.connections()
+    pid = os.fork()
+    if pid == 0:  # the child: read again, on connections of its own
+        code = 1
+        try:
+            same = np.array_equal(open_rfs(nginx.url("fork.json"))["x"][:], values)
+            code = 0 if same and pool_stats()[f"http://127.0.0.1:{nginx.port}"].opened >= 1 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert nginx.connections() > before  # the child connected anew
+    np.testing.assert_array_equal(
+        open_rfs(nginx.url("fork.json"))["x"][:], values
+    )  # parent's still work
