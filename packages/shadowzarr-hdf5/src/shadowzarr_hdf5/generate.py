@@ -90,6 +90,7 @@ def generate_rfs(
     headers: Mapping[str, Mapping[str, str]] | None = None,
     allowed_urls: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    proxy: str | bool | None = None,
 ) -> ReferenceFileSystem:
     """References for every group, dataset and attribute of an HDF5 (or NWB, MATLAB) file, or
     every variable of a netCDF-3 file (classic, 64-bit offset or CDF-5).
@@ -135,6 +136,9 @@ def generate_rfs(
     headers, allowed_urls, storage_options
         As for ``open_rfs``: headers bound to URL prefixes, the prefixes requests may go to
         (a URL outside them is refused before any request), object-store settings.
+    proxy
+        As for ``open_rfs``: the forward proxy of every request (False: none); None follows
+        ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``.
     """
     url = os.fspath(url_or_path)
     if is_local(url):  # a file:// URL is the file it names
@@ -151,6 +155,7 @@ def generate_rfs(
         headers=headers,
         allowed_urls=allowed_urls,
         storage_options=storage_options,
+        proxy=proxy,
         max_connections=GENERATION_CONNECTIONS,
     )
     reference_url = os.path.abspath(url) if is_local(url) else url

@@ -3,7 +3,9 @@
 Generators add groups, arrays and their chunk locations; :meth:`RfsBuilder.build` checks that
 everything will read back (chunk keys inside the grid, selections that fit their records,
 metadata zarr-python accepts), encodes attributes with the Non-Finite and Bytes conventions and
-returns a :class:`~shadowzarr_spec.model.ReferenceFileSystem`.
+returns a :class:`~shadowzarr_spec.model.ReferenceFileSystem`. Every location is recorded
+without credentials or signatures (`shadowzarr_spec.signed_urls`): a presigned URL's
+signature never reaches a reference.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from shadowzarr_spec.model import (
     UnsupportedOutcome,
     checked_file_ref,
 )
+from shadowzarr_spec.signed_urls import recorded_location
 
 __all__ = ["CHECKED_GEN_KEYS", "RfsBuilder", "columns_selection"]
 
@@ -195,6 +198,7 @@ class RfsBuilder:
         """One chunk stored at ``size`` bytes from ``offset`` of ``url``."""
         array = self._array(path)
         self._check_coords(path, array, coords)
+        url = recorded_location(url)
         try:
             array.put(tuple(int(c) for c in coords), FileRef(url, int(offset), int(size)))
         except ReferenceFormatError as exc:
@@ -212,6 +216,7 @@ class RfsBuilder:
         (n,). The same as `add_chunk` for each row, in order, checked as whole columns, so a
         generator listing 100,000s of chunks pays no Python work per chunk until the build."""
         array = self._array(path)
+        url = recorded_location(url)
         grid = np.asarray(array.grid, dtype=np.int64)
         table = np.asarray(coords, dtype=np.int64).reshape(-1, len(grid))
         starts = np.asarray(offsets)
@@ -258,7 +263,7 @@ class RfsBuilder:
                 f"array {path!r}: the chunk index must be uint64 of shape {(*array.grid, 2)}, got "
                 f"{table.dtype} {table.shape}"
             )
-        self._indexes[_node_path(path)] = IndexRef(url=url, table=table)
+        self._indexes[_node_path(path)] = IndexRef(url=recorded_location(url), table=table)
 
     def add_strided_chunks(
         self,
@@ -288,7 +293,9 @@ class RfsBuilder:
         coords[axis] = "{{i}}"
         key = join(_node_path(path), "/".join(["c", *coords]))
         offset = f"{{{{{start} + i * {stride}}}}}"
-        entry = GenEntry(key, url, offset, str(length), {"i": Dimension(stop=count)})
+        entry = GenEntry(
+            key, recorded_location(url), offset, str(length), {"i": Dimension(stop=count)}
+        )
         self._gen.append((_node_path(path), entry))
 
     def add_gen_entry(self, path: str, entry: GenEntry) -> None:
@@ -299,6 +306,8 @@ class RfsBuilder:
             raise BuilderError(
                 f"array {path!r}: gen key {entry.key!r} is not one of its chunk keys"
             )
+        if recorded_location(entry.url) != entry.url:
+            entry = GenEntry.from_json(entry.to_json(url=recorded_location(entry.url)), {})
         self._gen.append((_node_path(path), entry))
 
     def add_contiguous_chunks(
@@ -383,13 +392,14 @@ class RfsBuilder:
     ) -> None:
         """Record what a source file looks like now, so readers can detect a change (an
         ``etag`` must be one a reference may record: `shadowzarr_spec.etags`)."""
+        url = recorded_location(url)
         if etag is not None and not is_entity_tag(etag):
             raise BuilderError(f"source {url!r}: {etag[:120]!r} is not a usable ETag")
         self._sources[url] = SourceInfo(size, etag, mtime_ns, sample_hash)
 
     def has_source(self, url: str) -> bool:
         """Whether a source has been recorded for ``url``."""
-        return url in self._sources
+        return recorded_location(url) in self._sources
 
     # -- build -----------------------------------------------------------------------------
     def build(self, *, consolidate: bool = True) -> ReferenceFileSystem:

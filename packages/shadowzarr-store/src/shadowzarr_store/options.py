@@ -54,8 +54,11 @@ class StoreOptions:
     allow_local_files: bool | None = None
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
     """``{"https://host[:port][/path]": {"Name": "value"}}``, normalised to `HeaderRules`."""
-    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    storage_options: Any = field(default=None, repr=False)
     """Object-store settings (credentials, region, endpoint…); never shown or written."""
+    proxy: str | bool | None = field(default=None, repr=False)
+    """The forward proxy of every request (a URL; False or ``""``: none); None: the
+    environment's ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``."""
 
     def __post_init__(self) -> None:
         for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
@@ -101,6 +104,7 @@ class StoreOptions:
             allowed_urls=self.allowed_urls,
             allow_local_files=allow_local_files,
             storage_options=self.storage_options,
+            proxy=self.proxy,
             max_connections=self.max_connections,
             max_total_connections=self.max_total_connections,
             max_whole_file_bytes=self.max_whole_file_bytes,

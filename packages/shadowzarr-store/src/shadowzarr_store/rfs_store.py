@@ -201,6 +201,11 @@ class RfsStore(Store):
         obstore): ``anon=True`` for a public bucket, ``region``, ``endpoint``, ``allow_http``,
         credentials (``access_key_id``/``secret_access_key`` or fsspec's ``key``/``secret``;
         otherwise the environment's ``AWS_*``…). Never shown or written anywhere.
+    proxy
+        The forward proxy of every request, ``"http://[user:pass@]host:port"`` (https sources
+        go through it in a CONNECT tunnel); False or ``""``: none. None (default): the
+        environment's ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``, as curl
+        reads them. Our HTTP client, aiohttp and obstore all follow it.
     max_chunk_bytes
         Most bytes one decoded chunk may hold (2 GiB); an array with larger chunks is refused
         when it is opened.

@@ -3,7 +3,8 @@
 The engine opens an `RfsStore` and hands it to xarray's own Zarr backend (``zarr_format=3``, no
 consolidated metadata), so decoding, coordinates, ``chunks=`` and ``open_mfdataset`` behave
 exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` (or
-``backend_kwargs={"store_options": {…}}``). The one difference: attributes are decoded by the
+``backend_kwargs={"store_options": {…}}``); ``storage_options={…}`` and ``proxy=`` are taken
+directly too, as fsspec-based engines take them. The one difference: attributes are decoded by the
 attribute conventions first and shaped as netCDF readers give them
 (:mod:`shadowzarr_store.xarray_attributes`), so a float32 ``scale_factor`` decodes its variable
 as float32 and NaN attributes are NaN, as with the netCDF4 engine.
@@ -76,6 +77,8 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         "decode_timedelta",
         "group",
         "store_options",
+        "storage_options",
+        "proxy",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -98,8 +101,10 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        storage_options: Any = None,
+        proxy: str | bool | None = None,
     ) -> xr.Dataset:
-        store = _store(filename_or_obj, store_options)
+        store = _store(filename_or_obj, store_options, storage_options, proxy)
         return ZarrBackendEntrypoint().open_dataset(
             store,
             store=_ConventionZarrStore.open_group(
@@ -130,6 +135,8 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        storage_options: Any = None,
+        proxy: str | bool | None = None,
     ) -> xr.DataTree:
         groups = self.open_groups_as_dict(
             filename_or_obj,
@@ -142,6 +149,8 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
             decode_timedelta=decode_timedelta,
             group=group,
             store_options=store_options,
+            storage_options=storage_options,
+            proxy=proxy,
         )
         return datatree_from_dict_with_io_cleanup(groups)
 
@@ -151,12 +160,14 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
         *,
         group: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        storage_options: Any = None,
+        proxy: str | bool | None = None,
         **decoders: Any,
     ) -> dict[str, xr.Dataset]:
         """Every group below ``group`` (as xarray's Zarr backend opens them), by path."""
         parent = posixpath.normpath("/" + group) if group else "/"
         stores = _ConventionZarrStore.open_store(
-            _store(filename_or_obj, store_options),
+            _store(filename_or_obj, store_options, storage_options, proxy),
             group=parent,
             mode="r",
             consolidated=False,
@@ -213,10 +224,22 @@ def _with_attributes(array: Any, attributes: dict[str, Any]) -> Any:
     return zarr.Array(AsyncArray(metadata, inner.store_path, inner.config))
 
 
-def _store(source: Source, store_options: Mapping[str, Any] | None) -> Any:
+def _store(
+    source: Source,
+    store_options: Mapping[str, Any] | None,
+    storage_options: Any = None,
+    proxy: str | bool | None = None,
+) -> Any:
     """The `RfsStore` to hand to xarray's Zarr backend (typed Any: xarray's annotations do not
-    name zarr stores, which it accepts)."""
+    name zarr stores, which it accepts). ``storage_options`` and ``proxy`` may be given as
+    the engine's own arguments, as other engines take them, or inside ``store_options``."""
     options = dict(store_options or {})
+    for name, value in (("storage_options", storage_options), ("proxy", proxy)):
+        if value is None:
+            continue
+        if name in options:
+            raise ValueError(f"{name} given twice: as an argument and in store_options")
+        options[name] = value
     if isinstance(source, RfsStore):
         if options:
             raise ValueError("store_options go with a path or references, not an open RfsStore")

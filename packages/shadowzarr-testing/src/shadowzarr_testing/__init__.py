@@ -2,10 +2,10 @@
 
 A real nginx on loopback (`NginxServer`), moto's S3 server on loopback (`MotoS3`), a reverse
 proxy with latency, bandwidth, faults, an S3-like ranges mode and a DANDI-like API
-(`LatencyProxy`), a server around a test's own request handler (`handler_server`), a server
-that keeps every byte it receives and answers with raw bytes (`RawServer`), bit-exact
-array comparison, and the pytest plugin that provides them as
-fixtures.
+(`LatencyProxy`), a real forward proxy (`TinyProxy`, tinyproxy), a server around a test's own
+request handler (`handler_server`), a server that keeps every byte it receives and answers
+with raw bytes (`RawServer`), bit-exact array comparison, and the pytest plugin that provides
+them as fixtures.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from shadowzarr_testing.nginx import (
 from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, ProxyError
 from shadowzarr_testing.raw_server import InFlight, RawRequest, RawServer, range_answer
 from shadowzarr_testing.s3 import MotoS3, MotoS3Error
+from shadowzarr_testing.tinyproxy import ProxiedRequest, TinyProxy, TinyProxyNotFoundError
 
 __all__ = [
     "AccessLogEntry",
@@ -37,10 +38,13 @@ __all__ = [
     "NginxError",
     "NginxNotFoundError",
     "NginxServer",
+    "ProxiedRequest",
     "ProxyError",
     "QuietHandler",
     "RawRequest",
     "RawServer",
+    "TinyProxy",
+    "TinyProxyNotFoundError",
     "assert_array_equal_exact",
     "find_nginx",
     "free_port",

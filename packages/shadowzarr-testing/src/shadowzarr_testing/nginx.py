@@ -72,6 +72,10 @@ class AccessLogEntry:
     body_bytes_sent: int
     request_time: float
     """Seconds, millisecond resolution."""
+    connection: int = 0
+    """nginx's serial number of the client connection the request came on."""
+    connection_requests: int = 0
+    """How many requests that connection had carried, this one included."""
 
 
 def find_nginx() -> str:
@@ -90,7 +94,8 @@ _LOG_FORMAT = (
     '{"method":"$request_method","uri":"$uri","request_uri":"$request_uri",'
     '"status":$status,"range":"$http_range","if_match":"$http_if_match",'
     '"bytes_sent":$bytes_sent,"body_bytes_sent":$body_bytes_sent,'
-    '"request_time":$request_time}'
+    '"request_time":$request_time,"connection":$connection,'
+    '"connection_requests":$connection_requests}'
 )
 
 _CORS_FULL = """
@@ -379,6 +384,10 @@ class NginxServer:
             log.seek(self._log_offset)
             lines = log.read().splitlines()
         return [AccessLogEntry(**json.loads(line)) for line in lines if line.strip()]
+
+    def connections(self) -> int:
+        """Client connections the requests logged since start (or `reset`) came on."""
+        return len({entry.connection for entry in self.entries()})
 
     def reset(self) -> None:
         """Forget the requests logged so far (counters restart from zero)."""

@@ -1,7 +1,8 @@
 """pytest plugin of the shadowzarr workspace (registered through the ``pytest11`` entry point).
 
 Fixtures: ``nginx_root``, ``nginx``, ``make_nginx``, ``proxy``, ``make_proxy``, ``moto_s3``
-(one moto S3 server per test session) and ``s3_bucket_name`` (a fresh bucket name per test).
+(one moto S3 server per test session), ``s3_bucket_name`` (a fresh bucket name per test) and
+``tinyproxy`` / ``make_tinyproxy`` (a real forward proxy, `TinyProxy`).
 In CI (the ``CI`` environment variable set to anything but ``""``, ``0``, ``false`` or ``no``)
 a skipped test is reported as a failure: CI must prove that everything ran, and a missing tool
 or file has to be fixed, not skipped.
@@ -18,9 +19,10 @@ from shadowzarr_testing._ports import free_port
 from shadowzarr_testing.nginx import CorsMode, NginxServer
 from shadowzarr_testing.proxy import LatencyProxy
 from shadowzarr_testing.s3 import MotoS3
+from shadowzarr_testing.tinyproxy import TinyProxy
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator
+    from collections.abc import Callable, Generator, Iterator
     from pathlib import Path
 
     from _pytest.reports import CollectReport, TestReport
@@ -38,6 +40,7 @@ __all__ = [
     "nginx_root",
     "proxy",
     "s3_bucket_name",
+    "tinyproxy",
 ]
 
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
@@ -112,6 +115,28 @@ def make_proxy(request: pytest.FixtureRequest) -> Iterator[MakeProxy]:
 def proxy(make_proxy: MakeProxy, nginx: NginxServer) -> LatencyProxy:
     """`LatencyProxy` in front of the ``nginx`` fixture, no latency, no faults, for one test."""
     return make_proxy(nginx.url(""))
+
+
+@pytest.fixture
+def make_tinyproxy() -> Iterator[Callable[..., TinyProxy]]:
+    """Factory ``make_tinyproxy(credentials=None)`` of running `TinyProxy` forward proxies;
+    every one is stopped at teardown."""
+    started: list[TinyProxy] = []
+
+    def make(credentials: tuple[str, str] | None = None) -> TinyProxy:
+        created = TinyProxy(credentials)
+        started.append(created)
+        return created.start()
+
+    yield make
+    for created in reversed(started):
+        created.stop()
+
+
+@pytest.fixture
+def tinyproxy(make_tinyproxy: Callable[..., TinyProxy]) -> TinyProxy:
+    """A tinyproxy forward proxy on loopback (no credentials), for one test."""
+    return make_tinyproxy()
 
 
 @pytest.fixture(scope="session")

@@ -70,6 +70,7 @@ def generate_rfs_tiff(
     headers: Mapping[str, Mapping[str, str]] | None = None,
     allowed_urls: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    proxy: str | bool | None = None,
 ) -> ReferenceFileSystem:
     """References for every series (and pyramid level) of a TIFF file.
 
@@ -91,9 +92,10 @@ def generate_rfs_tiff(
         decoded, padded and kept inline; beyond it such series are refused.
     read_ahead, max_concurrency
         Bytes read after an unpredictable read of a remote file, and parallel requests.
-    headers, allowed_urls, storage_options
+    headers, allowed_urls, storage_options, proxy
         As for ``open_rfs``: headers bound to URL prefixes, the prefixes requests may go to
-        (a URL outside them is refused before any request), object-store settings.
+        (a URL outside them is refused before any request), object-store settings, the
+        forward proxy (None: the environment's ``HTTP_PROXY``…).
 
     Raises
     ------
@@ -109,7 +111,10 @@ def generate_rfs_tiff(
         read_ahead=read_ahead,
         max_concurrency=max_concurrency,
         transport=TransportOptions(
-            headers=headers, allowed_urls=allowed_urls, storage_options=storage_options
+            headers=headers,
+            allowed_urls=allowed_urls,
+            storage_options=storage_options,
+            proxy=proxy,
         ),
     ) as source:
         import tifffile

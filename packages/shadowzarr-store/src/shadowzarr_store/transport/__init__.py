@@ -10,11 +10,13 @@ Modules, one job each: `locations` (kinds of location, redaction), `access` (``a
 check of every value bound for a request head), `options`, `status` (the one status map),
 `errors`, `http` (requests, redirects, aiohttp for multi-range and open-ended reads),
 `http1` (our kept-alive HTTP/1.1 connections) with `http1_bodies` (chunked and close-ended
-bodies), `budget` (connections across origins), `content_coding` (gzip and deflate undone),
-`object_store` (obstore), `local` (local files and their identity), `dandi` (DANDI download
-URLs), `multipart` (the one ``multipart/byteranges`` parser), `coalesce` (the one
-range-coalescing rule), `stats`, `client` (the facade) and `blocking` (the synchronous face
-on a private loop thread).
+bodies), `pools` (one pool per origin per event loop for the process), `budget` (connections
+across origins), `proxies` (the one proxy decision), `documents` (reference files kept by
+ETag), `content_coding` (gzip and deflate undone), `object_store` (obstore) with
+`storage_options` (the spellings users bring), `local` (local files and their identity),
+`dandi` (DANDI download URLs), `multipart` (the one ``multipart/byteranges`` parser),
+`coalesce` (the one range-coalescing rule), `stats`, `client` (the facade) and `blocking` (the
+synchronous face on a private loop thread).
 
 Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
 signs requests and finds credentials the way their users expect; writing signing code is not
@@ -39,6 +41,7 @@ from shadowzarr_store.transport.errors import (
     AnswerTooLargeError,
     ContentCodingError,
     FramingError,
+    ProxyError,
     RangeNotSatisfiable,
     RedirectError,
     SourceTimeoutError,
@@ -50,7 +53,12 @@ from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import is_local, kind_of, local_path, redact
 from shadowzarr_store.transport.object_store import obstore_for
 from shadowzarr_store.transport.options import TransportOptions
+from shadowzarr_store.transport.pools import OriginStats, pool_stats
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
+from shadowzarr_store.transport.storage_options import (
+    MissingCredentialsError,
+    StorageOptionsError,
+)
 
 __all__ = [
     "AccessPolicy",
@@ -59,11 +67,15 @@ __all__ = [
     "ContentCodingError",
     "FramingError",
     "HeaderRules",
+    "MissingCredentialsError",
+    "OriginStats",
+    "ProxyError",
     "RangeNotSatisfiable",
     "RangeSource",
     "RedirectError",
     "SourceTimeoutError",
     "StatsSnapshot",
+    "StorageOptionsError",
     "StoreStats",
     "TransientError",
     "Transport",
@@ -73,6 +85,7 @@ __all__ = [
     "kind_of",
     "local_path",
     "obstore_for",
+    "pool_stats",
     "redact",
     "run_blocking",
 ]

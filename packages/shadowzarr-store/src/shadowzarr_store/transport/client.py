@@ -24,6 +24,7 @@ from shadowzarr_spec.etags import is_entity_tag
 
 from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
+from shadowzarr_store.transport.documents import DOCUMENTS
 from shadowzarr_store.transport.errors import (
     FramingError,
     RangeNotSatisfiable,
@@ -43,6 +44,7 @@ from shadowzarr_store.transport.local import (
 from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.object_store import ObjectStoreBackend
 from shadowzarr_store.transport.options import TransportOptions
+from shadowzarr_store.transport.pools import close_all_pools
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
@@ -158,7 +160,44 @@ class Transport:
         return answer
 
     async def read_whole(self, url: str, *, expect: SourceInfo | None = None) -> bytes:
+        """All of ``url``. Over HTTP with nothing recorded to expect (a reference file, a
+        ``zarr.json``), a file read before in this process is asked for again only with
+        ``If-None-Match`` its ETag (`documents`): unchanged, it costs a 304."""
+        if expect is None and self._document_cacheable(url):
+            return await self._read_document(url)
         return (await self.read(url, 0, None, expect=expect)).data
+
+    def _document_cacheable(self, url: str) -> bool:
+        """Only a URL read as itself: a ``resolve_url`` hook or DANDI resolution may send it
+        elsewhere each time."""
+        return (
+            kind_of(url) == "http"
+            and self.options.resolve_url is None
+            and not self.dandi.handles(url)
+        )
+
+    async def _read_document(self, url: str) -> bytes:
+        self.access.check(url)
+        shown = redact(url)
+        key = (url, tuple(sorted(self.options.header_rules.for_url(url).items())))
+        kept = DOCUMENTS.get(key)
+
+        async def attempt(target: str) -> Answer:
+            return await self.http.get_whole(
+                target, None, shown, if_none_match=kept[0] if kept else None
+            )
+
+        answer = await self._remote(url, shown, attempt)
+        self.stats.add(requests=1, bytes=len(answer.data))
+        if answer.not_modified and kept is not None:
+            self.stats.add(cache_hits=1)
+            return kept[1]
+        data = bytes(answer.data)
+        if answer.etag is not None and is_entity_tag(answer.etag):
+            DOCUMENTS.put(key, answer.etag, data)
+        else:
+            DOCUMENTS.forget(key)
+        return data
 
     async def probe(self, url: str) -> SourceInfo:
         """What ``url`` is now: size and ETag (one 1-byte ranged GET, which a presigned URL
@@ -173,7 +212,7 @@ class Transport:
             # A 1-byte GET, not a HEAD: what a presigned URL or a GetObject-only policy allows.
             if kind_of(target) == "object_store":
                 return await self.objects.get(target, 0, 1, None, shown)
-            return await self.http.get(target, 0, 1, None, shown)
+            return await self.http.get_range(target, 0, 1, None, shown)
 
         try:
             answer = await self._remote(url, shown, attempt)
@@ -486,6 +525,7 @@ _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
 def close_all() -> None:
     for transport in list(_TRANSPORTS):
         transport.close()
+    close_all_pools()
 
 
 def _after_fork() -> None:

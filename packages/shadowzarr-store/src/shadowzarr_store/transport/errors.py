@@ -9,6 +9,7 @@
     ├── RedirectError              a redirect loop, or more redirects than are followed
     ├── ContentCodingError         an answer in a content coding that is not decoded
     ├── AnswerTooLargeError        a whole-file answer longer than the read may take
+    ├── ProxyError                 the forward proxy cannot be reached, or refused the request
     └── TransientError             worth trying again: reset, 5xx, 429, short body, bad framing
         └── FramingError           the answer's Content-Range or length is not what was asked
 """
@@ -21,6 +22,7 @@ __all__ = [
     "AnswerTooLargeError",
     "ContentCodingError",
     "FramingError",
+    "ProxyError",
     "RangeNotSatisfiable",
     "RedirectError",
     "SourceTimeoutError",
@@ -61,6 +63,13 @@ class ContentCodingError(SourceError):
 class AnswerTooLargeError(SourceError):
     """A whole-file answer longer than the read may take (``max_whole_file_bytes`` where no
     size is recorded), refused before it is read."""
+
+
+class ProxyError(SourceError):
+    """The forward proxy the settings name cannot be reached, or refused to forward (407 asks
+    for credentials, a refused tunnel). Never answered by going directly instead: a user who
+    configured a proxy may be unable, or not allowed, to reach the server without it. The
+    message names the proxy, never its credentials."""
 
 
 class TransientError(SourceError):

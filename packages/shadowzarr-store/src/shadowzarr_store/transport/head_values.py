@@ -19,14 +19,22 @@ from shadowzarr_store.transport.errors import UnsafeRequestError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["check_request", "escaped", "has_control", "is_header_name", "refuse_control"]
+__all__ = [
+    "check_connect",
+    "check_request",
+    "escaped",
+    "has_control",
+    "is_header_name",
+    "refuse_control",
+]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 """Bytes no header value may hold: the C0 controls (CR, LF, NUL, tab ...) and DEL."""
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """A header name (RFC 9110 ``token``)."""
-_TARGET = re.compile(r"/[\x21-\x7e]*")
-"""A request target in origin form: visible ASCII, no whitespace (yarl percent-encodes the rest)."""
+_TARGET = re.compile(r"(?:http://[\x21-\x2e\x30-\x7e]+)?/[\x21-\x7e]*")
+"""A request target in origin form, or in absolute form (``http://host/path``, to a forward
+proxy): visible ASCII, no whitespace (yarl percent-encodes the rest)."""
 _HOST = re.compile(r"[\x21-\x7e]+")
 _SHOWN_VALUES = frozenset({"if-match", "range"})
 """Headers whose values a message may show (the user's headers may be credentials)."""
@@ -43,6 +51,20 @@ def check_request(target: str, host: str, headers: Mapping[str, str], shown: str
         )
     if _HOST.fullmatch(host) is None:
         raise UnsafeRequestError(f"{shown}: the host {escaped(host)} is not a usable Host value")
+    _check_headers(headers, shown)
+
+
+def check_connect(authority: str, headers: Mapping[str, str], shown: str) -> None:
+    """`check_request` for a ``CONNECT host:port`` head to a proxy (its target is the
+    authority, its headers the ``Host`` and ``Proxy-Authorization``)."""
+    if _HOST.fullmatch(authority) is None:
+        raise UnsafeRequestError(
+            f"{shown}: the tunnel's authority {escaped(authority)} is not usable; refused"
+        )
+    _check_headers(headers, shown)
+
+
+def _check_headers(headers: Mapping[str, str], shown: str) -> None:
     for name, value in headers.items():
         if _TOKEN.fullmatch(name) is None:
             raise UnsafeRequestError(

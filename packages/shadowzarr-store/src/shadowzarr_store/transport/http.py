@@ -5,18 +5,17 @@ policy before it is requested and carries only the user headers bound to its own
 that comes back to one of its URLs, or runs past ten hops, is a `RedirectError` at once. Each
 answer is framed strictly: a 206 must carry the Content-Range asked for and exactly that many
 bytes (a `FramingError` otherwise, retried by the client), a 200 is accepted only for a whole-file
-read. One aiohttp session per event loop (sessions cannot cross loops), created lazily.
+read. Connections, ours and aiohttp's, come from the process's pools per event loop
+(`pools`), shared with every other transport; each request goes through the proxy that
+`ProxyConfig` chooses for its URL, whichever client sends it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import re
 import ssl
 import threading
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -25,11 +24,11 @@ import aiohttp
 from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError
 from yarl import URL
 
-from shadowzarr_store.transport.budget import ConnectionBudget
 from shadowzarr_store.transport.content_coding import decode_whole, refuse_coded_range
 from shadowzarr_store.transport.errors import (
     AnswerTooLargeError,
     FramingError,
+    ProxyError,
     RedirectError,
     TransientError,
 )
@@ -43,6 +42,8 @@ from shadowzarr_store.transport.http1 import (
 )
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
+from shadowzarr_store.transport.pools import pools
+from shadowzarr_store.transport.proxies import Proxy, ProxyConfig
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
 
 if TYPE_CHECKING:
@@ -70,134 +71,83 @@ class Answer:
     etag: str | None
     final: str | None = None
     """Where redirects led, when the answer came from another URL than the one asked for."""
+    not_modified: bool = False
+    """A ``304 Not Modified`` to a read asked with ``If-None-Match`` (no data: the caller
+    has it)."""
 
 
 class HttpBackend:
-    """One transport's HTTP requests, one aiohttp session per event loop."""
+    """One transport's HTTP requests, on the connections the process shares per event loop."""
 
     def __init__(self, options: TransportOptions, access: AccessPolicy) -> None:
         self._options = options
         self._access = access
         self._lock = threading.Lock()
-        self._sessions: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, aiohttp.ClientSession
-        ] = weakref.WeakKeyDictionary()
-        self._hops: dict[str, tuple[URL, dict[str, str]]] = {}
-        self._pools: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[tuple[str, str, int | None], OriginPool]
-        ] = weakref.WeakKeyDictionary()
-        self._budgets: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ConnectionBudget] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.proxies = ProxyConfig.resolve(options.proxy)
+        self._hops: dict[str, tuple[URL, dict[str, str], Proxy | None]] = {}
+        timeout = options.timeout
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
 
-    def _hop(self, target: str) -> tuple[URL, dict[str, str]]:
-        """``target`` as aiohttp sends it, checked against the access policy, and the user
-        headers bound to it: worked out once per URL, since a generator asks thousands of
-        ranges of one URL at once (the policy and the rules are frozen)."""
+    def _hop(self, target: str) -> tuple[URL, dict[str, str], Proxy | None]:
+        """``target`` as aiohttp sends it, checked against the access policy, the user headers
+        bound to it and the proxy it goes through: worked out once per URL, since a generator
+        asks thousands of ranges of one URL at once (the policy and the rules are frozen)."""
         hop = self._hops.get(target)
         if hop is None:
             address = _address(target)
             self._access.check(str(address))  # the URL as aiohttp will send it
-            hop = (address, self._options.header_rules.for_url(target))
+            proxy = self.proxies.for_url(address.scheme, address.raw_host or "", address.port)
+            hop = (address, self._options.header_rules.for_url(target), proxy)
             if len(self._hops) >= _MAX_HOPS_KEPT:
                 self._hops.clear()
             self._hops[target] = hop
         return hop
 
-    # -- sessions -------------------------------------------------------------------------------
+    # -- connections ----------------------------------------------------------------------------
+
+    def _limits(self) -> tuple[int, int]:
+        limit = self._options.max_connections
+        return limit, max(self._options.max_total_connections, limit)
 
     def _session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            session = self._sessions.get(loop)
-            if session is None or session.closed:
-                limit = self._options.max_connections
-                timeout = self._options.timeout
-                total = max(self._options.max_total_connections, limit)
-                session = aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(limit=total, limit_per_host=limit),
-                    timeout=aiohttp.ClientTimeout(
-                        total=None, sock_connect=timeout, sock_read=timeout
-                    ),
-                    auto_decompress=False,
-                )
-                self._sessions[loop] = session
-            return session
+        return pools().session(*self._limits())
 
-    def _pool(self, address: URL) -> OriginPool:
-        loop = asyncio.get_running_loop()
-        origin = (address.scheme, address.raw_host or "", address.port)
-        pools = self._pools.get(loop)
-        if pools is None:
-            with self._lock:
-                pools = self._pools.setdefault(loop, {})
-        pool = pools.get(origin)
-        if pool is None:
-            options = self._options
-            budget = self._budgets.get(loop)
-            if budget is None:
-                total = max(options.max_total_connections, options.max_connections)
-                budget = self._budgets[loop] = ConnectionBudget(total)
-            pool = OriginPool(address, options.max_connections, options.timeout, budget)
-            pools[origin] = pool
-        return pool
+    def _pool(self, address: URL, proxy: Proxy | None) -> OriginPool:
+        limit, total = self._limits()
+        return pools().pool(address, proxy, limit, total, self._options.timeout)
+
+    @staticmethod
+    def _proxied(
+        proxy: Proxy | None, address: URL, headers: dict[str, str]
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The headers and aiohttp's arguments of a request through ``proxy`` (none:
+        directly). Its credentials go to the proxy only: in the request's own head when the
+        proxy forwards it (``http://``), in the CONNECT head for a tunnel (``https://``)."""
+        if proxy is None:
+            return headers, {}
+        arguments: dict[str, Any] = {"proxy": proxy.shown}
+        authorization = proxy.authorization
+        if authorization is not None:
+            check_request("/", proxy.host, {"Proxy-Authorization": authorization}, proxy.shown)
+            if address.scheme == "https":
+                arguments["proxy_headers"] = {"Proxy-Authorization": authorization}
+            else:
+                headers = {**headers, "Proxy-Authorization": authorization}
+        return headers, arguments
 
     async def aclose(self) -> None:
-        """Close the session and connections of the running loop."""
-        with self._lock:
-            session = self._sessions.pop(asyncio.get_running_loop(), None)
-            pools = self._pools.pop(asyncio.get_running_loop(), {})
-            self._budgets.pop(asyncio.get_running_loop(), None)
-        for pool in pools.values():
-            pool.close()
-        if session is not None:
-            await session.close()
+        """Nothing of its own to close: the connections are the process's, reused by the next
+        transport and closed once idle for `IDLE_SECONDS` (or at exit)."""
 
     def close(self) -> None:
-        """Close the sessions and connections of every loop still running (from outside those
-        loops)."""
-        with self._lock:
-            sessions = list(self._sessions.items())
-            self._sessions.clear()
-        self._close_pools_soon()
-        current = _running_loop()
-        for loop, session in sessions:
-            if session.closed or loop.is_closed():
-                continue
-            if loop is current:
-                loop.create_task(session.close())
-            elif loop.is_running():
-                future = asyncio.run_coroutine_threadsafe(session.close(), loop)
-                with contextlib.suppress(TimeoutError, RuntimeError):
-                    future.result(timeout=5)
+        """See `aclose`."""
 
     def close_soon(self) -> None:
-        """Schedule closing every session without waiting (garbage collection, interpreter exit)."""
-        with self._lock:
-            sessions = list(self._sessions.items())
-        for loop, session in sessions:
-            if not session.closed and not loop.is_closed():
-                with contextlib.suppress(RuntimeError):
-                    asyncio.run_coroutine_threadsafe(session.close(), loop)
-        self._close_pools_soon()
-
-    def _close_pools_soon(self) -> None:
-        """Close the kept-alive connections of every loop, on their loops."""
-        with self._lock:
-            pools = list(self._pools.items())
-            self._pools.clear()
-            self._budgets.clear()
-        for loop, by_origin in pools:
-            for pool in by_origin.values():
-                with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
-                    loop.call_soon_threadsafe(pool.close)
+        """See `aclose`."""
 
     def forget_loops(self) -> None:
-        """After a fork: the parent's loops and sessions are not ours to use."""
+        """After a fork: the parent's state is not ours (`pools` forgets its registry)."""
         self._lock = threading.Lock()
-        self._sessions = weakref.WeakKeyDictionary()
-        self._pools = weakref.WeakKeyDictionary()
-        self._budgets = weakref.WeakKeyDictionary()
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -206,16 +156,20 @@ class HttpBackend:
     ) -> tuple[int, str | None, float | None]:
         """One GET without following redirects: status, absolute Location, Retry-After."""
         session = self._session()
-        address = _address(url)
-        self._access.check(str(address))
+        address, _, proxy = self._hop(url)
         check_request(address.raw_path_qs, address.host_port_subcomponent or "", headers, shown)
+        headers, through = self._proxied(proxy, address, headers)
         try:
-            async with session.get(address, headers=headers, allow_redirects=False) as response:
+            async with session.get(
+                address, headers=headers, allow_redirects=False, timeout=self._timeout, **through
+            ) as response:
                 location = response.headers.get("Location")
                 if location:
                     refuse_control(location, "a redirect's Location", shown)
                 wait = retry_after(response.headers.get("Retry-After"))
                 return response.status, urljoin(url, location) if location else None, wait
+        except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError) as exc:
+            raise _proxy_error(exc, proxy, shown) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
         except TimeoutError as exc:
@@ -326,15 +280,18 @@ class HttpBackend:
         *,
         size: int | None = None,
         chain: tuple[str, ...] = (),
+        if_none_match: str | None = None,
     ) -> Answer:
         """`get` of the whole of ``url`` on our kept-alive connections, the ones the ranges
         use, so that the requests after it (an index, then the data) find them open instead
         of paying new handshakes. ``size``: the file's recorded size, the most it may hold
         (else ``max_whole_file_bytes``); a longer answer is refused before it is read. A body
-        in gzip or deflate is decoded (`content_coding`)."""
+        in gzip or deflate is decoded (`content_coding`). ``if_none_match``: the ETag of the
+        bytes the caller has (a 304 answer is `Answer.not_modified`)."""
         most = self._most_to_end(0, size)
+        conditional = {"If-None-Match": if_none_match} if if_none_match else {}
         try:
-            head, body = await self._ask(url, {}, etag, shown, _wire_most(most))
+            head, body = await self._ask(url, conditional, etag, shown, _wire_most(most))
         except AnswerTooLong as exc:
             raise self._too_long(exc.length, size, shown) from exc
         status = head.status
@@ -342,9 +299,13 @@ class HttpBackend:
             coding = head.headers.get("content-encoding")
             data = body if coding is None else self._decoded(body, coding, most, size, shown)
             return Answer(bytes(data), len(data), head.headers.get("etag"))
+        if status == 304 and if_none_match:
+            return Answer(b"", None, head.headers.get("etag") or if_none_match, not_modified=True)
         target = self._redirect(url, head, shown, chain)
         if target is not None:
-            answer = await self.get_whole(target, etag, shown, size=size, chain=(*chain, url))
+            answer = await self.get_whole(
+                target, etag, shown, size=size, chain=(*chain, url), if_none_match=if_none_match
+            )
             return answer if answer.final else dataclasses.replace(answer, final=target)
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
@@ -407,8 +368,8 @@ class HttpBackend:
     ) -> tuple[Head, memoryview]:
         """One GET of ``url`` on our connections with the user's headers bound to it (and
         ``If-Match``); `AnswerTooLong` for a body past ``most`` bytes."""
-        address, bound = self._hop(url)
-        pool = self._pool(address)
+        address, bound, proxy = self._hop(url)
+        pool = self._pool(address, proxy)
         sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
         return await pool.request(pool.head(address, sent, shown), shown, most)
 
@@ -460,11 +421,12 @@ class _LastHop:
     answer, become `TransientError` (worth retrying); other client errors `SourceError`.
     """
 
-    __slots__ = ("_backend", "_context", "_headers", "_shown", "_url", "final")
+    __slots__ = ("_backend", "_context", "_headers", "_proxy", "_shown", "_url", "final")
 
     def __init__(self, backend: HttpBackend, url: str, headers: dict[str, str], shown: str):
         self._backend, self._url, self._headers, self._shown = backend, url, headers, shown
         self._context: Any = None
+        self._proxy: Proxy | None = None
         self.final: str | None = None
         """Where redirects led (None: the answer is ``url``'s own)."""
 
@@ -474,14 +436,18 @@ class _LastHop:
         target = self._url
         chain: tuple[str, ...] = ()
         for hops in range(_MAX_REDIRECTS + 1):
-            address, bound = backend._hop(target)
+            address, bound, proxy = backend._hop(target)
+            self._proxy = proxy
             # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
             # with auto_decompress off, hand it over undone)
             sent = {"Accept-Encoding": "identity", **bound, **self._headers}
             check_request(
                 address.raw_path_qs, address.host_port_subcomponent or "", sent, self._shown
             )
-            context = session.get(address, headers=sent, allow_redirects=False)
+            sent, through = backend._proxied(proxy, address, sent)
+            context = session.get(
+                address, headers=sent, allow_redirects=False, timeout=backend._timeout, **through
+            )
             try:
                 response = await context.__aenter__()
             except BaseException as exc:
@@ -489,6 +455,11 @@ class _LastHop:
                 if translated is exc:
                     raise
                 raise translated from exc
+            if proxy is not None and response.status == 407:
+                await context.__aexit__(None, None, None)
+                raise ProxyError(
+                    f"{self._shown}: the proxy {proxy.shown} asks for credentials (407)"
+                )
             location = response.headers.get("Location")
             if response.status not in REDIRECTS or not location:
                 self._context = context
@@ -516,6 +487,8 @@ class _LastHop:
 
     def _translated(self, exc: BaseException) -> BaseException:
         shown = self._shown
+        if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+            return _proxy_error(exc, self._proxy, shown)
         if isinstance(exc, aiohttp.ClientConnectorCertificateError):
             refused = exc.certificate_error
             if isinstance(refused, ssl.SSLCertVerificationError):
@@ -609,13 +582,21 @@ def _check_range(
         )
 
 
+def _proxy_error(exc: aiohttp.ClientError, proxy: Proxy | None, shown: str) -> SourceError:
+    """aiohttp's failure at the proxy as ours: naming the proxy, never its credentials."""
+    named = proxy.shown if proxy is not None else "the proxy"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        if exc.status == 407:
+            return ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
+        if exc.status >= 500:
+            return TransientError(
+                f"{shown}: the proxy {named} could not reach the server (HTTP {exc.status})"
+            )
+        return ProxyError(f"{shown}: the proxy {named} refused the request (HTTP {exc.status})")
+    cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
+    return ProxyError(f"{shown}: cannot connect to the proxy {named}: {type(cause).__name__}")
+
+
 def _said(exc: BaseException) -> str:
     """What an aiohttp error says, with any URL in it redacted."""
     return " ".join(redact(word) if "://" in word else word for word in str(exc).split())
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

@@ -26,17 +26,26 @@ import numpy as np
 from shadowzarr_spec import SourceError
 
 from shadowzarr_store.transport.budget import ConnectionBudget
-from shadowzarr_store.transport.errors import FramingError, TransientError
-from shadowzarr_store.transport.head_values import check_request, escaped, is_header_name
+from shadowzarr_store.transport.errors import FramingError, ProxyError, TransientError
+from shadowzarr_store.transport.head_values import (
+    check_connect,
+    check_request,
+    escaped,
+    is_header_name,
+)
 from shadowzarr_store.transport.http1_bodies import AnswerTooLong, ChunkedBody, UntilCloseBody
 
 if TYPE_CHECKING:
     from yarl import URL
 
-__all__ = ["AnswerTooLong", "Head", "OriginPool", "content_length"]
+    from shadowzarr_store.transport.proxies import Proxy
+
+__all__ = ["IDLE_SECONDS", "AnswerTooLong", "Head", "OriginPool", "content_length"]
 
 _MAX_HEAD = 64 * 1024
 _HEAD_BUFFER = 16 * 1024
+IDLE_SECONDS = 30.0
+"""How long a kept-alive connection may wait for its next request before it is closed."""
 ADDRESSES_KEPT_SECONDS = 60.0
 """How long a host name's addresses serve new connections. asyncio looks the name up again for
 every connection, each lookup a job for the default executor's few threads (which also rearrange
@@ -133,6 +142,8 @@ class _Connection(asyncio.BufferedProtocol):
         self.progress = 0
         self._lost = False
         self._most: int | None = None
+        self._tunnel = False
+        self.idle_since = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -143,14 +154,19 @@ class _Connection(asyncio.BufferedProtocol):
         return not self._lost and self.transport is not None and not self.transport.is_closing()
 
     def send(
-        self, head: bytes, waiter: asyncio.Future[tuple[Head, memoryview]], most: int | None = None
+        self,
+        head: bytes,
+        waiter: asyncio.Future[tuple[Head, memoryview]],
+        most: int | None = None,
+        *,
+        tunnel: bool = False,
     ) -> None:
         """Write a request; ``most``: the most body bytes its answer may have (a longer one,
         such as a whole object from a server ignoring ``Range``, fails before it is read:
-        `AnswerTooLong`)."""
+        `AnswerTooLong`). ``tunnel``: a CONNECT to a proxy, whose answer is its head alone."""
         assert self.transport is not None
         self._waiter, self._head, self.reusable = waiter, None, False
-        self._most, self._interim = most, 0
+        self._most, self._interim, self._tunnel = most, 0, tunnel
         self.transport.write(head)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -193,7 +209,10 @@ class _Connection(asyncio.BufferedProtocol):
                 self._fail(FramingError(f"an unreadable answer head ({exc})"))
                 return
             if not 100 <= head.status < 200:
-                self._begin_body(head, reusable, found.end())
+                if self._tunnel:
+                    self._tunnel_answered(head, found.end())
+                else:
+                    self._begin_body(head, reusable, found.end())
                 return
             self._interim += 1
             if head.status == 101 or self._interim > _MAX_INTERIM:
@@ -202,6 +221,17 @@ class _Connection(asyncio.BufferedProtocol):
             rest = bytes(self._heads[found.end() : self._filled])
             self._heads[: len(rest)] = rest
             self._filled = len(rest)
+
+    def _tunnel_answered(self, head: Head, end: int) -> None:
+        """A proxy's answer to CONNECT: a 2xx is the tunnel open, with nothing after its head
+        (RFC 9110 §9.3.6; a byte the server sent before our TLS hello would be an attack on
+        the handshake); any other answer is handed over as it is, the connection not reused."""
+        if 200 <= head.status < 300 and self._filled > end:
+            self._fail(FramingError("bytes after the proxy's answer to CONNECT"))
+            return
+        self._tunnel, self._filled, self._keep = False, 0, 200 <= head.status < 300
+        self._head, self._body = head, memoryview(b"")
+        self._finish()
 
     def _begin_body(self, head: Head, reusable: bool, start: int) -> None:
         already = memoryview(self._heads)[start : self._filled]
@@ -300,30 +330,60 @@ class _Connection(asyncio.BufferedProtocol):
 
 class OriginPool:
     """Kept-alive connections to one ``scheme://host:port``, at most ``limit`` at once (one
-    pool per event loop: transports cannot cross loops)."""
+    pool per event loop: transports cannot cross loops), directly or through a forward
+    ``proxy``: an ``http://`` origin's requests go to the proxy with absolute targets, an
+    ``https://`` origin's through a CONNECT tunnel in which TLS starts with the origin.
+    Connections idle for `IDLE_SECONDS` are closed."""
 
     def __init__(
-        self, address: URL, limit: int, timeout: float, budget: ConnectionBudget | None = None
+        self,
+        address: URL,
+        limit: int,
+        timeout: float,
+        budget: ConnectionBudget | None = None,
+        proxy: Proxy | None = None,
     ) -> None:
         self._host = address.raw_host or ""
         self._port = address.port or (443 if address.scheme == "https" else 80)
         self._tls = _tls() if address.scheme == "https" else None
         self._host_header = address.host_port_subcomponent or ""
+        self._proxy = proxy
+        self._absolute = proxy is not None and self._tls is None
+        """Requests go to a proxy that forwards them: their targets are absolute URLs."""
+        self._via = f" through the proxy {proxy.shown}" if proxy is not None else ""
+        self._dial = (proxy.host, proxy.port) if proxy is not None else (self._host, self._port)
         self._timeout = timeout
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
         self._all: set[_Connection] = set()
-        self._named = not _is_address(self._host)
+        self._named = not _is_address(self._dial[0])
         self._addresses: tuple[tuple[str, int], ...] = ()
         self._resolved_at = 0.0
         self._resolving = asyncio.Lock()
         self._budget = budget if budget is not None else ConnectionBudget(limit)
         self._budget.pools.append(self)
+        self._sweeper: asyncio.TimerHandle | None = None
+        self.opened = 0
+        """Connections opened so far (statistics per origin)."""
+        self.requests = 0
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._all)
+
+    @property
+    def idle_connections(self) -> int:
+        return len(self._idle)
 
     def head(self, address: URL, headers: dict[str, str], shown: str) -> bytes:
         """The request head of a GET of ``address`` with ``headers``; `UnsafeRequestError` for
         a value that would not stay on its own line (`check_request`)."""
         target = address.raw_path_qs
+        if self._absolute:
+            assert self._proxy is not None
+            target = f"http://{self._host_header}{target}"
+            if self._proxy.authorization is not None:
+                headers = {**headers, "Proxy-Authorization": self._proxy.authorization}
         check_request(target, self._host_header, headers, shown)
         lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines.extend(f"{name}: {value}" for name, value in headers.items())
@@ -346,13 +406,43 @@ class OriginPool:
             try:
                 if connection is None:
                     connection = await self._connect(shown)
-                return await self._exchange(connection, head, shown, most)
+                self.requests += 1
+                answer = await self._exchange(connection, head, shown, most)
             finally:
                 if connection is not None:
                     if connection.reusable and connection.usable and not self._budget.wanted:
-                        self._idle.append(connection)
+                        self._keep_idle(connection)
                     else:
                         self._discard(connection)
+            if self._absolute and answer[0].status == 407:
+                assert self._proxy is not None
+                named = self._proxy.shown
+                raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
+            return answer
+
+    def _keep_idle(self, connection: _Connection) -> None:
+        """Keep ``connection`` for the next request; one timer closes those idle too long."""
+        loop = asyncio.get_running_loop()
+        connection.idle_since = loop.time()
+        self._idle.append(connection)
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(IDLE_SECONDS, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the connections idle for `IDLE_SECONDS` (a server closes them about then
+        anyway, and a process that stopped reading keeps no sockets)."""
+        self._sweeper = None
+        if not self._idle:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        expired = [c for c in self._idle if now - c.idle_since >= IDLE_SECONDS - 0.01]
+        for connection in expired:
+            self._idle.remove(connection)
+            self._discard(connection)
+        if self._idle:
+            oldest = min(c.idle_since for c in self._idle)
+            self._sweeper = loop.call_later(max(oldest + IDLE_SECONDS - now, 0.01), self._sweep)
 
     async def _connect(self, shown: str) -> _Connection:
         """A new connection, within the loop's budget of connections across origins."""
@@ -363,21 +453,24 @@ class OriginPool:
             self._budget.release()
             raise
         self._all.add(connection)
+        self.opened += 1
         return connection
 
     async def _open(self, shown: str) -> _Connection:
         loop = asyncio.get_running_loop()
+        direct_tls = self._tls if self._proxy is None else None
+        dialled = False
         try:
             async with asyncio.timeout(self._timeout):
-                targets = await self._targets() if self._named else ((self._host, self._port),)
+                targets = await self._targets() if self._named else (self._dial,)
                 for at, (host, port) in enumerate(targets):
                     try:
                         _, connection = await loop.create_connection(
                             _Connection,
                             host,
                             port,
-                            ssl=self._tls,
-                            server_hostname=self._host if self._tls else None,
+                            ssl=direct_tls,
+                            server_hostname=self._host if direct_tls else None,
                         )
                     except OSError:
                         if at < len(targets) - 1:
@@ -387,25 +480,86 @@ class OriginPool:
                     if at and self._addresses == targets:  # the one that answered goes first
                         self._addresses = (targets[at], *targets[:at], *targets[at + 1 :])
                     break
+                dialled = True
+                if self._proxy is not None and self._tls is not None:
+                    await self._tunnel(connection, shown)
         except TimeoutError as exc:
-            raise TransientError(f"{shown}: no connection within {self._timeout} s") from exc
+            raise TransientError(
+                f"{shown}: no connection{self._via} within {self._timeout} s"
+            ) from exc
         except ssl.SSLCertVerificationError as exc:
             # not transient: asking again meets the same certificate
             raise SourceError(f"{shown}: {certificate_refused(exc)}") from exc
         except OSError as exc:
-            raise TransientError(f"{shown}: cannot connect: {type(exc).__name__}") from exc
+            if self._proxy is not None and not dialled:
+                # not retried, and never answered by going directly (see `ProxyError`)
+                raise ProxyError(
+                    f"{shown}: cannot connect to the proxy {self._proxy.shown}: "
+                    f"{type(exc).__name__}"
+                ) from exc
+            raise TransientError(
+                f"{shown}: cannot connect{self._via}: {type(exc).__name__}"
+            ) from exc
         return connection
 
-    async def _targets(self) -> tuple[tuple[str, int], ...]:
-        """The host name's addresses: looked up once per `ADDRESSES_KEPT_SECONDS` for every
-        connection of the pool (a lookup that fails raises, as asyncio's own would)."""
+    async def _tunnel(self, connection: _Connection, shown: str) -> None:
+        """Open a CONNECT tunnel through the proxy to the origin and start TLS in it."""
+        proxy = self._proxy
+        assert proxy is not None
+        assert self._tls is not None
+        assert connection.transport is not None
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        authority = f"{host}:{self._port}"
+        headers = {"Host": authority}
+        if proxy.authorization is not None:
+            headers["Proxy-Authorization"] = proxy.authorization
+        check_connect(authority, headers, shown)
+        lines = [f"CONNECT {authority} HTTP/1.1", *(f"{n}: {v}" for n, v in headers.items())]
         loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[tuple[Head, memoryview]] = loop.create_future()
+        try:
+            connection.send(("\r\n".join(lines) + "\r\n\r\n").encode(), waiter, tunnel=True)
+            try:
+                head, _ = await waiter
+            except (ConnectionError, FramingError) as exc:
+                raise ProxyError(
+                    f"{shown}: the proxy {proxy.shown} did not open a tunnel ({exc})"
+                ) from exc
+            status = head.status
+            if status == 407:
+                raise ProxyError(f"{shown}: the proxy {proxy.shown} asks for credentials (407)")
+            if status >= 500:
+                raise TransientError(
+                    f"{shown}: the proxy {proxy.shown} could not reach the server (HTTP {status})"
+                )
+            if not 200 <= status < 300:
+                raise ProxyError(
+                    f"{shown}: the proxy {proxy.shown} refused a tunnel to {authority} "
+                    f"(HTTP {status})"
+                )
+            secure = await loop.start_tls(
+                connection.transport, connection, self._tls, server_hostname=self._host
+            )
+        except BaseException:
+            if connection.transport is not None:
+                connection.transport.close()
+            raise
+        if secure is None:
+            raise TransientError(f"{shown}: the tunnel closed during the TLS handshake")
+        connection.transport = secure
+
+    async def _targets(self) -> tuple[tuple[str, int], ...]:
+        """The addresses of the host dialled (the origin's, or the proxy's): looked up once per
+        `ADDRESSES_KEPT_SECONDS` for every connection of the pool (a lookup that fails raises,
+        as asyncio's own would)."""
+        loop = asyncio.get_running_loop()
+        host, port = self._dial
         async with self._resolving:
             if not self._addresses or loop.time() - self._resolved_at >= ADDRESSES_KEPT_SECONDS:
-                found = await loop.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM)
+                found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
                 addresses = dict.fromkeys((str(a[4][0]), int(a[4][1])) for a in found)
                 if not addresses:
-                    raise OSError(f"no address for {self._host!r}")
+                    raise OSError(f"no address for {host!r}")
                 self._addresses, self._resolved_at = tuple(addresses), loop.time()
             return self._addresses
 
@@ -456,6 +610,9 @@ class OriginPool:
 
     def close(self) -> None:
         """Close every connection (on the pool's loop)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for connection in list(self._all):
             self._discard(connection)
         self._idle.clear()

@@ -2,17 +2,16 @@
 
 obstore (Rust ``object_store``, what zarr-python's ``ObjectStore`` and VirtualiZarr use) signs
 requests, finds credentials in the environment and retries; we add nothing to that but the
-ETag check and our error types. ``storage_options`` holds obstore's own configuration keys
-(``region``, ``endpoint``, ``access_key_id``, ``secret_access_key``, ``session_token``,
-``skip_signature``, ``account_name``…, and ``client_options``), plus the spellings fsspec users
-know: ``anon`` (``skip_signature``), ``key``, ``secret``, ``token``, ``endpoint_url`` and
-``allow_http`` (a ``client_options`` entry). Values are credentials: they never appear in a
+ETag check and our error types. ``storage_options`` takes obstore's own configuration keys
+and the fsspec/s3fs spellings, an obstore store, or a mapping of URL prefixes to either (see
+`shadowzarr_store.transport.storage_options`). Values are credentials: they never appear in a
 repr or a message, and nothing is written with them.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -26,8 +25,16 @@ from shadowzarr_spec import (
     SourceNotFoundError,
 )
 
+from shadowzarr_store.transport.errors import ProxyError
 from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import redact
+from shadowzarr_store.transport.proxies import ProxyConfig
+from shadowzarr_store.transport.storage_options import (
+    StorageSettings,
+    choose,
+    path_in,
+    settings_for,
+)
 
 if TYPE_CHECKING:
     from obstore.store import ObjectStore
@@ -44,13 +51,6 @@ __all__ = [
     "store_for",
 ]
 
-_ALIASES = {
-    "key": "access_key_id",
-    "secret": "secret_access_key",
-    "token": "session_token",
-    "endpoint_url": "endpoint",
-}
-
 
 def split_object_url(url: str) -> tuple[str, str]:
     """``s3://bucket/a/b`` → (``s3://bucket``, ``a/b``)."""
@@ -61,38 +61,105 @@ def split_object_url(url: str) -> tuple[str, str]:
 
 
 def store_for(
-    root: str, storage_options: Mapping[str, Any] | None, *, retries: int = 5, deadline: float = 300
+    root: str,
+    storage_options: Any,
+    *,
+    retries: int = 5,
+    deadline: float = 300,
+    proxies: ProxyConfig | None = None,
 ) -> ObjectStore:
-    """An obstore store for ``scheme://bucket`` configured by ``storage_options``."""
+    """An obstore store for ``scheme://bucket`` configured by ``storage_options`` (any of the
+    forms `storage_options` takes), through the proxy ``proxies`` choose for its endpoint."""
+    _, chosen = choose(root, storage_options)
+    return build_store(root, settings_for(root, chosen), retries, deadline, proxies)
+
+
+def build_store(
+    root: str,
+    settings: StorageSettings,
+    retries: int,
+    deadline: float,
+    proxies: ProxyConfig | None,
+) -> ObjectStore:
+    """The store ``settings`` describe (the user's own store as it is)."""
     from obstore.exceptions import BaseError
     from obstore.store import from_url
 
-    config: dict[str, Any] = {}
-    client: dict[str, Any] = {}
-    for name, value in (storage_options or {}).items():
-        if name == "anon":
-            config["skip_signature"] = bool(value)
-        elif name == "allow_http":
-            client["allow_http"] = bool(value)
-        elif name == "client_options":
-            client.update(value)
-        else:
-            config[_ALIASES.get(name, name)] = value
+    if settings.store is not None:
+        store: ObjectStore = settings.store
+        return store
+    config, client = dict(settings.config), dict(settings.client)
+    if proxies is not None:
+        endpoint = config.get("endpoint") or _environment_endpoint(root)
+        scheme = root.partition("://")[0]
+        for name, value in _proxy_options(proxies, endpoint, scheme).items():
+            client.setdefault(name, value)
     retry = {
         "max_retries": retries,
         "retry_timeout": datetime.timedelta(seconds=deadline),
     }
+    extra: dict[str, Any] = {}
+    if settings.credential_provider is not None:
+        extra["credential_provider"] = settings.credential_provider
     try:
         # Empty settings are left out: obstore then reads them (AWS_ALLOW_HTTP…) from the
         # environment, which an empty mapping would override.
         make: Any = from_url  # its overloads are per scheme; ours is known at run time
-        store: ObjectStore = make(
-            root, config=config or None, client_options=client or None, retry_config=retry
+        built: ObjectStore = make(
+            root,
+            config=config or None,
+            client_options=client or None,
+            retry_config=retry,
+            **extra,
         )
-        return store
+        return built
     except (BaseError, ValueError, TypeError) as exc:
         # The message names keys, never values (obstore reports an unknown key by its name).
         raise SourceError(f"{root}: cannot configure the object store: {_first_line(exc)}") from exc
+
+
+def _environment_endpoint(root: str) -> str | None:
+    """The endpoint obstore would take from the environment for ``root`` (S3 only)."""
+    if not root.startswith("s3://"):
+        return None
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+_CLOUD_DOMAINS = {
+    "s3": "amazonaws.com,.amazonaws.com",
+    "gs": "googleapis.com,.googleapis.com",
+    "az": "windows.net,.windows.net",
+}
+_NEVER_USED = "http://127.0.0.1:9"
+"""A proxy URL given with every host excluded from it: obstore's HTTP client (reqwest) reads
+``HTTP_PROXY`` and ``NO_PROXY`` itself unless a proxy is configured, and our decision to go
+directly must hold for it too (port 9 discards: were it ever used, the read would fail)."""
+_ENVIRONMENT_PROXIES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def _proxy_options(proxies: ProxyConfig, endpoint: str | None, scheme: str) -> dict[str, str]:
+    """obstore's ``proxy_url`` (and ``proxy_excludes``) for a store at ``endpoint``, decided
+    as for every other request (`ProxyConfig.for_url`). Without an endpoint the store talks
+    to its cloud's HTTPS hosts: the HTTPS proxy, with ``no_proxy`` for obstore to apply."""
+    host = ""
+    if endpoint:
+        try:
+            parts = urlsplit(str(endpoint))
+            host = parts.hostname or ""
+            proxy = proxies.for_url(parts.scheme, host, parts.port)
+        except ValueError:
+            return {}  # obstore refuses the endpoint itself, by name
+        if proxy is not None:
+            return {"proxy_url": proxy.url_with_credentials}
+    elif proxies.https is not None and not proxies.no_proxy.everything:
+        options = {"proxy_url": proxies.https.url_with_credentials}
+        if proxies.no_proxy.text.strip():
+            options["proxy_excludes"] = ",".join(proxies.no_proxy.text.replace(",", " ").split())
+        return options
+    if not any(os.environ.get(n) or os.environ.get(n.upper()) for n in _ENVIRONMENT_PROXIES):
+        return {}
+    excluded = host.strip("[]") if host else _CLOUD_DOMAINS.get(scheme, "")
+    return {"proxy_url": _NEVER_USED, "proxy_excludes": excluded} if excluded else {}
 
 
 def obstore_for(prefix: str, storage_options: Mapping[str, Any] | None = None) -> ObjectStore:
@@ -178,19 +245,33 @@ class ObjectStoreBackend:
     def __init__(self, options: TransportOptions) -> None:
         self._options = options
         self._lock = threading.Lock()
-        self._stores: dict[str, ObjectStore] = {}
+        self._stores: dict[tuple[str, str], tuple[ObjectStore, StorageSettings]] = {}
+        self._proxies = ProxyConfig.resolve(options.proxy)
+        self._via: dict[str, str] = {}
+        """The proxy each store's requests go through (by root), for messages."""
 
-    def _store(self, root: str) -> ObjectStore:
+    def _store(self, url: str) -> tuple[ObjectStore, str, str]:
+        """The store for ``url``, the key it finds the object under, and its root."""
+        root, path = split_object_url(url)
+        prefix, chosen = choose(url, self._options.storage_options)
         with self._lock:
-            store = self._stores.get(root)
-            if store is None:
-                store = self._stores[root] = store_for(
+            kept = self._stores.get((root, prefix))
+            if kept is None:
+                settings = settings_for(root, chosen)
+                store = build_store(
                     root,
-                    self._options.storage_options,
-                    retries=self._options.retries,
-                    deadline=self._options.deadline,
+                    settings,
+                    self._options.retries,
+                    self._options.deadline,
+                    self._proxies,
                 )
-            return store
+                kept = self._stores[(root, prefix)] = (store, settings)
+                used = getattr(store, "client_options", None) or {}
+                proxy_url = used.get("proxy_url") if isinstance(used, Mapping) else None
+                if proxy_url and proxy_url != _NEVER_USED:
+                    self._via[root] = redact(str(proxy_url))
+        store, settings = kept
+        return store, path_in(settings, root, path), root
 
     async def get(
         self, url: str, start: int, end: int | None, etag: str | None, shown: str
@@ -198,23 +279,24 @@ class ObjectStoreBackend:
         """Bytes ``[start, end)`` of the object (``0, None``: all of it), with its size and ETag."""
         import obstore
 
-        root, path = split_object_url(url)
+        store, path, root = self._store(url)
         options: dict[str, Any] = {}
         if not (start == 0 and end is None):
             options["range"] = {"offset": start} if end is None else (start, end)
         if etag:
             options["if_match"] = etag
         try:
-            result = await obstore.get_async(self._store(root), path, options=options)  # type: ignore[arg-type]
+            result = await obstore.get_async(store, path, options=options)  # type: ignore[arg-type]
             data = bytes(await result.bytes_async())
         except Exception as exc:
-            raise _translated(exc, shown) from exc
+            raise _translated(exc, shown, self._via.get(root)) from exc
         meta = result.meta
         return Answer(data, int(meta["size"]), meta.get("e_tag"))
 
 
-def _translated(exc: Exception, shown: str) -> Exception:
-    """obstore's error as ours (its message's first line, with URLs redacted)."""
+def _translated(exc: Exception, shown: str, via: str | None = None) -> Exception:
+    """obstore's error as ours (its message's first line, with URLs redacted, naming the
+    proxy the request went through)."""
     from obstore import exceptions as errors
 
     said = _first_line(exc)
@@ -227,6 +309,12 @@ def _translated(exc: Exception, shown: str) -> Exception:
             f"{shown}: access refused; give credentials in storage_options or the "
             "environment, or anon=True for a public bucket"
         )
+    if via is not None and "error sending request" in said:
+        # through a proxy, a server that cannot be reached is the proxy's 502: the request
+        # never left our side, so the proxy itself did not answer
+        return ProxyError(f"{shown}: cannot connect to the proxy {via}: {said}")
+    if via is not None:
+        return SourceError(f"{shown}: {type(exc).__name__} through the proxy {via}: {said}")
     return SourceError(f"{shown}: {type(exc).__name__}: {said}")
 
 

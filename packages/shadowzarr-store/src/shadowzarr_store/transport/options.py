@@ -9,6 +9,7 @@ from typing import Any
 
 from shadowzarr_store.transport.access import AccessPolicy
 from shadowzarr_store.transport.headers import HeaderRules
+from shadowzarr_store.transport.proxies import ProxyConfig, ProxySetting
 
 __all__ = ["DEFAULT_DANDI_API_HOSTS", "ResolveUrl", "TransportOptions"]
 
@@ -30,13 +31,16 @@ class TransportOptions:
     ``allowed_urls`` URL prefixes every request and redirect must fall under (None: any);
     ``allow_local_files`` whether local paths may be read; ``storage_options`` the object-store
     settings (see `shadowzarr_store.transport.object_store`). ``timeout`` bounds connecting and
-    each socket read, ``deadline`` a whole request with its retries.
+    each socket read, ``deadline`` a whole request with its retries. ``proxy`` the forward
+    proxy of every request (a URL; False or ``""``: none), None: the environment's
+    (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``; see
+    `shadowzarr_store.transport.proxies`).
     """
 
     headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
     allowed_urls: Iterable[str] | None = None
     allow_local_files: bool = True
-    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    storage_options: Any = field(default=None, repr=False)
     max_connections: int = 128
     """The most connections open at once to one origin (``scheme://host:port``)."""
     max_total_connections: int = 256
@@ -57,6 +61,7 @@ class TransportOptions:
     """Ask for many ranges in one request where the server answers them (nginx); a server that
     answers otherwise (S3's 200 with the whole object) is noticed once and asked singly."""
     max_ranges_per_request: int = 100
+    proxy: ProxySetting = field(default=None, repr=False)
     max_whole_file_bytes: int = 2 * 1024**3
     """The most bytes a whole-file read (a reference file, an index file, a chunk without a
     size) may take when no size of the file is recorded; a longer answer is refused
@@ -84,6 +89,8 @@ class TransportOptions:
         if not self.deadline > 0:
             raise ValueError(f"deadline must be positive, got {self.deadline}")
         self.access  # noqa: B018 - validate the prefixes now, not at the first request
+        if self.proxy is not None:
+            ProxyConfig.resolve(self.proxy)  # a proxy URL that cannot be used fails here
 
     @property
     def header_rules(self) -> HeaderRules:
