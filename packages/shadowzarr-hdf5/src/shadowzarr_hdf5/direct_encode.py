@@ -89,7 +89,8 @@ def _chunk_encoder(
     return _Encoder(fill, [lambda chunk: np.ascontiguousarray(chunk, dtype=stored).tobytes()])
 
 
-def _vlen_utf8(chunk: np.ndarray) -> bytes:
+def _vlen_utf8(chunk: np.ndarray) -> Any:
+    """numcodecs' bytearray, like `_vlen_bytes`."""
     return _VLEN_UTF8.encode(np.ascontiguousarray(chunk.astype(object)))
 
 

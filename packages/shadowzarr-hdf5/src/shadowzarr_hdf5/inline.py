@@ -17,7 +17,7 @@ import numpy as np
 import zarr
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_spec.metadata import VLEN_BYTES, array_metadata, default_codecs, zarr_data_type
-from zarr.core.buffer import cpu
+from zarr.core.buffer import Buffer, cpu
 from zarr.storage import MemoryStore
 
 from .direct_encode import chunk_region, encode_directly
@@ -175,7 +175,9 @@ def memory_array_store(
         attributes={},
         dimension_names=None,
     )
-    contents = {"zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())}
+    contents: dict[str, Buffer] = {
+        "zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())
+    }
     for key, data in (chunks or {}).items():
         contents[key] = cpu.Buffer.from_bytes(data)
     return MemoryStore(contents)

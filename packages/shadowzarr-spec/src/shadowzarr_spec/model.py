@@ -66,8 +66,8 @@ class Selection:
     def apply(self, data: bytes | memoryview) -> bytes:
         """Keep the selected bytes of every whole record in ``data``, joined in order."""
         n_records = len(data) // self.record_size
-        records = np.frombuffer(data, dtype=np.uint8, count=n_records * self.record_size)
-        records = records.reshape(n_records, self.record_size)
+        flat = np.frombuffer(data, dtype=np.uint8, count=n_records * self.record_size)
+        records = flat.reshape(n_records, self.record_size)
         if len(self.keep) == 1:
             start, stop = self.keep[0]
             return records[:, start:stop].tobytes()

@@ -72,11 +72,11 @@ def rfs_to_json(
             location = paths.get(path, index.path)
             if location is None:
                 raise ReferenceFormatError(f"index of {path!r} has no stored location")
-            entry: dict[str, Any] = {"url": by_url.get(index.url, index.url), "index": location}
+            written: dict[str, Any] = {"url": by_url.get(index.url, index.url), "index": location}
             files = (index_files or {}).get(path, index.files if location == index.path else {})
             if files:
-                entry["files"] = {key: encode_ref(InlineRef(data)) for key, data in files.items()}
-            document["indexes"][path] = entry
+                written["files"] = {key: encode_ref(InlineRef(data)) for key, data in files.items()}
+            document["indexes"][path] = written
     if rfs.selections:
         document["selections"] = {p: s.to_json() for p, s in rfs.selections.items()}
     if rfs.sources:

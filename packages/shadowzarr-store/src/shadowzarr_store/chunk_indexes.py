@@ -156,6 +156,7 @@ class ChunkIndexReader:
         if isinstance(coords, np.ndarray):
             points = every[inside].astype(np.int64, copy=False)
         else:
+            assert isinstance(inside, np.ndarray)  # the tuples' flags, above
             points = np.array(
                 [c for c, ok in zip(coords, inside.tolist(), strict=True) if ok], dtype=np.int64
             ).reshape(int(inside.sum()), len(grid))
@@ -237,6 +238,7 @@ class ChunkIndexReader:
         )
         if isinstance(layout_read, BaseException):
             raise layout_read
+        assert isinstance(layout_read, IndexArrayLayout)  # `layout`'s answer
         if layout_read == guess:
             for coords, block in zip(wanted, fetched, strict=True):
                 if not isinstance(block, BaseException):  # else read (and refused) as usual
@@ -268,7 +270,7 @@ class ChunkIndexReader:
                 return block
         return await self._once(key, lambda: self._load_and_keep(path, layout, block_coords))
 
-    async def _once(self, key: object, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    async def _once[T](self, key: object, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Run ``make()`` once per key and event loop, however many callers wait for it.
 
         It runs as a task of its own, so a cancelled caller does not cancel the others' read;
@@ -276,7 +278,7 @@ class ChunkIndexReader:
         """
         loop = asyncio.get_running_loop()
         with self._lock:
-            task = self._inflight.get((loop, key))
+            task: asyncio.Task[T] | None = self._inflight.get((loop, key))
             if task is None:
                 task = loop.create_task(make())
                 self._inflight[(loop, key)] = task
@@ -402,7 +404,8 @@ def _gather(block: np.ndarray, local: np.ndarray, last: int) -> np.ndarray:
     (indexing with a tuple of arrays costs several times more)."""
     contiguous = block.flags.c_contiguous or block.flags.f_contiguous
     if not contiguous or local.shape[1] == 0:
-        return block[(*local.T, np.full(len(local), last))]
+        picked: np.ndarray = block[(*local.T, np.full(len(local), last))]
+        return picked
     steps = [stride // block.itemsize for stride in block.strides]
     at = local[:, 0] * steps[0] + last * steps[-1]
     for axis in range(1, local.shape[1]):

@@ -43,7 +43,7 @@ __all__ = ["HEAD_START_BYTES", "RangeMerger", "Span", "gathered_reads", "head_st
 HEAD_START_BYTES = 1024 * 1024
 """Throttled runs of at least twice this many bytes are split into a head start and the rest."""
 
-type Fetch = Callable[[str, int, int], Awaitable[bytes]]
+type Fetch = Callable[[str, int, int], Awaitable[bytes | memoryview]]
 
 _GATHERED: ContextVar[bool] = ContextVar("shadowzarr_gathered_reads", default=False)
 

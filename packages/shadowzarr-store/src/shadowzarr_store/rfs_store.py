@@ -6,7 +6,7 @@ import asyncio
 import bisect
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 from shadowzarr_spec import (
@@ -85,6 +85,13 @@ _SHARD_INDEXES_KEPT = 256
 
 _THREAD_PACKING_BYTES = 1024 * 1024
 """Packs of at least this many bytes are rearranged in a worker thread."""
+
+
+class _Packing(TypedDict):
+    """How a grouped view's shard packs its stored chunks (`ShardIndex.build`'s keywords)."""
+
+    members: int
+    inner_nbytes: int
 
 
 async def _packed(nbytes: int, pack: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
@@ -343,20 +350,22 @@ class RfsStore(Store):
         found = self._shard_indexes.get(key)
         if found is not None:
             return found
-        task = self._shard_index_builds.get((asyncio.get_running_loop(), key))
+        build = (asyncio.get_running_loop(), key)
+        task = self._shard_index_builds.get(build)
         if task is None:  # one build however many reads of the shard arrive at once
             task = asyncio.ensure_future(self._build_shard_index(key, group))
-            self._shard_index_builds[(asyncio.get_running_loop(), key)] = task
-            task.add_done_callback(
-                lambda _, k=(asyncio.get_running_loop(), key): self._shard_index_builds.pop(k, None)
-            )
+            self._shard_index_builds[build] = task
+            task.add_done_callback(lambda _: self._shard_index_builds.pop(build, None))
         return await asyncio.shield(task)
 
     async def _build_shard_index(
         self, key: str, group: tuple[str, tuple[int, ...], GroupLayout]
     ) -> ShardIndex:
         path, shard, layout = group
-        packing = {"members": layout.members, "inner_nbytes": layout.members * layout.chunk_nbytes}
+        packing: _Packing = {
+            "members": layout.members,
+            "inner_nbytes": layout.members * layout.chunk_nbytes,
+        }
         fast = await self._shard_index_from_chunk_index(path, layout.inner_points(shard), packing)
         chunks = layout.inner_chunks(shard) if fast is None else []
         if fast is not None:
@@ -391,7 +400,7 @@ class RfsStore(Store):
         )
 
     async def _shard_index_from_chunk_index(
-        self, path: str, points: np.ndarray, packing: dict[str, int]
+        self, path: str, points: np.ndarray, packing: _Packing
     ) -> ShardIndex | None:
         """The shard index straight from the chunk index's arrays (no object per chunk), for an
         array whose every chunk reference is in its chunk index and has no selection; None
@@ -507,24 +516,25 @@ class RfsStore(Store):
                 break
             if size and offset + size > start:
                 touched.append((j, max(start, offset) - offset, min(end, offset + size) - offset))
+        pieces: list[bytes | memoryview]
         if index.members > 1 and not touched:
             pieces = [head]
         elif index.members > 1:
             group = self._group_of(key)
             assert group is not None
-            inner = [j for j, _, _ in touched]
+            packed = [j for j, _, _ in touched]
             if all((a, b) == (0, index.sizes[j]) for j, a, b in touched):
-                # whole inner chunks (zarr's usual ask): packed straight into the value
-                value = np.empty(end - start, dtype=np.uint8)
-                value[: len(head)] = np.frombuffer(head, dtype=np.uint8)
-                body = value[len(head) :].reshape(len(inner), -1)
-                await self._read_packs(key, group[2], index, inner, checks, into=body)
-                return prototype.buffer.from_array_like(value)
-            packs = await self._read_packs(key, group[2], index, inner, checks)
-            pieces: list[bytes | memoryview] = [head] if head else []
+                # whole inner chunks (zarr's usual ask): packed straight into the answer
+                answer = np.empty(end - start, dtype=np.uint8)
+                answer[: len(head)] = np.frombuffer(head, dtype=np.uint8)
+                body = answer[len(head) :].reshape(len(packed), -1)
+                await self._read_packs(key, group[2], index, packed, checks, into=body)
+                return prototype.buffer.from_array_like(answer)
+            packs = await self._read_packs(key, group[2], index, packed, checks)
+            pieces = [head] if head else []
             pieces += [packs[i, a:b].data for i, (_, a, b) in enumerate(touched)]
         else:
-            reads = [
+            reads: list[tuple[str | None, ByteRequest | None, Any]] = [
                 (
                     index.keys[j],
                     None if (a, b) == (0, index.sizes[j]) else RangeByteRequest(a, b),
@@ -548,7 +558,7 @@ class RfsStore(Store):
     async def _stored_parts(
         self,
         key: str,
-        reads: list[tuple[str | None, ByteRequest | None, Any]],
+        reads: Sequence[tuple[str | None, ByteRequest | None, Any]],
         prototype: BufferPrototype,
         checks: ArrayChecks | None,
     ) -> list[Buffer]:

@@ -23,8 +23,9 @@ Nothing else in zarr's registry or configuration changes.
 
 from __future__ import annotations
 
+import enum
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 from zarr.abc.store import RangeByteRequest
@@ -101,7 +102,7 @@ class SlabShardingCodec(ShardingCodec):
         start: int,
         stop: int,
         rest: tuple[slice, ...],
-    ) -> NDBuffer | object | None:
+    ) -> NDBuffer | Literal[_Fallback.ZARRS] | None:
         """Rows ``[start, stop)`` of a shard, and ``rest`` of its other axes, viewed in the bytes
         of the inner chunks holding those rows when they lie in order one after the other (one
         read after the index; the same inner chunks zarr reads): else `_ZARRS`, zarr's decode
@@ -139,7 +140,9 @@ class SlabShardingCodec(ShardingCodec):
             config=shard_spec.config,
             prototype=prototype,
         )
-        (array,) = await self.codecs[0].decode([(data, spec)])
+        codec = self.codecs[0]
+        assert isinstance(codec, BytesCodec)  # `_slabs` holds it
+        (array,) = await codec.decode([(data, spec)])
         assert array is not None
         return array[(slice(start - first * rows, stop - first * rows), *rest)]
 
@@ -157,7 +160,11 @@ class SlabShardingCodec(ShardingCodec):
         )
 
 
-_ZARRS = object()
+class _Fallback(enum.Enum):
+    ZARRS = enum.auto()
+
+
+_ZARRS: Final = _Fallback.ZARRS
 """`SlabShardingCodec._rows` cannot view the selection: zarr's own decode reads it."""
 
 
@@ -169,12 +176,13 @@ def _row_run(
     first axis: zarr's decode)."""
     if not (isinstance(selection, tuple) and len(selection) == len(shape) >= 1):
         return None
-    if not all(isinstance(s, slice) for s in selection):
+    slices = tuple(s for s in selection if isinstance(s, slice))
+    if len(slices) != len(selection):
         return None
-    start, stop, step = selection[0].indices(shape[0])
+    start, stop, step = slices[0].indices(shape[0])
     if step != 1 or stop <= start:
         return None
-    return start, stop, tuple(selection[1:])
+    return start, stop, slices[1:]
 
 
 register_codec(SLAB_SHARDING, SlabShardingCodec)

@@ -194,7 +194,8 @@ class HeaderFile:
             try:
                 ranges = walk.send([self._read(offset, size) for offset, size in ranges])
             except StopIteration as done:
-                return done.value
+                header: ObjectHeader = done.value  # `header_walk`'s return (typeshed: Any)
+                return header
 
 
 def _kind(address: int, messages: Messages) -> str:

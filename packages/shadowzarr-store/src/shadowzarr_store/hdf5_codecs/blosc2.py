@@ -52,7 +52,7 @@ def padded_bound(expected: int, chunk_spec: ArraySpec) -> int:
     of the chunk up to its own inner chunk shape, which the writer picks from the CPU's cache
     sizes (PyTables: a (13107, 10) chunk in inner chunks of (16384, 10)), so up to about twice
     per axis; the decoded array must still be exactly the chunk."""
-    return expected * 2 ** max(1, len(chunk_spec.shape)) + (64 << 10)
+    return (expected << max(1, len(chunk_spec.shape))) + (64 << 10)
 
 
 def _frame_content_size(data: bytes) -> int | None:

@@ -351,7 +351,8 @@ async def _rewrite_on_cluster(
 
     # This coroutine runs on zarr's event loop; waiting for the cluster on it would block the
     # loop a worker thread of an in-process cluster (processes=False) needs to open its arrays.
-    finished = as_completed(futures, with_results=True)
+    # distributed leaves as_completed unannotated
+    finished = as_completed(futures, with_results=True)  # type: ignore[no-untyped-call]
     while (item := await asyncio.to_thread(next, finished, None)) is not None:
         for index in item[1]:
             await record(index)
