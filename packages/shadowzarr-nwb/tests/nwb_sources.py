@@ -1,8 +1,8 @@
 """Recordings in several source formats, each as VirtualArrays with the values they must read.
 
-Written recordings come from shadowzarr-neo's test writers (imported by path: they are test code
-of another package), real ones from ``shadowzarr-neo/tests/data/ephys``; TIFF stacks and HDF5 datasets are
-written here with tifffile and h5py. Every source gives, per series, the VirtualArray and the
+Written recordings come from shadowzarr-neo's test writers (imported by path: they are test code of
+another package), real ones from ``shadowzarr-neo/tests/data/ephys``; TIFF stacks and HDF5 datasets
+are written here with tifffile and h5py. Every source gives, per series, the VirtualArray and the
 values its native reader returns.
 """
 

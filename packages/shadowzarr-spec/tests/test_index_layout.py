@@ -1,11 +1,10 @@
 """Chunk-index arrays written by other Zarr writers read as their own zarr.json describes them.
 
-zarr-python writes each index here with its own choices (chunk shapes unlike ours, the last
-axis cut in two, zstd, gzip, no compressor, big-endian, transposed, ``v2`` keys, a fill value
-of 0 with empty chunks never written, which is refused); every table must load equal to the one written (the
-store's reading of them: shadowzarr-store's ``test_index_arrays``). Compressed index chunks are
-checked before any native decoder runs: a Blosc index chunk claiming 512 MiB is refused from
-its header.
+zarr-python writes each index here with its own choices (chunk shapes unlike ours, the last axis cut
+in two, zstd, gzip, no compressor, big-endian, transposed, ``v2`` keys, a fill value of 0 with empty
+chunks never written, which is refused); every table must load equal to the one written (the store's
+reading of them: shadowzarr-store's ``test_index_arrays``). Compressed index chunks are checked
+before any native decoder runs: a Blosc index chunk claiming 512 MiB is refused from its header.
 """
 
 from __future__ import annotations

@@ -77,9 +77,8 @@ def test_index_paths_that_escape_are_refused(index: str) -> None:
 
 def test_legacy_bare_non_finite_tokens_load(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
-    path.write_text(
-        '{"version": 1, "refs": {"a/zarr.json": "{\\"attributes\\": {\\"r\\": NaN, \\"m\\": -Infinity}}"}}'
-    )
+    inner = '{\\"attributes\\": {\\"r\\": NaN, \\"m\\": -Infinity}}'
+    path.write_text('{"version": 1, "refs": {"a/zarr.json": "' + inner + '"}}')
     ref = load_rfs(path).refs["a/zarr.json"]
     assert isinstance(ref, InlineRef)
     attributes = parse_json(ref.data)["attributes"]

@@ -119,7 +119,8 @@ def test_interrupted_run_resumes_to_the_same_result(
         materialize(refs, dest, target_chunk_bytes=16_000)
     progress_dir = tmp_path / ".resumed.zarr.materialize-progress" / PROGRESS_PREFIX
     progress = json.loads((progress_dir / "acq%2Fsignal.json").read_text())
-    assert 0 < len(progress["done"]) < 20 and not progress["complete"]
+    assert 0 < len(progress["done"]) < 20
+    assert not progress["complete"]
     monkeypatch.setattr(MATERIALIZE_MODULE, "copy_regions", real_copy)
     report = materialize(refs, dest, target_chunk_bytes=16_000, verify=True)
     assert report.resumed_regions >= len(progress["done"])
@@ -176,24 +177,20 @@ def test_same_result_on_a_local_dask_cluster(tmp_path: Path) -> None:
     refs, expected = make_refs(tmp_path, rows=20_000)
     single = tmp_path / "single.zarr"
     materialize(refs, single, target_chunk_bytes=16_000)
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         clustered = tmp_path / "cluster.zarr"
-        report = materialize(
-            refs, clustered, target_chunk_bytes=16_000, client=client, verify=True
-        )
+        report = materialize(refs, clustered, target_chunk_bytes=16_000, client=client, verify=True)
     assert report.verified
     for path in expected:
         a = zarr.open_array(single, path=path, mode="r")
         b = zarr.open_array(clustered, path=path, mode="r")
         np.testing.assert_array_equal(a[:], b[:])
-        files = lambda root: sorted(  # noqa: E731
-            (p.relative_to(root).as_posix(), p.read_bytes())
-            for p in (root / path).rglob("*")
-            if p.is_file()
-        )
-        assert files(single) == files(clustered)
+        assert _files(single, path) == _files(clustered, path)
 
 
 @pytest.mark.timeout(120)
@@ -222,3 +219,12 @@ def test_chunks_copied_as_stored_ignore_a_sharded_view(tmp_path: Path) -> None:
     root = zarr.open_group(dest, mode="r")
     for path, values in expected.items():
         np.testing.assert_array_equal(root[path][:], values)
+
+
+def _files(root: Path, path: str) -> list[tuple[str, bytes]]:
+    """Every stored file of array ``path`` under ``root``, with its bytes."""
+    return sorted(
+        (p.relative_to(root).as_posix(), p.read_bytes())
+        for p in (root / path).rglob("*")
+        if p.is_file()
+    )

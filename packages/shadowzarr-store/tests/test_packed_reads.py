@@ -37,8 +37,16 @@ def _damage(kind: str, table: np.ndarray, file_size: int) -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    ["sound", "over-long", "short", "past the end", "reaching past the end", "swapped",
-     "repeated", "never written"],
+    [
+        "sound",
+        "over-long",
+        "short",
+        "past the end",
+        "reaching past the end",
+        "swapped",
+        "repeated",
+        "never written",
+    ],
 )
 def test_packed_reads_equal_stored_reads(tmp_path: Path, kind: str) -> None:
     values = np.arange(200 * 8 * 8, dtype="<i4").reshape(1600, 8)
@@ -101,7 +109,8 @@ def test_decoded_packs_equal_h5py(tmp_path: Path, name: str) -> None:
         for path in ("x", "part"):
             packed, native = group[path], f[path][:]
             inner = [c.to_dict()["name"] for c in packed.metadata.codecs[0].codecs]
-            assert packed.chunks != (8, 4) and inner == ["bytes"]
+            assert packed.chunks != (8, 4)
+            assert inner == ["bytes"]
             assert len(stored[path].metadata.codecs) > 1  # as stored: its compressor
             for selection in (np.s_[:], np.s_[1590:], np.s_[17:333, 3:9], np.s_[::7, 11]):
                 np.testing.assert_array_equal(packed[selection], native[selection])
@@ -150,8 +159,13 @@ def test_packs_rearranged_from_pieces_equal_packs_from_their_joined_bytes(seed: 
 
 @pytest.mark.parametrize(
     ("chunk_shape", "pack", "itemsize"),
-    [((5,), (7,), 8), ((3, 4), (2, 5), 2), ((1, 6), (4, 1), 4), ((3, 4, 2), (2, 3, 3), 2),
-     ((2, 1, 3), (1, 4, 2), 1)],
+    [
+        ((5,), (7,), 8),
+        ((3, 4), (2, 5), 2),
+        ((1, 6), (4, 1), 4),
+        ((3, 4, 2), (2, 3, 3), 2),
+        ((2, 1, 3), (1, 4, 2), 1),
+    ],
 )
 def test_a_pack_is_its_stored_chunks_placed_in_one_c_order_block(
     chunk_shape: tuple[int, ...], pack: tuple[int, ...], itemsize: int

@@ -149,7 +149,8 @@ def _served_as_planned(nginx: NginxServer, plan: Any) -> None:
             position += 1
         assert chunks[position][1] == end
         position += 1
-    assert position == len(chunks) and len(holding) == len(served)
+    assert position == len(chunks)
+    assert len(holding) == len(served)
 
 
 @pytest.mark.parametrize("selection", [(slice(0, 300), 2), (slice(250, 420), slice(None))])

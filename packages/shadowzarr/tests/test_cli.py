@@ -10,7 +10,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-
 from shadowzarr_spec import RfsBuilder, load_rfs, write_rfs
 
 SCRIPT = Path(sys.executable).with_name("shadowzarr")
@@ -90,12 +89,14 @@ def test_check_notices_a_changed_local_source(
 ) -> None:
     path, _ = raw_refs
     ok = shadowzarr("check", str(path))
-    assert ok.returncode == 0 and ok.stdout.startswith("ok")
+    assert ok.returncode == 0
+    assert ok.stdout.startswith("ok")
     with open(tmp_path / "raw.bin", "ab") as stream:
         stream.write(b"more")
     changed = shadowzarr("check", str(path))
     assert changed.returncode == 1
-    assert "CHANGED" in changed.stdout and "size 1604 != recorded 1600" in changed.stdout
+    assert "CHANGED" in changed.stdout
+    assert "size 1604 != recorded 1600" in changed.stdout
 
 
 def test_check_and_get_over_nginx(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

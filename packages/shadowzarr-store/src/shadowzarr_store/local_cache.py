@@ -1,8 +1,9 @@
 """LocalCache: source byte ranges kept on disk in SQLite, shared safely by several processes.
 
-Entries are keyed by the source's identity (URL plus ETag or size, a local file's stamp too, so
-a changed file never hits old entries) and the byte range. Each entry carries a checksum: a damaged entry is a miss, and a
-damaged database file is reported with a warning and rebuilt, never a source of wrong bytes.
+Entries are keyed by the source's identity (URL plus ETag or size, a local file's stamp too, so a
+changed file never hits old entries) and the byte range. Each entry carries a checksum: a damaged
+entry is a miss, and a damaged database file is reported with a warning and rebuilt, never a source
+of wrong bytes.
 """
 
 from __future__ import annotations

@@ -47,9 +47,12 @@ async def read_runs(
     if nbytes is None and (bool((size <= 0).any()) or (bound is not None and size.max() > bound)):
         return None
     recorded = reader.rfs.sources.get(url)
-    if recorded is not None and recorded.size is not None:
-        if bool((where + size > recorded.size).any()):
-            return None
+    if (
+        recorded is not None
+        and recorded.size is not None
+        and bool((where + size > recorded.size).any())
+    ):
+        return None
     order = np.argsort(where, kind="stable")
     ordered, lengths = where[order], size[order]
     breaks = np.flatnonzero(ordered[1:] != ordered[:-1] + lengths[:-1]) + 1

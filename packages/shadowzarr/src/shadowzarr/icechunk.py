@@ -1,4 +1,5 @@
-"""``shadowzarr.icechunk``: the public names of ``shadowzarr_icechunk.icechunk`` (installed with ``shadowzarr[icechunk]``)."""
+"""``shadowzarr.icechunk``: the public names of ``shadowzarr_icechunk.icechunk`` (installed with
+``shadowzarr[icechunk]``)."""
 
 from __future__ import annotations
 

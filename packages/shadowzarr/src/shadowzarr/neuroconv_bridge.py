@@ -1,4 +1,5 @@
-"""``shadowzarr.neuroconv_bridge``: the public names of ``shadowzarr_nwb.neuroconv_bridge`` (installed with ``shadowzarr[nwb]``)."""
+"""``shadowzarr.neuroconv_bridge``: the public names of ``shadowzarr_nwb.neuroconv_bridge``
+(installed with ``shadowzarr[nwb]``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``shadowzarr.nwb``: the public names of ``shadowzarr_nwb`` (installed with ``shadowzarr[nwb]``)."""
+"""``shadowzarr.nwb``: the public names of ``shadowzarr_nwb`` (with ``shadowzarr[nwb]``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Which regions of which arrays are written, kept beside the destination so a rerun can resume.
 
-One small JSON document per array under :data:`PROGRESS_PREFIX` of a progress store, rewritten
-after each batch and deleted when materialize finishes. A region counts as done only after its bytes are written, so
-a process killed mid-write leaves that region to be written again, never skipped.
+One small JSON document per array under :data:`PROGRESS_PREFIX` of a progress store, rewritten after
+each batch and deleted when materialize finishes. A region counts as done only after its bytes are
+written, so a process killed mid-write leaves that region to be written again, never skipped.
 """
 
 from __future__ import annotations

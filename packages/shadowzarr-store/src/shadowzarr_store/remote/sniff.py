@@ -73,7 +73,7 @@ def read_head(
     async def head() -> bytes:
         transport = Transport(options or TransportOptions())
         try:
-            return (await transport.read(source, 0, size)).data
+            return bytes((await transport.read(source, 0, size)).data)
         except RangeNotSatisfiable:
             return b""  # an empty file
         finally:

@@ -165,7 +165,7 @@ class Transport:
         ``If-None-Match`` its ETag (`documents`): unchanged, it costs a 304."""
         if expect is None and self._document_cacheable(url):
             return await self._read_document(url)
-        return (await self.read(url, 0, None, expect=expect)).data
+        return bytes((await self.read(url, 0, None, expect=expect)).data)  # bytes: no copy
 
     def _document_cacheable(self, url: str) -> bool:
         """Only a URL read as itself: a ``resolve_url`` hook or DANDI resolution may send it

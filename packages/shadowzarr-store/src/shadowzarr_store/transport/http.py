@@ -63,7 +63,7 @@ _MAX_HOPS_KEPT = 1024
 class Answer:
     """Bytes read, and what the server said about the whole file."""
 
-    data: bytes
+    data: bytes | memoryview
     """A read-only ``memoryview`` instead only where the caller asked for one
     (`Transport.read`'s ``view``)."""
     total: int | None

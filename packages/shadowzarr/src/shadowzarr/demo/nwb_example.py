@@ -38,7 +38,9 @@ def write_example_nwb(path: Path, *, seconds: int = 20, channels: int = 32, seed
     nwbfile.add_acquisition(
         ElectricalSeries(
             name="ElectricalSeries",
-            data=H5DataIO(signal, chunks=(30_000, channels), compression="gzip", compression_opts=1),
+            data=H5DataIO(
+                signal, chunks=(30_000, channels), compression="gzip", compression_opts=1
+            ),
             electrodes=region,
             rate=SAMPLING_RATE,
             conversion=0.195e-6,
@@ -47,12 +49,14 @@ def write_example_nwb(path: Path, *, seconds: int = 20, channels: int = 32, seed
     module = nwbfile.create_processing_module(name="ecephys", description="LFP")
     lfp_data = signal[::30].astype(np.float32)
     module.add(LFP(ElectricalSeries(name="LFP", data=lfp_data, electrodes=region, rate=1000.0)))
-    for unit in range(12):
+    for _unit in range(12):
         times = np.sort(rng.uniform(0, seconds, size=int(rng.integers(50, 400))))
         nwbfile.add_unit(spike_times=times)
     nwbfile.add_trial_column(name="correct", description="whether the trial was correct")
     for trial in range(seconds // 2):
-        nwbfile.add_trial(start_time=2.0 * trial, stop_time=2.0 * trial + 1.5, correct=bool(trial % 2))
+        nwbfile.add_trial(
+            start_time=2.0 * trial, stop_time=2.0 * trial + 1.5, correct=bool(trial % 2)
+        )
     with NWBHDF5IO(str(path), "w") as io:
         io.write(nwbfile)
     return path

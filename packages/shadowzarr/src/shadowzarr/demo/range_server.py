@@ -37,7 +37,8 @@ class RangeServer:
 
     def url(self, name: str) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/{name}"
+        shown = host.decode() if isinstance(host, bytes) else host  # an IPv4 server's is str
+        return f"http://{shown}:{port}/{name}"
 
     def reset(self) -> None:
         with self._lock:
@@ -62,13 +63,13 @@ class RangeServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 return
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self._serve(body=False)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._serve(body=True)
 
             def _serve(self, *, body: bool) -> None:
@@ -102,7 +103,9 @@ class RangeServer:
                     data = stream.read(length) if body else b""
                 self._reply(status, data, headers, length=length)
 
-            def _reply(self, status: int, data: bytes, headers: dict[str, str], length: int | None = None) -> None:
+            def _reply(
+                self, status: int, data: bytes, headers: dict[str, str], length: int | None = None
+            ) -> None:
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
