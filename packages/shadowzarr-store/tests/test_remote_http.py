@@ -199,6 +199,7 @@ def test_info_traffic_and_dask_reductions(
     nginx: NginxServer, nginx_root: Path, tmp_path: Path
 ) -> None:
     import dask.array as da
+
     values = _serve(nginx_root, nginx.url(""))
     remote = open_remote_array(nginx.url("refs.json::x"), cache="memory", cache_dir=tmp_path)
     lazy = da.from_zarr(remote.array)

@@ -192,6 +192,7 @@ def test_export_with_warm_chunks_reads_without_the_source(
 
 def test_reductions_through_dask(served: tuple[str, np.ndarray], tmp_path: Path) -> None:
     import dask.array as da
+
     url, expected = served
     remote = shadowzarr.open_array(f"{url}::/{DATA}", cache_dir=tmp_path)
     lazy = da.from_zarr(remote.array)

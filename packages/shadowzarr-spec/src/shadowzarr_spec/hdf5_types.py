@@ -104,5 +104,3 @@ def as_sequences(values: Any, attributes: Mapping[str, Any]) -> np.ndarray:
             raise ReferenceFormatError(f"{len(data)} bytes are not {base} values")
         out[index] = np.frombuffer(data, dtype=base).copy()
     return out
-
-

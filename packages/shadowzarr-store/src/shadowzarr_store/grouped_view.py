@@ -150,10 +150,14 @@ class GroupLayout:
         inner = np.indices(packed, dtype=np.int64).reshape(ndim, -1)
         origin = np.array(shard, dtype=np.int64)[:, None] * np.array(self.factors)[:, None]
         points = (
-            origin[:, :, None]
-            + outer[:, :, None] * np.array(packed)[:, None, None]
-            + inner[:, None, :]
-        ).reshape(ndim, -1).T
+            (
+                origin[:, :, None]
+                + outer[:, :, None] * np.array(packed)[:, None, None]
+                + inner[:, None, :]
+            )
+            .reshape(ndim, -1)
+            .T
+        )
         points[(points >= np.array(self.grid)).any(axis=1)] = -1
         return np.ascontiguousarray(points)
 
@@ -272,9 +276,7 @@ class ShardIndex:
             keys=(
                 keys
                 if isinstance(keys, StoredKeys)
-                else tuple(
-                    k if ok else None for k, ok in zip(keys, stored.tolist(), strict=True)
-                )
+                else tuple(k if ok else None for k, ok in zip(keys, stored.tolist(), strict=True))
             ),
             offsets=tuple(starts.tolist()),
             sizes=tuple(size.tolist()),

@@ -420,10 +420,9 @@ class RfsStore(Store):
         )
         every = bool(present.all())
         held_offsets, held_sizes = (offsets, sizes) if every else (offsets[present], sizes[present])
-        if (
-            max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER
-            or not bool(held_sizes.all())
-        ):
+        if max(
+            int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))
+        ) > _LARGEST_NUMBER or not bool(held_sizes.all()):
             # Entries no reference could hold (a damaged index, an empty chunk not at offset
             # 0): the path chunk by chunk refuses them with the error that names the chunk.
             return None

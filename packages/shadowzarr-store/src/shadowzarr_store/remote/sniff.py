@@ -128,6 +128,8 @@ def named_format(source: str) -> str | None:
     if suffix in TIFF_SUFFIXES:
         return "tiff"
     return None
+
+
 def is_folder_url(url: str, *, options: TransportOptions | None = None) -> bool:
     """Whether an http(s) ``url`` is a folder: its server redirects it to the same URL with a
     ``/`` (what nginx and Apache answer for a directory). One GET that follows no redirect;
