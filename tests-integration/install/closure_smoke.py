@@ -256,7 +256,7 @@ def job_store_dask(work: Path) -> None:
     write_rfs(rfs, work / "refs.shadowzarr")
     with (
         LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -464,7 +464,7 @@ def job_catalog_dask(work: Path) -> None:
     hdf5_file(work / "archive")
     with (
         LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -587,7 +587,7 @@ def part_dask(work: Path) -> None:
 
     refs = work.parent / "data.shadowzarr"
     with LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
     ) as cluster:
         address = cluster.scheduler_address
         cli("materialize", str(refs), str(work / "copy.zarr"), "--scheduler", address)

@@ -487,7 +487,7 @@ def _dask_client() -> Any:
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
-        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"
     )
     client = Client(cluster)
     import dask.array as da

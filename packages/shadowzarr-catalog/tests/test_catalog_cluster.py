@@ -21,7 +21,7 @@ def test_a_local_dask_cluster_makes_the_local_runs_catalog(tmp_path: Path) -> No
     generate_catalog(root, tmp_path / "local")
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

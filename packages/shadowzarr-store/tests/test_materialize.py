@@ -179,7 +179,7 @@ def test_same_result_on_a_local_dask_cluster(tmp_path: Path) -> None:
     materialize(refs, single, target_chunk_bytes=16_000)
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -200,7 +200,7 @@ def test_an_in_process_cluster_does_not_deadlock(tmp_path: Path) -> None:
     refs, expected = make_refs(tmp_path, rows=5_000)
     with (
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

@@ -170,4 +170,6 @@ def test_the_plan_of_the_grouped_view_is_what_it_sends(
     assert sum(e.body_bytes_sent for e in served) == plan.request_bytes
     index_reads = len(plan.index_chunks) + len(plan.index_metadata)
     assert measured.requests == len(plan.requests) + index_reads
-    assert measured.bytes > plan.request_bytes  # and the index's bytes
+    # plus the index's bytes, but none when the process already holds the index file and the
+    # server's 304 says it is unchanged (the transport keeps small files by ETag)
+    assert measured.bytes >= plan.request_bytes
