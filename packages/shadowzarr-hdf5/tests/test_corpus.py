@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -459,22 +462,63 @@ def test_netcdf4_file_opens_in_xarray_identical(tmp_path: Path) -> None:
 
 @pytest.mark.network
 def test_local_copy_with_remote_url(nginx: Any, nginx_root: Path, open_refs: Any) -> None:
-    """Headers read from a local copy, references and source check pointing at the URL."""
+    """Headers read from a local copy, references and source check pointing at the URL,
+    which generation never asks (the copy's size is recorded; the ETag stays unknown)."""
     served = write(nginx_root, "partial_chunks", corpus.WRITERS["partial_chunks"])
     url = nginx.url(served.name)
+    nginx.reset()
     rfs = generate_rfs(url, local_hdf5_path=served, inline_threshold=0)
+    assert nginx.count() == 0
     assert {ref.url for ref in rfs.refs.values() if hasattr(ref, "url")} == {url}
     assert rfs.sources[url].size == served.stat().st_size
-    assert rfs.sources[url].etag
+    assert rfs.sources[url].etag is None
     compare_file(served, open_refs(rfs))
 
 
-def test_local_copy_of_unreachable_url_records_its_size(tmp_path: Path) -> None:
+def test_local_copy_of_a_dead_url_is_used_without_asking_it(tmp_path: Path) -> None:
+    """A URL whose server is gone cost six retries with backoff per file before the copy's
+    size was used; now nothing connects to it at all."""
     path = write(tmp_path, "bool", corpus.WRITERS["bool"])
-    url = "http://127.0.0.1:9/unreachable.h5"
-    rfs = generate_rfs(url, local_hdf5_path=path)
+    with _CountingListener() as listener:
+        url = f"http://127.0.0.1:{listener.port}/gone.h5"
+        started = time.monotonic()
+        rfs = generate_rfs(url, local_hdf5_path=path, inline_threshold=0)
+        elapsed = time.monotonic() - started
+    assert listener.accepted == 0
+    assert elapsed < 2
+    assert {ref.url for ref in rfs.refs.values() if hasattr(ref, "url")} == {url}
     assert rfs.sources[url].size == path.stat().st_size
     assert rfs.sources[url].etag is None
+
+
+class _CountingListener:
+    """A loopback port that counts the connections made to it and closes each at once."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.05)
+        self.port = self._socket.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            connection.close()
+
+    def __enter__(self) -> _CountingListener:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._socket.close()
 
 
 def test_members_keep_creation_order(tmp_path: Path, open_refs: Any) -> None:

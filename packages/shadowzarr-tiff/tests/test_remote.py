@@ -78,12 +78,18 @@ def test_remote_ome_pyramid(nginx: NginxServer) -> None:
             )
 
 
-def test_local_copy_of_a_url_records_the_servers_etag(nginx: NginxServer) -> None:
+def test_local_copy_of_a_url_is_read_without_asking_the_url(nginx: NginxServer) -> None:
+    """The URL may be gone: only the copy is read (its size recorded, the ETag unknown)."""
     path = nginx.write_file("copy.tif", _uneven_stack(3))
     url = nginx.url("copy.tif")
+    nginx.reset()
     rfs = generate_rfs_tiff(url, local_path=path)
+    assert nginx.count() == 0
+    assert {ref.url for ref in rfs.refs.values() if hasattr(ref, "url")} == {url}
     assert rfs.sources[url].size == path.stat().st_size
-    assert rfs.sources[url].etag
+    assert rfs.sources[url].etag is None
+    with tifffile.TiffFile(path) as tif:
+        assert_array_equal_exact(open_rfs(rfs)["0"][...], tif.series[0].asarray(), "copy")
 
 
 def test_http_file_reads_exact_bytes(nginx: NginxServer) -> None:

@@ -28,18 +28,17 @@ from shadowzarr_spec import (
     RfsBuilder,
     ShadowzarrError,
     SourceError,
+    SourceInfo,
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
 from shadowzarr_store.transport import (
     RangeSource,
-    Transport,
     TransportOptions,
     is_local,
     local_path,
     redact,
-    run_blocking,
 )
 
 from .attributes import read_attributes
@@ -101,7 +100,9 @@ def generate_rfs(
         Where chunk references point: a local path, an http(s) URL or an ``s3://``,
         ``gs://`` or ``az://`` URL.
     local_hdf5_path
-        A local copy to read the headers from instead of ``url_or_path``.
+        A local copy to read the headers from instead of ``url_or_path``. The URL is then
+        never asked: ``sources`` records the copy's size and no ETag (unknown), so reads check
+        the size only.
     chunk_index_threshold
         Arrays with more chunks than this get a chunk index table instead of one reference
         per chunk; None lists every chunk.
@@ -198,7 +199,7 @@ def generate_rfs(
         report = _progress(progress, len(found))
         _Walker(builder, source, options, report, wanted).run()
         if record_source:
-            _record_source(builder, reference_url, raw, local_hdf5_path, transport)
+            _record_source(builder, reference_url, raw, local_hdf5_path)
         bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
     rfs = builder.build()
     warn_omitted(rfs.omitted, url)
@@ -243,7 +244,7 @@ def _generate_netcdf3(
         progress=lambda total: _progress(progress, total),
     )
     if record_source:
-        _record_source(builder, url, raw, local_copy, transport)
+        _record_source(builder, url, raw, local_copy)
     rfs = builder.build()
     return bare_non_finite_attributes(rfs) if bare_non_finite else rfs
 
@@ -621,24 +622,17 @@ def _record_source(
     url: str,
     raw: Any,
     local_copy: str | os.PathLike[str] | None,
-    transport: TransportOptions,
 ) -> None:
-    """What identifies where the references point: the remote file's size and ETag (as the
-    reads saw them, or asked for when the headers came from a local copy; the copy's size when
-    the remote cannot be reached), or a local file's size, mtime and sampled hash."""
+    """What identifies where the references point: the remote file's size and ETag as the
+    reads saw them, or a local file's size, mtime and sampled hash. Headers read from a local
+    copy of a remote file record the copy's size only: the remote is never asked (it may be
+    gone, and a dead URL costs minutes of retries per file), so its ETag stays unknown."""
     if local_copy is None and not isinstance(raw, str):
         info = raw.fetcher.info
     elif is_local(url):
         info = RangeSource(url).info
     else:
-        try:
-            info = run_blocking(_probe(url, transport))
-        except OSError as exc:
-            logger.warning(
-                "%s is not reachable (%s); recording the local copy's size", redact(url), exc
-            )
-            info = RangeSource(os.fspath(local_copy or url)).info
-            info = type(info)(size=info.size)
+        info = SourceInfo(size=RangeSource(os.fspath(local_copy or url)).size)
     builder.add_source(
         url,
         size=info.size,
@@ -646,11 +640,3 @@ def _record_source(
         mtime_ns=info.mtime_ns,
         sample_hash=info.sample_hash,
     )
-
-
-async def _probe(url: str, options: TransportOptions) -> Any:
-    transport = Transport(options)
-    try:
-        return await transport.probe(url)
-    finally:
-        await transport.aclose()

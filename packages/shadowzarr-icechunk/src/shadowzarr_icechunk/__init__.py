@@ -49,35 +49,36 @@ def write_icechunk_repository(
     *,
     copy_selections: bool = False,
     message: str = "Add references (shadowzarr convert)",
+    **store_options: Any,
 ) -> icechunk_module.Repository:
     """Create a repository on the local filesystem at ``path`` holding ``rfs``, committed.
 
-    It gets a virtual chunk container for each server and local folder the references point
-    into (see :func:`required_containers`), authorized for reading.
+    It gets a virtual chunk container for each server, bucket and local folder the references
+    point into (see :func:`required_containers`), authorized for the returned repository.
+    ``store_options`` are `RfsStore` keyword arguments (``headers``, ``allowed_urls``,
+    ``storage_options``, ``proxy``…) for what the conversion reads; an ``s3://``, ``gs://`` or
+    ``az://`` container takes its region, endpoint and credentials from ``storage_options``
+    (credentials are not written into the repository: a reader authorizes the container
+    with its own).
     """
     import icechunk
 
-    from shadowzarr_icechunk.locations import file_url_path
+    from shadowzarr_icechunk.containers import container_for
 
-    conversion = prepare_conversion(rfs, copy_selections=copy_selections, url_for=None)
+    conversion = prepare_conversion(
+        rfs, copy_selections=copy_selections, url_for=None, **store_options
+    )
+    storage_options = store_options.get("storage_options")
     config = icechunk.RepositoryConfig.default()
     authorize: dict[str, Any] = {}
     for prefix in conversion.prefixes:
-        folder = file_url_path(prefix)
-        store: Any
-        if folder is not None:
-            store = icechunk.local_filesystem_store(folder)
-            authorize[prefix] = icechunk.credentials.LocalFileSystemAccess
-        elif prefix.startswith(("http://", "https://")):
-            store = icechunk.http_store()
-            authorize[prefix] = icechunk.credentials.HttpAccess
-        else:
-            raise MissingVirtualChunkContainerError([prefix])
+        store, credential = container_for(prefix, storage_options)
+        authorize[prefix] = credential
         config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
     repository = icechunk.Repository.create(
         icechunk.local_filesystem_storage(os.fspath(path)),
         config=config,
-        authorize_virtual_chunk_access=authorize,
+        authorize_virtual_chunk_access=icechunk.containers_credentials(authorize),
     )
     session = repository.writable_session("main")
     write_conversion(conversion, session)

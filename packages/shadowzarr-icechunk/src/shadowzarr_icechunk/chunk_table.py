@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import EllipsisType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import (
@@ -22,11 +23,12 @@ from shadowzarr_spec import (
     UnsupportedFeatureError,
     VirtualArray,
     array_info,
-    load_index_table,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
 from shadowzarr_spec.virtual.layout import AffinePiece, TablePiece
-from shadowzarr_store.transport import Transport, run_blocking
+from shadowzarr_store import RfsStore, StoreOptions
+from shadowzarr_store.source_reader import allows_local_files
+from shadowzarr_store.transport import Transport, TransportOptions, run_blocking
 
 from shadowzarr_icechunk.locations import UrlFor, file_url_path, location_of
 
@@ -199,9 +201,15 @@ def _overlay_listed(
     lengths[where] = listed_lengths
 
 
-def with_remote_indexes_loaded(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
+def with_remote_indexes_loaded(
+    rfs: ReferenceFileSystem, store_options: Mapping[str, Any] | None = None
+) -> ReferenceFileSystem:
     """``rfs`` with the chunk indexes of references loaded from a URL read into memory (the
-    index arrays are plain Zarr arrays beside refs.json); local ones are read where they are."""
+    index arrays are plain Zarr arrays beside refs.json); local ones are read where they are.
+
+    They are read by an `RfsStore` opened with ``store_options`` (its keyword arguments), so
+    the user's headers, ``allowed_urls``, ``storage_options`` and proxy apply, and a missing
+    index chunk is an error rather than the fill value."""
     remote = {
         path: index
         for path, index in rfs.indexes.items()
@@ -211,23 +219,19 @@ def with_remote_indexes_loaded(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
     }
     if not remote:
         return rfs
-    import zarr
-    from zarr.storage import FsspecStore
-
     indexes = dict(rfs.indexes)
-    for path, index in remote.items():
-        assert index.path is not None
-        if index.files:  # carried in refs.json (all of them, as write_rfs carries them)
-            indexes[path] = IndexRef(url=index.url, table=load_index_table(rfs, path))
-            continue
-        root = index.path if "://" in index.path else f"{rfs.base}/{index.path}"
-        store = FsspecStore.from_url(root.rstrip("/"), read_only=True)
-        table = np.asarray(zarr.open_array(store, mode="r")[...], dtype=np.uint64)
-        indexes[path] = IndexRef(url=index.url, table=table)
+    store = RfsStore(rfs, **dict(store_options or {}))
+    try:
+        for path, index in remote.items():
+            indexes[path] = IndexRef(url=index.url, table=store.index_table(path))
+    finally:
+        store.close()
     return dataclasses.replace(rfs, indexes=indexes)
 
 
-def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
+def with_sized_whole_files(
+    rfs: ReferenceFileSystem, store_options: Mapping[str, Any] | None = None
+) -> ReferenceFileSystem:
     """``rfs`` with each whole-file chunk reference given its size (from ``sources``, or the
     local file), since a virtual chunk is always a byte range."""
     changed: dict[str, Ref] = {}
@@ -236,7 +240,7 @@ def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
             continue
         if array_of_chunk_key(key) is None:
             continue
-        changed[key] = FileRef(ref.url, 0, _whole_file_size(rfs, ref.url))
+        changed[key] = FileRef(ref.url, 0, _whole_file_size(rfs, ref.url, store_options))
     if not changed:
         return rfs
     return ReferenceFileSystem(
@@ -250,9 +254,15 @@ def with_sized_whole_files(rfs: ReferenceFileSystem) -> ReferenceFileSystem:
     )
 
 
-def source_size(rfs: ReferenceFileSystem, url: str, url_for: UrlFor | None = None) -> int | None:
+def source_size(
+    rfs: ReferenceFileSystem,
+    url: str,
+    url_for: UrlFor | None = None,
+    store_options: Mapping[str, Any] | None = None,
+) -> int | None:
     """The size of a source file: recorded under ``sources``, else the local file's, else what
-    its server or object store reports; None when none of them says."""
+    its server or object store reports when asked as `RfsStore` with ``store_options`` would
+    ask (headers, ``allowed_urls``, ``storage_options``, proxy); None when none of them says."""
     source = rfs.sources.get(url)
     if source is not None and source.size is not None:
         return source.size
@@ -263,20 +273,24 @@ def source_size(rfs: ReferenceFileSystem, url: str, url_for: UrlFor | None = Non
             return os.stat(path).st_size
         except FileNotFoundError as exc:
             raise SourceNotFoundError(f"the referenced file {path} does not exist") from exc
-    return run_blocking(_probe_size(location))
+    options = StoreOptions.from_kwargs(store_options or {})
+    transport_options = options.transport(allow_local_files=allows_local_files(rfs, options))
+    return run_blocking(_probe_size(location, transport_options))
 
 
-async def _probe_size(location: str) -> int | None:
+async def _probe_size(location: str, options: TransportOptions) -> int | None:
     """The size a server (or object store) reports, through the store's transport."""
-    transport = Transport()
+    transport = Transport(options)
     try:
         return (await transport.probe(location)).size
     finally:
         await transport.aclose()
 
 
-def _whole_file_size(rfs: ReferenceFileSystem, url: str) -> int:
-    size = source_size(rfs, url)
+def _whole_file_size(
+    rfs: ReferenceFileSystem, url: str, store_options: Mapping[str, Any] | None
+) -> int:
+    size = source_size(rfs, url, store_options=store_options)
     if size is not None:
         return size
     raise UnsupportedFeatureError(

@@ -16,7 +16,7 @@ import asyncio
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,6 +65,7 @@ def rfs_to_icechunk(
     *,
     copy_selections: bool = False,
     url_for: UrlFor | None = None,
+    **store_options: Any,
 ) -> None:
     """Write a reference file system into a writable Icechunk session (not committed).
 
@@ -80,6 +81,10 @@ def rfs_to_icechunk(
     url_for
         ``url -> url | None``: the location to record for a source URL (None keeps it), such
         as the ``s3://`` object behind a DANDI download URL. Local paths become ``file://``.
+    store_options
+        `RfsStore` keyword arguments (``headers``, ``allowed_urls``, ``storage_options``,
+        ``proxy``, ``timeout``…) for what the conversion reads itself: the reference file,
+        remote chunk indexes, source sizes and the chunks copied into the repository.
 
     Raises
     ------
@@ -89,7 +94,9 @@ def rfs_to_icechunk(
         The repository has no virtual chunk container for some of the locations; nothing has
         been written then.
     """
-    conversion = prepare_conversion(rfs_or_path, copy_selections=copy_selections, url_for=url_for)
+    conversion = prepare_conversion(
+        rfs_or_path, copy_selections=copy_selections, url_for=url_for, **store_options
+    )
     write_conversion(conversion, session)
 
 
@@ -97,10 +104,14 @@ def required_containers(
     rfs_or_path: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
     *,
     url_for: UrlFor | None = None,
+    **store_options: Any,
 ) -> list[str]:
     """The virtual chunk container prefixes a repository needs for these references: the
-    server of each remote URL, the folder of each local file."""
-    return prepare_conversion(rfs_or_path, copy_selections=True, url_for=url_for).prefixes
+    server (or bucket) of each remote URL, the folder of each local file. ``store_options``
+    as for :func:`rfs_to_icechunk`."""
+    return prepare_conversion(
+        rfs_or_path, copy_selections=True, url_for=url_for, **store_options
+    ).prefixes
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +123,8 @@ class Conversion:
     tables: dict[str, ChunkRefs]
     native: dict[str, np.ndarray]
     url_for: UrlFor | None
+    store_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    """`RfsStore` keyword arguments for the chunks copied into the repository."""
 
     @property
     def locations(self) -> set[str]:
@@ -136,11 +149,12 @@ def prepare_conversion(
     *,
     copy_selections: bool,
     url_for: UrlFor | None,
+    **store_options: Any,
 ) -> Conversion:
     """Read the references once into chunk tables, refusing selections unless they are
-    copied."""
-    rfs = rfs_or_path if isinstance(rfs_or_path, ReferenceFileSystem) else load_rfs(rfs_or_path)
-    rfs = with_sized_whole_files(with_remote_indexes_loaded(rfs))
+    copied; what is read goes through the transport with ``store_options`` (`RfsStore`'s)."""
+    rfs = load_rfs(rfs_or_path, **store_options)
+    rfs = with_sized_whole_files(with_remote_indexes_loaded(rfs, store_options), store_options)
     paths = array_paths(rfs)
     if not copy_selections:
         selected = sorted(p for p in paths if p in rfs.selections)
@@ -153,10 +167,10 @@ def prepare_conversion(
     tables = chunk_tables(rfs, paths)
     sizes: dict[str, int | None] = {}
     native = {
-        path: _native_mask(rfs, path, table, copy_selections, url_for, sizes)
+        path: _native_mask(rfs, path, table, copy_selections, url_for, sizes, store_options)
         for path, table in tables.items()
     }
-    return Conversion(rfs, tables, native, url_for)
+    return Conversion(rfs, tables, native, url_for, dict(store_options))
 
 
 def write_conversion(conversion: Conversion, session: icechunk.Session) -> None:
@@ -256,7 +270,7 @@ async def _write(conversion: Conversion, session: icechunk.Session) -> None:
     written = set(metadata_keys)
     native_keys = [key for key in copies.refs if key not in written]
     if native_keys:
-        await _copy_native(copies, native_keys, store)
+        await _copy_native(copies, native_keys, store, conversion.store_options)
 
 
 def _missing_group_keys(metadata_keys: list[str]) -> list[str]:
@@ -280,6 +294,7 @@ def _native_mask(
     copy_selections: bool,
     url_for: UrlFor | None,
     sizes: dict[str, int | None],
+    store_options: dict[str, Any],
 ) -> np.ndarray:
     """Chunks that go into the repository: inline ones, short (padded) or empty ones of
     uncompressed arrays, and all of a selected array's."""
@@ -294,7 +309,7 @@ def _native_mask(
         full = math.prod(info.chunk_shape) * table.virtual.dtype.itemsize
         for url in table.urls:
             if url not in sizes:  # one stat or HEAD per file, whatever the number of arrays
-                sizes[url] = source_size(rfs, url, url_for)
+                sizes[url] = source_size(rfs, url, url_for, store_options)
         unknown = np.iinfo(np.int64).max
         size_of_code = np.array(
             [unknown if sizes[url] is None else sizes[url] for url in table.urls] + [unknown],
@@ -361,7 +376,10 @@ def _icechunk_checksum(etag: str | None) -> str | None:
 
 
 async def _copy_native(
-    rfs: ReferenceFileSystem, keys: list[str], store: icechunk.IcechunkStore
+    rfs: ReferenceFileSystem,
+    keys: list[str],
+    store: icechunk.IcechunkStore,
+    store_options: dict[str, Any],
 ) -> None:
     """Read chunks through RfsStore (which pads short ones and applies selections) and write
     their bytes into the repository. ``rfs`` holds those chunks at their final locations."""
@@ -369,7 +387,8 @@ async def _copy_native(
     from zarr.core.buffer import default_buffer_prototype
 
     prototype = default_buffer_prototype()
-    source = RfsStore(rfs, grouped_view=0)  # the stored chunks' bytes, not shards of them
+    # the stored chunks' bytes, not shards of them
+    source = RfsStore(rfs, **{**store_options, "grouped_view": 0, "sharded_view": 0})
     limit = asyncio.Semaphore(NATIVE_WRITE_CONCURRENCY)
 
     async def copy(key: str) -> None:

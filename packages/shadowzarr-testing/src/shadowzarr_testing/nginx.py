@@ -11,6 +11,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import tempfile
 import time
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -119,7 +121,14 @@ _PREFLIGHT = """
 
 
 def _render_conf(
-    *, root: Path, port: int, work: Path, cors: CorsMode, token: str, user: str | None = None
+    *,
+    root: Path,
+    port: int,
+    work: Path,
+    cors: CorsMode,
+    token: str,
+    user: str | None = None,
+    protected: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
     if cors is None:
         cors_block = ""
@@ -175,9 +184,33 @@ http {{
         location / {{
 {cors_block}
         }}
+{_protected_locations(protected or {}, cors_block)}
     }}
 }}
 """
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9._~/-]+")
+
+
+def _protected_locations(protected: Mapping[str, tuple[str, str]], cors_block: str) -> str:
+    """A location per path prefix answering 403 to a request without the header it wants."""
+    blocks = []
+    for prefix, (name, value) in protected.items():
+        if not (prefix.startswith("/") and _PLAIN.fullmatch(prefix)):
+            raise ValueError(f"protected path prefix must be a plain absolute path: {prefix!r}")
+        if not (_PLAIN.fullmatch(name) and _PLAIN.fullmatch(value)):
+            raise ValueError("protected header name and value must be plain tokens")
+        variable = "$http_" + name.lower().replace("-", "_")
+        blocks.append(
+            f"""        location {prefix} {{
+            if ({variable} != "{value}") {{
+                return 403;
+            }}
+{cors_block}
+        }}"""
+        )
+    return "\n".join(blocks)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -207,10 +240,18 @@ class NginxServer:
     user
         Serve as this user (``"nobody nogroup"``), as a deployed nginx does: files that user may
         not read answer 403. Needs this process to run as root; None serves as the caller.
+    protected
+        Path prefix (``"/private/"``) → (header name, value): a request under it without that
+        header answers 403, as a server behind a token does.
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, cors: CorsMode = "full", user: str | None = None
+        self,
+        root: str | os.PathLike[str],
+        *,
+        cors: CorsMode = "full",
+        user: str | None = None,
+        protected: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
@@ -219,6 +260,7 @@ class NginxServer:
             raise ValueError(f"cors must be None, 'full' or 'no-expose', not {cors!r}")
         self.cors: CorsMode = cors
         self.user = user
+        self.protected = dict(protected or {})
         self.port = 0
         self._binary = find_nginx()
         self._work: Path | None = None
@@ -257,6 +299,7 @@ class NginxServer:
                 cors=self.cors,
                 token=self._token,
                 user=self.user,
+                protected=self.protected,
             )
         )
         (self._work / "access.jsonl").write_bytes(b"")

@@ -22,7 +22,7 @@ from shadowzarr_testing.s3 import MotoS3
 from shadowzarr_testing.tinyproxy import TinyProxy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Iterator
+    from collections.abc import Callable, Generator, Iterator, Mapping
     from pathlib import Path
 
     from _pytest.reports import CollectReport, TestReport
@@ -53,7 +53,12 @@ def in_ci() -> bool:
 
 
 class MakeNginx(Protocol):
-    def __call__(self, root: str | os.PathLike[str], cors: CorsMode = "full") -> NginxServer: ...
+    def __call__(
+        self,
+        root: str | os.PathLike[str],
+        cors: CorsMode = "full",
+        protected: Mapping[str, tuple[str, str]] | None = None,
+    ) -> NginxServer: ...
 
 
 class MakeProxy(Protocol):
@@ -70,11 +75,16 @@ def nginx_root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_nginx() -> Iterator[MakeNginx]:
-    """Factory ``make_nginx(root, cors="full")``; every server is stopped at teardown."""
+    """Factory ``make_nginx(root, cors="full", protected=None)``; every server is stopped at
+    teardown."""
     servers: list[NginxServer] = []
 
-    def make(root: str | os.PathLike[str], cors: CorsMode = "full") -> NginxServer:
-        server = NginxServer(root, cors=cors)
+    def make(
+        root: str | os.PathLike[str],
+        cors: CorsMode = "full",
+        protected: Mapping[str, tuple[str, str]] | None = None,
+    ) -> NginxServer:
+        server = NginxServer(root, cors=cors, protected=protected)
         servers.append(server)
         return server.start()
 

@@ -77,13 +77,15 @@ def generate_rfs_tiff(
     Parameters
     ----------
     url_or_path
-        A local path or a URL (http(s), ``s3://``, ``gs://``, ``az://``). A URL is read with
-        range requests through the store's transport (``If-Match`` with the ETag seen first):
-        tifffile's reads of the IFDs go through a block cache that reads ahead along the chain.
+        A local path (or ``file://`` URL) or a URL (http(s), ``s3://``, ``gs://``, ``az://``).
+        A URL is read with range requests through the store's transport (``If-Match`` with the
+        ETag seen first): tifffile's reads of the IFDs go through a block cache that reads
+        ahead along the chain.
     url
         Where the references point, when ``url_or_path`` is a local path (default: the path).
     local_path
-        A local copy of the file at the URL ``url_or_path``, read instead of the URL.
+        A local copy of the file at the URL ``url_or_path``, read instead of the URL, which is
+        then never asked: ``sources`` records the copy's size and no ETag (unknown).
     chunk_index_threshold
         Arrays with more listed chunks than this get an in-memory chunk index (written as an
         index array by :func:`~shadowzarr_spec.write_rfs` to a directory). None lists them all.

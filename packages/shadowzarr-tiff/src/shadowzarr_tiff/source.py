@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from shadowzarr_spec import SourceChangedError, SourceInfo, SourceNotFoundError
-from shadowzarr_store.transport import RangeSource, Transport, is_local, redact, run_blocking
+from shadowzarr_spec import SourceInfo, SourceNotFoundError
+from shadowzarr_store.transport import RangeSource, is_local
+from shadowzarr_store.transport import local_path as path_of_local
 
 from shadowzarr_tiff.block_file import BlockFile
 from shadowzarr_tiff.ifd_chain import prefetch_ifd_chain
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from shadowzarr_store.transport import TransportOptions
 
 __all__ = ["OpenedSource", "open_source"]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,42 +73,17 @@ def open_source(
         finally:
             remote.close()
         return
-    local = Path(local_path if local_path is not None else text)
+    # a file:// URL is the file it names
+    local = Path(local_path if local_path is not None else path_of_local(text))
     if not local.is_file():
         raise SourceNotFoundError(f"no such file: {local}")
     reader = RangeSource(local)
-    if not is_local(text):
-        info = _remote_info(text, reader.size, transport)
-    elif url is not None:
-        info = SourceInfo(reader.size)  # served elsewhere: only the size says anything there
-    else:
-        info = reader.info
+    # A copy of a remote file (never asked: it may be gone, or slow to refuse), or a file
+    # served elsewhere: only the size says anything there; the ETag stays unknown.
+    info = SourceInfo(reader.size) if not is_local(text) or url is not None else reader.info
     ref_url = url or (str(local.resolve()) if is_local(text) else text)
     yield OpenedSource(str(local), local.name, ref_url, info, _ranges(reader))
 
 
 def _ranges(reader: RangeSource) -> Callable[[list[tuple[int, int]]], list[bytes]]:
     return lambda ranges: reader.fetch_many([(start, stop - start) for start, stop in ranges])
-
-
-def _remote_info(url: str, local_size: int, options: TransportOptions) -> SourceInfo:
-    """Size and ETag of the file the local copy stands for, checking that the sizes agree; the
-    copy's size alone when the server cannot be asked (the copy is used offline)."""
-
-    async def probe() -> SourceInfo:
-        transport = Transport(options)
-        try:
-            return await transport.probe(url)
-        finally:
-            await transport.aclose()
-
-    try:
-        info = run_blocking(probe())
-    except OSError as exc:
-        logger.warning("%s is not reachable (%s); recording the copy's size", redact(url), exc)
-        return SourceInfo(local_size)
-    if info.size is not None and info.size != local_size:
-        raise SourceChangedError(
-            f"{redact(url)} holds {info.size} bytes but the local copy holds {local_size}"
-        )
-    return info

@@ -52,7 +52,7 @@ from shadowzarr_store.materialize.progress import (
 from shadowzarr_store.materialize.progress_log import ProgressLog
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.transport.locations import kind_of
-from shadowzarr_store.transport.object_store import store_for
+from shadowzarr_store.transport.object_store import zarr_store_for
 
 __all__ = [
     "MAX_CHUNKS",
@@ -494,11 +494,8 @@ def _destination_store(destination: Any, storage_options: Any = None) -> Store:
     if isinstance(destination, Store):
         return destination
     if isinstance(destination, str) and kind_of(destination) == "object_store":
-        # s3://bucket/prefix (gs://, az://): zarr's own ObjectStore over obstore, configured
-        # like the transport reads object stores.
-        from zarr.storage import ObjectStore
-
-        return ObjectStore(store_for(destination.rstrip("/"), storage_options), read_only=False)
+        # s3://bucket/prefix (gs://, az://): configured like the transport reads object stores.
+        return zarr_store_for(destination, storage_options, read_only=False)
     Path(destination).mkdir(parents=True, exist_ok=True)
     return LocalStore(str(destination))
 

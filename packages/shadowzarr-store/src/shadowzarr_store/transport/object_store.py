@@ -38,6 +38,7 @@ from shadowzarr_store.transport.storage_options import (
 
 if TYPE_CHECKING:
     from obstore.store import ObjectStore
+    from zarr.abc.store import Store
 
     from shadowzarr_store.transport.options import TransportOptions
 
@@ -49,6 +50,7 @@ __all__ = [
     "put_objects",
     "split_object_url",
     "store_for",
+    "zarr_store_for",
 ]
 
 
@@ -176,6 +178,15 @@ def obstore_for(prefix: str, storage_options: Mapping[str, Any] | None = None) -
 
         return HTTPStore.from_url(prefix)
     return store_for(split_object_url(prefix)[0], storage_options)
+
+
+def zarr_store_for(url: str, storage_options: Any = None, *, read_only: bool) -> Store:
+    """zarr-python's ``ObjectStore`` at ``s3://bucket/prefix`` (``gs://``, ``az://``) over the
+    obstore store `store_for` configures from ``storage_options``: the one way a package of
+    ours hands zarr a remote store (materialize writes through it)."""
+    from zarr.storage import ObjectStore as ZarrObjectStore
+
+    return ZarrObjectStore(store_for(url.rstrip("/"), storage_options), read_only=read_only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -323,6 +323,13 @@ def _generator(kind: str, raw: RawBinaryLayout | None, access: dict[str, Any]) -
 
 def _neo_reader(source: str, reader_name: str | None, raw: RawBinaryLayout | None) -> Any:
     import neo.rawio
+    from shadowzarr_spec import SourceNotFoundError
+    from shadowzarr_store.transport import is_local, local_path
+
+    if is_local(source):  # a file:// URL is the file it names
+        source = local_path(source)
+    if not Path(source).exists():  # some NEO readers describe a missing file as empty
+        raise SourceNotFoundError(f"no such file or folder: {source}")
 
     if reader_name:
         cls = getattr(neo.rawio, reader_name, None)
