@@ -45,6 +45,7 @@ from shadowzarr_store.resolve import (
 )
 from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
+from shadowzarr_store.store_tree import MAX_NODES, StoreTree, Traffic, store_tree
 from shadowzarr_store.transport import run_blocking
 from shadowzarr_store.transport.stats import StoreStats
 
@@ -298,6 +299,26 @@ class RfsStore(Store):
         """Requests, bytes, merged requests, cache hits and index chunk reads so far."""
         return self._stats
 
+    @property
+    def traffic(self) -> Traffic:
+        """What reading through this store has cost so far, to print or show in a notebook
+        (``stats.reset()`` starts a new count)."""
+        return Traffic(self._stats.snapshot())
+
+    def tree(self, max_nodes: int = MAX_NODES) -> StoreTree:
+        """The groups and arrays of the references: per array its shape, data type, chunks as
+        stored and as shown, codecs, the bytes its references point at and the files they are
+        in. Read from the references alone; the first ``max_nodes`` nodes are described."""
+        return store_tree(self, max_nodes)
+
+    def _repr_html_(self) -> str:
+        """The tree in a notebook (``display(group.store)``)."""
+        return self.tree()._repr_html_()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """The tree in IPython's text display; ``repr()`` stays one line."""
+        printer.text(repr(self) if cycle else self.tree().text())
+
     # -- reading --------------------------------------------------------------------------------
 
     def stored_view(self) -> RfsStore:
@@ -406,10 +427,9 @@ class RfsStore(Store):
         )
         every = bool(present.all())
         held_offsets, held_sizes = (offsets, sizes) if every else (offsets[present], sizes[present])
-        if (
-            max(int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))) > _LARGEST_NUMBER
-            or not bool(held_sizes.all())
-        ):
+        if max(
+            int(held_offsets.max(initial=0)), int(held_sizes.max(initial=0))
+        ) > _LARGEST_NUMBER or not bool(held_sizes.all()):
             # Entries no reference could hold (a damaged index, an empty chunk not at offset
             # 0): the path chunk by chunk refuses them with the error that names the chunk.
             return None

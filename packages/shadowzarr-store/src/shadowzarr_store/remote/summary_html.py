@@ -13,12 +13,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["MAP_CELLS", "info_html", "remote_array_html"]
+__all__ = ["MAP_CELLS", "STYLE", "info_html", "remote_array_html"]
 
 MAP_CELLS = 48
 """Cells per side of the chunk map at most; a cell stands for several chunks beyond that."""
 
-_STYLE = """
+STYLE = """
 <style>
 .szr{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;color:#222;
  max-width:860px;border:1px solid #d0d7de;border-radius:6px;padding:10px 14px;background:#fff}
@@ -32,6 +32,8 @@ _STYLE = """
 .szr .bar{display:inline-block;width:120px;height:8px;background:#eaeef2;border-radius:4px;
  vertical-align:middle;margin-right:6px}.szr .bar i{display:block;height:8px;
  background:#1f77b4;border-radius:4px}
+.szr .t td{white-space:nowrap}.szr .t td.p{font-family:ui-monospace,monospace}
+.szr .more{color:#57606a;padding-top:4px}
 .szr .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;
  vertical-align:-1px}.szr .legend{color:#57606a;font-size:12px}
 </style>
@@ -95,7 +97,7 @@ def remote_array_html(remote: Summarized) -> str:
             rows.append(f"<tr><td class=k>{html.escape(name)}</td><td>{shown}</td></tr>")
     chunk_map = _chunk_map(remote)
     return (
-        _STYLE
+        STYLE
         + "<div class=szr>"
         + f"<h4>RemoteArray {html.escape(remote.dataset or '/')}</h4>"
         + f"<div class=sub>{html.escape(remote.urlpath)}</div>"
@@ -113,7 +115,7 @@ def info_html(items: tuple[tuple[str, str], ...]) -> str:
         f"<tr><td class=k>{html.escape(name)}</td><td>{html.escape(value)}</td></tr>"
         for name, value in items
     )
-    return _STYLE + f"<div class=szr><table>{rows}</table></div>"
+    return STYLE + f"<div class=szr><table>{rows}</table></div>"
 
 
 def _cache_bar(remote: Summarized) -> str:
