@@ -26,4 +26,4 @@ def to_dask(array: Any, **from_zarr: Any) -> Any:
     except ImportError as exc:
         raise ImportError("to_dask needs dask: pip install 'dask[array]'") from exc
     from_zarr.setdefault("chunks", task_chunks(array))
-    return da.from_zarr(array, **from_zarr)
+    return da.from_zarr(array, **from_zarr)  # type: ignore[no-untyped-call]
