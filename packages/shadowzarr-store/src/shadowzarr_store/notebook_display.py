@@ -36,12 +36,11 @@ def node_html(node: Any) -> str | None:
     """The HTML of a group or array over an `RfsStore` (its subtree, and for an array the call
     that draws where its chunks lie); None for other stores (zarr's display then)."""
     from shadowzarr_store.rfs_store import RfsStore
-    from shadowzarr_store.store_tree import store_tree
 
     store = getattr(node, "store", None)
     if not isinstance(store, RfsStore):
         return None
-    tree = store_tree(store, prefix=node.path)
+    tree = store.tree(prefix=node.path)
     shown = tree._repr_html_()
     if isinstance(node, zarr.Array):
         hint = f"shadowzarr.plot.layout(array): where the chunks of {node.path!r} lie"

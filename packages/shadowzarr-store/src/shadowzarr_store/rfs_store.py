@@ -305,11 +305,12 @@ class RfsStore(Store):
         (``stats.reset()`` starts a new count)."""
         return Traffic(self._stats.snapshot())
 
-    def tree(self, max_nodes: int = MAX_NODES) -> StoreTree:
-        """The groups and arrays of the references: per array its shape, data type, chunks as
-        stored and as shown, codecs, the bytes its references point at and the files they are
-        in. Read from the references alone; the first ``max_nodes`` nodes are described."""
-        return store_tree(self, max_nodes)
+    def tree(self, max_nodes: int = MAX_NODES, prefix: str = "") -> StoreTree:
+        """The groups and arrays of the references (under the node ``prefix``): per array its
+        shape, data type, chunks as stored and as shown, codecs, the bytes its references point
+        at and the files they are in. Read from the references alone; the first ``max_nodes``
+        nodes are described."""
+        return store_tree(self._rfs, self._shown_metadata, max_nodes, prefix)
 
     def _repr_html_(self) -> str:
         """The tree in a notebook (``display(group.store)``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +19,17 @@ from shadowzarr_spec import MISSING_CHUNK, FileRef, InlineRef
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_spec.units import format_bytes
 
+from shadowzarr_store.store_tree_html import traffic_html, tree_html
 from shadowzarr_store.transport.locations import redact
+from shadowzarr_store.tree_cells import referenced_text, shape_text, short_source
 
 if TYPE_CHECKING:
-    from shadowzarr_store.rfs_store import RfsStore
+    from shadowzarr_spec import ReferenceFileSystem
+
     from shadowzarr_store.transport.stats import StatsSnapshot
+
+type ShownMetadata = Callable[[str, bytes], bytes]
+"""``shown(key, zarr_json)``: the metadata as the store's view shows it (`RfsStore`'s)."""
 
 __all__ = ["MAX_NODES", "NodeSummary", "StoreTree", "Traffic", "store_tree"]
 
@@ -100,30 +107,7 @@ class StoreTree:
         return self.text()
 
     def _repr_html_(self) -> str:
-        from shadowzarr_store.store_tree_html import tree_html
-
         return tree_html(self)
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(f"{n:,}" for n in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def referenced_text(node: NodeSummary) -> str:
-    """``1.7 KiB``, ``in a chunk index`` (read on demand), ``8 B inline``."""
-    parts = []
-    if node.referenced_bytes or not (node.indexed or node.inline_bytes):
-        parts.append(format_bytes(node.referenced_bytes))
-    if node.indexed:
-        parts.append("in a chunk index")
-    if node.inline_bytes:
-        parts.append(f"{format_bytes(node.inline_bytes)} inline")
-    return " + ".join(parts)
-
-
-def short_source(url: str) -> str:
-    """The file name of a source URL (the whole redacted URL is in the header's list)."""
-    return url.rstrip("/").rsplit("/", 1)[-1] or url
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +129,17 @@ class Traffic:
         return self.text()
 
     def _repr_html_(self) -> str:
-        from shadowzarr_store.store_tree_html import traffic_html
-
         return traffic_html(self)
 
 
-def store_tree(store: RfsStore, max_nodes: int = MAX_NODES, prefix: str = "") -> StoreTree:
-    """The tree of ``store``'s references under the node ``prefix`` (default: all of it), its
-    first ``max_nodes`` nodes described."""
-    rfs = store.rfs
+def store_tree(
+    rfs: ReferenceFileSystem,
+    shown_metadata: ShownMetadata,
+    max_nodes: int = MAX_NODES,
+    prefix: str = "",
+) -> StoreTree:
+    """The tree of the references ``rfs`` under the node ``prefix`` (default: all of it), its
+    first ``max_nodes`` nodes described, chunks as ``shown_metadata`` shows them."""
     prefix = prefix.strip("/")
     node_paths = sorted(
         path
@@ -179,7 +165,7 @@ def store_tree(store: RfsStore, max_nodes: int = MAX_NODES, prefix: str = "") ->
         split = array_of_chunk_key(key)
         if not _under(key, prefix):
             continue
-        size = ref.size if ref.size is not None else _whole_size(store, ref.url)
+        size = ref.size if ref.size is not None else _whole_size(rfs, ref.url)
         total += size
         all_sources.add(ref.url)
         if split is not None and split[0] in wanted:
@@ -202,7 +188,7 @@ def store_tree(store: RfsStore, max_nodes: int = MAX_NODES, prefix: str = "") ->
         arrays += kind == "array"
         groups += kind != "array"
     for path in shown:
-        nodes.append(_node(store, path, referenced[path], inline[path], files[path]))
+        nodes.append(_node(rfs, shown_metadata, path, referenced[path], inline[path], files[path]))
     where = redact(rfs.base) if rfs.base else "in memory"
     return StoreTree(
         where=f"{where} {prefix}" if prefix else where,
@@ -223,8 +209,8 @@ def _metadata_key(path: str) -> str:
     return f"{path}/zarr.json" if path else "zarr.json"
 
 
-def _whole_size(store: RfsStore, url: str) -> int:
-    info = store.rfs.sources.get(url)
+def _whole_size(rfs: ReferenceFileSystem, url: str) -> int:
+    info = rfs.sources.get(url)
     return info.size if info is not None and info.size is not None else 0
 
 
@@ -242,13 +228,20 @@ def _document(data: bytes) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def _node(store: RfsStore, path: str, referenced: int, inline: int, files: set[str]) -> NodeSummary:
+def _node(
+    rfs: ReferenceFileSystem,
+    shown_metadata: ShownMetadata,
+    path: str,
+    referenced: int,
+    inline: int,
+    files: set[str],
+) -> NodeSummary:
     key = _metadata_key(path)
-    ref = store.rfs.refs.get(key)
+    ref = rfs.refs.get(key)
     stored = _document(ref.data) if isinstance(ref, InlineRef) else {}
     if stored.get("node_type") != "array":
         return NodeSummary(path=path, kind="group")
-    shown = _document(store._shown_metadata(key, ref.data)) if isinstance(ref, InlineRef) else {}
+    shown = _document(shown_metadata(key, ref.data)) if isinstance(ref, InlineRef) else {}
     return NodeSummary(
         path=path,
         kind="array",
@@ -259,7 +252,7 @@ def _node(store: RfsStore, path: str, referenced: int, inline: int, files: set[s
         codecs=tuple(_codec_text(codec) for codec in stored.get("codecs") or ()),
         referenced_bytes=referenced,
         inline_bytes=inline,
-        indexed=path in store.rfs.indexes and store.rfs.indexes[path].table is None,
+        indexed=path in rfs.indexes and rfs.indexes[path].table is None,
         sources=tuple(sorted(redact(url) for url in files)),
     )
 

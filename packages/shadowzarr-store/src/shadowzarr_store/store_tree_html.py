@@ -5,23 +5,20 @@ escaped (group and array names come from files)."""
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import Any
 
 from shadowzarr_spec.units import format_bytes
 
-from shadowzarr_store.remote.summary_html import STYLE
-from shadowzarr_store.store_tree import referenced_text, shape_text, short_source
-
-if TYPE_CHECKING:
-    from shadowzarr_store.store_tree import StoreTree, Traffic
+from shadowzarr_store.summary_style import STYLE
+from shadowzarr_store.tree_cells import referenced_text, shape_text, short_source
 
 __all__ = ["traffic_html", "tree_html"]
 
 _COLUMNS = ("name", "shape", "dtype", "chunks", "shown as", "codecs", "referenced", "in")
 
 
-def tree_html(tree: StoreTree) -> str:
-    """The tree as a table: one row per group or array, indented by depth."""
+def tree_html(tree: Any) -> str:
+    """A `StoreTree` as a table: one row per group or array, indented by depth."""
     rows = ["<tr>" + "".join(f"<th>{name}</th>" for name in _COLUMNS) + "</tr>"]
     for node in tree.nodes:
         pad = f"padding-left:{12 * node.depth}px"
@@ -62,8 +59,8 @@ def tree_html(tree: StoreTree) -> str:
     )
 
 
-def traffic_html(traffic: Traffic) -> str:
-    """The store's counters as a two-column table."""
+def traffic_html(traffic: Any) -> str:
+    """A `Traffic`: the store's counters as a two-column table."""
     s = traffic.stats
     items = (
         ("requests", f"{s.requests:,}"),
