@@ -70,3 +70,17 @@ def test_the_notebook_shows_progress_widgets_and_the_tree(tmp_path: Path, kernel
     ]
     assert "requests" in traffic_html[0]
     assert (work / "session.zarr" / "zarr.json").is_file()
+    # the widgets' last state (kept by nbclient): every bar full, saying what it counted
+    state = notebook.metadata["widgets"][WIDGET.replace("view", "state")]["state"]
+    bars = [w["state"] for w in state.values() if w["model_name"] == "FloatProgressModel"]
+    assert len(bars) == 3
+    assert all(bar["value"] == bar["max"] > 0 for bar in bars)
+    labels = " ".join(
+        str(w["state"].get("value")).replace("\u2007", " ")  # tqdm: figure spaces
+        for w in state.values()
+        if w["model_name"] == "HTMLModel"
+    )
+    for text in ("generate session.h5: 100%", "21/21 datasets", "materialize copy: 100%"):
+        assert text in labels
+    assert "materialize verify: 100%" in labels
+    assert labels.count("21/21 arrays") == 2

@@ -10,6 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from shadowzarr_store.progress_display import format_seconds, progress_display
 
 
@@ -112,3 +115,33 @@ def test_materialize_with_progress_true_writes_lines_to_a_redirected_stderr(
     assert lines[0].startswith("materialize copy: 0 B of 156.2 KiB (0%)"), lines
     assert "materialize copy: 156.2 KiB of 156.2 KiB (100%), 1/1 arrays" in "\n".join(lines)
     assert lines[-1].startswith("materialize verify: 156.2 KiB of 156.2 KiB (100%)"), lines
+
+
+def test_materialize_of_several_arrays_counts_both_phases_to_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arrays are copied and verified in turn: each phase's lines go on to its total."""
+    from shadowzarr_spec import RfsBuilder, write_rfs
+
+    from shadowzarr_store import materialize
+
+    values = np.arange(40_000, dtype="<i4").reshape(10_000, 4)
+    (tmp_path / "raw.bin").write_bytes(values.tobytes())
+    builder = RfsBuilder()
+    builder.add_group("")
+    for name in ("a", "b", "c"):
+        builder.add_array(name, shape=[10_000, 4], data_type="<i4", chunk_shape=[500, 4])
+        builder.add_contiguous_chunks(
+            name,
+            url=str(tmp_path / "raw.bin"),
+            start=0,
+            shape=[10_000, 4],
+            chunk_shape=[500, 4],
+            itemsize=4,
+        )
+    refs = write_rfs(builder.build(), tmp_path / "r.shadowzarr")
+    materialize(refs, tmp_path / "out.zarr", verify=True, progress=True, target_chunk_bytes=16_000)
+    lines = capsys.readouterr().err.splitlines()
+    for phase in ("copy", "verify"):
+        last = [line for line in lines if line.startswith(f"materialize {phase}: ")][-1]
+        assert last.startswith(f"materialize {phase}: 468.8 KiB of 468.8 KiB (100%), 3/3 arrays")

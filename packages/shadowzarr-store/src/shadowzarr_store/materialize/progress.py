@@ -91,10 +91,13 @@ class StepDisplays:
     def __call__(self, step: MaterializeStep) -> None:
         display = self._displays.get(step.phase)
         if display is None:
-            for earlier in self._displays.values():  # copy is over once verify starts
-                earlier.close()
+            # Both stay open: arrays are copied and verified in turn, so the phases alternate.
             display = progress_display(
-                f"materialize {step.phase}", total=step.total, bytes_=True, show=self._show
+                f"materialize {step.phase}",
+                total=step.total,
+                bytes_=True,
+                show=self._show,
+                position=len(self._displays),
             )
             self._displays[step.phase] = display
         display.moveto(
