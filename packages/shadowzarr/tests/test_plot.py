@@ -174,3 +174,19 @@ def test_request_labels_neither_overlap_nor_leave_the_picture(tmp_path: Path) ->
             extent = patch.get_window_extent(renderer)
             assert lookup.bbox.x0 - 1 <= extent.x0
             assert extent.x1 <= lookup.bbox.x1 + 1
+
+
+def test_an_array_from_open_rfs_is_one_call_from_its_picture(refs: Path) -> None:
+    """``shadowzarr.plot.layout(group["acquisition/data"])`` draws that array, like the
+    references and its path would."""
+    group = shadowzarr.open_rfs(refs)
+    selection = (slice(2_500, 4_500), slice(2, 6))
+    from_array = shadowzarr.plot.layout(group["acquisition/data"], select=selection)
+    from_group = shadowzarr.plot.layout(group["acquisition"], "data", select=selection)
+    from_refs = shadowzarr.plot.layout(refs, "acquisition/data", select=selection)
+    for figure in (from_array, from_group):
+        for drawn, expected in zip(figure.axes, from_refs.axes, strict=True):
+            assert drawn.get_title(loc="left") == expected.get_title(loc="left")
+            assert len(_colored(drawn, SELECTED)) == len(_colored(expected, SELECTED))
+    assert from_array.get_suptitle() == from_refs.get_suptitle()
+    assert "acquisition/data" in from_array.get_suptitle()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -20,6 +19,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
+
+from shadowzarr_store.progress_display import progress_display
 
 from shadowzarr_catalog.assets import Asset, host_of
 from shadowzarr_catalog.cluster import rows_from_cluster
@@ -69,8 +70,9 @@ def generate_catalog(
     ``headers``, ``allowed_urls`` and ``storage_options`` go with every request (the
     destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the
     dandiset's listing. ``generator_options`` go to the generators (HDF5's names; TIFF takes
-    those it knows). ``progress``: True prints one line per asset and the summary on stderr; a
-    callable is called with each asset's row as it is committed. ``client``: a
+    those it knows). ``progress``: True shows the assets done on stderr (a bar on a terminal or in a
+    notebook, plain lines in a log) and each failure; a callable is called with
+    each asset's row as it is committed. ``client``: a
     ``distributed.Client`` whose workers generate and publish the assets (``workers`` and
     ``per_host`` then do not apply; the destination must be one every worker reaches).
 
@@ -141,8 +143,6 @@ def generate_catalog(
         failures=failures,
         seconds=time.perf_counter() - started,
     )
-    if progress is True:
-        print(summary, file=sys.stderr)
     return summary
 
 
@@ -192,14 +192,19 @@ def _commit(
 ) -> dict[str, str]:
     """Commit each row as it comes (in this thread); returns this run's failures."""
     failures: dict[str, str] = {}
-    for done, row in enumerate(rows, start=1):
-        state.put(row)
-        if row["status"] in ("failed", "refused"):
-            failures[row["asset_id"]] = f"{row['error_class']}: {row['error_message']}"
-        if callable(progress):
-            progress(row)
-        elif progress:
-            print(f"[{done}/{total}] {row['status']:8} {row['path']}", file=sys.stderr, flush=True)
+    display = progress_display(
+        "catalog", total=total, unit="assets", show=False if callable(progress) else progress
+    )
+    with display:
+        for row in rows:
+            state.put(row)
+            if row["status"] in ("failed", "refused"):
+                failures[row["asset_id"]] = f"{row['error_class']}: {row['error_message']}"
+                if progress is True:
+                    display.write(f"{row['status']} {row['path']}: {failures[row['asset_id']]}")
+            if callable(progress):
+                progress(row)
+            display.update(detail=f"{row['status']} {row['path']}")
     return failures
 
 

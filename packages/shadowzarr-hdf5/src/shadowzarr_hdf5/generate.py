@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,6 +32,7 @@ from shadowzarr_spec import (
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
+from shadowzarr_store.progress_display import progress_display
 from shadowzarr_store.transport import (
     RangeSource,
     TransportOptions,
@@ -120,8 +120,9 @@ def generate_rfs(
         the result's ``unsupported`` (and ``omitted``) and named in one
         `UnsupportedDatasetWarning`. None (default): strict only when ``datasets`` names them.
     progress
-        ``progress(done, total, path)`` after each dataset; True shows a bar on stderr; None
-        (default) shows it when stderr is a terminal; False shows nothing.
+        ``progress(done, total, path)`` after each dataset; True shows a bar on a terminal or
+        in a notebook and plain lines in a log (stderr a file or a pipe); None (default) shows
+        the bar when a person watches and nothing in a log; False shows nothing.
     record_source
         Record the source's size and ETag under ``sources``.
     parse_indexes
@@ -196,7 +197,7 @@ def generate_rfs(
             headers=header_file,
             tables=_chunk_tables(raw, found) if parse_indexes else {},
         )
-        report = _progress(progress, len(found))
+        report = _progress(progress, len(found), reference_url, stack)
         _Walker(builder, source, options, report, wanted).run()
         if record_source:
             _record_source(builder, reference_url, raw, local_hdf5_path)
@@ -241,7 +242,7 @@ def _generate_netcdf3(
         url=url,
         options=options,
         wanted=wanted,
-        progress=lambda total: _progress(progress, total),
+        progress=lambda total: _progress(progress, total, url, stack),
     )
     if record_source:
         _record_source(builder, url, raw, local_copy)
@@ -584,7 +585,10 @@ def _links(group: h5py.Group) -> list[tuple[bytes, int | None]]:
     return found
 
 
-def _progress(progress: ProgressCallback | bool | None, total: int) -> Callable[[str], None]:
+def _progress(
+    progress: ProgressCallback | bool | None, total: int, url: str, stack: ExitStack
+) -> Callable[[str], None]:
+    """The per-dataset callback: the caller's, or the shared display (closed with ``stack``)."""
     done = 0
     if callable(progress):
         callback = progress
@@ -595,26 +599,11 @@ def _progress(progress: ProgressCallback | bool | None, total: int) -> Callable[
             callback(done, total, path)
 
         return report
-    if progress is True or (progress is None and sys.stderr.isatty()):
-        return _terminal_bar(total)
-    return lambda _path: None
-
-
-def _terminal_bar(total: int) -> Callable[[str], None]:
-    done = 0
-    interactive = sys.stderr.isatty()
-
-    def report(path: str) -> None:
-        nonlocal done
-        done += 1
-        width = 30
-        filled = width * done // max(1, total)
-        line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {path[-40:]:<40}"
-        if interactive or done == total:
-            sys.stderr.write(line + ("\n" if done == total else ""))
-            sys.stderr.flush()
-
-    return report
+    name = redact(url).rstrip("/").rsplit("/", 1)[-1]
+    display = stack.enter_context(
+        progress_display(f"generate {name}", total=total, unit="datasets", show=progress)
+    )
+    return lambda path: display.update(detail=path)
 
 
 def _record_source(

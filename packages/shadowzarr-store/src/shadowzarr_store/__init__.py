@@ -12,6 +12,7 @@ from shadowzarr_spec.errors import (
     SourceNotFoundError,
 )
 
+from shadowzarr_store.dask_arrays import to_dask
 from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWarning, LocalCache
 from shadowzarr_store.materialize import (
     ArrayReport,
@@ -51,6 +52,7 @@ __all__ = [
     "open_rfs",
     "open_rfs_array",
     "open_rfs_store",
+    "to_dask",
     "write_rfs",
 ]
 

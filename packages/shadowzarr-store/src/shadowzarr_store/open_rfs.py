@@ -9,6 +9,7 @@ import zarr
 from shadowzarr_spec import ReferenceFileSystem, ReferenceFormatError
 from zarr.errors import NodeNotFoundError
 
+from shadowzarr_store.notebook_display import register_notebook_display
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.rfs_store import RfsStore
 
@@ -21,7 +22,9 @@ __all__ = ["open_rfs", "open_rfs_array", "open_rfs_store"]
 def open_rfs(
     source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any], **options: Any
 ) -> Group:
-    """Open references as a read-only `zarr.Group`.
+    """Open references as a read-only `zarr.Group` (zarr's own; in a notebook it and its
+    arrays display as the store's tree, `notebook_display`, and ``group.store`` shows the whole
+    tree, ``group.store.traffic`` what reading has cost).
 
     Parameters
     ----------
@@ -32,6 +35,7 @@ def open_rfs(
         `RfsStore` options (``validate_sources``, ``merge_gap``, ``local_cache``, …).
     """
     store = open_rfs_store(source, **options)
+    register_notebook_display()
     try:
         return zarr.open_group(store, mode="r", zarr_format=3)
     except NodeNotFoundError as exc:
@@ -51,6 +55,7 @@ def open_rfs_array(
     open_remote_array`), which open one dataset of a *source file* as a `RemoteArray`.
     """
     store = open_rfs_store(source, **options)
+    register_notebook_display()
     try:
         return zarr.open_array(store, path=path, mode="r", zarr_format=3)
     except NodeNotFoundError as exc:

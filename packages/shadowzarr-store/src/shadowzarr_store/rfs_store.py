@@ -45,6 +45,7 @@ from shadowzarr_store.resolve import (
 )
 from shadowzarr_store.sharded_view import ShardedView, ShardLayout
 from shadowzarr_store.source_reader import SourceReader
+from shadowzarr_store.store_tree import MAX_NODES, StoreTree, Traffic, store_tree
 from shadowzarr_store.transport import run_blocking
 from shadowzarr_store.transport.stats import StoreStats
 
@@ -309,6 +310,27 @@ class RfsStore(Store):
     def stats(self) -> StoreStats:
         """Requests, bytes, merged requests, cache hits and index chunk reads so far."""
         return self._stats
+
+    @property
+    def traffic(self) -> Traffic:
+        """What reading through this store has cost so far, to print or show in a notebook
+        (``stats.reset()`` starts a new count)."""
+        return Traffic(self._stats.snapshot())
+
+    def tree(self, max_nodes: int = MAX_NODES, prefix: str = "") -> StoreTree:
+        """The groups and arrays of the references (under the node ``prefix``): per array its
+        shape, data type, chunks as stored and as shown, codecs, the bytes its references point
+        at and the files they are in. Read from the references alone; the first ``max_nodes``
+        nodes are described."""
+        return store_tree(self._rfs, self._shown_metadata, max_nodes, prefix)
+
+    def _repr_html_(self) -> str:
+        """The tree in a notebook (``display(group.store)``)."""
+        return self.tree()._repr_html_()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """The tree in IPython's text display; ``repr()`` stays one line."""
+        printer.text(repr(self) if cycle else self.tree().text())
 
     # -- reading --------------------------------------------------------------------------------
 

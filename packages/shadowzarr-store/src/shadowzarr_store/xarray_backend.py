@@ -4,8 +4,9 @@ The engine opens an `RfsStore` and hands it to xarray's own Zarr backend (``zarr
 consolidated metadata), so decoding, coordinates, ``chunks=`` and ``open_mfdataset`` behave
 exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` (or
 ``backend_kwargs={"store_options": {…}}``); ``storage_options={…}`` and ``proxy=`` are taken
-directly too, as fsspec-based engines take them. The one difference: attributes are decoded by the
-attribute conventions first and shaped as netCDF readers give them
+directly too, as fsspec-based engines take them. Two differences: ``chunks={}`` gives a dask chunk
+per shard of the store's view (`preferred_chunks`), not one per stored chunk; attributes are
+decoded by the attribute conventions first and shaped as netCDF readers give them
 (:mod:`shadowzarr_store.xarray_attributes`), so a float32 ``scale_factor`` decodes its variable
 as float32 and NaN attributes are NaN, as with the netCDF4 engine.
 
@@ -202,6 +203,9 @@ class _ConventionZarrStore(ZarrStore):
 
     def open_store_variable(self, name: str) -> Any:
         variable = super().open_store_variable(name)  # type: ignore[no-untyped-call]
+        preferred = preferred_chunks(variable.dims, variable.encoding.get("shards"))
+        if preferred is not None:
+            variable.encoding["preferred_chunks"] = preferred
         enum = getattr(self, "_enums", {}).get(name)
         if enum is not None:
             variable.encoding["dtype"] = np.dtype(variable.dtype, metadata={"enum": enum})
@@ -210,6 +214,18 @@ class _ConventionZarrStore(ZarrStore):
     def get_attrs(self) -> dict[str, Any]:
         shaped = xarray_attributes(self.zarr_group.attrs.asdict())
         return {k: v for k, v in shaped.attributes.items() if not k.lower().startswith("_nc")}
+
+
+def preferred_chunks(dims: tuple[str, ...], shards: Any) -> dict[str, int] | None:
+    """Dask chunks of whole shards, for ``chunks={}``: xarray prefers an array's (inner)
+    chunks, which in the grouped view are the stored chunks of a few KiB, one dask task each
+    (1,250 tasks for 2.5 MB of 1 KiB chunks). A shard is what the store reads in about one
+    request, so a task per shard costs about one request per task. None without shards."""
+    if not isinstance(shards, tuple) or len(shards) != len(dims):
+        return None
+    if not all(isinstance(size, int) and size > 0 for size in shards):
+        return None
+    return dict(zip(dims, shards, strict=True))
 
 
 def _with_attributes(array: Any, attributes: dict[str, Any]) -> Any:

@@ -46,8 +46,8 @@ from shadowzarr_store.materialize.progress import (
     MaterializeStep,
     Progress,
     ProgressReporter,
+    StepDisplays,
     region_bytes,
-    text_progress,
 )
 from shadowzarr_store.materialize.progress_log import ProgressLog
 from shadowzarr_store.references import load_rfs
@@ -117,10 +117,11 @@ def materialize(
     defaults) or None to copy its chunks as stored. ``client`` is a ``distributed.Client`` to spread
     the copy over its workers (the destination must then be a folder they can reach).
     ``progress`` is called with a `MaterializeStep` after each region copied or verified (bytes
-    of array data over every array, verification as a phase of its own), or True for a line on
-    a terminal. ``max_chunks`` is the most chunks one array may take (a rewrite's destination
-    chunks or source grid positions, a copy's stored chunks, grid positions when verified):
-    an array above it raises
+    of array data over every array, verification as a phase of its own); True shows a bar on a
+    terminal or in a notebook and plain lines in a log; None (default) the bar when a person
+    watches, nothing in a log; False nothing. ``max_chunks`` is the most chunks one array may
+    take (a rewrite's destination chunks or source grid positions, a copy's stored chunks, grid
+    positions when verified): an array above it raises
     `MaterializeLimitError` before anything is written, where references claiming 10**12
     chunks or 10**15 elements would otherwise run for ever.
     """
@@ -193,11 +194,46 @@ async def _materialize(
         )
     report.groups = len(groups)
     data_bytes = sum(int(sources[plan.path].nbytes) for plan in arrays)
+    displays = None if callable(progress) else StepDisplays(progress)
     bar = ProgressReporter(
-        _progress_callback(progress),
+        progress if callable(progress) else displays,
         {"copy": data_bytes, **({"verify": data_bytes} if verify else {})},
         len(arrays),
     )
+    try:
+        await _write_arrays(
+            arrays, sources, source_store, dest_store, log, client, refs, destination,
+            concurrency, bar, verify, report, store_options,
+        )  # fmt: skip
+    finally:
+        if displays is not None:
+            displays.close()
+    await log.clear()
+    if any(g.path == "" for g in groups):
+        await zarr_async.consolidate_metadata(dest_store, zarr_format=3)
+    if dest_store is not destination:
+        dest_store.close()  # a zip writes its directory only when closed
+    report.verified = verify
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _write_arrays(
+    arrays: list[ArrayPlan],
+    sources: dict[str, Any],
+    source_store: Any,
+    dest_store: Store,
+    log: ProgressLog,
+    client: Any,
+    refs: Any,
+    destination: Any,
+    concurrency: int,
+    bar: ProgressReporter,
+    verify: bool,
+    report: MaterializeReport,
+    store_options: dict[str, Any],
+) -> None:
+    """Copy (or rewrite) and verify each array in turn, adding it to ``report``."""
     for plan in arrays:
         source = sources[plan.path]
         if plan.rewrite:
@@ -238,14 +274,6 @@ async def _materialize(
                 )
             chunks = tuple(plan.document["chunk_grid"]["configuration"]["chunk_shape"])
             report.arrays.append(ArrayReport(plan.path, "copied", source.nbytes, stored, chunks))
-    await log.clear()
-    if any(g.path == "" for g in groups):
-        await zarr_async.consolidate_metadata(dest_store, zarr_format=3)
-    if dest_store is not destination:
-        dest_store.close()  # a zip writes its directory only when closed
-    report.verified = verify
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 async def _rewrite(
@@ -521,11 +549,3 @@ def _fingerprint(plan: ArrayPlan) -> str:
         default=repr,
     )
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _progress_callback(progress: Progress | bool | None) -> Progress | None:
-    if progress is None or progress is False:
-        return None
-    if progress is True:
-        return text_progress()
-    return progress

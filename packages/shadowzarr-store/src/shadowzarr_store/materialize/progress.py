@@ -8,12 +8,13 @@ of sitting at "done" while every array is read back.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MaterializeStep", "Progress", "ProgressReporter", "region_bytes"]
+from shadowzarr_store.progress_display import ProgressDisplay, progress_display
+
+__all__ = ["MaterializeStep", "Progress", "ProgressReporter", "StepDisplays", "region_bytes"]
 
 type Phase = Literal["copy", "verify"]
 
@@ -79,15 +80,30 @@ class ProgressReporter:
             )
 
 
-def text_progress() -> Progress:
-    """``progress=True``: one line on stderr, redrawn in place, when it is a terminal."""
+class StepDisplays:
+    """``progress=True``/None: the shared display (`progress_display`), one per phase, in
+    bytes, with the arrays done beside them and resumed work named apart from this run's."""
 
-    def draw(step: MaterializeStep) -> None:
-        if sys.stderr.isatty():
-            sys.stderr.write(
-                f"\rmaterialize {step.phase}: {step.done / 2**20:.1f} of "
-                f"{step.total / 2**20:.1f} MiB, {step.arrays_done}/{step.arrays} arrays"
+    def __init__(self, show: bool | None) -> None:
+        self._show = show
+        self._displays: dict[Phase, ProgressDisplay] = {}
+
+    def __call__(self, step: MaterializeStep) -> None:
+        display = self._displays.get(step.phase)
+        if display is None:
+            # Both stay open: arrays are copied and verified in turn, so the phases alternate.
+            display = progress_display(
+                f"materialize {step.phase}",
+                total=step.total,
+                bytes_=True,
+                show=self._show,
+                position=len(self._displays),
             )
-            sys.stderr.flush()
+            self._displays[step.phase] = display
+        display.moveto(
+            step.done, resumed=step.resumed, detail=f"{step.arrays_done}/{step.arrays} arrays"
+        )
 
-    return draw
+    def close(self) -> None:
+        for display in self._displays.values():
+            display.close()

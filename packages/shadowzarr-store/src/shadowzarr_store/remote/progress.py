@@ -1,10 +1,11 @@
-"""A small progress bar on stderr for prefetches (no third-party dependency)."""
+"""What a prefetch reports: the caller's callback, or the shared display (`progress_display`)."""
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from shadowzarr_store.progress_display import progress_display
 
 __all__ = ["ProgressCallback", "progress_reporter"]
 
@@ -12,30 +13,15 @@ type ProgressCallback = Callable[[int, int], None]
 """``progress(done, total)`` after each chunk."""
 
 
-def progress_reporter(progress: ProgressCallback | bool | None) -> ProgressCallback:
-    """The callback to call: the user's, a bar (True, or None on a terminal) or nothing."""
+@contextmanager
+def progress_reporter(
+    progress: ProgressCallback | bool | None, total: int, description: str = "fetch"
+) -> Iterator[ProgressCallback]:
+    """The callback to call with ``(done, total)``: the user's, or a display of ``total``
+    chunks (True: a bar, or lines in a log; None: a bar when a person watches; False: none),
+    closed on leaving."""
     if callable(progress):
-        return progress
-    show = sys.stderr.isatty() if progress is None else progress
-    return _Bar() if show else _silent
-
-
-def _silent(done: int, total: int) -> None:
-    return None
-
-
-class _Bar:
-    def __init__(self) -> None:
-        self._shown = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self._shown < 0.1:
-            return
-        self._shown = now
-        width = 30
-        filled = width * done // max(total, 1)
-        sys.stderr.write(f"\rfetch [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        yield progress
+        return
+    with progress_display(description, total=total, unit="chunks", show=progress) as display:
+        yield lambda done, _total: display.moveto(done)

@@ -271,21 +271,21 @@ class RemoteArray:
             raise ValueError("fetch needs a cache: open with cache='memory' or cache='disk'")
         await asyncio.to_thread(self._refresh)
         keys = list(chunk_keys(self._array, selection))
-        report = progress_reporter(progress)
         limit = asyncio.Semaphore(max_concurrency or self._max_concurrency)
         prototype = default_buffer_prototype()
         done = 0
+        with progress_reporter(progress, len(keys)) as report:
 
-        async def one(key: str) -> None:
-            nonlocal done
-            async with limit:
-                await self._store.get(key, prototype)
-            done += 1
-            report(done, len(keys))
+            async def one(key: str) -> None:
+                nonlocal done
+                async with limit:
+                    await self._store.get(key, prototype)
+                done += 1
+                report(done, len(keys))
 
-        await asyncio.gather(*(one(key) for key in keys))
-        if not keys:
-            report(0, 0)
+            await asyncio.gather(*(one(key) for key in keys))
+            if not keys:
+                report(0, 0)
         return self
 
     def read_cached(self, selection: Any = ()) -> tuple[bool, Any]:

@@ -13,29 +13,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from shadowzarr_store.summary_style import STYLE
+
 __all__ = ["MAP_CELLS", "info_html", "remote_array_html"]
 
 MAP_CELLS = 48
 """Cells per side of the chunk map at most; a cell stands for several chunks beyond that."""
 
-_STYLE = """
-<style>
-.szr{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;color:#222;
- max-width:860px;border:1px solid #d0d7de;border-radius:6px;padding:10px 14px;background:#fff}
-.szr h4{margin:0 0 2px;font-size:15px}.szr .sub{color:#57606a;margin:0 0 8px;word-break:break-all}
-.szr .cols{display:flex;gap:28px;align-items:flex-start}
-.szr .cols>table{max-width:500px}
-.szr table{border-collapse:collapse}.szr td{padding:2px 10px 2px 0;vertical-align:top;
- overflow-wrap:anywhere}
-.szr td.k{color:#57606a;white-space:nowrap}.szr th{text-align:left;font-size:12px;
- color:#0969da;padding:8px 0 2px;border-bottom:1px solid #eaeef2}
-.szr .bar{display:inline-block;width:120px;height:8px;background:#eaeef2;border-radius:4px;
- vertical-align:middle;margin-right:6px}.szr .bar i{display:block;height:8px;
- background:#1f77b4;border-radius:4px}
-.szr .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;
- vertical-align:-1px}.szr .legend{color:#57606a;font-size:12px}
-</style>
-"""
 
 _CACHED = "#1f77b4"
 _COLD = "#d0d7de"
@@ -95,7 +79,7 @@ def remote_array_html(remote: Summarized) -> str:
             rows.append(f"<tr><td class=k>{html.escape(name)}</td><td>{shown}</td></tr>")
     chunk_map = _chunk_map(remote)
     return (
-        _STYLE
+        STYLE
         + "<div class=szr>"
         + f"<h4>RemoteArray {html.escape(remote.dataset or '/')}</h4>"
         + f"<div class=sub>{html.escape(remote.urlpath)}</div>"
@@ -113,7 +97,7 @@ def info_html(items: tuple[tuple[str, str], ...]) -> str:
         f"<tr><td class=k>{html.escape(name)}</td><td>{html.escape(value)}</td></tr>"
         for name, value in items
     )
-    return _STYLE + f"<div class=szr><table>{rows}</table></div>"
+    return STYLE + f"<div class=szr><table>{rows}</table></div>"
 
 
 def _cache_bar(remote: Summarized) -> str:

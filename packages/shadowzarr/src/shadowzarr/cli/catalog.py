@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
-from typing import Any
 
 from shadowzarr._lazy import import_module_for
 from shadowzarr.cli.access import access_kwargs, add_access_arguments
@@ -76,19 +74,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         per_host=args.per_host,
         retry_failed=args.retry_failed,
-        progress=_printer() if not args.quiet else False,
+        progress=not args.quiet,
     )
     emit(args, dataclasses.asdict(summary), str(summary).splitlines())
     return 1 if summary.failures else 0
-
-
-def _printer() -> Any:
-    """One stderr line per asset as it finishes (stdout keeps the summary)."""
-    done = 0
-
-    def line(row: dict[str, Any]) -> None:
-        nonlocal done
-        done += 1
-        print(f"[{done}] {row['status']:8} {row['path']}", file=sys.stderr, flush=True)
-
-    return line

@@ -149,11 +149,10 @@ def _one(args: argparse.Namespace, source: str, options: dict[str, Any]) -> int:
         def datasets(done: int, total: int, _path: str = "") -> None:
             # Drawn from the first count on: generators that count nothing show no empty bar.
             if "datasets" not in bars:
-                bars.add("datasets", total=total, unit="dataset", description="generate")
+                bars.add("datasets", total=total, unit="datasets", description="generate")
             bar = bars["datasets"]
-            bar.total = total
-            bar.n = done
-            bar.refresh()
+            bar.set_total(total)
+            bar.moveto(done)
 
         written = generate_one(
             source, args.output, local_path=args.local_path, progress=datasets, **options
@@ -170,8 +169,8 @@ def _many(args: argparse.Namespace, sources: list[str], options: dict[str, Any])
     failed: list[dict[str, str]] = []
     events: Any = multiprocessing.get_context().Queue()
     with Bars() as bars:
-        files = bars.add("files", total=len(sources), unit="file", description="files")
-        datasets = bars.add("datasets", total=0, unit="dataset", description="datasets")
+        files = bars.add("files", total=len(sources), unit="files", description="files")
+        datasets = bars.add("datasets", total=0, unit="datasets", description="datasets")
         streaming = not bars.enabled and not args.json  # a pipe: each line as it happens
         with ProcessPoolExecutor(
             max_workers=max(1, args.workers),
@@ -238,9 +237,8 @@ def _draw(events: Any, bar: Any) -> None:
             return
         _, source, done, total = event
         totals[source] = (done, total)
-        bar.total = sum(t for _, t in totals.values())
-        bar.n = sum(d for d, _ in totals.values())
-        bar.refresh()
+        bar.set_total(sum(t for _, t in totals.values()))
+        bar.moveto(sum(d for d, _ in totals.values()))
 
 
 def _worker_started(events: Any) -> None:

@@ -76,27 +76,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, client: Any, bars: Bars) -> Any:
-    from shadowzarr_store.materialize import MaterializeStep, materialize
+    from shadowzarr_store.materialize import materialize
+    from shadowzarr_store.materialize.progress import StepDisplays
 
-    def step(progress: MaterializeStep) -> None:
-        if progress.phase not in bars:
-            description = "copy" if progress.phase == "copy" else "verify"
-            bars.add(progress.phase, total=progress.total, bytes_=True, description=description)
-        bar = bars[progress.phase]
-        bar.initial = progress.resumed  # done by an earlier run: not part of this run's rate
-        bar.n = progress.done
-        bar.set_postfix_str(f"{progress.arrays_done}/{progress.arrays} arrays", refresh=False)
-        bar.refresh()
-
+    displays = StepDisplays(bars.enabled)
     try:
         return materialize(
             args.refs,
             args.destination,
             verify=args.verify,
             client=client,
-            progress=step,
+            progress=displays,
             target_chunk_bytes=args.chunk_bytes,
         )
     finally:
+        displays.close()
         if client is not None:
             client.close()

@@ -43,8 +43,9 @@ def layout(
     Parameters
     ----------
     refs
-        References (a path, URL, dict or `ReferenceFileSystem`), an `RfsStore`, or a
-        `RemoteArray` (whose array is drawn unless ``array`` names another).
+        References (a path, URL, dict or `ReferenceFileSystem`), an `RfsStore`, a
+        `RemoteArray`, or a `zarr.Array` or `zarr.Group` from ``open_rfs`` (an array is drawn
+        itself unless ``array`` names another; a group's ``array`` is a path inside it).
     select
         A selection (``(slice(0, 30000), 17)`` or the text ``"0:30000, 17"``): the chunks it
         reads and the requests the store sends for them are drawn.
@@ -66,6 +67,11 @@ def layout(
 
     if isinstance(refs, RemoteArray):
         store, array = refs.store, array or refs.dataset
+    elif isinstance(getattr(refs, "store", None), RfsStore) and hasattr(refs, "path"):
+        # a zarr Array or Group read through open_rfs: its store, and its path
+        store = refs.store
+        inside = "/".join(part for part in (refs.path, array) if part)
+        array = inside if array or _is_array(refs) else array
     elif isinstance(refs, RfsStore):
         store = refs
     else:
@@ -76,3 +82,9 @@ def layout(
         select = parse_selection(select)
     data = layout_data(store, array, select, context=context, measure=measure)
     return layout_figure(data, width=width)
+
+
+def _is_array(node: Any) -> bool:
+    import zarr
+
+    return isinstance(node, zarr.Array)
