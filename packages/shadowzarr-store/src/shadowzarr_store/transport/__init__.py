@@ -50,7 +50,7 @@ from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import is_local, kind_of, local_path, redact
 from shadowzarr_store.transport.object_store import obstore_for
 from shadowzarr_store.transport.options import TransportOptions
-from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
+from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats, counted
 
 __all__ = [
     "AccessPolicy",
@@ -69,6 +69,7 @@ __all__ = [
     "Transport",
     "TransportOptions",
     "UnsafeRequestError",
+    "counted",
     "is_local",
     "kind_of",
     "local_path",
