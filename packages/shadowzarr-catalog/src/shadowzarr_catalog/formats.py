@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from shadowzarr_spec import ReferenceFileSystem
-from shadowzarr_store.remote.sniff import detect_format
+from shadowzarr_store.remote.errors import SourceFormatError
+from shadowzarr_store.remote.sniff import detect_format, named_format
 from shadowzarr_store.transport import TransportOptions, is_local, local_path
 
 __all__ = ["Skipped", "check_generator_options", "generate", "pick_format"]
@@ -42,11 +43,19 @@ class Access:
         return TransportOptions(**self.kwargs())
 
 
-def pick_format(url: str, access: Access) -> str:
-    """``hdf5``, ``tiff`` or ``neo:<RawIO class>``; raises `Skipped` for anything else."""
+def pick_format(url: str, access: Access, path: str | None = None) -> str:
+    """``hdf5``, ``tiff`` or ``neo:<RawIO class>``; raises `Skipped` for anything else, and
+    `SourceFormatError` when the asset's ``path`` says HDF5 or TIFF but its bytes do not (a
+    DANDI download URL has no suffix to tell it)."""
     kind = detect_format(url, access.transport())
     if kind in ("hdf5", "tiff"):
         return kind
+    named = named_format(path) if path is not None else None
+    if named is not None:
+        raise SourceFormatError(
+            f"{path}: not an {named.upper()} file, its first bytes are not the {named.upper()} "
+            "signature (empty, a text or HTML page, or a partial upload?)"
+        )
     if not is_local(url):
         raise Skipped("not HDF5 or TIFF (NEO recordings are read from local files only)")
     try:

@@ -85,7 +85,7 @@ def run_job(
     stats = StoreStats()
     try:
         with counted(stats):
-            row["format"] = kind = pick_format(asset.url, access)
+            row["format"] = kind = pick_format(asset.url, access, asset.path)
             with warnings.catch_warnings():
                 # the row lists every dataset left out; the warning would say it again, per asset
                 warnings.simplefilter("ignore", UnsupportedDatasetWarning)

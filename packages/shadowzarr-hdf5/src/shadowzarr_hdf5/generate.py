@@ -25,9 +25,11 @@ from shadowzarr_spec import (
     DatasetNotFoundError,
     ReferenceFileSystem,
     RfsBuilder,
+    SourceError,
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
+from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import (
     RangeSource,
     Transport,
@@ -151,7 +153,7 @@ def generate_rfs(
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
     with ExitStack() as stack:
         raw = _open_raw(read_from, stack, transport, whole=wanted is None)
-        file = stack.enter_context(h5py.File(raw, "r"))
+        file = stack.enter_context(_open_hdf5(raw, read_from))
         read_bytes = _reader(raw)
         netcdf = is_netcdf4(file)
         offset_shift = 0 if read_bytes is None else userblock_offset_shift(file, read_bytes)
@@ -186,6 +188,28 @@ def generate_rfs(
     rfs = builder.build()
     warn_omitted(rfs.omitted, url)
     return bare_non_finite_attributes(rfs) if bare else rfs
+
+
+def _open_hdf5(raw: Any, location: str) -> h5py.File:
+    """h5py's file, or a typed error for a file HDF5 cannot open: the read's own error when a
+    read failed on the way (refused, timed out), else `SourceFormatError` (a truncated or
+    damaged file, whose bytes fail again until they change). h5py says either as OSError."""
+    try:
+        return h5py.File(raw, "r")
+    except SourceError:
+        raise
+    except OSError as exc:
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, SourceError):
+                raise cause from exc
+            cause = cause.__cause__ or cause.__context__
+        if is_local(location) and not os.access(local_path(location), os.R_OK):
+            raise
+        message = " ".join(str(exc).split())
+        raise SourceFormatError(
+            f"{redact(location)}: HDF5 cannot open it, it is truncated or damaged ({message})"
+        ) from exc
 
 
 def _base(url: str) -> str:
