@@ -46,7 +46,13 @@ class Access:
 def pick_format(url: str, access: Access, path: str | None = None) -> str:
     """``hdf5``, ``tiff`` or ``neo:<RawIO class>``; raises `Skipped` for anything else, and
     `SourceFormatError` when the asset's ``path`` says HDF5 or TIFF but its bytes do not (a
-    DANDI download URL has no suffix to tell it)."""
+    DANDI download URL has no suffix to tell it).
+
+    A path named HDF5 (``.nwb``, ``.h5``…) goes to the HDF5 generator without a probe: the
+    bulk of an archive then costs no request more than `generate_rfs` itself, and bytes that
+    are not HDF5 fail there with `SourceFormatError` all the same."""
+    if named_format(path if path is not None else url) == "hdf5":
+        return "hdf5"
     kind = detect_format(url, access.transport())
     if kind in ("hdf5", "tiff"):
         return kind
