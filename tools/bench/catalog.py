@@ -223,7 +223,13 @@ def run_lindi(server: BenchServer, urls: list[str], build: bool) -> Result:
                 answer = peer.call(op="generate", how="lindi", url=url)
                 assert answer["chunk_refs"] > 0, answer
 
-        return measured(server, "loop over lindi (own environment)", len(urls), loop)[0]
+        return measured(
+            server,
+            "loop over lindi (own environment)",
+            len(urls),
+            loop,
+            "CPU s is this process's only: lindi computes in its own",
+        )[0]
 
 
 def projection(loop: Result, pool: Result) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""A file HDF5 cannot open (truncated, its superblock damaged) is a `SourceFormatError` naming
-it, locally and over HTTP, not h5py's bare OSError; a refused read stays the read's error."""
+"""A file HDF5 cannot open (truncated, its superblock damaged, an empty object) is a
+`SourceFormatError` naming it, locally and over HTTP, not h5py's bare OSError or a range error;
+a refused read stays the read's error."""
 
 from __future__ import annotations
 
@@ -37,5 +38,10 @@ def test_over_http_too_and_a_refusal_stays_a_refusal(nginx, make_proxy) -> None:
     Path(nginx.path("broken.h5")).write_bytes(whole[: len(whole) // 3])
     with pytest.raises(SourceFormatError, match="HDF5 cannot open it"):
         generate_rfs(nginx.url("broken.h5"), progress=False)
+    # An empty object, as S3 answers its first range: 416.
+    Path(nginx.path("empty.h5")).write_bytes(b"")
+    s3 = make_proxy(ranges="s3", root=Path(nginx.path("empty.h5")).parent)
+    with pytest.raises(SourceFormatError, match="an empty file"):
+        generate_rfs(s3.url("empty.h5"), progress=False)
     with pytest.raises(SourceAccessError):
         generate_rfs(nginx.url("whole.h5"), progress=False, allowed_urls=["https://elsewhere/"])

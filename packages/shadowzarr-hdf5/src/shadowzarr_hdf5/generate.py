@@ -31,6 +31,7 @@ from shadowzarr_spec import (
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
 from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import (
+    RangeNotSatisfiable,
     RangeSource,
     Transport,
     TransportOptions,
@@ -152,7 +153,10 @@ def generate_rfs(
     reference_url = os.path.abspath(url) if is_local(url) else url
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
     with ExitStack() as stack:
-        raw = _open_raw(read_from, stack, transport, whole=wanted is None)
+        try:
+            raw = _open_raw(read_from, stack, transport, whole=wanted is None)
+        except RangeNotSatisfiable as exc:  # its first byte is past its end
+            raise SourceFormatError(f"{redact(read_from)}: an empty file, not HDF5") from exc
         file = stack.enter_context(_open_hdf5(raw, read_from))
         read_bytes = _reader(raw)
         netcdf = is_netcdf4(file)
