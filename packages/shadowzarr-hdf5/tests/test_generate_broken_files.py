@@ -32,6 +32,12 @@ def test_a_broken_local_file_is_a_format_error(tmp_path: Path, damage: str) -> N
         generate_rfs(tmp_path / "broken.h5", progress=False)
 
 
+def test_a_text_file_named_hdf5_is_a_format_error(tmp_path: Path) -> None:
+    (tmp_path / "page.nwb").write_text("<html>please log in</html>")
+    with pytest.raises(SourceFormatError, match="not an HDF5 file"):
+        generate_rfs(tmp_path / "page.nwb", progress=False)
+
+
 @pytest.mark.network
 def test_over_http_too_and_a_refusal_stays_a_refusal(nginx, make_proxy) -> None:  # type: ignore[no-untyped-def]
     whole = _whole(Path(nginx.path("whole.h5")))

@@ -211,9 +211,12 @@ def _open_hdf5(raw: Any, location: str) -> h5py.File:
         if is_local(location) and not os.access(local_path(location), os.R_OK):
             raise
         message = " ".join(str(exc).split())
-        raise SourceFormatError(
-            f"{redact(location)}: HDF5 cannot open it, it is truncated or damaged ({message})"
-        ) from exc
+        what = (
+            "not an HDF5 file, no HDF5 signature where one belongs (a text or HTML page?)"
+            if "signature not found" in message
+            else "HDF5 cannot open it, it is truncated or damaged"
+        )
+        raise SourceFormatError(f"{redact(location)}: {what} ({message})") from exc
 
 
 def _base(url: str) -> str:

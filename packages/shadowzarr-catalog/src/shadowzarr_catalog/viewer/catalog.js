@@ -22,6 +22,7 @@
   const rows = data.rows.map((r) => ({
     ...r,
     unsupported: r.unsupported ? r.unsupported.length : 0,
+    unsupportedText: (r.unsupported || []).map((u) => `${u.name}: ${u.outcome} (${u.reason})`).join("\n"),
     error: r.error_class ? `${r.error_class}: ${r.error_message}` : r.error_message || "",
   }));
   let sortKey = "path";
@@ -71,7 +72,8 @@
     }
     if (column.num) {
       const shown = value === null || value === undefined ? "" : column.bytes ? bytes(value) : value;
-      return el("td", { className: "num", title: value ?? "" }, shown);
+      const title = column.key === "unsupported" ? row.unsupportedText : (value ?? "");
+      return el("td", { className: "num", title }, shown);
     }
     if (column.key === "error") {
       const text = value.length > 240 ? `${value.slice(0, 240)}…` : value;
