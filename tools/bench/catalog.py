@@ -159,9 +159,10 @@ def run_pool(server: BenchServer, urls: list[str], work: Path) -> tuple[Result, 
 
 
 def run_cluster(server: BenchServer, urls: list[str], work: Path, workers: int) -> Result:
-    import distributed
+    import distributed as untyped
     from shadowzarr_catalog import generate_catalog
 
+    distributed: Any = untyped  # no type hints of its own
     listing = work / "urls.txt"
     start = time.perf_counter()
     with (
