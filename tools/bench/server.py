@@ -32,6 +32,7 @@ with NginxServer(root) as nginx, LatencyProxy(
             proxy.wait_idle(timeout=60)
             print(json.dumps({"requests": proxy.requests, "bytes": proxy.bytes_sent(),
                               "max_concurrent": proxy.max_concurrent,
+                              "connections": proxy.connections,
                               "round_trips": proxy.round_trips()}), flush=True)
         elif command[0] == "reset":
             proxy.wait_idle(timeout=60)
@@ -47,6 +48,8 @@ class ProxyCounts:
     max_concurrent: int
     round_trips: int = 0
     """Waves of requests (`LatencyProxy.round_trips`)."""
+    connections: int = 0
+    """Connections opened (`LatencyProxy.connections`)."""
 
 
 SERVER_KINDS = ("s3", "nginx")

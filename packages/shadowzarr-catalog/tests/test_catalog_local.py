@@ -169,6 +169,9 @@ def test_a_list_of_urls_and_paths(nginx, tmp_path: Path) -> None:  # type: ignor
         assert "sekrit" not in summary.destination
         assert (table["size"] > 0).all()
         assert table.etag.notna().all()
+        remote = table.index.str.startswith("http")
+        assert (table.requests[remote] > 0).all()  # counted for URLs, not for local files
+        assert table.requests[~remote].isna().all()
         index = json.loads((destination / "index.json").read_text())
         assert len(index) == 3
         for url, values in zip([nginx.url("a.h5"), signed], served.values(), strict=True):

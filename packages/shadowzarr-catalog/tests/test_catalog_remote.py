@@ -83,6 +83,7 @@ def test_a_dandiset_listed_page_by_page(
     destination = tmp_path / "catalog"
 
     summary = generate_catalog(dandiset, destination, dandi_api_key="a-key")
+    generation_bytes = proxy.bytes_sent("/presigned/")
     assert summary.statuses == {"ok": 5}
     assert proxy.count("GET", "/api/dandisets/") == 3  # five assets, two a page
     listings = [e for e in proxy.log if e["path"].startswith("/api/dandisets/")]
@@ -97,6 +98,10 @@ def test_a_dandiset_listed_page_by_page(
         assert index[asset] == f"refs/{path}.shadowzarr"
         group = open_rfs(str(destination / index[asset]))
         assert_array_equal_exact(group["counts"][:], values["counts"], path)
+
+    # What each generation cost, counted by its own transports: the proxy saw the same bytes.
+    assert (rows.requests > 0).all()
+    assert rows.bytes_read.sum() == generation_bytes
 
     proxy.reset()
     again = generate_catalog(dandiset, destination)

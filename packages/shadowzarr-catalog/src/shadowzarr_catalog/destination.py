@@ -76,6 +76,14 @@ class Destination:
             temporary.unlink(missing_ok=True)
             raise
 
+    def write_files(self, files: Mapping[str, bytes]) -> None:
+        """Several files, each published whole (one PUT each, sent together)."""
+        if not self.local:
+            put_objects(self.root, dict(files), self._storage_options)
+            return
+        for relative, data in files.items():
+            self.write_file(relative, data)
+
     def read_file(self, relative: str) -> bytes | None:
         """A file of the destination, None when there is none."""
         if self.local:

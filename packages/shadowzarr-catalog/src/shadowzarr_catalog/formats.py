@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from shadowzarr_spec import ReferenceFileSystem
-from shadowzarr_store.remote.sniff import detect_format
+from shadowzarr_store.remote.errors import SourceFormatError
+from shadowzarr_store.remote.sniff import detect_format, named_format
 from shadowzarr_store.transport import TransportOptions, is_local, local_path
 
 __all__ = ["Skipped", "check_generator_options", "generate", "pick_format"]
@@ -42,12 +43,26 @@ class Access:
         return TransportOptions(**self.kwargs())
 
 
-def pick_format(url: str, access: Access) -> str:
+def pick_format(url: str, access: Access, path: str | None = None) -> str:
     """``hdf5``, ``netcdf3``, ``tiff`` or ``neo:<RawIO class>``; raises `Skipped` for anything
-    else."""
+    else, and `SourceFormatError` when the asset's ``path`` says HDF5 or TIFF but its bytes do
+    not (a DANDI download URL has no suffix to tell it).
+
+    A path named HDF5 (``.nwb``, ``.h5``…) goes to the HDF5 generator without a probe: the
+    bulk of an archive then costs no request more than `generate_rfs` itself, and bytes that
+    are not HDF5 fail there with `SourceFormatError` all the same (a netCDF-3 file named
+    ``.nc`` too: the HDF5 generator reads both)."""
+    if named_format(path if path is not None else url) == "hdf5":
+        return "hdf5"
     kind = detect_format(url, access.transport())
     if kind in ("hdf5", "netcdf3", "tiff"):
         return kind
+    named = named_format(path) if path is not None else None
+    if named is not None:
+        raise SourceFormatError(
+            f"{path}: not an {named.upper()} file, its first bytes are not the {named.upper()} "
+            "signature (empty, a text or HTML page, or a partial upload?)"
+        )
     if not is_local(url):
         raise Skipped("not HDF5 or TIFF (NEO recordings are read from local files only)")
     try:

@@ -22,9 +22,9 @@ from shadowzarr_spec import (
 from shadowzarr_spec.file_refs import FileRef, InlineRef
 from shadowzarr_spec.model import MISSING_CHUNK
 from shadowzarr_store.remote.errors import SourceFormatError
-from shadowzarr_store.transport import redact
+from shadowzarr_store.transport import StoreStats, counted, redact
 
-from shadowzarr_catalog.assets import Asset
+from shadowzarr_catalog.assets import Asset, host_of
 from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access, Skipped, generate, pick_format
 
@@ -82,27 +82,42 @@ def run_job(
     row = base_row(asset)
     started = time.perf_counter()
     row["generated_at"] = datetime.datetime.now(datetime.UTC).isoformat()
+    stats = StoreStats()
     try:
-        row["format"] = kind = pick_format(asset.url, access)
-        with warnings.catch_warnings():
-            # the row lists every dataset left out; the warning would say it again, per asset
-            warnings.simplefilter("ignore", UnsupportedDatasetWarning)
-            rfs = generate(asset.url, kind, access, options)
+        with counted(stats):
+            row["format"] = kind = pick_format(asset.url, access, asset.path)
+            with warnings.catch_warnings():
+                # the row lists every dataset left out; the warning would say it again, per asset
+                warnings.simplefilter("ignore", UnsupportedDatasetWarning)
+                rfs = generate(asset.url, kind, access, options)
+        _count(row, asset, stats)
         row.update(_described(rfs))
         row["reference_bytes"] = destination.write_references(rfs, reference, chunk_index_threshold)
         row["reference"] = reference
         omitted = any(u["outcome"] == "omitted" for u in row["unsupported"])
         row["status"] = "partial" if omitted else "ok"
     except Skipped as exc:
+        _count(row, asset, stats)
         row["status"] = "skipped"
         row["error_message"] = str(exc)
     except Exception as exc:  # the asset's failure is its row; the run goes on
+        _count(row, asset, stats)
         row["status"] = "refused" if isinstance(exc, REFUSALS) else "failed"
         row["error_class"] = type(exc).__name__
         row["error_message"] = _one_line(exc)
         row["retry"] = retryable(exc)
     row["generation_seconds"] = round(time.perf_counter() - started, 6)
     return row
+
+
+def _count(row: dict[str, Any], asset: Asset, stats: StoreStats) -> None:
+    """Requests and bytes the generation sent through the transport (the format probe, header
+    and chunk-index reads, the source's size and ETag). A local file is read by h5py and the
+    NEO readers directly, outside the transport, so its counts would say less than it cost:
+    they stay null."""
+    if host_of(asset.url) != "local":
+        row["requests"] = stats.requests
+        row["bytes_read"] = stats.bytes
 
 
 def _described(rfs: ReferenceFileSystem) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from shadowzarr_store.progress_display import progress_display
+from shadowzarr_store.transport import redact
 
 from shadowzarr_catalog.assets import Asset, host_of
 from shadowzarr_catalog.cluster import rows_from_cluster
@@ -28,6 +29,7 @@ from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access, check_generator_options
 from shadowzarr_catalog.job import base_row, run_job
 from shadowzarr_catalog.listing import list_assets
+from shadowzarr_catalog.page import PAGE_FILE, catalog_page, viewer_files
 from shadowzarr_catalog.paths import SUFFIXES, reference_location
 from shadowzarr_catalog.state import STATE_FILE, CatalogState, needs_generation
 from shadowzarr_catalog.summary import CatalogSummary
@@ -133,6 +135,8 @@ def generate_catalog(
         rows = list(state.rows().values())
         target.write_file(CATALOG_FILE, catalog_parquet(rows))
         target.write_file(INDEX_FILE, index_json(rows))
+        target.write_files(viewer_files())
+        target.write_file(PAGE_FILE, catalog_page(rows, f"Catalog of {_source_name(source)}"))
     summary = CatalogSummary(
         destination=str(target),
         listed=len(assets),
@@ -144,6 +148,12 @@ def generate_catalog(
         seconds=time.perf_counter() - started,
     )
     return summary
+
+
+def _source_name(source: str | os.PathLike[str] | Iterable[str]) -> str:
+    if isinstance(source, str | os.PathLike):
+        return redact(os.fspath(source))
+    return "a list of URLs and paths"
 
 
 def _reference(asset: Asset, form: str) -> str:

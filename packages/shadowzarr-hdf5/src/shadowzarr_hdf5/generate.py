@@ -33,7 +33,9 @@ from shadowzarr_spec import (
 )
 from shadowzarr_spec.nwb_convention import LINKS_ATTR, SPECIFICATIONS_GROUP, SPECLOC_ATTR
 from shadowzarr_store.progress_display import progress_display
+from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import (
+    RangeNotSatisfiable,
     RangeSource,
     TransportOptions,
     is_local,
@@ -163,14 +165,17 @@ def generate_rfs(
     reference_url = os.path.abspath(url) if is_local(url) else url
     read_from = os.fspath(local_hdf5_path) if local_hdf5_path is not None else url
     with ExitStack() as stack:
-        raw = _open_raw(read_from, stack, transport, whole=wanted is None)
+        try:
+            raw = _open_raw(read_from, stack, transport, whole=wanted is None)
+        except RangeNotSatisfiable as exc:  # its first byte is past its end
+            raise SourceFormatError(f"{redact(read_from)}: an empty file, not HDF5") from exc
         if is_netcdf3(_head(raw)):
             return _generate_netcdf3(
                 raw, stack, reference_url, options, wanted, progress, transport,
                 record_source=record_source, local_copy=local_hdf5_path,
                 bare_non_finite=bool(bare_non_finite),
             )  # fmt: skip
-        file = stack.enter_context(h5py.File(raw, "r"))
+        file = stack.enter_context(_open_hdf5(raw, read_from))
         read_bytes = _reader(raw)
         netcdf = is_netcdf4(file)
         offset_shift = 0 if read_bytes is None else userblock_offset_shift(file, read_bytes)
@@ -248,6 +253,31 @@ def _generate_netcdf3(
         _record_source(builder, url, raw, local_copy)
     rfs = builder.build()
     return bare_non_finite_attributes(rfs) if bare_non_finite else rfs
+
+
+def _open_hdf5(raw: Any, location: str) -> h5py.File:
+    """h5py's file, or a typed error for a file HDF5 cannot open: the read's own error when a
+    read failed on the way (refused, timed out), else `SourceFormatError` (a truncated or
+    damaged file, whose bytes fail again until they change). h5py says either as OSError."""
+    try:
+        return h5py.File(raw, "r")
+    except SourceError:
+        raise
+    except OSError as exc:
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, SourceError):
+                raise cause from exc
+            cause = cause.__cause__ or cause.__context__
+        if is_local(location) and not os.access(local_path(location), os.R_OK):
+            raise
+        message = " ".join(str(exc).split())
+        what = (
+            "not an HDF5 file, no HDF5 signature where one belongs (a text or HTML page?)"
+            if "signature not found" in message
+            else "HDF5 cannot open it, it is truncated or damaged"
+        )
+        raise SourceFormatError(f"{redact(location)}: {what} ({message})") from exc
 
 
 def _base(url: str) -> str:

@@ -451,6 +451,11 @@ class LatencyProxy:
             self._assets[asset_id] = DandiAsset(asset_id, path.lstrip("/"), embargoed)
         return self.asset_download_url(asset_id)
 
+    def remove_asset(self, asset_id: str) -> None:
+        """Forget an asset: gone from the listing, its URLs answer 404 (as a deleted asset)."""
+        with self._assets_lock:
+            del self._assets[asset_id]
+
     def asset_download_url(self, asset_id: str) -> str:
         return self.url(f"api/assets/{quote(asset_id, safe='')}/download/")
 
@@ -719,12 +724,10 @@ class LatencyProxy:
         if refusal is not None:
             return refusal
         assert asset is not None
-        url = URL(f"{self.upstream}/{quote(asset.path)}", encoded=True)
-        async with self._session.head(url, allow_redirects=False) as head:
-            if head.status != 200:
-                return _api_json({"detail": f"upstream answered {head.status}"}, status=502)
-            size = head.content_length
-            etag = head.headers.get("ETag", "").removeprefix("W/").strip('"')
+        found = await self._upstream_stat(asset.path)
+        if isinstance(found, int):
+            return _api_json({"detail": f"upstream answered {found}"}, status=502)
+        size, etag = found
         return _api_json(
             {
                 "identifier": asset.asset_id,
@@ -756,24 +759,50 @@ class LatencyProxy:
             return _api_json({"detail": "Invalid page."}, status=404)
         results = []
         for asset in chosen:
-            url = URL(f"{self.upstream}/{quote(asset.path)}", encoded=True)
-            async with self._session.head(url, allow_redirects=False) as head:
-                etag = head.headers.get("ETag", "").removeprefix("W/").strip('"')
-                results.append(
-                    {
-                        "asset_id": asset.asset_id,
-                        "path": asset.path,
-                        "size": head.content_length,
-                        "blob": f"blob-{etag}",
-                        "zarr": None,
-                    }
-                )
+            found = await self._upstream_stat(asset.path)
+            if isinstance(found, int):
+                detail = f"upstream answered {found} for {asset.path}"
+                return _api_json({"detail": detail}, status=502)
+            results.append(
+                {
+                    "asset_id": asset.asset_id,
+                    "path": asset.path,
+                    "size": found[0],
+                    "blob": f"blob-{found[1]}",
+                    "zarr": None,
+                }
+            )
         following = None
         if page * size < len(assets):
             following = str(request.url.update_query({"page": page + 1, "page_size": size}))
         return _api_json(
             {"count": len(assets), "next": following, "previous": None, "results": results}
         )
+
+    async def _upstream_stat(self, path: str) -> tuple[int | None, str] | int:
+        """(size, ETag without quotes) of an upstream file, or the status that refused it. A
+        HEAD first; an object store that refuses anonymous HEADs (moto with a public-read
+        policy) is asked for its first byte instead (the size from Content-Range), and an empty
+        object, whose first byte is out of range, for all of it."""
+        assert self._session is not None
+        url = URL(f"{self.upstream}/{quote(path)}", encoded=True)
+        async with self._session.head(url, allow_redirects=False) as head:
+            if head.status == 200:
+                etag = head.headers.get("ETag", "").removeprefix("W/").strip('"')
+                return head.content_length, etag
+        ranged = {"Range": "bytes=0-0"}
+        async with self._session.get(url, headers=ranged, allow_redirects=False) as answer:
+            etag = answer.headers.get("ETag", "").removeprefix("W/").strip('"')
+            total = answer.headers.get("Content-Range", "").rpartition("/")[2]
+            if answer.status == 206 and total.isdigit():
+                return int(total), etag
+            if answer.status == 200:
+                return answer.content_length, etag
+            if answer.status != 416:
+                return answer.status
+        async with self._session.get(url, allow_redirects=False) as whole:  # an empty object
+            etag = whole.headers.get("ETag", "").removeprefix("W/").strip('"')
+            return (whole.content_length, etag) if whole.status == 200 else whole.status
 
     def _check_signature(self, request: web.Request, raw_path: str) -> web.Response | None:
         with self._assets_lock:

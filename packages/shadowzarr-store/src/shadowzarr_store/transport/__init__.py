@@ -54,7 +54,7 @@ from shadowzarr_store.transport.locations import is_local, kind_of, local_path, 
 from shadowzarr_store.transport.object_store import obstore_for
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.pools import OriginStats, pool_stats
-from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
+from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats, counted
 from shadowzarr_store.transport.storage_options import (
     MissingCredentialsError,
     StorageOptionsError,
@@ -81,6 +81,7 @@ __all__ = [
     "Transport",
     "TransportOptions",
     "UnsafeRequestError",
+    "counted",
     "is_local",
     "kind_of",
     "local_path",

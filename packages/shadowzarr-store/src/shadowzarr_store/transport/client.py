@@ -45,7 +45,7 @@ from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.object_store import ObjectStoreBackend
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.pools import close_all_pools
-from shadowzarr_store.transport.stats import StoreStats
+from shadowzarr_store.transport.stats import StoreStats, counting_also
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -94,7 +94,7 @@ class Transport:
 
     def __init__(self, options: TransportOptions | None = None, stats: StoreStats | None = None):
         self.options = options if options is not None else TransportOptions()
-        self.stats = stats if stats is not None else StoreStats()
+        self.stats = counting_also(stats if stats is not None else StoreStats())
         self.access = self.options.access
         self.http = HttpBackend(self.options, self.access)
         self.objects = ObjectStoreBackend(self.options)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 
-__all__ = ["StatsSnapshot", "StoreStats"]
+__all__ = ["StatsSnapshot", "StoreStats", "counted", "counting_also"]
+
+_ALSO: ContextVar[StoreStats | None] = ContextVar("shadowzarr_counted", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +78,45 @@ class StoreStats:
         snapshot = self.snapshot()
         inner = ", ".join(f"{f.name}={getattr(snapshot, f.name)}" for f in fields(snapshot))
         return f"StoreStats({inner})"
+
+
+class _Tee(StoreStats):
+    """Counts into a transport's own stats and into the `counted` block's as well; reads and
+    resets see the transport's own only."""
+
+    __slots__ = ("_also", "_own")
+
+    def __init__(self, own: StoreStats, also: StoreStats) -> None:
+        self._own = own
+        self._also = also
+
+    def add(self, **increments: int) -> None:
+        self._own.add(**increments)
+        self._also.add(**increments)
+
+    def snapshot(self) -> StatsSnapshot:
+        return self._own.snapshot()
+
+    def reset(self) -> None:
+        self._own.reset()
+
+    def __getattr__(self, name: str) -> int:
+        return getattr(object.__getattribute__(self, "_own"), name)  # type: ignore[no-any-return]
+
+
+@contextmanager
+def counted(stats: StoreStats) -> Iterator[StoreStats]:
+    """Count into ``stats`` as well every request of every `Transport` created inside the block
+    (in this thread, and in the transport loop's tasks it starts): what one piece of work cost,
+    whatever readers it opened on the way, e.g. one asset's generation in a catalog."""
+    token = _ALSO.set(stats)
+    try:
+        yield stats
+    finally:
+        _ALSO.reset(token)
+
+
+def counting_also(own: StoreStats) -> StoreStats:
+    """``own``, or inside a `counted` block a view that also counts into that block's stats."""
+    also = _ALSO.get()
+    return own if also is None or also is own else _Tee(own, also)

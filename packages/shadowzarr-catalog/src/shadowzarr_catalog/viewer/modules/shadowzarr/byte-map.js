@@ -1,0 +1,152 @@
+/**
+ * The one place that turns a logical byte range of a chunk into physical byte ranges of a file:
+ * through a selection (records of `recordSize` bytes of which the `keep` ranges are joined) or
+ * one to one; and that pads a short result with fill bytes.
+ */
+import { ChunkDecodeError, ReferenceFormatError } from "./errors.js";
+export function validateSelection(path, raw) {
+    const s = raw;
+    const recordSize = s?.record_size;
+    if (typeof recordSize !== "number" || !Number.isInteger(recordSize) || recordSize <= 0) {
+        throw new ReferenceFormatError(`selection of ${path}: record_size must be a positive integer`);
+    }
+    if (!Array.isArray(s.keep) || s.keep.length === 0) {
+        throw new ReferenceFormatError(`selection of ${path}: keep must list [start, stop) ranges`);
+    }
+    const keep = s.keep.map((range) => {
+        const [a, b] = Array.isArray(range) && range.length === 2 ? range : [];
+        if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b <= a || b > recordSize) {
+            throw new ReferenceFormatError(`selection of ${path}: bad keep range ${JSON.stringify(range)}`);
+        }
+        return [a, b];
+    });
+    return { recordSize, keep };
+}
+export function keptPerRecord(selection) {
+    return selection.keep.reduce((n, [a, b]) => n + (b - a), 0);
+}
+/** Logical size of a reference of `physicalSize` bytes (whole records) through a selection. */
+export function logicalSize(physicalSize, selection) {
+    if (selection === undefined)
+        return physicalSize;
+    return Math.floor(physicalSize / selection.recordSize) * keptPerRecord(selection);
+}
+/**
+ * Physical segments, in logical order, holding logical bytes [start, end) of a reference that
+ * begins at `physicalOffset`. Neighbouring segments that touch are joined.
+ */
+export function mapLogicalRange(physicalOffset, start, end, selection) {
+    if (end <= start)
+        return [];
+    if (selection === undefined)
+        return [{ offset: physicalOffset + start, length: end - start }];
+    const kept = keptPerRecord(selection);
+    const segments = [];
+    const push = (offset, length) => {
+        const last = segments[segments.length - 1];
+        if (last !== undefined && last.offset + last.length === offset) {
+            segments[segments.length - 1] = { offset: last.offset, length: last.length + length };
+        }
+        else {
+            segments.push({ offset, length });
+        }
+    };
+    let record = Math.floor(start / kept);
+    let within = start - record * kept;
+    let remaining = end - start;
+    while (remaining > 0) {
+        const recordStart = physicalOffset + record * selection.recordSize;
+        let skipped = 0;
+        for (const [a, b] of selection.keep) {
+            if (remaining === 0)
+                break;
+            const width = b - a;
+            if (within >= skipped + width) {
+                skipped += width;
+                continue;
+            }
+            const from = a + (within - skipped);
+            const take = Math.min(b - from, remaining);
+            push(recordStart + from, take);
+            remaining -= take;
+            within += take;
+            skipped += width;
+        }
+        record++;
+        within = 0;
+    }
+    return segments;
+}
+export function spansFor(segments, gap) {
+    const sorted = [...segments].sort((x, y) => x.offset - y.offset);
+    const spans = [];
+    for (const s of sorted) {
+        const last = spans[spans.length - 1];
+        const end = s.offset + s.length;
+        if (last !== undefined && s.offset - last.end <= gap)
+            last.end = Math.max(last.end, end);
+        else
+            spans.push({ offset: s.offset, end });
+    }
+    return spans;
+}
+/**
+ * Copy the segments out of the fetched spans in logical order. A span may come back shorter
+ * than asked (the file ended); the result then stops at the first byte that is missing.
+ */
+export function assembleSegments(segments, spans, bodies) {
+    // What the bodies hold, up to the first missing byte: a reference may claim far more than its
+    // file has (allocating what it claims would fail), and the result is what is there.
+    const pieces = [];
+    let total = 0;
+    for (const s of segments) {
+        const i = findSpan(spans, s.offset);
+        const span = spans[i];
+        const body = bodies[i];
+        const from = s.offset - span.offset;
+        const available = Math.max(0, Math.min(s.length, body.length - from));
+        pieces.push(body.subarray(from, from + available));
+        total += available;
+        if (available < s.length)
+            break;
+    }
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const piece of pieces) {
+        out.set(piece, at);
+        at += piece.length;
+    }
+    return out;
+}
+function findSpan(spans, offset) {
+    let lo = 0;
+    let hi = spans.length - 1;
+    while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (spans[mid].offset <= offset)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+/**
+ * Pad `data`, the logical bytes [start, start + data.length) of a chunk, with fill elements up
+ * to `end`; an uncompressed chunk that runs past the end of its file reads as fill there.
+ */
+export function padWithFill(data, start, end, fillElement) {
+    const want = end - start;
+    if (data.length > want) {
+        throw new ChunkDecodeError(`chunk bytes are ${data.length - want} bytes longer than the chunk`);
+    }
+    if (data.length === want)
+        return data;
+    const out = new Uint8Array(want);
+    out.set(data);
+    const n = fillElement.length;
+    if (fillElement.some((b) => b !== 0)) {
+        for (let i = data.length; i < want; i++)
+            out[i] = fillElement[(start + i) % n];
+    }
+    return out;
+}

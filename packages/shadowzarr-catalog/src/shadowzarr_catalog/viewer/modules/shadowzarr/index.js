@@ -1,0 +1,16 @@
+/**
+ * shadowzarr for JavaScript: a zarrita.js store that reads shadowzarr reference files.
+ * Importing it registers the `numcodecs.fletcher32` codec with zarrita.
+ *
+ * @module
+ */
+import { registerFletcher32 } from "./fletcher32.js";
+registerFletcher32();
+export { decodeAttributes, BYTES_CONVENTION, NON_FINITE_CONVENTION } from "./attributes.js";
+export { compileExpression } from "./arithmetic.js";
+export { createDandiResolver, followRedirectOnce, isDandiDownloadUrl } from "./dandi.js";
+export { ChunkDecodeError, ChunkSizeError, GenExpressionError, RangeResponseError, ReferenceFormatError, ShadowzarrError, SourceChangedError, SourceError, SourceUnavailableError, UnsafePathError, } from "./errors.js";
+export { fletcher32, Fletcher32ChecksumError, Fletcher32Codec, registerFletcher32, } from "./fletcher32.js";
+export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
+export { decodeStruct, structFields, } from "./struct.js";
+export { DEFAULT_MAX_MERGE_SIZE, DEFAULT_MERGE_GAP, ReferenceStore, } from "./store.js";

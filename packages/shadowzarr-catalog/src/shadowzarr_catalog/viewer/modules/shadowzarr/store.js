@@ -1,0 +1,426 @@
+import { arrayInfoFromMetadata, chunkCoordsFromKey, neededBytes, } from "./array-metadata.js";
+import { RangeBatcher } from "./batcher.js";
+import { assembleSegments, logicalSize, mapLogicalRange, padWithFill, spansFor, } from "./byte-map.js";
+import { utf8Decode, utf8Encode } from "./bytes.js";
+import { ChunkIndex } from "./chunk-index.js";
+import { createDandiResolver } from "./dandi.js";
+import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
+import { HttpReader } from "./http.js";
+import { fletcher32 } from "./fletcher32.js";
+import { normalizeMetadataText, parseJson } from "./json.js";
+import { metadataForZarrita } from "./metadata-view.js";
+import { References, stripSlashes } from "./references.js";
+export const DEFAULT_MERGE_GAP = 32 * 1024;
+export const DEFAULT_MAX_MERGE_SIZE = 1024 * 1024;
+const METADATA_NAMES = new Set(["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"]);
+function defaultFetch(request) {
+    return globalThis.fetch(request);
+}
+function hasScheme(url) {
+    return /^[A-Za-z][A-Za-z0-9+.-]*:/.test(url);
+}
+export class ReferenceStore {
+    references;
+    #options;
+    #baseUrl;
+    #http;
+    #batcher;
+    #resolveUrl;
+    #sources = new Map();
+    #arrays = new Map();
+    #indexes = new Map();
+    #urls = new Map();
+    #tree;
+    /**
+     * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
+     * `baseUrl` when they hold relative URLs or chunk indexes.
+     */
+    constructor(rfs, options = {}) {
+        this.references = new References((typeof rfs === "string" ? parseJson(rfs) : rfs));
+        this.#options = {
+            validateSources: options.validateSources ?? true,
+            ifMatch: options.ifMatch ?? true,
+            mergeGap: options.mergeGap ?? DEFAULT_MERGE_GAP,
+            maxMergeSize: options.maxMergeSize ?? DEFAULT_MAX_MERGE_SIZE,
+            concurrency: options.concurrency ?? 16,
+            batchWindow: options.batchWindow ?? "microtask",
+            indexCacheSize: options.indexCacheSize ?? 64,
+            structAsBytes: options.structAsBytes ?? true,
+        };
+        this.#baseUrl = options.baseUrl;
+        const fetchFn = options.fetch ?? defaultFetch;
+        this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
+        for (const [url, info] of this.references.sources)
+            this.#sources.set(this.#absolute(url), info);
+        this.#http = new HttpReader({
+            fetch: fetchFn,
+            validateSources: this.#options.validateSources,
+            ifMatch: this.#options.ifMatch,
+            sourceInfo: (url) => this.#sources.get(url),
+        });
+        this.#batcher = new RangeBatcher(this.#http, this.#resolveUrl, this.#options);
+    }
+    /**
+     * Open the references at `url`: a refs.json (or any .json) file, or the folder holding a
+     * refs.json together with its chunk indexes.
+     */
+    static async fromUrl(url, options = {}) {
+        let href = new URL(url, globalThis.location?.href).href;
+        if (!/\.json$/i.test(new URL(href).pathname))
+            href = href.replace(/\/?$/, "/") + "refs.json";
+        const reader = new HttpReader({
+            fetch: options.fetch ?? defaultFetch,
+            validateSources: false,
+            sourceInfo: () => undefined,
+        });
+        const bytes = (await reader.readWhole(href, href));
+        return new ReferenceStore(utf8Decode(bytes), {
+            ...options,
+            baseUrl: options.baseUrl ?? new URL(".", href).href,
+        });
+    }
+    /** Range requests sent and logical range reads made so far. */
+    get stats() {
+        return { ...this.#batcher.stats };
+    }
+    /** Names of the groups and arrays directly inside the group at `path`, sorted. */
+    children(path = "") {
+        this.#tree ??= this.references.children();
+        return [...(this.#tree.get(stripSlashes(path)) ?? [])].sort();
+    }
+    async get(key, opts) {
+        return this.#read(key, null, opts?.signal);
+    }
+    async getRange(key, range, opts) {
+        const logical = "suffixLength" in range
+            ? { suffix: range.suffixLength }
+            : { start: range.offset, end: range.offset + range.length };
+        return this.#read(key, logical, opts?.signal);
+    }
+    async #read(rawKey, range, signal) {
+        let key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
+        const name = key.slice(key.lastIndexOf("/") + 1);
+        if (METADATA_NAMES.has(name) && this.references.has(key)) {
+            const ref = this.references.lookup(key);
+            if (isEmptyReference(key, ref))
+                return undefined;
+            const raw = ref.kind === "inline"
+                ? ref.bytes
+                : await this.#readReference(key, ref, null, undefined, signal);
+            const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options, key));
+            return sliceLogical(bytes, range);
+        }
+        if (this.#options.structAsBytes)
+            key = this.#storedKey(key);
+        const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+        const array = this.#arrayOf(key);
+        if (ref === undefined || isEmptyReference(key, ref))
+            return this.#missing(key, array, range);
+        if (array?.info.checksummed && this.#isChunkKey(array.info, key)) {
+            const stored = await this.#readReference(key, ref, null, array, signal);
+            return sliceLogical(this.#verifiedFletcher32(key, ref, stored), range);
+        }
+        return this.#readReference(key, ref, range, array, signal);
+    }
+    /**
+     * A chunk the references do not hold: missing (zarrita fills it), except in the uint8 view of
+     * a struct array whose fill element is not one repeated byte, where the store writes the fill
+     * elements itself (uncompressed arrays) or refuses.
+     */
+    #missing(key, array, range) {
+        const info = array?.info;
+        const struct = info?.struct;
+        if (!this.#options.structAsBytes || struct === undefined || struct.fillByte !== undefined) {
+            return undefined;
+        }
+        if (!this.#isChunkKey(info, key))
+            return undefined;
+        const padding = info?.padding;
+        if (padding === undefined) {
+            throw new ReferenceFormatError(`chunk ${key} was never written and its struct fill value cannot be shown as bytes ` +
+                "of a compressed chunk; pass structAsBytes: false");
+        }
+        const fill = padWithFill(new Uint8Array(0), 0, padding.chunkBytes, padding.fillElement);
+        return sliceLogical(fill, range);
+    }
+    /** Layout of the struct array at `path` (its fields), or undefined for other arrays. */
+    structOf(path) {
+        return this.#arrayInfo(stripSlashes(path))?.struct?.layout;
+    }
+    /**
+     * The stored key of a chunk of a struct array's uint8 view: the view has one more axis (the
+     * element's bytes) of one chunk, so its chunk keys end in one more coordinate, always 0.
+     */
+    #storedKey(key) {
+        const info = this.#arrayOf(key)?.info;
+        if (info?.struct === undefined || this.#isChunkKey(info, key))
+            return key;
+        const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
+        const view = { ...info, shape: [...info.shape, info.struct.layout.itemSize] };
+        const coords = chunkCoordsFromKey(view, suffix);
+        if (coords === undefined || coords.pop() !== 0)
+            return key;
+        const sep = info.separator;
+        const tail = info.defaultEncoding
+            ? ["c", ...coords].join(sep)
+            : coords.length > 0
+                ? coords.join(sep)
+                : "0";
+        return info.path === "" ? tail : `${info.path}/${tail}`;
+    }
+    #isChunkKey(info, key) {
+        const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
+        return chunkCoordsFromKey(info, suffix) !== undefined;
+    }
+    /** A chunk without its Fletcher-32 checksum, which must match (the metadata zarrita sees
+     * lists no fletcher32 codec: see metadata-view.ts). */
+    #verifiedFletcher32(key, ref, stored) {
+        const where = ref.kind === "inline" ? "inline reference" : this.#absolute(ref.url);
+        if (stored.length < 4) {
+            throw new ChunkDecodeError(`${where}: chunk ${key} is shorter than its fletcher32 checksum`);
+        }
+        const n = stored.length - 4;
+        const expected = new DataView(stored.buffer, stored.byteOffset + n, 4).getUint32(0, true);
+        if (fletcher32(stored.subarray(0, n)) !== expected) {
+            throw new ChunkDecodeError(`${where}: chunk ${key} failed its fletcher32 checksum`);
+        }
+        return stored.slice(0, n);
+    }
+    /** The chunk's reference from its array's chunk index; undefined if never written. */
+    async #fromIndex(key) {
+        if (this.references.indexes.size === 0)
+            return undefined;
+        const array = this.#arrayOf(key);
+        if (array === undefined)
+            return undefined;
+        const path = array.info.path;
+        const entry = this.references.indexes.get(path);
+        if (entry === undefined)
+            return undefined;
+        const coords = chunkCoordsFromKey(array.info, path === "" ? key : key.slice(path.length + 1));
+        if (coords === undefined)
+            return undefined;
+        let index = this.#indexes.get(path);
+        if (index === undefined) {
+            const location = new URL(entry.index.replace(/\/?$/, "/"), this.#requireBase(path)).href;
+            const info = array.info;
+            const grid = info.shape.map((n, i) => {
+                const c = info.chunkShape[i];
+                return c > 0 ? Math.ceil(n / c) : 0;
+            });
+            index = new ChunkIndex(path, location, grid, (url, signal) => this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)), this.#options.indexCacheSize, entry.files);
+            this.#indexes.set(path, index);
+        }
+        const where = await index.locate(coords);
+        if (where === null)
+            return undefined;
+        return { kind: "range", url: entry.url, ...where };
+    }
+    /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
+    indexChunksFetched(path) {
+        return this.#indexes.get(stripSlashes(path))?.fetchedChunks ?? 0;
+    }
+    #requireBase(path) {
+        if (this.#baseUrl === undefined) {
+            throw new ReferenceFormatError(`the index of ${path} is relative: pass baseUrl`);
+        }
+        return this.#baseUrl;
+    }
+    /** The array a chunk key belongs to (the nearest node with a zarr.json), or undefined. */
+    #arrayOf(key) {
+        let cut = key.lastIndexOf("/");
+        while (cut >= -1) {
+            const path = cut < 0 ? "" : key.slice(0, cut);
+            const metaKey = path === "" ? "zarr.json" : `${path}/zarr.json`;
+            if (this.references.has(metaKey)) {
+                const info = this.#arrayInfo(path);
+                if (info === null)
+                    return undefined;
+                return { info, selection: this.references.selections.get(path) };
+            }
+            if (cut < 0)
+                break;
+            cut = key.lastIndexOf("/", cut - 1);
+        }
+        return undefined;
+    }
+    #arrayInfo(path) {
+        let info = this.#arrays.get(path);
+        if (info !== undefined)
+            return info;
+        info = null;
+        const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+        if (ref?.kind === "inline") {
+            const meta = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+            if (meta?.node_type === "array")
+                info = arrayInfoFromMetadata(path, meta);
+        }
+        this.#arrays.set(path, info);
+        return info;
+    }
+    /** A reference URL (templates expanded) made absolute: a relative one against baseUrl. */
+    #absolute(url) {
+        let out = this.#urls.get(url);
+        if (out !== undefined)
+            return out;
+        if (hasScheme(url))
+            out = url;
+        else if (this.#baseUrl !== undefined)
+            out = new URL(url, this.#baseUrl).href;
+        else
+            throw new ReferenceFormatError(`relative URL ${url} needs the baseUrl option`);
+        if (this.#urls.size > 10000)
+            this.#urls.clear();
+        this.#urls.set(url, out);
+        return out;
+    }
+    /**
+     * Read logical bytes `range` of a reference: through the array's selection, padded with fill
+     * bytes when the array is uncompressed and the bytes are short. An inline value holds the
+     * chunk's own bytes (no selection); a whole file read at once (`buffer`) is like a range.
+     */
+    async #readReference(key, ref, range, array, signal) {
+        const selection = ref.kind === "inline" ? undefined : array?.selection;
+        const padding = array?.info.padding;
+        if (ref.kind === "file") {
+            // A whole file of recorded size is a byte range: batched, checked, partially readable.
+            const size = this.#sources.get(this.#absolute(ref.url))?.size;
+            if (size !== undefined) {
+                const whole = { kind: "range", url: ref.url, offset: 0, size };
+                return this.#readReference(key, whole, range, array, signal);
+            }
+            const url = this.#absolute(ref.url);
+            if (selection === undefined && padding === undefined) {
+                if (range === null) {
+                    const physical = await this.#resolveUrl(url);
+                    return (await this.#batcher.limiter.run(() => this.#http.readWhole(url, physical, signal)));
+                }
+                return this.#readFileRange(url, range, signal);
+            }
+            const physical = await this.#resolveUrl(url);
+            const whole = (await this.#batcher.limiter.run(() => this.#http.readWhole(url, physical, signal)));
+            return this.#readReference(key, { kind: "buffer", bytes: whole }, range, array, signal);
+        }
+        const inMemory = ref.kind === "inline" || ref.kind === "buffer";
+        const physicalSize = inMemory ? ref.bytes.length : ref.size;
+        const fileSize = inMemory ? undefined : this.#sources.get(this.#absolute(ref.url))?.size;
+        if (!inMemory && fileSize !== undefined && ref.offset + ref.size > fileSize) {
+            throw new SourceError(`chunk ${key}: its reference (bytes ${ref.offset}-${ref.offset + ref.size - 1}) runs ` +
+                `past the end of the file (${fileSize} bytes recorded); the references do not match ` +
+                "the file", this.#absolute(ref.url));
+        }
+        const available = logicalSize(physicalSize, selection);
+        if (padding !== undefined && array !== undefined) {
+            this.#checkChunkSize(key, array.info, available, padding.chunkBytes);
+        }
+        const bound = array?.info.storedBound;
+        if (bound !== undefined && available > bound) {
+            throw new ChunkDecodeError(`chunk ${key}: its reference holds ${available} bytes, more than the ${bound} bytes any ` +
+                "chunk of its array compresses to; the references are damaged");
+        }
+        const total = padding?.chunkBytes ?? available;
+        const [start, end] = clampRange(range, total);
+        const dataEnd = Math.min(end, available);
+        let data;
+        if (dataEnd <= start) {
+            data = new Uint8Array(0);
+        }
+        else if (inMemory) {
+            const segments = mapLogicalRange(0, start, dataEnd, selection);
+            data = assembleSegments(segments, [{ offset: 0, end: ref.bytes.length }], [ref.bytes]);
+        }
+        else {
+            const url = this.#absolute(ref.url);
+            const segments = mapLogicalRange(ref.offset, start, dataEnd, selection);
+            const spans = spansFor(segments, this.#options.mergeGap);
+            const bodies = await Promise.all(spans.map((s) => this.#batcher.read(url, s.offset, s.end, signal).then((r) => r.bytes)));
+            checkShortBodies(key, url, spans, bodies, fileSize);
+            data = assembleSegments(segments, spans, bodies);
+            if (segments.length === 1 && data.length === bodies[0].length) {
+                data = bodies[0];
+            }
+        }
+        if (padding !== undefined)
+            return padWithFill(data, start, end, padding.fillElement);
+        if (data.length !== dataEnd - start) {
+            const where = ref.kind === "range" ? this.#absolute(ref.url) : undefined;
+            throw new SourceError(`chunk ${key}: the file ended after ${data.length} of ${dataEnd - start} bytes`, where);
+        }
+        return data;
+    }
+    /**
+     * The format's short-chunk rule for a chunk of an uncompressed array: at most a chunk's bytes,
+     * and fewer only where the elements left out all lie past the array's end (`neededBytes`),
+     * whatever part of the chunk is read. Never padded otherwise: a short chunk in the middle of
+     * an array is damage, not fill values.
+     */
+    #checkChunkSize(key, info, available, chunkBytes) {
+        const name = info.path === "" ? "the root array" : `array ${info.path}`;
+        if (available > chunkBytes) {
+            throw new ChunkDecodeError(`${name}: chunk ${key} holds ${available} bytes, more than the ${chunkBytes} of a chunk`);
+        }
+        if (available === chunkBytes)
+            return;
+        const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
+        const coords = chunkCoordsFromKey(info, suffix);
+        if (coords === undefined)
+            return;
+        const need = neededBytes(info, coords);
+        if (available < need) {
+            throw new ChunkDecodeError(`${name}: chunk ${key} holds ${available} bytes; a chunk holds ${chunkBytes}, and ` +
+                `fewer only where the elements left out lie past the array's end (at least ${need} ` +
+                "here): the references are damaged");
+        }
+    }
+    async #readFileRange(url, range, signal) {
+        if ("suffix" in range) {
+            const physical = await this.#resolveUrl(url);
+            const result = await this.#batcher.limiter.run(() => this.#http.readSuffix(url, physical, range.suffix, signal));
+            return result.bytes;
+        }
+        if (range.end <= range.start)
+            return new Uint8Array(0);
+        return (await this.#batcher.read(url, range.start, range.end, signal)).bytes;
+    }
+}
+/**
+ * Refuse bodies shorter than asked. References never run past the recorded end of a file (that
+ * is refused before any request), so a short answer is a fault or a changed file, never fill.
+ */
+function checkShortBodies(key, url, spans, bodies, fileSize) {
+    spans.forEach((span, n) => {
+        const got = bodies[n].length;
+        if (got === span.end - span.offset)
+            return;
+        const recorded = fileSize === undefined
+            ? "no size is recorded for the file, and a short read cannot be told from a fault"
+            : `the file's recorded size (${fileSize} bytes) says they are there`;
+        throw new SourceError(`chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; ${recorded}`, url);
+    });
+}
+/**
+ * The format's size-0 rule: `[url, 0, 0]` is a missing chunk (true: the key reads as absent, as
+ * VirtualiZarr writes missing chunks); size 0 at any other offset is malformed.
+ */
+function isEmptyReference(key, ref) {
+    if (ref.kind !== "range" || ref.size !== 0)
+        return false;
+    if (ref.offset === 0)
+        return true;
+    throw new ReferenceFormatError(`reference ${key}: size 0 at offset ${ref.offset} (only [url, 0, 0], a missing chunk, may ` +
+        "hold no bytes)");
+}
+function clampRange(range, total) {
+    if (range === null)
+        return [0, total];
+    if ("suffix" in range)
+        return [Math.max(0, total - range.suffix), total];
+    const start = Math.min(Math.max(0, range.start), total);
+    return [start, Math.max(start, Math.min(range.end, total))];
+}
+function sliceLogical(bytes, range) {
+    if (range === null)
+        return bytes;
+    const [start, end] = clampRange(range, bytes.length);
+    return bytes.slice(start, end);
+}

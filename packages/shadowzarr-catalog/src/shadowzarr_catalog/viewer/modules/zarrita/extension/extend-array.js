@@ -1,0 +1,4 @@
+import { applyExtensions } from "./extend.js";
+export function extendArray(array, ...extensions) {
+    return applyExtensions(array, extensions);
+}
