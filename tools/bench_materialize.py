@@ -150,9 +150,8 @@ def main() -> None:
         stop.set()
         server.join(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
-    print(
-        f"{args.mb} MiB, latency {args.latency * 1000:.0f} ms, bandwidth {'none' if not args.bandwidth else f'{args.bandwidth / 1e6:.0f} MB/s'}"
-    )
+    bandwidth = "none" if not args.bandwidth else f"{args.bandwidth / 1e6:.0f} MB/s"
+    print(f"{args.mb} MiB, latency {args.latency * 1000:.0f} ms, bandwidth {bandwidth}")
     print(f"{'reader':<22} {'seconds':>8} {'MB/s':>8} {'of limit':>9}")
     for name, seconds in results.items():
         rate = size / seconds / 1e6

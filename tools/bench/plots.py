@@ -84,7 +84,11 @@ def _legend(figure: Any, settings: list[dict[str, Any]], limit: bool) -> None:
             Patch(facecolor=LIMIT, edgecolor="#333333", hatch="xx", label="limit (plain ranges)")
         )
     figure.legend(
-        handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=9, frameon=False
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(len(handles), 3),
+        fontsize=9,
+        frameon=False,
     )
 
 
