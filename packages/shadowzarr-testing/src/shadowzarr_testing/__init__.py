@@ -21,7 +21,7 @@ from shadowzarr_testing.nginx import (
     NginxServer,
     find_nginx,
 )
-from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, ProxyError
+from shadowzarr_testing.proxy import DandiAsset, LatencyProxy, LatencyProxyError
 from shadowzarr_testing.raw_server import InFlight, RawRequest, RawServer, range_answer
 from shadowzarr_testing.s3 import MotoS3, MotoS3Error
 from shadowzarr_testing.tinyproxy import ProxiedRequest, TinyProxy, TinyProxyNotFoundError
@@ -33,13 +33,13 @@ __all__ = [
     "FaultRule",
     "InFlight",
     "LatencyProxy",
+    "LatencyProxyError",
     "MotoS3",
     "MotoS3Error",
     "NginxError",
     "NginxNotFoundError",
     "NginxServer",
     "ProxiedRequest",
-    "ProxyError",
     "QuietHandler",
     "RawRequest",
     "RawServer",

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from shadowzarr_testing.faults import FaultKind
 
-__all__ = ["DandiAsset", "LatencyProxy", "ProxyError"]
+__all__ = ["DandiAsset", "LatencyProxy", "LatencyProxyError"]
 
 _HOP_BY_HOP = frozenset(
     {
@@ -88,7 +88,7 @@ _S3_BAD_SIGNATURE = (
 )
 
 
-class ProxyError(RuntimeError):
+class LatencyProxyError(RuntimeError):
     """The proxy could not start or stop."""
 
 
@@ -230,7 +230,7 @@ class LatencyProxy:
     def start(self) -> LatencyProxy:
         """Start the loop thread and both listening sockets; return once they accept."""
         if self._thread is not None:
-            raise ProxyError("the proxy is already running")
+            raise LatencyProxyError("the proxy is already running")
         loop = asyncio.new_event_loop()
         thread = threading.Thread(
             target=loop.run_forever, name=f"LatencyProxy({self.upstream})", daemon=True

@@ -273,12 +273,12 @@ def generate_one(
     from shadowzarr_spec import UnsupportedDatasetWarning, write_rfs
     from shadowzarr_store.transport import TransportOptions
 
-    from shadowzarr.cli.sources import detect_format
+    from shadowzarr.cli.sources import command_format
 
     access = {k: v for k, v in (access or {}).items() if v is not None}
     sniff = TransportOptions(**access) if local_path is None else TransportOptions()
     kind = (
-        detect_format(local_path or source, sniff, raw_layout=raw is not None)
+        command_format(local_path or source, sniff, raw_layout=raw is not None)
         if format == "auto"
         else format
     )

@@ -25,7 +25,7 @@ from shadowzarr_store.transport.dandi import token_header
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-__all__ = ["detect_format", "expand_sources"]
+__all__ = ["command_format", "expand_sources"]
 
 DANDISET_MARKER = "/api/dandisets/"
 
@@ -41,7 +41,7 @@ def _through_transport[T](options: TransportOptions, use: Callable[[Transport], 
     return run_blocking(run())
 
 
-def detect_format(
+def command_format(
     source: str, options: TransportOptions | None = None, *, raw_layout: bool = False
 ) -> str:
     """``hdf5``, ``netcdf3``, ``tiff``, ``neo`` (a directory, or a file a NEO reader takes by
