@@ -81,6 +81,7 @@ def _write_version_2_directory(www: Path, base_url: str) -> dict[str, np.ndarray
             # the last slab holds the file's last 200 rows: its reference ends at the file's end
             "slabs/c/2/0": ["{{u0}}", 16 + 2 * 2400, 1200],
             "picked/zarr.json": _meta([300, 4], [128, 4], "int16", 0),
+            "picked/c/2/0": ["{{u1}}", 2 * 1280, 440],  # the last 44 records of 10 bytes
             "series/zarr.json": _meta([1000], [25], "float32", -1),
         },
         "gen": [
@@ -96,7 +97,7 @@ def _write_version_2_directory(www: Path, base_url: str) -> dict[str, np.ndarray
                 "url": "{{u1}}",
                 "offset": "{{i * 1280}}",
                 "length": "1280",
-                "dimensions": {"i": [0, 1, 2]},
+                "dimensions": {"i": [0, 1]},
             },
         ],
         "selections": {"picked": {"record_size": 10, "keep": [[0, 8]]}},
