@@ -190,3 +190,45 @@ def test_two_processes_reading_and_evicting_stay_consistent(
         assert worker.returncode == 0, err
         assert int(out.strip()) <= 64 * 1024
     assert LocalCache(cache_dir).size_bytes <= 64 * 1024
+
+
+_SIGNING_NAMES = (
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-Expires",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+)
+
+
+def _presigned(url: str, secret: str) -> str:
+    return (
+        f"{url}?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        f"&X-Amz-Credential=AKIA{secret}%2F20260101%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host"
+        f"&X-Amz-Signature={secret}0123456789abcdef"
+    )
+
+
+def test_no_signature_or_user_info_reaches_the_cache_file(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    """A presigned URL is read through, but its signing parameters and any user info are no
+    part of the cache's keys: two signatures of one object share its entries (ETag and size
+    still guard them), and nothing secret is written to disk."""
+    values = _values(nginx_root / "a.bin", 8)
+    signed = _presigned(nginx.url("a.bin"), "SECRETONE")
+    store = RfsStore(load_rfs(_document(signed, 8)), local_cache=LocalCache(tmp_path / "cache"))
+    np.testing.assert_array_equal(zarr.open_array(store, path="x")[:], values)
+    assert nginx.count() > 0
+    nginx.reset()
+    resigned = _presigned(nginx.url("a.bin"), "SECRETTWO").replace("://", "://reader:SECRETPW@", 1)
+    again = RfsStore(load_rfs(_document(resigned, 8)), local_cache=LocalCache(tmp_path / "cache"))
+    np.testing.assert_array_equal(zarr.open_array(again, path="x")[:], values)
+    assert nginx.count() == 0
+    assert again.stats.cache_hits == 8
+    written = b"".join(p.read_bytes() for p in (tmp_path / "cache").iterdir()).lower()
+    assert written  # the entries are there
+    for needle in ("SECRET", "reader", *_SIGNING_NAMES):
+        assert needle.lower().encode() not in written, needle

@@ -17,7 +17,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CacheDamagedWarning", "CacheUnavailableWarning", "LocalCache", "default_cache_dir"]
+from shadowzarr_spec.signed_urls import recorded_location
+
+from shadowzarr_store.transport.locations import redact
+
+__all__ = [
+    "CacheDamagedWarning",
+    "CacheUnavailableWarning",
+    "LocalCache",
+    "cache_location",
+    "default_cache_dir",
+]
 
 _FILE_NAME = "chunks.sqlite3"
 _SCHEMA = """
@@ -48,6 +58,13 @@ def default_cache_dir() -> Path:
     """``$SHADOWZARR_CACHE_DIR`` or ``~/.shadowzarr/cache``."""
     configured = os.environ.get("SHADOWZARR_CACHE_DIR")
     return Path(configured) if configured else Path.home() / ".shadowzarr" / "cache"
+
+
+def cache_location(url: str) -> str:
+    """``url`` as cache keys name it: without user info and signing parameters (two presigned
+    URLs of one object share its entries; the ETag and size recorded beside still guard them),
+    other credential-like query values masked. Nothing secret is written to a cache file."""
+    return redact(recorded_location(url))
 
 
 def _checksum(data: bytes) -> bytes:
@@ -202,7 +219,7 @@ class LocalCache:
 
         Entries are keyed by a source identity ``<url>\\0<etag>\\0<size>``, so a refresh that
         learns of a new version can drop the old bytes without knowing the old ETag."""
-        self._run("_forget", url)
+        self._run("_forget", cache_location(url))
 
     @property
     def size_bytes(self) -> int:

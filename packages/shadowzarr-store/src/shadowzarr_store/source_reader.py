@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from shadowzarr_spec import SourceInfo
 
+from shadowzarr_store.local_cache import cache_location
 from shadowzarr_store.merge import RangeMerger
 from shadowzarr_store.transport.client import Transport, close_all
-from shadowzarr_store.transport.locations import join_location, kind_of, redact
+from shadowzarr_store.transport.locations import join_location, kind_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -92,7 +93,7 @@ class SourceReader:
     def _identity(self, url: str, stamp: Stamp | None) -> str:
         info = self.source_info(url)
         text = (
-            f"{redact(self.absolute(url))}\x00{info.etag or ''}"
+            f"{cache_location(self.absolute(url))}\x00{info.etag or ''}"
             f"\x00{'' if info.size is None else info.size}"
             f"\x00{info.mtime_ns or ''}\x00{info.sample_hash or ''}"
         )

@@ -10,7 +10,9 @@ repr or a message, and nothing is written with them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
@@ -92,7 +94,7 @@ def build_store(
         return store
     config, client = dict(settings.config), dict(settings.client)
     if proxies is not None:
-        endpoint = config.get("endpoint") or _environment_endpoint(root)
+        endpoint = config.get("endpoint") or config.get("base_url") or _environment_endpoint(root)
         scheme = root.partition("://")[0]
         for name, value in _proxy_options(proxies, endpoint, scheme).items():
             client.setdefault(name, value)
@@ -116,8 +118,36 @@ def build_store(
         )
         return built
     except (BaseError, ValueError, TypeError) as exc:
-        # The message names keys, never values (obstore reports an unknown key by its name).
-        raise SourceError(f"{root}: cannot configure the object store: {_first_line(exc)}") from exc
+        # obstore reports an unknown key by its name; a credential it could not decode may be
+        # quoted in its message, so every value given is cut out of it.
+        said = _without_values(_first_line(exc), config)
+        raise SourceError(f"{root}: cannot configure the object store: {said}") from exc
+
+
+def _without_values(text: str, config: Mapping[str, Any]) -> str:
+    """``text`` with every configured value, and every value inside a JSON key given (as
+    text or as a file), shown as ``…``: an error message must not carry a credential."""
+    values: list[str] = []
+    for name, value in config.items():
+        values.append(str(value))
+        key_text = _key_file_text(value) if name in _KEY_FILES else str(value)
+        if key_text.lstrip().startswith("{"):
+            with contextlib.suppress(ValueError, AttributeError):
+                values.extend(str(v) for v in json.loads(key_text).values())
+    for value in sorted((v for v in values if len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, "…")
+    return text
+
+
+_KEY_FILES = frozenset({"service_account", "application_credentials"})
+
+
+def _key_file_text(path: Any) -> str:
+    try:
+        with open(str(path), encoding="utf-8") as file:
+            return file.read(1 << 20)
+    except (OSError, ValueError):
+        return ""
 
 
 def _environment_endpoint(root: str) -> str | None:

@@ -4,7 +4,9 @@ Users arrive with fsspec/s3fs options (``key``, ``secret``, ``token``, ``anon``,
 ``endpoint_url``, ``client_kwargs={"region_name": …, "endpoint_url": …}``, ``profile``,
 ``requester_pays``, ``config_kwargs``), with obstore's own keys (``access_key_id``,
 ``region``, ``endpoint``, ``skip_signature``, ``client_options``…), with an obstore store they
-built, or with nothing but the environment and ``~/.aws``. All of them are accepted:
+built, or with nothing but the environment and ``~/.aws``; for ``gs://`` and ``az://`` with
+gcsfs's and adlfs's names (`shadowzarr_store.transport.cloud_options`). All of them are
+accepted:
 
 - a mapping of options (either spelling, mixed);
 - an obstore store instance, for the bucket it was built for (refused for another: it would
@@ -33,6 +35,8 @@ from typing import Any
 
 from shadowzarr_spec import SourceAccessError, SourceError
 
+from shadowzarr_store.transport.cloud_options import azure_option, gcs_option
+
 __all__ = [
     "MissingCredentialsError",
     "StorageOptionsError",
@@ -52,6 +56,8 @@ _ALIASES = {
     "aws_session_token": "session_token",
     "region_name": "region",
 }
+_COMMON_ALIASES = {"endpoint_url": "endpoint"}
+"""The s3fs names that mean the same for every store (``token`` is S3's session token only)."""
 _CLIENT_KWARGS = {
     "region_name": "region",
     "endpoint_url": "endpoint",
@@ -186,10 +192,17 @@ def _normalised(
     provider = None
     profile: str | None = None
     instance_metadata = False
+    scheme = root.partition("://")[0]
+    cloud_option = {"gs": gcs_option, "az": azure_option}.get(scheme)
+    aliases = _ALIASES if scheme == "s3" else _COMMON_ALIASES
     for name, value in options.items():
         if name in _IGNORED:
             continue
-        if name == "anon":
+        mapped = cloud_option(root, name, value) if cloud_option is not None else None
+        if mapped is not None:
+            client.update(mapped.pop("client_options", {}))
+            config.update(mapped)
+        elif name == "anon":
             config["skip_signature"] = bool(value)
         elif name == "allow_http":
             client["allow_http"] = bool(value)
@@ -218,8 +231,8 @@ def _normalised(
         elif name == "instance_metadata":
             instance_metadata = bool(value)
         else:
-            config[_ALIASES.get(name, name)] = value
-    endpoint = config.get("endpoint")
+            config[aliases.get(name, name)] = value
+    endpoint = config.get("endpoint") or config.get("base_url")
     if isinstance(endpoint, str) and endpoint.lower().startswith("http://"):
         client.setdefault("allow_http", True)
     if root.startswith("s3://"):
