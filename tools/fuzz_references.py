@@ -106,6 +106,8 @@ def run_local(arguments: argparse.Namespace, work: Path, tally: Tally, log: Path
             print(f"... {done} cases", file=sys.stderr, flush=True)
         if done % 2000 == 0:  # the table so far: a run stopped early still reports what it saw
             print(f"after {done} cases:\n{tally.table()}", file=sys.stderr, flush=True)
+            for column, examples in tally.examples.items():
+                print(f"  {column}: {examples[0][:400]}", file=sys.stderr, flush=True)
 
 
 def run_network(arguments: argparse.Namespace, work: Path, tally: Tally, log: Path) -> None:
