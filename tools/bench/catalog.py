@@ -36,6 +36,7 @@ from typing import Any
 import h5py
 import numpy as np
 from server import BenchServer
+from shadowzarr_store.transport.pools import close_all_pools
 from venvs import VenvPeer, peer_python
 
 PROJECTED_ASSETS = 100_000
@@ -111,6 +112,9 @@ def build_archive(root: Path, assets: int, templates: int, megabytes: float) -> 
 def measured(
     server: BenchServer, method: str, count: int, run: Callable[[], Any], note: str = ""
 ) -> tuple[Result, Any]:
+    # every method starts cold: the process's shared pools would hand the next method the
+    # connections the last one opened (a real run opens its own)
+    close_all_pools()
     server.reset()
     cpu = time.process_time()
     start = time.perf_counter()

@@ -5,8 +5,14 @@
  * conventions it uses in its `zarr_conventions` attribute (an object with the convention's
  * uuid); only registered ones are decoded. The rules are Python's `decode_attributes`, checked
  * by the conformance cases of `shadowzarr_spec/conformance/attributes.json`.
+ *
+ * The Attribute Types convention records numbers' numpy types and shapes under
+ * `_ATTRIBUTE_TYPES` (`{name: {dtype: "<f4", shape: [1]}}`). JavaScript numbers have no width,
+ * so only the shape is applied here: a number recorded with shape `[1]` becomes `[number]`, as
+ * h5py (and Python's `decode_attributes`) give it; the record itself leaves the attributes.
  */
 import { base64Decode } from "./bytes.js";
+import { ReferenceFormatError } from "./errors.js";
 export const NON_FINITE_CONVENTION = {
     uuid: "4b1b3f0e-6a5e-5d8a-9c57-8c1a6a0e2f11",
     name: "non-finite-attributes",
@@ -15,7 +21,15 @@ export const BYTES_CONVENTION = {
     uuid: "9d2c6a57-0b8e-5f3c-a1e4-3e7b5c2d9f40",
     name: "bytes-attributes",
 };
+export const ATTRIBUTE_TYPES_CONVENTION = {
+    uuid: "c3a7e1d2-4f6b-5a8c-9e0d-2b7f4c1a6e93",
+    name: "attribute-types",
+};
+export const ATTRIBUTE_TYPES_KEY = "_ATTRIBUTE_TYPES";
 export const CONVENTIONS_KEY = "zarr_conventions";
+/** The largest element count a recorded shape may have (as in the Python reader). */
+const MAX_TYPED_ELEMENTS = 2 ** 24;
+const NUMBER_TYPE = /^[<>|]?[biufc][0-9]{1,2}$/;
 export const STR_PREFIX = "_str_";
 const BASE64_PREFIX = "base64:";
 export const NON_FINITE_WORDS = {
@@ -43,8 +57,10 @@ export function decodeAttributes(attributes) {
     const conventions = attributes[CONVENTIONS_KEY];
     const nonFinite = registers(conventions, NON_FINITE_CONVENTION);
     const bytes = registers(conventions, BYTES_CONVENTION);
-    if (!nonFinite && !bytes)
+    const typed = registers(conventions, ATTRIBUTE_TYPES_CONVENTION);
+    if (!nonFinite && !bytes && !typed) {
         return { ...attributes };
+    }
     const decodeValue = (value) => {
         if (typeof value === "string") {
             if (value.startsWith(STR_PREFIX))
@@ -72,8 +88,78 @@ export function decodeAttributes(attributes) {
         if (key !== CONVENTIONS_KEY)
             out[key] = decodeValue(value);
     }
-    const remaining = conventions.filter((e) => !isConvention(e, NON_FINITE_CONVENTION) && !isConvention(e, BYTES_CONVENTION));
+    if (typed && Object.prototype.hasOwnProperty.call(out, ATTRIBUTE_TYPES_KEY)) {
+        const recorded = out[ATTRIBUTE_TYPES_KEY];
+        delete out[ATTRIBUTE_TYPES_KEY];
+        applyShapes(out, recorded);
+    }
+    const remaining = conventions.filter((e) => !isConvention(e, NON_FINITE_CONVENTION) &&
+        !isConvention(e, BYTES_CONVENTION) &&
+        !isConvention(e, ATTRIBUTE_TYPES_CONVENTION));
     if (remaining.length > 0)
         out[CONVENTIONS_KEY] = remaining;
+    return out;
+}
+/** Give each recorded attribute its recorded shape (nested arrays; shape `[]`: one number). */
+function applyShapes(out, recorded) {
+    if (recorded === null || typeof recorded !== "object" || Array.isArray(recorded)) {
+        throw new ReferenceFormatError(`${ATTRIBUTE_TYPES_KEY} is not an object`);
+    }
+    if (recorded instanceof Uint8Array) {
+        throw new ReferenceFormatError(`${ATTRIBUTE_TYPES_KEY} is not an object`);
+    }
+    for (const [name, record] of Object.entries(recorded)) {
+        if (!Object.prototype.hasOwnProperty.call(out, name))
+            continue;
+        const shape = checkedShape(name, record);
+        const flat = [];
+        flatten(out[name], flat);
+        const complex = (record.dtype.match(/[biufc]/) ?? [""])[0] === "c";
+        if (!complex && !flat.every((v) => typeof v === "number" || typeof v === "boolean")) {
+            throw new ReferenceFormatError(`attribute ${JSON.stringify(name)} does not hold numbers`);
+        }
+        const count = shape.reduce((a, b) => a * b, 1);
+        if (flat.length !== count) {
+            throw new ReferenceFormatError(`attribute ${JSON.stringify(name)} holds ${flat.length} numbers, its recorded shape ` +
+                `[${shape.join(", ")}] ${count}`);
+        }
+        out[name] = nest(flat, shape);
+    }
+}
+function checkedShape(name, record) {
+    const where = `${ATTRIBUTE_TYPES_KEY}[${JSON.stringify(name)}]`;
+    if (record === null || typeof record !== "object" || Array.isArray(record)) {
+        throw new ReferenceFormatError(`${where} is not an object`);
+    }
+    const { dtype, shape } = record;
+    if (typeof dtype !== "string" || !NUMBER_TYPE.test(dtype) || !Array.isArray(shape)) {
+        throw new ReferenceFormatError(`${where} needs a number's dtype and a shape`);
+    }
+    if (!shape.every((n) => Number.isSafeInteger(n) && n >= 0) || shape.length > 32) {
+        throw new ReferenceFormatError(`${where}: bad shape`);
+    }
+    const dims = shape;
+    if (dims.reduce((a, b) => a * b, 1) > MAX_TYPED_ELEMENTS) {
+        throw new ReferenceFormatError(`${where}: shape too large`);
+    }
+    return dims;
+}
+function flatten(value, into) {
+    if (Array.isArray(value)) {
+        for (const item of value)
+            flatten(item, into);
+    }
+    else {
+        into.push(value);
+    }
+}
+function nest(flat, shape) {
+    if (shape.length === 0)
+        return flat[0];
+    const [first, ...rest] = shape;
+    const step = rest.reduce((a, b) => a * b, 1);
+    const out = [];
+    for (let i = 0; i < first; i += 1)
+        out.push(nest(flat.slice(i * step, (i + 1) * step), rest));
     return out;
 }
