@@ -18,6 +18,7 @@ from shadowzarr_spec import (
     ShadowzarrError,
     UnsupportedFeatureError,
     array_info,
+    parse_json,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key, join
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
@@ -287,6 +288,7 @@ class RfsStore(Store):
         self._index_only: dict[str, bool] = {}
         self._sorted_keys: list[str] = []
         self._sorted_count = -1
+        self._node_paths_of: tuple[int, frozenset[str]] = (-1, frozenset())
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -933,6 +935,32 @@ class RfsStore(Store):
             self._sorted_count = len(refs)
         return self._sorted_keys
 
+    def _node_paths(self) -> frozenset[str]:
+        """Every path that holds a node (a ``zarr.json`` in refs) or lies above one."""
+        keys = self._keys()
+        if self._node_paths_of[0] != len(keys):
+            paths: set[str] = set()
+            for key in keys:
+                if key == "zarr.json" or key.endswith("/zarr.json"):
+                    path = key[: -len("zarr.json")].rstrip("/")
+                    while path and path not in paths:
+                        paths.add(path)
+                        path = path.rpartition("/")[0]
+            self._node_paths_of = (len(keys), frozenset(paths))
+        return self._node_paths_of[1]
+
+    def _is_group(self, path: str) -> bool:
+        """Whether ``path`` holds group metadata (its ``zarr.json``, inline, says ``group``):
+        any other key stays a plain store key, listed as it is."""
+        ref = self._rfs.refs.get(join(path, "zarr.json"))
+        if not isinstance(ref, InlineRef):
+            return False
+        try:
+            document = parse_json(ref.data)
+        except ShadowzarrError:
+            return False
+        return isinstance(document, dict) and document.get("node_type") == "group"
+
     async def list(self) -> AsyncIterator[str]:
         async for key in self.list_prefix(""):
             yield key
@@ -1030,6 +1058,12 @@ class RfsStore(Store):
                     key = join(chunk_root, *map(str, coords))
                     if key.startswith(start):
                         names.add(key[len(start) :].split("/", 1)[0])
+        if self._is_group(base):
+            # a group's members are the names that hold a node: a stray key (a hostile or
+            # damaged file's) is no member, and zarr's member walk would leave its KeyError
+            # unretrieved when another member fails
+            nodes = self._node_paths()
+            names = {n for n in names if n == "zarr.json" or join(base, n) in nodes}
         for name in sorted(names):
             yield name
 
