@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import tifffile
 from shadowzarr_hdf5 import generate_rfs
-from shadowzarr_spec import UnsupportedDatasetWarning, load_rfs, write_rfs
+from shadowzarr_spec import ConventionTypeWarning, UnsupportedDatasetWarning, load_rfs, write_rfs
+from shadowzarr_spec.hdf5_types import convention_datasets
 from shadowzarr_store import RfsStore, open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
 from shadowzarr_testing.hdf5_compare import compare_hdf5
@@ -317,10 +318,15 @@ def test_writer_files_read_back_equal(tmp_path: Path, name: str) -> None:
     expected = EXPECTED[name]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnsupportedDatasetWarning)
+        warnings.simplefilter("always", ConventionTypeWarning)
         rfs = generate_rfs(path)
     omitted = {p for p, outcome in expected.items() if outcome == "omitted"}
     policy = [w for w in caught if issubclass(w.category, UnsupportedDatasetWarning)]
     assert len(policy) == (1 if omitted else 0)
+    conventions = [str(w.message) for w in caught if issubclass(w.category, ConventionTypeWarning)]
+    named = convention_datasets(rfs)
+    assert len(conventions) == (1 if named else 0)
+    assert all(f"{p} ({attribute})" in conventions[0] for p, attribute in named.items())
     out = tmp_path / "refs.shadowzarr"
     write_rfs(rfs, out)
     loaded = load_rfs(out)

@@ -7,6 +7,7 @@ import math
 import socket
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ import h5py
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import UnsupportedFeatureError, decode_attributes
+from shadowzarr_spec import ConventionTypeWarning, UnsupportedFeatureError, decode_attributes
+from shadowzarr_spec.hdf5_types import convention_datasets
 from shadowzarr_testing.compare import assert_array_equal_exact
 from shadowzarr_testing.hdf5_compare import check_number_type
 
@@ -51,6 +53,20 @@ def write(tmp_path: Path, name: str, writer: Any, libver: str | None = None) -> 
     return path
 
 
+def generate_named(path: Path, **options: Any) -> Any:
+    """generate_rfs, checking that its ConventionTypeWarning names exactly the datasets stored
+    under a type convention (and that there is none when no dataset is)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConventionTypeWarning)
+        rfs = generate_rfs(path, **options)
+    named = [str(w.message) for w in caught if issubclass(w.category, ConventionTypeWarning)]
+    found = convention_datasets(rfs)
+    assert len(named) == (1 if found else 0)
+    for dataset, attribute in found.items():
+        assert f"{dataset} ({attribute})" in named[0]
+    return rfs
+
+
 def _cases() -> list[Any]:
     cases = []
     for name in corpus.WRITERS:
@@ -66,7 +82,7 @@ def test_corpus_file_reads_back_equal(
 ) -> None:
     path = write(tmp_path, name, corpus.WRITERS[name], libver)
     # Everything referenced (nothing inlined), with chunk indexes for all but the smallest.
-    rfs = generate_rfs(path, inline_threshold=0, chunk_index_threshold=50)
+    rfs = generate_named(path, inline_threshold=0, chunk_index_threshold=50)
     compare_file(path, open_refs(rfs))
 
 
@@ -83,7 +99,7 @@ def test_default_options_inline_small_datasets(tmp_path: Path, open_refs: Any, n
 def test_independent_reader_agrees(tmp_path: Path, materialize_refs: Any, name: str) -> None:
     """Every chunk listed (version 1), read without RfsStore: what any kerchunk reader sees."""
     path = write(tmp_path, name, corpus.WRITERS[name])
-    rfs = generate_rfs(path, inline_threshold=0, chunk_index_threshold=None)
+    rfs = generate_named(path, inline_threshold=0, chunk_index_threshold=None)
     compare_file(path, materialize_refs(rfs))
 
 

@@ -16,7 +16,11 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
-from shadowzarr_spec import UnsupportedDatasetWarning, UnsupportedFeatureError
+from shadowzarr_spec import (
+    ConventionTypeWarning,
+    UnsupportedDatasetWarning,
+    UnsupportedFeatureError,
+)
 from shadowzarr_testing.compare import assert_array_equal_exact
 from shadowzarr_testing.hdf5_compare import compare_hdf5
 
@@ -155,7 +159,10 @@ def test_types_no_reference_holds_cost_their_dataset_only(tmp_path: Path, open_r
         rows = f.create_dataset("sequences", shape=(3,), dtype=h5py.vlen_dtype("f4"))
         rows[0], rows[2] = np.array([1.0, 2.0], "f4"), np.array([3.0], "f4")
         f["plain"] = np.arange(5)
-    with pytest.warns(UnsupportedDatasetWarning, match="pair"):
+    with (
+        pytest.warns(UnsupportedDatasetWarning, match="pair"),
+        pytest.warns(ConventionTypeWarning, match=r"scalar_sequence .*; sequences "),
+    ):
         rfs, root = _generated(path, open_refs)
     assert set(rfs.unsupported) == {"pair"}
     assert "variable-length sequences" in rfs.unsupported["pair"].reason

@@ -58,7 +58,13 @@ from .netcdf3 import add_netcdf3, is_netcdf3
 from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
-from .unsupported import as_unsupported, handle_unsupported, record_refused, warn_omitted
+from .unsupported import (
+    as_unsupported,
+    handle_unsupported,
+    record_refused,
+    warn_conventions,
+    warn_omitted,
+)
 
 __all__ = ["ProgressCallback", "generate_rfs"]
 
@@ -209,6 +215,7 @@ def generate_rfs(
         bare = is_nwb(file) if bare_non_finite is None else bare_non_finite
     rfs = builder.build()
     warn_omitted(rfs.omitted, url)
+    warn_conventions(rfs, url)
     return bare_non_finite_attributes(rfs) if bare else rfs
 
 

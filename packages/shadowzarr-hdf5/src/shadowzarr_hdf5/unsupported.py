@@ -17,16 +17,25 @@ from typing import Any
 
 from shadowzarr_spec import (
     BuilderError,
+    ConventionTypeWarning,
+    ReferenceFileSystem,
     RfsBuilder,
     ShadowzarrError,
     UnsupportedDatasetWarning,
     UnsupportedFeatureError,
 )
+from shadowzarr_spec.hdf5_types import convention_datasets
 
 from .context import Options, Source
 from .datasets import add_decoded
 
-__all__ = ["as_unsupported", "handle_unsupported", "record_refused", "warn_omitted"]
+__all__ = [
+    "as_unsupported",
+    "handle_unsupported",
+    "record_refused",
+    "warn_conventions",
+    "warn_omitted",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +107,23 @@ def warn_omitted(builder_omitted: dict[str, str], where: str) -> None:
     warnings.warn(
         f"{where}: {len(builder_omitted)} dataset(s) left out of the references ({listed})",
         UnsupportedDatasetWarning,
+        stacklevel=3,
+    )
+
+
+def warn_conventions(rfs: ReferenceFileSystem, where: str) -> None:
+    """One warning naming every dataset stored under a type convention (raw records with
+    ``_STRUCTURED_DTYPE``, sequences with ``_VLEN_DTYPE``), which plain Zarr readers see as
+    bytes."""
+    found = convention_datasets(rfs)
+    if not found:
+        return
+    listed = "; ".join(f"{path} ({attribute})" for path, attribute in found.items())
+    warnings.warn(
+        f"{where}: {len(found)} dataset(s) of types Zarr v3 cannot name, stored under a "
+        f"shadowzarr convention that plain Zarr readers see as bytes ({listed}); "
+        "shadowzarr_spec.hdf5_types.read_native reads them as h5py does",
+        ConventionTypeWarning,
         stacklevel=3,
     )
 

@@ -15,6 +15,7 @@ from shadowzarr_spec.chunk_index import index_array_metadata, index_chunk_shape
 from shadowzarr_spec.errors import (
     BuilderError,
     ChunkDecodeError,
+    ConventionTypeWarning,
     DatasetNotFoundError,
     GenExpressionError,
     NotVirtualizable,
@@ -59,6 +60,7 @@ __all__ = [
     "ArrayInfo",
     "BuilderError",
     "ChunkDecodeError",
+    "ConventionTypeWarning",
     "DatasetNotFoundError",
     "Dimension",
     "FileRef",

@@ -24,6 +24,8 @@ any URL in it and credential-like query values (signatures, tokens, keys) are re
 
 ``UnsupportedDatasetWarning`` (a ``UserWarning``) says that a generator left datasets out or
 inlined them instead of refusing the whole file; the references record which and why.
+``ConventionTypeWarning`` (a ``UserWarning``) names datasets stored under a shadowzarr type
+convention (``_STRUCTURED_DTYPE``, ``_VLEN_DTYPE``): a plain Zarr reader sees their bytes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Final
 __all__ = [
     "BuilderError",
     "ChunkDecodeError",
+    "ConventionTypeWarning",
     "DatasetNotFoundError",
     "GenExpressionError",
     "NotVirtualizable",
@@ -119,3 +122,9 @@ class ChunkDecodeError(SourceError):
 
 class UnsupportedDatasetWarning(UserWarning):
     """Some datasets could not be referenced and were omitted (or inlined) instead."""
+
+
+class ConventionTypeWarning(UserWarning):
+    """Some datasets have a type Zarr v3 cannot name (compounds with array fields, sequences of
+    numbers); they are stored under a documented convention, which a plain Zarr reader sees as
+    bytes and ``shadowzarr_spec.hdf5_types.read_native`` decodes."""

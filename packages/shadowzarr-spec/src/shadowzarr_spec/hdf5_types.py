@@ -11,22 +11,35 @@ string (``"<f8"``, ``"|S1"``), ``[format, shape]`` for an array field, or a nest
 ``variable_length_bytes`` (codec ``vlen-bytes``), each element the sequence's values as bytes of
 the numpy type in the attribute ``_VLEN_DTYPE`` (for example ``"<i4"``); :func:`as_sequences`
 gives them back as h5py does, an object array of one numpy array per element.
+
+Compounds Zarr can name (numbers, fixed-size strings and nested compounds of those) are Zarr
+``struct`` arrays, which zarr-python reads as numpy structured arrays with no convention.
+:func:`read_native` reads any array as h5py would, whichever of these it is, and
+:func:`convention_datasets` lists the arrays of a reference file that need it (generators name
+them in a ``ConventionTypeWarning``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from shadowzarr_spec.errors import ReferenceFormatError
+from shadowzarr_spec.file_refs import InlineRef
+from shadowzarr_spec.json_text import parse_json
+
+if TYPE_CHECKING:
+    from shadowzarr_spec.model import ReferenceFileSystem
 
 __all__ = [
     "STRUCTURED_DTYPE_ATTR",
     "VLEN_DTYPE_ATTR",
     "as_sequences",
     "as_structured",
+    "convention_datasets",
+    "read_native",
     "structured_descr",
     "structured_dtype",
 ]
@@ -99,8 +112,53 @@ def as_sequences(values: Any, attributes: Mapping[str, Any]) -> np.ndarray:
     stored = np.asarray(values, dtype=object)
     out = np.empty(stored.shape, dtype=object)
     for index, item in np.ndenumerate(stored):
-        data = bytes(item)
+        data = _element_bytes(item)
         if len(data) % base.itemsize:
             raise ReferenceFormatError(f"{len(data)} bytes are not {base} values")
         out[index] = np.frombuffer(data, dtype=base).copy()
     return out
+
+
+def _element_bytes(item: Any) -> bytes:
+    """One stored element's bytes; zarr-python wraps a single element in 0-d object arrays, and
+    ``bytes()`` of anything but bytes would give its memory, not its value."""
+    while isinstance(item, np.ndarray) and item.ndim == 0:
+        item = item[()]
+    if not isinstance(item, bytes | np.bytes_):
+        raise ReferenceFormatError(f"a sequence stored as {type(item).__name__}, not bytes")
+    return bytes(item)
+
+
+def read_native(array: Any, selection: Any = Ellipsis) -> Any:
+    """``array[selection]`` (a zarr array, or anything indexed the same way with ``attrs``) as
+    h5py reads it: raw records as their structured dtype, sequences as an object array of numpy
+    arrays (one sequence alone for a scalar), any other array unchanged."""
+    attributes = array.attrs
+    values = array[selection]
+    if STRUCTURED_DTYPE_ATTR in attributes:
+        return as_structured(values, attributes)
+    if VLEN_DTYPE_ATTR in attributes:
+        sequences = as_sequences(values, attributes)
+        return sequences[()] if sequences.ndim == 0 else sequences
+    return values
+
+
+def convention_datasets(rfs: ReferenceFileSystem) -> dict[str, str]:
+    """Path → convention attribute (``_STRUCTURED_DTYPE``, ``_VLEN_DTYPE``) of each array that
+    a plain Zarr reader sees as bytes."""
+    found: dict[str, str] = {}
+    for key, ref in rfs.refs.items():
+        if not (key == "zarr.json" or key.endswith("/zarr.json")) or not isinstance(ref, InlineRef):
+            continue
+        text = bytes(ref.data)
+        if b"_STRUCTURED_DTYPE" not in text and b"_VLEN_DTYPE" not in text:
+            continue
+        document = parse_json(text)
+        if not isinstance(document, dict) or document.get("node_type") != "array":
+            continue
+        attributes = document.get("attributes") or {}
+        path = key[: -len("zarr.json")].rstrip("/")
+        for name in (STRUCTURED_DTYPE_ATTR, VLEN_DTYPE_ATTR):
+            if isinstance(attributes, dict) and name in attributes:
+                found[path] = name
+    return found

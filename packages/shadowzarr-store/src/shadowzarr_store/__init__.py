@@ -7,10 +7,12 @@ from typing import Any
 
 from shadowzarr_spec.errors import (
     ChunkDecodeError,
+    ConventionTypeWarning,
     SourceChangedError,
     SourceError,
     SourceNotFoundError,
 )
+from shadowzarr_spec.hdf5_types import read_native
 
 from shadowzarr_store.dask_arrays import to_dask
 from shadowzarr_store.local_cache import CacheDamagedWarning, CacheUnavailableWarning, LocalCache
@@ -35,6 +37,7 @@ __all__ = [
     "CacheDamagedWarning",
     "CacheUnavailableWarning",
     "ChunkDecodeError",
+    "ConventionTypeWarning",
     "LocalCache",
     "MaterializeError",
     "MaterializeLimitError",
@@ -52,6 +55,7 @@ __all__ = [
     "open_rfs",
     "open_rfs_array",
     "open_rfs_store",
+    "read_native",
     "to_dask",
     "write_rfs",
 ]
