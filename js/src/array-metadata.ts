@@ -44,6 +44,8 @@ export interface ArrayInfo {
    * store then serves missing chunks itself).
    */
   readonly struct?: { layout: StructLayout; fillByte?: number };
+  /** For a `variable_length_bytes` array: its `_VLEN_DTYPE` attribute, as stored. */
+  readonly vlenDtype?: unknown;
   /**
    * The most bytes a stored chunk of this array can hold when every codec is one whose growth
    * is known (undefined otherwise): a reference claiming more is damaged and refused before any
@@ -311,6 +313,10 @@ export function arrayInfoFromMetadata(path: string, meta: Record<string, unknown
     defaultEncoding,
     checksummed: endsWithFletcher32(codecs),
   };
+  const attributes = meta.attributes as Record<string, unknown> | undefined;
+  if (meta.data_type === "variable_length_bytes" && attributes?._VLEN_DTYPE !== undefined) {
+    info.vlenDtype = attributes._VLEN_DTYPE;
+  }
   const layout = structLayout(meta);
   if (layout !== undefined) {
     const element = fillElementBytes(

@@ -1,12 +1,15 @@
 /**
  * shadowzarr for JavaScript: a zarrita.js store that reads shadowzarr reference files.
- * Importing it registers the `numcodecs.fletcher32` codec with zarrita.
+ * Importing it registers the `numcodecs.fletcher32` and `shadowzarr.vlen-bytes` codecs with
+ * zarrita.
  *
  * @module
  */
 import { registerFletcher32 } from "./fletcher32.js";
+import { registerVlenBytes } from "./sequences.js";
 
 registerFletcher32();
+registerVlenBytes();
 
 export { decodeAttributes, BYTES_CONVENTION, NON_FINITE_CONVENTION } from "./attributes.js";
 export type { DecodedAttribute } from "./attributes.js";
@@ -34,7 +37,19 @@ export {
 export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
 export type { RfsJson } from "./references.js";
 export {
+  decodeSequences,
+  registerVlenBytes,
+  type SequenceType,
+  sequenceType,
+  VLEN_BYTES_CODEC,
+  VLEN_DTYPE,
+  VlenBytesCodec,
+} from "./sequences.js";
+export {
+  type DecodedStruct,
   decodeStruct,
+  recordLayout,
+  STRUCTURED_DTYPE,
   structFields,
   type StructField,
   type StructLayout,

@@ -25,6 +25,7 @@ import { HttpReader, type SourceInfo } from "./http.js";
 import { fletcher32 } from "./fletcher32.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { metadataForZarrita } from "./metadata-view.js";
+import { type SequenceType, sequenceType } from "./sequences.js";
 import type { StructLayout } from "./struct.js";
 import { type Reference, References, type RfsJson, stripSlashes } from "./references.js";
 
@@ -224,9 +225,21 @@ export class ReferenceStore implements AsyncReadable {
     return sliceLogical(fill, range);
   }
 
-  /** Layout of the struct array at `path` (its fields), or undefined for other arrays. */
+  /**
+   * Layout of the struct array at `path` (its fields), or of the records of a `raw_bytes` array
+   * with `_STRUCTURED_DTYPE`; undefined for other arrays.
+   */
   structOf(path: string): StructLayout | undefined {
     return this.#arrayInfo(stripSlashes(path))?.struct?.layout;
+  }
+
+  /**
+   * The values' type of the sequence array at `path` (its `_VLEN_DTYPE`), for
+   * `decodeSequences`; undefined for other arrays.
+   */
+  sequencesOf(path: string): SequenceType | undefined {
+    const info = this.#arrayInfo(stripSlashes(path));
+    return info?.vlenDtype === undefined ? undefined : sequenceType(info.vlenDtype);
   }
 
   /**

@@ -93,6 +93,52 @@ export async function attributeOutcome(openCase, zarr, decodeAttributes, c) {
   }
 }
 
+/**
+ * An array read as h5py reads it, in the suite's JSON form (`conformance.native_form` in
+ * Python): records through `decodeStruct`, sequences through `decodeSequences`.
+ */
+export async function typesOutcome(openCase, zarr, shadowzarr, c) {
+  try {
+    const { store } = await openCase(c);
+    const array = await zarr.open.v3(zarr.root(store).resolve(c.node), { kind: "array" });
+    const layout = store.structOf(c.node);
+    if (layout !== undefined) {
+      return recordsForm(shadowzarr.decodeStruct(await zarr.get(array, null), layout), layout);
+    }
+    const type = store.sequencesOf(c.node);
+    if (type === undefined) return { error: "not records or sequences" };
+    const { shape, sequences } = shadowzarr.decodeSequences(await zarr.get(array, null), type);
+    const names = new Set(sequences.map((s) => s.constructor.name));
+    const plain = (values) => Array.from(values, Number);
+    return {
+      shape,
+      dtype: names.size === 1 ? type.dataType : "mixed",
+      sequences: sequences.map(plain),
+    };
+  } catch (error) {
+    return { error: errorName(error) };
+  }
+}
+
+function recordsForm(decoded, layout) {
+  const fields = {};
+  for (const field of layout.fields) {
+    const values = decoded.fields[field.name];
+    if (field.layout !== undefined) {
+      fields[field.name] = recordsForm(values, field.layout);
+    } else if (typeof field.dataType !== "string") {
+      const size = field.size / (field.shape ?? []).reduce((a, b) => a * b, 1);
+      const out = [];
+      for (let i = 0; i < values.length; i += size)
+        out.push({ $bytes: hex(values.subarray(i, i + size)) });
+      fields[field.name] = out;
+    } else {
+      fields[field.name] = Array.from(values, Number);
+    }
+  }
+  return { shape: decoded.shape, fields };
+}
+
 /** A fetch that logs [path relative to `base`, start, end) of each request, then fetches. */
 export function loggingFetch(base, requests, inner) {
   return (request) => {

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as zarr from "zarrita";
 import { compileExpression } from "../dist/arithmetic.js";
+import * as shadowzarr from "../dist/node.js";
 import { decodeAttributes, localFileFetch, ReferenceStore } from "../dist/node.js";
 import { expectedBytes, load, writeCaseDirectory } from "./conformance.mjs";
 import {
@@ -16,6 +17,7 @@ import {
   hex,
   loggingFetch,
   malformedOutcome,
+  typesOutcome,
 } from "./conformance-outcomes.mjs";
 
 /** `openCase` for cases written into `directory`. */
@@ -48,6 +50,8 @@ export const malformed = (c, directory) => malformedOutcome(onDisk(directory), c
 export const attributes = (c, directory) =>
   attributeOutcome(onDisk(directory), zarr, decodeAttributes, c);
 
+export const types = (c, directory) => typesOutcome(onDisk(directory), zarr, shadowzarr, c);
+
 /** Every outcome of the suite, keyed by suite, in case order. */
 export async function allOutcomes(outDir) {
   rmSync(outDir, { recursive: true, force: true });
@@ -57,6 +61,7 @@ export async function allOutcomes(outDir) {
     ["documents", documents],
     ["malformed", malformed],
     ["attributes", attributes],
+    ["types", types],
   ]) {
     result[name] = [];
     for (const [i, c] of load(name).cases.entries()) {

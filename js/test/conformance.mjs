@@ -13,7 +13,7 @@ export const CONFORMANCE_DIR = resolve(
   "../../packages/shadowzarr-spec/src/shadowzarr_spec/conformance",
 );
 
-export const SUITES = ["gen_expressions", "documents", "malformed", "attributes"];
+export const SUITES = ["gen_expressions", "documents", "malformed", "attributes", "types"];
 
 export function load(name) {
   return JSON.parse(readFileSync(join(CONFORMANCE_DIR, `${name}.json`), "utf8"));

@@ -155,6 +155,45 @@ def write_text_compounds(data_dir: Path, refs_dir: Path) -> list[dict[str, Any]]
     return out
 
 
+def write_type_conventions(data_dir: Path, refs_dir: Path) -> list[dict[str, Any]]:
+    """Compounds with array fields (a pandas table through PyTables, a nested record) and
+    sequences of numbers, which the HDF5 generator stores under the type conventions
+    (``_STRUCTURED_DTYPE`` records pointing into the file, ``_VLEN_DTYPE`` sequences inline).
+    Returns each array's path and what h5py reads, in the conformance suite's form."""
+    import warnings
+
+    import pandas as pd
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_spec import ConventionTypeWarning
+    from shadowzarr_spec.conformance import native_form
+
+    path = data_dir / "type_conventions.h5"
+    frame = pd.DataFrame({"a": np.arange(30.0) / 3, "b": np.arange(30.0) ** 2, "k": np.arange(30)})
+    frame.to_hdf(path, key="frame", format="table")
+    deep = np.dtype([("id", "<u1"), ("sub", [("grid", "<u2", (2, 2)), ("weight", ">f4")])])
+    with h5py.File(path, "a") as f:
+        f["deep"] = np.array([(1, ([[1, 2], [3, 4]], 1.5)), (2, ([[5, 6], [7, 8]], -2.5))], deep)
+        floats = f.create_dataset("floats", shape=(4,), chunks=(3,), dtype=h5py.vlen_dtype("<f4"))
+        floats[0], floats[3] = np.array([1.5, -2.0], "f4"), np.arange(9, dtype="f4")
+        longs = f.create_dataset("longs", shape=(2, 2), dtype=h5py.vlen_dtype("<i8"))
+        longs[0, 0], longs[1, 1] = np.array([2**40, -1], "i8"), np.arange(5, dtype="i8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConventionTypeWarning)
+        rfs = generate_rfs(
+            GENERATED_URL.replace("h5data.h5", path.name),
+            local_hdf5_path=path,
+            inline_threshold=0,
+            record_source=False,
+        )
+    write_rfs(rfs, refs_dir / "type_conventions.shadowzarr")
+    out = []
+    with h5py.File(path, "r") as f:
+        for name in ("frame/table", "deep", "floats", "longs"):
+            values = f[name][()]
+            out.append({"path": name, "expect": native_form(values)})
+    return out
+
+
 def vlen_utf8(values: list[str]) -> bytes:
     """Zarr's vlen-utf8 encoding: item count, then (length, bytes) per item, uint32 LE."""
     parts = [np.uint32(len(values)).tobytes()]
@@ -489,6 +528,7 @@ def main(out: Path) -> None:
     sharded = write_sharded(data_dir, refs_dir)
     cells = write_rechunked_indexes(data_dir, refs_dir)
     text_structs = write_text_compounds(data_dir, refs_dir)
+    conventions = write_type_conventions(data_dir, refs_dir)
     write_generated_hdf5_refs(h5, refs_dir)
 
     # A legacy file: Python's json with bare NaN/Infinity tokens, in metadata and at top level.
@@ -596,6 +636,11 @@ def main(out: Path) -> None:
             "refs": "refs/text_compound.shadowzarr",
             "placeholder": GENERATED_URL.removesuffix("data/h5data.h5"),
             "structs": text_structs,
+        },
+        "type_conventions": {
+            "refs": "refs/type_conventions.shadowzarr",
+            "placeholder": GENERATED_URL.removesuffix("data/h5data.h5"),
+            "conventions": conventions,
         },
         "rechunked_index": {
             "refs": ["refs/rechunked_index.shadowzarr", "refs/strange_index.shadowzarr"],

@@ -11,7 +11,14 @@ import { MAX_DEPTH, MAX_EXPRESSION_LENGTH, MAX_MAGNITUDE } from "../../dist/arit
 import { MAX_GEN_DIMENSIONS } from "../../dist/gen.js";
 import { MAX_KEY_LENGTH } from "../../dist/keys.js";
 import { caseCount, caseFiles, jsErrorName, load } from "../conformance.mjs";
-import { attributes, documents, expectedRead, expression, malformed } from "../conformance-run.mjs";
+import {
+  attributes,
+  documents,
+  expectedRead,
+  expression,
+  malformed,
+  types,
+} from "../conformance-run.mjs";
 
 const OUT = resolve(process.env.SHADOWZARR_FIXTURES ?? "test-output/fixtures", "..", "conformance");
 rmSync(OUT, { recursive: true, force: true });
@@ -70,6 +77,16 @@ describe("attributes", () => {
   load("attributes").cases.forEach((c, i) => {
     test(`${i}: ${c.name}`, async () => {
       const got = await attributes(c, join(OUT, `attributes-${i}`));
+      const wanted = "error" in c.expect ? { error: jsErrorName(c.expect.error) } : c.expect;
+      assert.deepEqual(got, wanted, c.why);
+    });
+  });
+});
+
+describe("types", () => {
+  load("types").cases.forEach((c, i) => {
+    test(`${i}: ${c.name}`, async () => {
+      const got = await types(c, join(OUT, `types-${i}`));
       const wanted = "error" in c.expect ? { error: jsErrorName(c.expect.error) } : c.expect;
       assert.deepEqual(got, wanted, c.why);
     });

@@ -8,6 +8,7 @@ import {
   ChunkDecodeError,
   ChunkSizeError,
   decodeAttributes,
+  decodeSequences,
   decodeStruct,
   RangeResponseError,
   ReferenceFormatError,
@@ -23,6 +24,7 @@ import {
   readAndCompareAll,
   readAndCompareStructs,
 } from "../compare.mjs";
+import { typesOutcome } from "../conformance-outcomes.mjs";
 import { FIXTURES, manifest } from "../fixtures.mjs";
 import { startServer } from "../server.mjs";
 
@@ -65,6 +67,29 @@ describe("every fixture array equals what h5py/numpy read", () => {
       });
     }
   }
+});
+
+describe("types under the conventions (_STRUCTURED_DTYPE, _VLEN_DTYPE), written by h5py", () => {
+  const section = manifest.type_conventions;
+
+  test("read over HTTP: each array equals what h5py reads, in its native shape", async () => {
+    const store = await ReferenceStore.fromUrl(`${server.url}/${section.refs}`, {
+      resolveUrl: async (u) => u.replace(section.placeholder, `${server.url}/`),
+    });
+    const shadowzarr = { decodeStruct, decodeSequences };
+    for (const { path, expect } of section.conventions) {
+      const got = await typesOutcome(async () => ({ store }), zarr, shadowzarr, { node: path });
+      assert.deepEqual(got, expect, path);
+    }
+    const table = store.structOf("frame/table");
+    const block = table.fields.find((f) => f.name === "values_block_0");
+    assert.deepEqual(block.shape, [2]); // pandas' block of the two float columns
+    assert.deepEqual(store.sequencesOf("floats"), {
+      dataType: "float32",
+      itemSize: 4,
+      littleEndian: true,
+    });
+  });
 });
 
 describe("struct arrays with fixed-length string fields", () => {

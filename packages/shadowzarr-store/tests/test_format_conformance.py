@@ -16,7 +16,7 @@ from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, loa
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
-from shadowzarr_store import RfsStore
+from shadowzarr_store import RfsStore, read_native
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DOCUMENTS = conformance.load("documents")["cases"]
 MALFORMED = conformance.load("malformed")["cases"]
 ATTRIBUTES = conformance.load("attributes")["cases"]
+TYPES = conformance.load("types")["cases"]
 
 
 def _byte_request(spec: dict[str, int] | None) -> RangeByteRequest | SuffixByteRequest | None:
@@ -100,6 +101,20 @@ def test_attributes_through_zarr(case: dict[str, Any], tmp_path: Path) -> None:
     try:
         node = zarr.open(store, path=case["node"], mode="r", zarr_format=3)
         got: object = conformance.tagged_attribute(decode_attributes(node.attrs.asdict()))
+    except ShadowzarrError as exc:
+        got = {"error": _raised(exc)}
+    assert got == case["expect"]
+
+
+@pytest.mark.parametrize("case", TYPES, ids=[f"{i}-{c['name'][:50]}" for i, c in enumerate(TYPES)])
+@pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
+def test_types_through_zarr(case: dict[str, Any], tmp_path: Path) -> None:
+    """Open the array with zarr-python over RfsStore and read it as h5py would (read_native)."""
+    conformance.write_case_directory(case, tmp_path)
+    store = RfsStore(load_rfs(tmp_path), grouped_view=0)  # keys as stored
+    try:
+        array = zarr.open_array(store, path=case["node"], mode="r", zarr_format=3)
+        got: object = conformance.native_form(read_native(array))
     except ShadowzarrError as exc:
         got = {"error": _raised(exc)}
     assert got == case["expect"]

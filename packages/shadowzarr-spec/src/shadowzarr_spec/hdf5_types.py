@@ -109,6 +109,8 @@ def as_sequences(values: Any, attributes: Mapping[str, Any]) -> np.ndarray:
         base = np.dtype(attributes[VLEN_DTYPE_ATTR])
     except (KeyError, TypeError) as exc:
         raise ReferenceFormatError("no _VLEN_DTYPE attribute") from exc
+    if base.kind not in "biuf" or base.names is not None or base.subdtype is not None:
+        raise ReferenceFormatError(f"_VLEN_DTYPE {base} is not a number type")
     stored = np.asarray(values, dtype=object)
     out = np.empty(stored.shape, dtype=object)
     for index, item in np.ndenumerate(stored):

@@ -30,12 +30,13 @@ __all__ = [
     "file_bytes",
     "js_error_name",
     "load",
+    "native_form",
     "tagged_attribute",
     "write_case_directory",
 ]
 
 CONFORMANCE_DIR: Final = Path(__file__).parent
-SUITES: Final = ("gen_expressions", "documents", "malformed", "attributes")
+SUITES: Final = ("gen_expressions", "documents", "malformed", "attributes", "types")
 MISSING_ENTRY: Final = 2**64 - 1
 _PUBLIC_ERRORS: Final = tuple(getattr(errors, name) for name in errors.__all__)
 
@@ -57,6 +58,40 @@ def tagged_attribute(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [tagged_attribute(v) for v in value]
     return value
+
+
+def native_form(values: Any) -> dict[str, Any]:
+    """An array read as h5py reads it (`hdf5_types.read_native`), in the suite's JSON form:
+    records as ``{"shape", "fields"}`` (each field's values flat in C order, a nested struct as
+    records, bytes as ``{"$bytes": hex}`` of the whole value); sequences as ``{"shape", "dtype",
+    "sequences"}`` (each a list, in C order; ``dtype`` the values' type, "mixed" if they differ)."""
+    array = np.asarray(values)
+    if array.dtype.names is not None:
+        return _records_form(array)
+    sequences = [np.asarray(s) for s in array.ravel()]
+    dtypes = {s.dtype.name for s in sequences}
+    return {
+        "shape": list(array.shape),
+        "dtype": dtypes.pop() if len(dtypes) == 1 else "mixed",
+        "sequences": [s.tolist() for s in sequences],
+    }
+
+
+def _records_form(records: np.ndarray) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name in records.dtype.names or ():
+        column = np.ascontiguousarray(records[name])
+        if column.dtype.names is not None:
+            fields[name] = _records_form(column)
+        elif column.dtype.kind in "SV":
+            raw = column.tobytes()
+            size = column.dtype.itemsize
+            fields[name] = [{"$bytes": raw[i : i + size].hex()} for i in range(0, len(raw), size)]
+        else:
+            fields[name] = (
+                column.astype(int if column.dtype.kind == "b" else column.dtype).ravel().tolist()
+            )
+    return {"shape": list(records.shape), "fields": fields}
 
 
 def load(name: str) -> dict[str, Any]:
