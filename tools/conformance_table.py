@@ -17,15 +17,17 @@ import json
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 import zarr
 from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, load_rfs
 from shadowzarr_spec.gen_expr import compile_expression
-from shadowzarr_store import RfsStore
+from shadowzarr_store import RfsStore, read_native
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
+from zarr.errors import UnstableSpecificationWarning
 
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
 ISSUE_EXPRESSIONS = [
@@ -122,6 +124,17 @@ def attribute_outcome(case: dict[str, Any], directory: Path) -> Any:
         return {"error": _name(exc)}
 
 
+def types_outcome(case: dict[str, Any], directory: Path) -> Any:
+    conformance.write_case_directory(case, directory)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnstableSpecificationWarning)
+            array = zarr.open_array(_store(directory), path=case["node"], mode="r", zarr_format=3)
+            return conformance.native_form(read_native(array))
+    except ShadowzarrError as exc:
+        return {"error": _name(exc)}
+
+
 def python_outcomes(work: Path) -> dict[str, list[Any]]:
     expressions = conformance.load("gen_expressions")
     out: dict[str, list[Any]] = {
@@ -140,6 +153,10 @@ def python_outcomes(work: Path) -> dict[str, list[Any]]:
     out["attributes"] = [
         attribute_outcome(c, work / f"attributes-{i}")
         for i, c in enumerate(conformance.load("attributes")["cases"])
+    ]
+    out["types"] = [
+        types_outcome(c, work / f"types-{i}")
+        for i, c in enumerate(conformance.load("types")["cases"])
     ]
     return out
 
@@ -166,6 +183,12 @@ def expected_outcomes(work: Path) -> dict[str, list[Any]]:
         if "error" in c["expect"]
         else c["expect"]
         for c in conformance.load("attributes")["cases"]
+    ]
+    expected["types"] = [
+        {"error": conformance.js_error_name(c["expect"]["error"])}
+        if "error" in c["expect"]
+        else c["expect"]
+        for c in conformance.load("types")["cases"]
     ]
     return expected
 

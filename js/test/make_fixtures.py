@@ -166,6 +166,7 @@ def write_type_conventions(data_dir: Path, refs_dir: Path) -> list[dict[str, Any
     from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_spec import ConventionTypeWarning
     from shadowzarr_spec.conformance import native_form
+    from zarr.errors import UnstableSpecificationWarning
 
     path = data_dir / "type_conventions.h5"
     frame = pd.DataFrame({"a": np.arange(30.0) / 3, "b": np.arange(30.0) ** 2, "k": np.arange(30)})
@@ -179,6 +180,7 @@ def write_type_conventions(data_dir: Path, refs_dir: Path) -> list[dict[str, Any
         longs[0, 0], longs[1, 1] = np.array([2**40, -1], "i8"), np.arange(5, dtype="i8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConventionTypeWarning)
+        warnings.simplefilter("ignore", UnstableSpecificationWarning)  # raw_bytes, vlen bytes
         rfs = generate_rfs(
             GENERATED_URL.replace("h5data.h5", path.name),
             local_hdf5_path=path,

@@ -57,7 +57,7 @@ describe("Chromium", () => {
     // The case directories are served cross-origin (CORS allows Range, exposes Content-Range).
     const root = join(FIXTURES, "conformance-browser");
     const suites = {};
-    for (const name of ["documents", "malformed", "attributes"]) {
+    for (const name of ["documents", "malformed", "attributes", "types"]) {
       suites[name] = load(name).cases.map((c, i) => {
         writeCaseDirectory(c, join(root, `${name}-${i}`));
         return { ...c, dir: `${name}-${i}` };
@@ -81,6 +81,7 @@ describe("Chromium", () => {
           documents: [],
           malformed: [],
           attributes: [],
+          types: [],
         };
         for (const c of suites.documents) out.documents.push(await o.documentOutcomes(openCase, c));
         for (const c of suites.malformed) out.malformed.push(await o.malformedOutcome(openCase, c));
@@ -88,6 +89,9 @@ describe("Chromium", () => {
           out.attributes.push(
             await o.attributeOutcome(openCase, zarr, shadowzarr.decodeAttributes, c),
           );
+        }
+        for (const c of suites.types) {
+          out.types.push(await o.typesOutcome(openCase, zarr, shadowzarr, c));
         }
         return out;
       },
@@ -125,6 +129,13 @@ describe("Chromium", () => {
       compare(
         `attributes ${i} ${c.name}`,
         got.attributes[i],
+        "error" in c.expect ? { error: jsErrorName(c.expect.error) } : c.expect,
+      ),
+    );
+    suites.types.forEach((c, i) =>
+      compare(
+        `types ${i} ${c.name}`,
+        got.types[i],
         "error" in c.expect ? { error: jsErrorName(c.expect.error) } : c.expect,
       ),
     );
