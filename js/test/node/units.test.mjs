@@ -17,7 +17,15 @@ import {
   spansFor,
   validateSelection,
 } from "../../dist/byte-map.js";
-import { ChunkSizeError, GenExpressionError, ReferenceFormatError } from "../../dist/errors.js";
+import {
+  ChunkDecodeError,
+  ChunkSizeError,
+  GenExpressionError,
+  ReferenceFormatError,
+} from "../../dist/errors.js";
+import { metadataForZarrita } from "../../dist/metadata-view.js";
+import { decodeSequences, sequenceType, VlenBytesCodec } from "../../dist/sequences.js";
+import { decodeStruct, recordLayout } from "../../dist/struct.js";
 import { fletcher32, Fletcher32Codec } from "../../dist/fletcher32.js";
 import { GenEntry } from "../../dist/gen.js";
 import { parseJson, quoteLargeFillValues, quoteNonFinite } from "../../dist/json.js";
@@ -518,4 +526,94 @@ test("an index array's layout comes from its own zarr.json; what the format forb
       JSON.stringify(over),
     );
   }
+});
+
+/** numcodecs' vlen-bytes framing of `items`. */
+function vlenFrame(items) {
+  const size = 4 + items.reduce((n, item) => n + 4 + item.length, 0);
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, items.length, true);
+  let at = 4;
+  for (const item of items) {
+    view.setUint32(at, item.length, true);
+    out.set(item, at + 4);
+    at += 4 + item.length;
+  }
+  return out;
+}
+
+test("vlen-bytes frames decode to their items; a frame not holding them is ChunkDecodeError", () => {
+  const codec = VlenBytesCodec.fromConfig({}, { shape: [3] });
+  const items = [Uint8Array.of(1, 2), new Uint8Array(0), Uint8Array.of(3)];
+  assert.deepEqual(codec.decode(vlenFrame(items)).data, items);
+  assert.throws(() => codec.decode(vlenFrame(items.slice(0, 2))), ChunkDecodeError); // count
+  const long = vlenFrame(items);
+  new DataView(long.buffer).setUint32(4, 1000, true); // an item past the end
+  assert.throws(() => codec.decode(long), ChunkDecodeError);
+  const trailing = Uint8Array.from([...vlenFrame(items), 9]);
+  assert.throws(() => codec.decode(trailing), ChunkDecodeError);
+  assert.throws(() => codec.decode(new Uint8Array(2)), ChunkDecodeError);
+});
+
+test("sequences follow _VLEN_DTYPE's byte order; a type that is not a number is refused", () => {
+  const type = sequenceType(">i4");
+  const data = [Uint8Array.of(0, 0, 1, 0, 0xff, 0xff, 0xff, 0xfe), new Uint8Array(0), ""];
+  const { shape, sequences } = decodeSequences({ data, shape: [3], stride: [1] }, type);
+  assert.deepEqual(shape, [3]);
+  assert.deepEqual(sequences, [Int32Array.of(256, -2), new Int32Array(0), new Int32Array(0)]);
+  for (const bad of ["<U4", "|S4", "<c8", "f4x", 4, null]) {
+    assert.throws(() => sequenceType(bad), ReferenceFormatError, String(bad));
+  }
+  const odd = { data: [Uint8Array.of(1, 2, 3)], shape: [1], stride: [1] };
+  assert.throws(() => decodeSequences(odd, sequenceType("<i2")), ReferenceFormatError);
+});
+
+test("a variable_length_bytes array is shown to zarrita as strings of the registered codec", () => {
+  const meta = {
+    zarr_format: 3,
+    node_type: "array",
+    shape: [2],
+    data_type: "variable_length_bytes",
+    chunk_grid: { name: "regular", configuration: { chunk_shape: [2] } },
+    chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+    fill_value: "",
+    codecs: [{ name: "vlen-bytes", configuration: {} }, { name: "zstd" }],
+    attributes: { _VLEN_DTYPE: "<f4" },
+  };
+  const shown = JSON.parse(metadataForZarrita(JSON.stringify(meta), { structAsBytes: true }));
+  assert.equal(shown.data_type, "string");
+  assert.deepEqual(shown.codecs, [{ name: "shadowzarr.vlen-bytes" }, { name: "zstd" }]);
+});
+
+test("_STRUCTURED_DTYPE layouts: offsets, orders, array and nested fields; malformed ones refused", () => {
+  const layout = recordLayout({
+    names: ["a", "v", "s"],
+    formats: [
+      ">u2",
+      ["<i1", [2, 2]],
+      { names: ["x"], formats: ["<f4"], offsets: [0], itemsize: 4 },
+    ],
+    offsets: [0, 4, 8],
+    itemsize: 12,
+  });
+  const record = Uint8Array.of(1, 2, 0, 0, 1, 0xff, 3, 4, 0, 0, 0x20, 0x40);
+  const decoded = decodeStruct({ data: record, shape: [1, 12], stride: [12, 1] }, layout);
+  assert.deepEqual(decoded.fields.a, Uint16Array.of(0x0102));
+  assert.deepEqual(decoded.fields.v, Int8Array.of(1, -1, 3, 4));
+  assert.deepEqual(decoded.fields.s, { shape: [1], fields: { x: Float32Array.of(2.5) } });
+  const base = { names: ["a"], formats: ["<f8"], offsets: [0], itemsize: 8 };
+  const bad = [
+    { ...base, offsets: [4] }, // past the record
+    { ...base, formats: ["<U2"] },
+    { ...base, formats: [["<f8", [-1]]] },
+    { ...base, formats: [[["<f8", [2]], [2]]] },
+    { ...base, names: [1] },
+    { ...base, itemsize: "8" },
+    { names: ["a"], formats: [], offsets: [0], itemsize: 8 },
+  ];
+  for (const descr of bad) assert.throws(() => recordLayout(descr), ReferenceFormatError);
+  let deep = base;
+  for (let i = 0; i < 40; i++) deep = { names: ["n"], formats: [deep], offsets: [0], itemsize: 8 };
+  assert.throws(() => recordLayout(deep), ReferenceFormatError);
 });
