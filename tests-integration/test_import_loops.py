@@ -226,12 +226,12 @@ SAME_ROLE = {
 """Names that sibling modules each define for one role, like methods of a protocol."""
 
 SAME_MEANING = {
-    "load_rfs": "shadowzarr_spec's reads local references; shadowzarr_store's also URLs",
     "write_rfs": "shadowzarr_spec's writes local paths; shadowzarr_store's also object stores",
 }
 """One meaning defined twice, where the package that needs it cannot import the other."""
 
 DEPRECATED_ALIASES = {
+    ("shadowzarr_spec", "load_rfs"): "shadowzarr_spec.read_local_rfs",
     ("shadowzarr_store", "open_array"): "shadowzarr_store.open_rfs_array",
 }
 """Old names kept (warning) beside the name they collided with; removed in a later version."""

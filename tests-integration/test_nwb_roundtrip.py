@@ -31,7 +31,7 @@ from pynwb.ophys import (
     TwoPhotonSeries,
 )
 from shadowzarr_hdf5 import generate_rfs
-from shadowzarr_spec import load_rfs, write_rfs
+from shadowzarr_spec import read_local_rfs, write_rfs
 from shadowzarr_store import RfsStore
 
 pytestmark = [
@@ -205,7 +205,7 @@ def test_nwb_reads_back_equal(tmp_path: Path, name: str, form: str) -> None:
     write_rfs(rfs, target, chunk_index_threshold=2)
     with NWBHDF5IO(source, "r") as expected_io:
         expected = expected_io.read()
-        with NWBZarrIO(RfsStore(load_rfs(target)), mode="r") as actual_io:
+        with NWBZarrIO(RfsStore(read_local_rfs(target)), mode="r") as actual_io:
             actual = actual_io.read()
             compare_containers(actual, expected, "root")
 
@@ -332,5 +332,5 @@ def test_nwb_generated_over_http_reads_back_equal(nginx: Any, nginx_root: Path) 
     write_rfs(rfs, target, chunk_index_threshold=2)
     with NWBHDF5IO(source, "r") as expected_io:
         expected = expected_io.read()
-        with NWBZarrIO(RfsStore(load_rfs(target)), mode="r") as actual_io:
+        with NWBZarrIO(RfsStore(read_local_rfs(target)), mode="r") as actual_io:
             compare_containers(actual_io.read(), expected, "root")

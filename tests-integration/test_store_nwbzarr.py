@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hdmf_zarr import NWBZarrIO
 from pynwb import NWBFile, TimeSeries
-from shadowzarr_spec import load_rfs
+from shadowzarr_spec import read_local_rfs
 from shadowzarr_store import RfsStore
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def test_nwbzarrio_reads_through_rfs_store(nginx: NginxServer, nginx_root: Path)
     data, starts = _write_nwb(nginx_root / "session.nwb.zarr")
     document = _references(nginx_root / "session.nwb.zarr", nginx.url("session.nwb.zarr"))
     assert any(len(ref) == 1 for ref in document["refs"].values() if isinstance(ref, list))
-    store = RfsStore(load_rfs(json.loads(json.dumps(document))))
+    store = RfsStore(read_local_rfs(json.loads(json.dumps(document))))
     nginx.reset()
     with NWBZarrIO(store, mode="r") as io:
         nwbfile = io.read()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from shadowzarr_spec import load_rfs
+from shadowzarr_spec import read_local_rfs
 from shadowzarr_store import RfsStore
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def test_xarray_with_dask_reads_through_the_store(nginx: NginxServer, nginx_root
     }
     for i in range(16):
         refs[f"signal/c/{i}/0"] = [nginx.url("signal.bin"), i * 8000, 8000]
-    store = RfsStore(load_rfs({"version": 1, "refs": refs}))
+    store = RfsStore(read_local_rfs({"version": 1, "refs": refs}))
     dataset = xr.open_zarr(store, consolidated=False, zarr_format=3, chunks={"time": 500})
     assert dataset["signal"].attrs["units"] == "uV"
     nginx.reset()

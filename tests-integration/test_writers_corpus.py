@@ -22,7 +22,12 @@ import numpy as np
 import pytest
 import tifffile
 from shadowzarr_hdf5 import generate_rfs
-from shadowzarr_spec import ConventionTypeWarning, UnsupportedDatasetWarning, load_rfs, write_rfs
+from shadowzarr_spec import (
+    ConventionTypeWarning,
+    UnsupportedDatasetWarning,
+    read_local_rfs,
+    write_rfs,
+)
 from shadowzarr_spec.hdf5_types import convention_datasets
 from shadowzarr_store import RfsStore, open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
@@ -329,7 +334,7 @@ def test_writer_files_read_back_equal(tmp_path: Path, name: str) -> None:
     assert all(f"{p} ({attribute})" in conventions[0] for p, attribute in named.items())
     out = tmp_path / "refs.shadowzarr"
     write_rfs(rfs, out)
-    loaded = load_rfs(out)
+    loaded = read_local_rfs(out)
     assert {p: u.outcome for p, u in loaded.unsupported.items()} == expected
     root = open_rfs(loaded)
     seen = compare_hdf5(path, root, loaded)
@@ -425,7 +430,7 @@ def test_tiff_writer_files_read_like_tifffile(tmp_path: Path, name: str) -> None
     TIFFS[name](path)
     out = tmp_path / "refs.json"
     write_rfs(generate_rfs_tiff(path), out)
-    root = open_rfs(load_rfs(out))
+    root = open_rfs(read_local_rfs(out))
     with tifffile.TiffFile(path) as tif:
         if name == "svs":
             assert tif.is_svs

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import zarr
-from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, load_rfs
+from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, read_local_rfs
 from shadowzarr_spec.gen_expr import compile_expression
 from shadowzarr_store import RfsStore, read_native
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
@@ -58,7 +58,7 @@ def expression_outcome(case: dict[str, Any], variables: dict[str, int]) -> dict[
 def _store(directory: Path) -> RfsStore:
     """The store as the conformance tests build it: keys as stored, no grouped view (which
     would show a small-chunked array under other keys than the case reads)."""
-    return RfsStore(load_rfs(directory), grouped_view=0)
+    return RfsStore(read_local_rfs(directory), grouped_view=0)
 
 
 def _request(spec: dict[str, int] | None) -> Any:

@@ -152,13 +152,13 @@ def tiff_file(work: Path) -> tuple[Path, np.ndarray]:
 def job_spec(work: Path) -> None:
     """Build, write (a directory and one JSON) and load references: numpy, numcodecs, msgspec."""
     absent("zarr", *GENERATORS)
-    from shadowzarr_spec import load_rfs, rfs_to_json, write_rfs
+    from shadowzarr_spec import read_local_rfs, rfs_to_json, write_rfs
 
     rfs, _ = references(work, lzf_array=True)
     expected = rfs_to_json(rfs, expand=True)["refs"]
     for target in (work / "refs.shadowzarr", work / "refs.json"):
         write_rfs(rfs, target)
-        if rfs_to_json(load_rfs(target), expand=True)["refs"] != expected:
+        if rfs_to_json(read_local_rfs(target), expand=True)["refs"] != expected:
             raise AssertionError(f"{target.name}: the loaded references differ")
 
     from shadowzarr_spec import VirtualArray
@@ -335,7 +335,7 @@ def virtual_nwb(work: Path) -> None:
     from hdmf_zarr import NWBZarrIO
     from pynwb import NWBFile, TimeSeries
     from shadowzarr_nwb import write_virtual_nwb
-    from shadowzarr_spec import VirtualArray, load_rfs
+    from shadowzarr_spec import VirtualArray, read_local_rfs
     from shadowzarr_store import RfsStore
 
     path, samples = raw_recording(work)
@@ -351,7 +351,7 @@ def virtual_nwb(work: Path) -> None:
         TimeSeries(name="recording", data=recording.placeholder(), unit="uV", rate=30_000.0)
     )
     target = write_virtual_nwb(nwbfile, work / "session.nwb.shadowzarr")
-    with NWBZarrIO(RfsStore(load_rfs(target)), mode="r") as nwb_io:
+    with NWBZarrIO(RfsStore(read_local_rfs(target)), mode="r") as nwb_io:
         equal(nwb_io.read().acquisition["recording"].data[:], samples, "acquisition/recording")
 
 

@@ -1,7 +1,7 @@
 """Hostile and malformed references: a typed error from `shadowzarr_spec.errors`, never a crash.
 
 Fuzzing budgets (hypothesis, derandomized so CI is reproducible): 300 raw byte strings and 300
-JSON texts through `load_rfs`, 300 structured documents through `rfs_from_json`, 400 gen
+JSON texts through `read_local_rfs`, 300 structured documents through `rfs_from_json`, 400 gen
 expressions, 200 gen entries, 150 stores whose chunk references carry arbitrary offsets and
 sizes, each read through zarr. Every example has a 2 s deadline (no hang) and returns or raises
 a `ShadowzarrError` (nothing else).
@@ -24,7 +24,7 @@ from shadowzarr_spec import (
     ReferenceFormatError,
     ShadowzarrError,
     SourceError,
-    load_rfs,
+    read_local_rfs,
     rfs_from_json,
 )
 from shadowzarr_spec.gen_expr import compile_expression
@@ -84,7 +84,7 @@ def _loads_or_typed_error(call) -> None:
 def test_load_rfs_of_arbitrary_bytes(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "refs.json"
     path.write_bytes(raw)
-    _loads_or_typed_error(lambda: load_rfs(path))
+    _loads_or_typed_error(lambda: read_local_rfs(path))
 
 
 @FUZZ
@@ -92,7 +92,7 @@ def test_load_rfs_of_arbitrary_bytes(tmp_path: Path, raw: bytes) -> None:
 def test_load_rfs_of_json_like_text(tmp_path: Path, text: str) -> None:
     path = tmp_path / "refs.json"
     path.write_text(text)
-    _loads_or_typed_error(lambda: load_rfs(path))
+    _loads_or_typed_error(lambda: read_local_rfs(path))
 
 
 def test_deep_nesting_is_refused(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ def test_deep_nesting_is_refused(tmp_path: Path) -> None:
         path = tmp_path / "deep.json"
         path.write_text(text)
         with pytest.raises(ReferenceFormatError):
-            load_rfs(path)
+            read_local_rfs(path)
 
 
 @FUZZ

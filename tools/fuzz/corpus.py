@@ -25,7 +25,7 @@ from typing import Any
 import numcodecs
 import numpy as np
 import zarr
-from shadowzarr_spec import RfsBuilder, load_index_table, load_rfs, rfs_to_json, write_rfs
+from shadowzarr_spec import RfsBuilder, load_index_table, read_local_rfs, rfs_to_json, write_rfs
 from shadowzarr_spec.json_text import dumps_strict
 from shadowzarr_store.transport.local import probe_local
 
@@ -264,7 +264,7 @@ def _blosc(cname: str, typesize: int) -> dict[str, Any]:
 
 def _rewrite_indexes(directory: Path) -> None:
     """Two of the directory's index arrays as another Zarr writer would write them."""
-    rfs = load_rfs(directory)
+    rfs = read_local_rfs(directory)
     for name, options in {
         "indexed_zstd": {"chunks": (64, 2)},  # zarr-python's default codecs: zstd
         "indexed_gzip": {

@@ -27,7 +27,7 @@ allow_zarr3()
 from hdmf_zarr import NWBZarrIO  # noqa: E402
 from pynwb import NWBHDF5IO  # noqa: E402
 from shadowzarr_nwb import write_virtual_nwb  # noqa: E402
-from shadowzarr_spec import load_rfs  # noqa: E402
+from shadowzarr_spec import read_local_rfs  # noqa: E402
 from shadowzarr_store import RfsStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def _convert_both(interface: Any, tmp_path: Path) -> tuple[Path, Path, dict]:
     replaced = virtualize(nwbfile)
     refs = write_virtual_nwb(nwbfile, tmp_path / "virtual.nwb.shadowzarr")
     exported = tmp_path / "virtual.nwb"
-    with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(refs)), mode="r") as io:
         read = io.read()
         with NWBHDF5IO(str(exported), mode="w") as out:
             out.export(src_io=io, nwbfile=read, write_args={"link_data": False})
@@ -99,7 +99,7 @@ def _check_inspection(ordinary: Path, refs: Path) -> None:
     """
     with NWBHDF5IO(str(ordinary), mode="r") as io:
         theirs = _inspection(io.read())
-    with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(refs)), mode="r") as io:
         ours = _inspection(io.read())
     aside = ("compression", "chunk", "file_extension")
     new = {f for f in ours - theirs if not any(word in f[1] for word in aside)}
@@ -363,7 +363,7 @@ def test_mearec_filter_without_codec_is_refused_or_copied(tmp_path: Path) -> Non
     nwbfile = interface.create_nwbfile(metadata=metadata)
     assert virtualize(nwbfile, strict=False) == {}
     refs = write_virtual_nwb(nwbfile, tmp_path / "virtual.nwb.shadowzarr")
-    with NWBZarrIO(RfsStore(load_rfs(refs)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(refs)), mode="r") as io:
         data = io.read().acquisition["ElectricalSeries"].data[:]
     with h5py.File(recording.reader_kwargs["filename"]) as f:
         decoded = f["recordings"][: len(data)]

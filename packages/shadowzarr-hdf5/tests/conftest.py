@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import FileRef, InlineRef, ReferenceFileSystem, load_rfs, rfs_to_json
+from shadowzarr_spec import FileRef, InlineRef, ReferenceFileSystem, read_local_rfs, rfs_to_json
 from shadowzarr_spec.arrays import array_info
 from zarr.core.buffer import cpu
 from zarr.storage import MemoryStore
@@ -38,7 +38,7 @@ def materialize(rfs: ReferenceFileSystem) -> zarr.Group:
     """Every key of ``rfs`` read into memory, short uncompressed chunks padded with the fill
     value, as a read-only zarr group: an independent reader of what generate_rfs writes."""
     document = rfs_to_json(rfs, expand=True)
-    expanded = load_rfs(document)
+    expanded = read_local_rfs(document)
     values: dict[str, Any] = {}
     for key, ref in expanded.refs.items():
         if isinstance(ref, InlineRef):

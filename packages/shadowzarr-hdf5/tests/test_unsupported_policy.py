@@ -12,7 +12,7 @@ import pytest
 from shadowzarr_spec import (
     UnsupportedDatasetWarning,
     UnsupportedFeatureError,
-    load_rfs,
+    read_local_rfs,
     write_rfs,
 )
 from shadowzarr_testing.compare import assert_array_equal_exact
@@ -61,7 +61,7 @@ def test_default_policy_inlines_small_omits_rest_and_reports(
     # The record survives writing and loading, under a key Zarr readers never see.
     out = tmp_path / "refs.json"
     write_rfs(rfs, out)
-    assert load_rfs(out).unsupported == rfs.unsupported
+    assert read_local_rfs(out).unsupported == rfs.unsupported
 
 
 def test_strict_raises_the_typed_error(tmp_path: Path) -> None:

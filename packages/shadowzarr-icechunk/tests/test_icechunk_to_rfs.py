@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import zarr
 from icechunk_samples import assert_same, local_container, local_put, make_repository, write_sample
-from shadowzarr_spec import FileRef, InlineRef, RfsBuilder, load_rfs, write_rfs
+from shadowzarr_spec import FileRef, InlineRef, RfsBuilder, read_local_rfs, write_rfs
 from shadowzarr_store import open_rfs
 from shadowzarr_testing.nginx import NginxServer
 
@@ -88,7 +88,7 @@ def test_chunk_index_above_1000_chunks(tmp_path: Path, sample_folder: Path) -> N
     assert set(rfs.indexes) == {"many"}
     assert not any(key.startswith("many/c/") for key in rfs.refs)
     write_rfs(rfs, tmp_path / "back.shadowzarr")
-    assert load_rfs(tmp_path / "back.shadowzarr").indexes["many"].path is not None
+    assert read_local_rfs(tmp_path / "back.shadowzarr").indexes["many"].path is not None
     assert_same(open_rfs(tmp_path / "back.shadowzarr")["many"][:], values, "many")
 
 

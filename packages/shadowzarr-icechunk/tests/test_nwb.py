@@ -25,7 +25,7 @@ from shadowzarr_spec import (
     ReferenceFileSystem,
     SourceInfo,
     VirtualArray,
-    load_rfs,
+    read_local_rfs,
 )
 from shadowzarr_testing.nginx import NginxServer
 
@@ -113,7 +113,7 @@ def test_virtual_nwb_file_reads_through_nwbzarrio(tmp_path: Path, nginx: NginxSe
         )
     )
     refs_path = write_virtual_nwb(nwbfile, tmp_path / "session.nwb.shadowzarr")
-    rfs = load_rfs(refs_path)
+    rfs = read_local_rfs(refs_path)
     response = requests.head(url, timeout=10)
     rfs.sources[url] = SourceInfo(
         size=int(response.headers["Content-Length"]), etag=response.headers["ETag"]

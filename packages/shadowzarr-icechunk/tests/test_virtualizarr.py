@@ -13,7 +13,7 @@ import xarray as xr
 from icechunk_samples import assert_same
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
-from shadowzarr_spec import RfsBuilder, decode_attributes, load_rfs, write_rfs
+from shadowzarr_spec import RfsBuilder, decode_attributes, read_local_rfs, write_rfs
 from shadowzarr_store import open_rfs
 from virtualizarr.parsers import HDFParser
 
@@ -87,7 +87,7 @@ def test_hdf5(tmp_path: Path) -> None:
     rfs = manifest_store_to_rfs(_parse(path))
     assert set(rfs.indexes) == {"big_endian"}  # 1,500 chunks in one file
     write_rfs(rfs, tmp_path / "data.shadowzarr")
-    root = open_rfs(load_rfs(tmp_path / "data.shadowzarr"))
+    root = open_rfs(read_local_rfs(tmp_path / "data.shadowzarr"))
     _compare_with_xarray(path, root, phony_dims="access")
     with h5py.File(path, "r") as file:
         for name in ("big_endian", "contiguous", "checked", "partial"):

@@ -15,7 +15,7 @@ from nwb_compare_files import assert_same_datasets, hdf5_datasets
 from nwb_files import build_nwbfile
 from nwb_sources import SOURCES, Series
 from pynwb import NWBHDF5IO, validate
-from shadowzarr_spec import FileRef, InlineRef, VirtualArray, load_rfs
+from shadowzarr_spec import FileRef, InlineRef, VirtualArray, read_local_rfs
 from shadowzarr_spec.keys import array_of_chunk_key
 from shadowzarr_store import RfsStore
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def _check_reads(path: Path, series: list[Series]) -> None:
     """Read through NWBZarrIO: every series equals its source; the file validates."""
-    with NWBZarrIO(RfsStore(load_rfs(path)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(path)), mode="r") as io:
         nwbfile = io.read()
         for item in series:
             read = nwbfile.acquisition[item.name]
@@ -39,7 +39,7 @@ def _check_reads(path: Path, series: list[Series]) -> None:
 
 
 def _export(path: Path, target: Path) -> None:
-    with NWBZarrIO(RfsStore(load_rfs(path)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(path)), mode="r") as io:
         nwbfile = io.read()
         with NWBHDF5IO(str(target), mode="w") as out:
             out.export(src_io=io, nwbfile=nwbfile, write_args={"link_data": False})
@@ -63,7 +63,7 @@ def _check_export(path: Path, series: list[Series], tmp_path: Path) -> None:
 
 def _check_no_data_inline(path: Path, series: list[Series]) -> None:
     """Every chunk of a virtual series is a reference into a source file, never copied."""
-    rfs = load_rfs(path)
+    rfs = read_local_rfs(path)
     virtual = {f"acquisition/{item.name}/data" for item in series}
     for key, ref in rfs.refs.items():
         parsed = array_of_chunk_key(key)
@@ -92,7 +92,7 @@ def test_many_sources_in_one_file(tmp_path: Path) -> None:
     path = write_virtual_nwb(build_nwbfile(series, virtual=True), tmp_path / "all.json")
     document = json.loads(path.read_text())
     assert document["version"] == 2
-    recorded = load_rfs(path).sources
+    recorded = read_local_rfs(path).sources
     for source in (tmp_path / "sources").rglob("*"):
         if source.suffix in (".bin", ".dat", ".tif", ".h5"):
             assert recorded[str(source)].size == source.stat().st_size
@@ -116,7 +116,7 @@ def test_chunk_index_and_consolidated_metadata(tmp_path: Path) -> None:
     path = write_virtual_nwb(
         build_nwbfile(series, virtual=True), tmp_path / "indexed", chunk_index_threshold=10
     )
-    rfs = load_rfs(path)
+    rfs = read_local_rfs(path)
     assert set(rfs.indexes) == {"acquisition/shuffled/data"}
     assert (path / "index" / "acquisition" / "shuffled" / "data" / "zarr.json").is_file()
     root = json.loads(rfs.refs["zarr.json"].data)
@@ -182,7 +182,7 @@ def test_placeholder_inside_data_io(tmp_path: Path) -> None:
     nwbfile = NWBFile("wrapped", "wrapped", SESSION_START, file_create_date=SESSION_START)
     nwbfile.add_acquisition(TimeSeries(name="wrapped", data=wrapped, unit="a.u.", rate=1.0))
     path = write_virtual_nwb(nwbfile, tmp_path / "wrapped.json")
-    rfs = load_rfs(path)
+    rfs = read_local_rfs(path)
     document = json.loads(rfs.refs["acquisition/wrapped/data/zarr.json"].data)
     assert document["chunk_grid"]["configuration"]["chunk_shape"] == [250, 4]
     assert [codec["name"] for codec in document["codecs"]] == ["bytes"]
@@ -200,5 +200,5 @@ def test_file_without_placeholders(tmp_path: Path) -> None:
     nwbfile.add_acquisition(TimeSeries(name="plain", data=values, unit="a.u.", rate=2.0))
     path = write_virtual_nwb(nwbfile, tmp_path / "plain.json")
     assert json.loads(path.read_text())["version"] == 1
-    with NWBZarrIO(RfsStore(load_rfs(path)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(path)), mode="r") as io:
         np.testing.assert_array_equal(io.read().acquisition["plain"].data[:], values)

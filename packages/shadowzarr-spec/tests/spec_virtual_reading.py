@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from shadowzarr_store import open_rfs
 
-from shadowzarr_spec import RfsBuilder, load_rfs, write_rfs
+from shadowzarr_spec import RfsBuilder, read_local_rfs, write_rfs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,7 +28,7 @@ def read(virtual: VirtualArray, directory: Path | None = None, **options: Any) -
     rfs = build(virtual, **options)
     if directory is not None:
         write_rfs(rfs, directory)
-        rfs = load_rfs(directory)
+        rfs = read_local_rfs(directory)
     array = open_rfs(rfs)["x"]  # the default view (small chunks may be packed into shards)
     stored = open_rfs(rfs, grouped_view=0)["x"]
     assert array.shape == stored.shape == virtual.shape

@@ -26,7 +26,7 @@ from shadowzarr_spec import (
     SourceNotFoundError,
     UnsupportedFeatureError,
     load_index_table,
-    load_rfs,
+    read_local_rfs,
     write_rfs,
 )
 
@@ -59,7 +59,7 @@ def _directory(tmp_path: Path) -> tuple[Path, np.ndarray]:
     # the index array's own files only (not carried in refs.json): those are what these
     # tests rewrite and damage
     directory = write_rfs(builder.build(), tmp_path / "refs", inline_index_bytes=0)
-    return directory, load_index_table(load_rfs(directory), "a")
+    return directory, load_index_table(read_local_rfs(directory), "a")
 
 
 WRITERS: dict[str, dict[str, Any]] = {
@@ -98,7 +98,7 @@ def _rewrite_index(directory: Path, table: np.ndarray, fill: int, **options: Any
 def test_an_index_written_by_zarr_python_loads_equal(tmp_path: Path, writer: str) -> None:
     directory, table = _directory(tmp_path)
     _rewrite_index(directory, table, int(MISSING_CHUNK), **WRITERS[writer])
-    rfs = load_rfs(directory)
+    rfs = read_local_rfs(directory)
     np.testing.assert_array_equal(load_index_table(rfs, "a"), table)
 
 
@@ -111,7 +111,7 @@ def test_a_missing_index_chunk_is_an_error_not_the_fill_value(tmp_path: Path) ->
     _rewrite_index(directory, sparse, 0, chunks=(600, 2))
     assert not (directory / "index" / "a" / "c" / "5" / "0").exists()
     with pytest.raises(SourceNotFoundError, match="chunk c/1/0 is missing"):
-        load_index_table(load_rfs(directory), "a")
+        load_index_table(read_local_rfs(directory), "a")
 
 
 def test_a_blosc_index_chunk_claiming_512_mib_is_refused_from_its_header(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_a_blosc_index_chunk_claiming_512_mib_is_refused_from_its_header(tmp_pat
     tracemalloc.start()
     try:
         with pytest.raises(ReferenceFormatError, match="not valid Blosc data"):
-            load_index_table(load_rfs(directory), "a")
+            load_index_table(read_local_rfs(directory), "a")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -133,4 +133,4 @@ def test_a_sharded_index_is_refused_by_name(tmp_path: Path) -> None:
     directory, table = _directory(tmp_path)
     _rewrite_index(directory, table, int(MISSING_CHUNK), chunks=(600, 2), shards=(1200, 2))
     with pytest.raises(UnsupportedFeatureError, match="sharding_indexed"):
-        load_index_table(load_rfs(directory), "a")
+        load_index_table(read_local_rfs(directory), "a")

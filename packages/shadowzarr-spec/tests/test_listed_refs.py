@@ -19,7 +19,7 @@ from shadowzarr_spec import (
     InlineRef,
     RfsBuilder,
     ShadowzarrError,
-    load_rfs,
+    read_local_rfs,
     rfs_from_json,
     rfs_to_json,
     write_rfs,
@@ -156,7 +156,7 @@ def test_written_files_read_back_to_the_same_bytes(tmp_path: Path) -> None:
     builder.add_chunks("a", coords, URL, offsets, np.full(N * 2, 24, dtype=np.uint64))
     built = builder.build()
     first = write_rfs(built, tmp_path / "first.json")
-    loaded = load_rfs(first)
+    loaded = read_local_rfs(first)
     assert isinstance(loaded.refs, ListedRefs)
     assert loaded.refs == built.refs
     second = write_rfs(loaded, tmp_path / "second.json")
@@ -188,7 +188,7 @@ def test_opening_a_large_v1_file_keeps_memory_small(tmp_path: Path) -> None:
     del builder
     tracemalloc.start()
     try:
-        rfs = load_rfs(path)
+        rfs = read_local_rfs(path)
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -226,7 +226,7 @@ def test_directories_written_from_columns_are_those_of_the_dict(
         write_rfs(rfs, tmp_path / name, chunk_index_threshold=10)
     assert _tree(tmp_path / "listed") == _tree(tmp_path / "plain")
     assert "index/a/zarr.json" in _tree(tmp_path / "listed")
-    reread = load_rfs(tmp_path / "listed")
+    reread = read_local_rfs(tmp_path / "listed")
     assert "a/c/0/0" not in reread.refs  # in the index now
     assert reread.refs["small/c/1"] == FileRef(URL, 5, 8)
 

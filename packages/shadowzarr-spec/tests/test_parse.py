@@ -11,8 +11,8 @@ from shadowzarr_spec import (
     FileRef,
     InlineRef,
     ReferenceFormatError,
-    load_rfs,
     parse_json,
+    read_local_rfs,
     rfs_from_json,
 )
 from shadowzarr_spec.errors import UnsafePathError
@@ -79,7 +79,7 @@ def test_legacy_bare_non_finite_tokens_load(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
     inner = '{\\"attributes\\": {\\"r\\": NaN, \\"m\\": -Infinity}}'
     path.write_text('{"version": 1, "refs": {"a/zarr.json": "' + inner + '"}}')
-    ref = load_rfs(path).refs["a/zarr.json"]
+    ref = read_local_rfs(path).refs["a/zarr.json"]
     assert isinstance(ref, InlineRef)
     attributes = parse_json(ref.data)["attributes"]
     assert math.isnan(attributes["r"])

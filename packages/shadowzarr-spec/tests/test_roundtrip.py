@@ -1,4 +1,4 @@
-"""Random builders survive write_rfs → load_rfs in both forms, byte for byte."""
+"""Random builders survive write_rfs → read_local_rfs in both forms, byte for byte."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from shadowzarr_spec import (
     array_info,
     decode_attributes,
     load_index_table,
-    load_rfs,
+    read_local_rfs,
     rfs_from_json,
     rfs_to_json,
     write_rfs,
@@ -91,7 +91,7 @@ def canonical(rfs: Any) -> dict[str, Any]:
     document["refs"] = {
         k: (v.url, v.offset, v.size) if isinstance(v, FileRef) else v.data
         for k, v in sorted(
-            load_rfs(
+            read_local_rfs(
                 json.loads(json.dumps(rfs_to_json(_with_loaded_indexes(rfs), expand=True)))
             ).refs.items()
         )
@@ -111,8 +111,8 @@ def test_both_forms_round_trip(
     expected = canonical(rfs)
     single = write_rfs(rfs, tmp_path / "refs.json")
     directory = write_rfs(rfs, tmp_path / "refs.shadowzarr", chunk_index_threshold=threshold)
-    loaded_single = load_rfs(single)
-    loaded_directory = load_rfs(directory)
+    loaded_single = read_local_rfs(single)
+    loaded_directory = read_local_rfs(directory)
     assert loaded_single.version == 1
     assert loaded_directory.version == loaded_directory.required_version
     assert canonical(loaded_single) == expected
@@ -142,12 +142,12 @@ def test_directory_uses_indexes_above_the_threshold(tmp_path: Path) -> None:
     entry = document["indexes"]["a"]
     assert (entry["url"], entry["index"]) == ("{{u0}}", "index/a")
     # the index array's files are carried in refs.json too, byte for byte as stored
-    carried = load_rfs(directory).indexes["a"].files
+    carried = read_local_rfs(directory).indexes["a"].files
     assert sorted(carried) == ["c/0/0", "zarr.json"]
     for key, data in carried.items():
         assert (directory / "index/a" / key).read_bytes() == data
     assert not any(key.startswith("a/c/") for key in document["refs"])
-    table = load_index_table(load_rfs(directory), "a")
+    table = load_index_table(read_local_rfs(directory), "a")
     assert table.shape == (2000, 2)
     assert (table[:1500, 0] == np.arange(1500) * 4).all()
     assert (table[1500:] == MISSING_CHUNK).all()
@@ -184,15 +184,15 @@ def test_index_files_are_carried_up_to_the_limits(tmp_path: Path) -> None:
     assert all(
         "files" not in e for e in json.loads((none / "refs.json").read_text())["indexes"].values()
     )
-    assert all(not i.files for i in load_rfs(none).indexes.values())
+    assert all(not i.files for i in read_local_rfs(none).indexes.values())
     sizes = [
         sum(len(p.read_bytes()) for p in (none / "index" / a).rglob("*") if p.is_file())
         for a in ("a0", "a1")
     ]
     below = write_rfs(rfs, tmp_path / "below.shadowzarr", inline_index_bytes=min(sizes) - 1)
-    assert all(not i.files for i in load_rfs(below).indexes.values())
+    assert all(not i.files for i in read_local_rfs(below).indexes.values())
     exact = write_rfs(rfs, tmp_path / "exact.shadowzarr", inline_index_bytes=max(sizes))
-    assert all(i.files for i in load_rfs(exact).indexes.values())
+    assert all(i.files for i in read_local_rfs(exact).indexes.values())
     stored = sizes[0]
     # the total is bounded too: arrays past the budget keep their files on disk only
     import shadowzarr_spec.io as io
@@ -200,12 +200,12 @@ def test_index_files_are_carried_up_to_the_limits(tmp_path: Path) -> None:
     original = io.INLINE_INDEX_TOTAL
     io.INLINE_INDEX_TOTAL = stored
     try:
-        budget = load_rfs(write_rfs(rfs, tmp_path / "budget.shadowzarr"))
+        budget = read_local_rfs(write_rfs(rfs, tmp_path / "budget.shadowzarr"))
     finally:
         io.INLINE_INDEX_TOTAL = original
     assert [bool(budget.indexes[p].files) for p in ("a0", "a1")] == [True, False]
     # a loaded directory written again as JSON text keeps them
-    again = rfs_to_json(load_rfs(exact))
+    again = rfs_to_json(read_local_rfs(exact))
     assert (
         again["indexes"]["a0"]["files"]
         == json.loads((exact / "refs.json").read_text())["indexes"]["a0"]["files"]
@@ -244,7 +244,7 @@ def test_an_index_carried_in_refs_json_loads_without_its_directory(tmp_path: Pat
         if carried:
             table = load_index_table(remote, "a0")
             assert (table[:, 0] == np.arange(1500) * 4).all()
-            assert (table == load_index_table(load_rfs(directory), "a0")).all()
+            assert (table == load_index_table(read_local_rfs(directory), "a0")).all()
         else:
             with pytest.raises(ReferenceFormatError, match="neither carried in refs"):
                 load_index_table(remote, "a0")

@@ -13,7 +13,7 @@ from shadowzarr_spec import (
     RfsBuilder,
     VirtualArray,
     columns_selection,
-    load_rfs,
+    read_local_rfs,
     stack,
     write_rfs,
 )
@@ -237,10 +237,10 @@ def test_from_rfs_keeps_gen_and_index_and_can_be_stacked(tmp_path):
     assert_same(read(taken[100:200]), data[1, 100:200])
     written = tmp_path / "refs"
     write_rfs(build(rows[2], chunk_index_threshold=5), written)
-    loaded = load_rfs(written)
+    loaded = read_local_rfs(written)
     assert "x" in loaded.indexes or loaded.gen
     assert_same(read(VirtualArray.from_rfs(loaded, "x")), data[2])
-    indexed = load_rfs(_directory_with_index(rows[3], tmp_path / "indexed"))
+    indexed = read_local_rfs(_directory_with_index(rows[3], tmp_path / "indexed"))
     assert "x" in indexed.indexes
     stacked = stack([VirtualArray.from_rfs(indexed, "x"), taken], axis=0)
     assert_same(read(stacked), data[[3, 1]])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from shadowzarr_spec import RfsBuilder, load_rfs, write_rfs
+from shadowzarr_spec import RfsBuilder, read_local_rfs, write_rfs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,4 +44,4 @@ def test_modes_follow_the_umask(
     assert {stat.S_IMODE(p.stat().st_mode) for p in written if p.is_file()} == {file_mode}
     assert {stat.S_IMODE(p.stat().st_mode) for p in written if p.is_dir()} == {folder_mode}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging left
-    assert load_rfs(directory).indexes.keys() == {"x"}
+    assert read_local_rfs(directory).indexes.keys() == {"x"}

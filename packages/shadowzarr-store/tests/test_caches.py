@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import load_rfs
+from shadowzarr_spec import read_local_rfs
 from store_handmade import array_meta
 
 from shadowzarr_store import (
@@ -92,7 +92,7 @@ def test_second_read_costs_no_request(nginx: NginxServer, nginx_root: Path, tmp_
     np.testing.assert_array_equal(open_rfs(document, local_cache=cache)["x"][:], values)
     assert nginx.count() > 0
     nginx.reset()
-    store = RfsStore(load_rfs(document), local_cache=LocalCache(tmp_path / "cache"))
+    store = RfsStore(read_local_rfs(document), local_cache=LocalCache(tmp_path / "cache"))
     np.testing.assert_array_equal(zarr.open_array(store, path="x")[:], values)
     assert nginx.count() == 0
     assert store.stats.cache_hits == 20
@@ -101,7 +101,9 @@ def test_second_read_costs_no_request(nginx: NginxServer, nginx_root: Path, tmp_
 
 def test_memory_cache_second_read_costs_no_request(nginx: NginxServer, nginx_root: Path) -> None:
     values = _values(nginx_root / "a.bin", 10)
-    store = RfsStore(load_rfs(_document(nginx.url("a.bin"), 10)), memory_cache=MemoryCache(10**6))
+    store = RfsStore(
+        read_local_rfs(_document(nginx.url("a.bin"), 10)), memory_cache=MemoryCache(10**6)
+    )
     array = zarr.open_array(store, path="x")
     np.testing.assert_array_equal(array[:], values)
     nginx.reset()
@@ -219,12 +221,16 @@ def test_no_signature_or_user_info_reaches_the_cache_file(
     still guard them), and nothing secret is written to disk."""
     values = _values(nginx_root / "a.bin", 8)
     signed = _presigned(nginx.url("a.bin"), "SECRETONE")
-    store = RfsStore(load_rfs(_document(signed, 8)), local_cache=LocalCache(tmp_path / "cache"))
+    store = RfsStore(
+        read_local_rfs(_document(signed, 8)), local_cache=LocalCache(tmp_path / "cache")
+    )
     np.testing.assert_array_equal(zarr.open_array(store, path="x")[:], values)
     assert nginx.count() > 0
     nginx.reset()
     resigned = _presigned(nginx.url("a.bin"), "SECRETTWO").replace("://", "://reader:SECRETPW@", 1)
-    again = RfsStore(load_rfs(_document(resigned, 8)), local_cache=LocalCache(tmp_path / "cache"))
+    again = RfsStore(
+        read_local_rfs(_document(resigned, 8)), local_cache=LocalCache(tmp_path / "cache")
+    )
     np.testing.assert_array_equal(zarr.open_array(again, path="x")[:], values)
     assert nginx.count() == 0
     assert again.stats.cache_hits == 8

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import zarr
-from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, load_rfs
+from shadowzarr_spec import ShadowzarrError, conformance, decode_attributes, read_local_rfs
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
@@ -46,7 +46,7 @@ def _raised(error: BaseException) -> str:
 )
 async def test_documents(case: dict[str, Any], tmp_path: Path) -> None:
     files = conformance.write_case_directory(case, tmp_path)
-    store = RfsStore(load_rfs(tmp_path), grouped_view=0)  # keys as stored
+    store = RfsStore(read_local_rfs(tmp_path), grouped_view=0)  # keys as stored
     failures = []
     for read in case["reads"]:
         expect = read["expect"]
@@ -82,7 +82,7 @@ async def test_malformed(case: dict[str, Any], tmp_path: Path) -> None:
     conformance.write_case_directory(case, tmp_path)
 
     async def open_and_read() -> None:
-        store = RfsStore(load_rfs(tmp_path), grouped_view=0)  # keys as stored
+        store = RfsStore(read_local_rfs(tmp_path), grouped_view=0)  # keys as stored
         if "read" in case:
             await store.get(case["read"], default_buffer_prototype())
 
@@ -97,7 +97,7 @@ async def test_malformed(case: dict[str, Any], tmp_path: Path) -> None:
 def test_attributes_through_zarr(case: dict[str, Any], tmp_path: Path) -> None:
     """Open the node with zarr-python over RfsStore and decode its attributes."""
     conformance.write_case_directory(case, tmp_path)
-    store = RfsStore(load_rfs(tmp_path), grouped_view=0)  # keys as stored
+    store = RfsStore(read_local_rfs(tmp_path), grouped_view=0)  # keys as stored
     try:
         node = zarr.open(store, path=case["node"], mode="r", zarr_format=3)
         got: object = conformance.tagged_attribute(decode_attributes(node.attrs.asdict()))
@@ -111,7 +111,7 @@ def test_attributes_through_zarr(case: dict[str, Any], tmp_path: Path) -> None:
 def test_types_through_zarr(case: dict[str, Any], tmp_path: Path) -> None:
     """Open the array with zarr-python over RfsStore and read it as h5py would (read_native)."""
     conformance.write_case_directory(case, tmp_path)
-    store = RfsStore(load_rfs(tmp_path), grouped_view=0)  # keys as stored
+    store = RfsStore(read_local_rfs(tmp_path), grouped_view=0)  # keys as stored
     try:
         array = zarr.open_array(store, path=case["node"], mode="r", zarr_format=3)
         got: object = conformance.native_form(read_native(array))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import MISSING_CHUNK, RfsBuilder, load_index_table, load_rfs, write_rfs
+from shadowzarr_spec import MISSING_CHUNK, RfsBuilder, load_index_table, read_local_rfs, write_rfs
 
 from shadowzarr_store import open_rfs
 
@@ -56,7 +56,7 @@ def test_an_index_of_other_chunks_reads_over_http_one_index_chunk_a_region(
     nginx: NginxServer, nginx_root: Path
 ) -> None:
     directory, values = _directory(nginx_root, nginx.url("data.bin"))
-    table = load_index_table(load_rfs(directory), "a")
+    table = load_index_table(read_local_rfs(directory), "a")
     shutil.rmtree(directory / "index" / "a")
     index = zarr.create_array(
         store=str(directory / "index" / "a"),

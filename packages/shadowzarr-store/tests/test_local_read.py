@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import ChunkDecodeError, SourceChangedError, load_rfs
+from shadowzarr_spec import ChunkDecodeError, SourceChangedError, read_local_rfs
 from store_handmade import handmade_document, write_reference_directory, write_sources
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
@@ -69,7 +69,7 @@ def test_file_url_and_dict_and_relative_urls(sources, tmp_path: Path) -> None:
 def test_indexed_chunk_costs_one_index_read_then_none(sources, directory: Path) -> None:
     # chunks as stored: the grouped view packs these 12 small chunks into one inner chunk
     # (its own counts are in test_grouped_view.py)
-    store = RfsStore(load_rfs(directory), grouped_view=0)
+    store = RfsStore(read_local_rfs(directory), grouped_view=0)
     array = zarr.open_array(store, path="indexed", mode="r", zarr_format=3)
     before = store.stats.snapshot()
     np.testing.assert_array_equal(array[60:90], sources.expected["indexed"][60:90])
@@ -100,7 +100,7 @@ def test_indexed_chunk_costs_one_index_read_then_none(sources, directory: Path) 
 )
 @pytest.mark.parametrize("key", ["picked/c/2/0", "reordered/c/2/0", "slabs/c/3/0", "floats/c/1"])
 async def test_byte_ranges_match_the_whole_value(directory: Path, key: str, byte_range) -> None:
-    store = RfsStore(load_rfs(directory), grouped_view=0)  # stored keys (slabs/c/3/0)
+    store = RfsStore(read_local_rfs(directory), grouped_view=0)  # stored keys (slabs/c/3/0)
     whole = (await store.get(key, PROTOTYPE)).to_bytes()
     assert len(whole) == await store.getsize(key)
     part = await store.get(key, PROTOTYPE, byte_range)
@@ -114,7 +114,7 @@ async def test_byte_ranges_match_the_whole_value(directory: Path, key: str, byte
 
 
 async def test_partial_read_with_selection_reads_only_needed_records(directory: Path) -> None:
-    store = RfsStore(load_rfs(directory))
+    store = RfsStore(read_local_rfs(directory))
     # picked keeps 8 of every 12 bytes; logical bytes [808, 824) are records 101 and 102 (+1).
     before = store.stats.snapshot()
     part = await store.get("picked/c/0/0", PROTOTYPE, RangeByteRequest(810, 830))
@@ -126,14 +126,14 @@ async def test_partial_read_with_selection_reads_only_needed_records(directory: 
 
 
 def test_missing_keys_cost_nothing(directory: Path) -> None:
-    store = RfsStore(load_rfs(directory))
+    store = RfsStore(read_local_rfs(directory))
     root = zarr.open_group(store, mode="r")  # probes .zgroup, .zattrs, .zmetadata
     assert sorted(root.array_keys())[:3] == ["floats", "h5chunked", "h5contiguous"]
     assert store.stats.requests == 0
 
 
 def test_listing_never_reads_data(sources, directory: Path) -> None:
-    store = RfsStore(load_rfs(directory), grouped_view=0)  # the stored keys
+    store = RfsStore(read_local_rfs(directory), grouped_view=0)  # the stored keys
     root = zarr.open_group(store, mode="r")
     assert sorted(name for name, _ in root.members()) == sorted(sources.expected)
     assert store.stats.requests == 0

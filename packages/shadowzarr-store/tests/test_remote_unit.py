@@ -138,18 +138,18 @@ def test_references_in_memory_and_local_read_cached(tmp_path: Path) -> None:
 def test_reference_cache_round_trip(tmp_path: Path) -> None:
     document, values = _document(tmp_path)
     cache = ReferenceCache(tmp_path / "refcache")
-    from shadowzarr_spec import load_rfs
+    from shadowzarr_spec import read_local_rfs
 
     identity = SourceIdentity("https://h/f.h5", '"abc"', 123)
     assert cache.latest("r") is None
-    cache.put("r", identity, load_rfs(document), "a")
+    cache.put("r", identity, read_local_rfs(document), "a")
     found = cache.latest("r")
     assert found is not None
     assert found[0] == identity
     assert found[2] == "a"
     assert cache.get("r", SourceIdentity("https://h/f.h5", '"other"', 123)) is None
     other = SourceIdentity("https://h/f.h5", '"new"', 124)
-    cache.put("r", other, load_rfs(document), "a")
+    cache.put("r", other, read_local_rfs(document), "a")
     assert cache.get("r", identity) is None  # references of the old identity are forgotten
     remote = open_remote_array(found[1], dataset="a")
     np.testing.assert_array_equal(remote[:], values)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import zarr
-from shadowzarr_spec import load_rfs
+from shadowzarr_spec import read_local_rfs
 from store_handmade import array_meta
 from zarr.codecs import ShardingCodec
 
@@ -101,7 +101,7 @@ def test_whole_arrays_match_the_plain_view(nginx: NginxServer, data: np.ndarray)
 def test_missing_shard_reads_as_fill(nginx: NginxServer, data: np.ndarray) -> None:
     document = _document(nginx.url("plain.bin"), nginx.url("records.bin"), consolidated=False)
     del document["refs"]["plain/c/1/0"]
-    store = RfsStore(load_rfs(document), sharded_view=8192)
+    store = RfsStore(read_local_rfs(document), sharded_view=8192)
     plain = zarr.open_array(store, path="plain", mode="r")
     np.testing.assert_array_equal(plain[25_000], np.full(CHANNELS, -9, dtype="<i2"))
     np.testing.assert_array_equal(plain[19_999], data[19_999])

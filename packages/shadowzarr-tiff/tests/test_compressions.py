@@ -10,7 +10,7 @@ import imagecodecs
 import numpy as np
 import pytest
 import tifffile
-from shadowzarr_spec import load_rfs, write_rfs
+from shadowzarr_spec import read_local_rfs, write_rfs
 from shadowzarr_store import open_rfs
 from shadowzarr_testing.compare import assert_array_equal_exact
 
@@ -129,7 +129,7 @@ def test_jpeg_with_shared_tables_reads_like_tifffile(tmp_path: Path, writer: Any
     writer(path)
     out = tmp_path / "slide.shadowzarr.json"
     write_rfs(generate_rfs_tiff(path), out)
-    root = open_rfs(load_rfs(out))
+    root = open_rfs(read_local_rfs(out))
     with tifffile.TiffFile(path) as tif:
         assert tif.pages.first.jpegtables is not None
         assert tif.is_svs == (writer is _write_svs)

@@ -10,7 +10,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from shadowzarr_spec import RfsBuilder, load_rfs, write_rfs
+from shadowzarr_spec import RfsBuilder, read_local_rfs, write_rfs
 
 SCRIPT = Path(sys.executable).with_name("shadowzarr")
 
@@ -71,7 +71,7 @@ def test_convert_round_trip(raw_refs: tuple[Path, np.ndarray], tmp_path: Path) -
     assert json.loads(single.read_text())["version"] == 1
     back = tmp_path / "back.shadowzarr"
     assert shadowzarr("convert", str(single), str(back)).returncode == 0
-    assert load_rfs(back).refs.keys() == load_rfs(single).refs.keys()
+    assert read_local_rfs(back).refs.keys() == read_local_rfs(single).refs.keys()
 
 
 def test_get_prints_and_saves(raw_refs: tuple[Path, np.ndarray], tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ def test_demo_runs_offline() -> None:
     result = shadowzarr("demo", "--seconds", "3")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "values equal to h5py's: yes" in result.stdout
-    assert "NWBZarrIO(RfsStore(load_rfs(refs)))" in result.stdout
+    assert "NWBZarrIO(RfsStore(read_local_rfs(refs)))" in result.stdout
 
 
 def test_generate_from_a_list_file(tmp_path: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from shadowzarr_spec.arrays import ArrayInfo, array_info, array_paths
 from shadowzarr_spec.attribute_conventions import (
     BYTES_CONVENTION,
@@ -31,7 +34,7 @@ from shadowzarr_spec.errors import (
 )
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.index_layout import IndexArrayLayout
-from shadowzarr_spec.io import REFS_FILE, load_index_table, load_rfs, write_rfs
+from shadowzarr_spec.io import REFS_FILE, load_index_table, read_local_rfs, write_rfs
 from shadowzarr_spec.json_text import parse_json
 from shadowzarr_spec.model import (
     MISSING_CHUNK,
@@ -95,11 +98,25 @@ __all__ = [
     "index_array_metadata",
     "index_chunk_shape",
     "load_index_table",
-    "load_rfs",
     "parse_json",
+    "read_local_rfs",
     "region_references",
     "rfs_from_json",
     "rfs_to_json",
     "stack",
     "write_rfs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Deprecated in 0.1: ``load_rfs`` named two functions across the workspace; this package's
+    # reads local references only, ``shadowzarr_store.load_rfs`` reads URLs too and keeps the name.
+    if name == "load_rfs":
+        warnings.warn(
+            "shadowzarr_spec.load_rfs is renamed read_local_rfs (local files and dicts only); "
+            "shadowzarr_store.load_rfs also reads references at a URL",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return read_local_rfs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

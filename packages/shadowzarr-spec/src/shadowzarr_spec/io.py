@@ -1,4 +1,5 @@
-"""write_rfs and load_rfs: one JSON file (kerchunk version 1) or a directory with chunk indexes."""
+"""write_rfs and read_local_rfs: one JSON file (kerchunk version 1) or a directory with chunk
+indexes."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from shadowzarr_spec.serialize import rfs_to_json
 __all__ = [
     "REFS_FILE",
     "load_index_table",
-    "load_rfs",
+    "read_local_rfs",
     "reference_files",
     "refs_url_of",
     "write_rfs",
@@ -121,7 +122,7 @@ def reference_files(
     return files
 
 
-def load_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
+def read_local_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> ReferenceFileSystem:
     """Read a reference file system from a local JSON file, a local directory, or a dict.
 
     Index arrays are not read here: they stay on disk until a reader needs them. This package

@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from shadowzarr_spec import ReferenceFileSystem, SourceError, SourceNotFoundError, parse_json
-from shadowzarr_spec import load_rfs as load_local_rfs
+from shadowzarr_spec import (
+    ReferenceFileSystem,
+    SourceError,
+    SourceNotFoundError,
+    parse_json,
+    read_local_rfs,
+)
 from shadowzarr_spec import write_rfs as write_local_rfs
 from shadowzarr_spec.io import INLINE_INDEX_BYTES, reference_files, refs_url_of
 from shadowzarr_spec.parse import rfs_from_json
@@ -42,7 +47,7 @@ def load_rfs(
     if isinstance(source, ReferenceFileSystem):
         return source
     if isinstance(source, dict):
-        return load_local_rfs(_as_v3(source))
+        return read_local_rfs(_as_v3(source))
     text = os.fspath(source)
     if kind_of(text) == "local":
         local = Path(unquote(urlsplit(text).path) if text.startswith("file://") else text)
@@ -52,7 +57,7 @@ def load_rfs(
             except FileNotFoundError:
                 raise SourceNotFoundError(f"no reference file at {local}") from None
             return rfs_from_json(_as_v3(document), base=str(local.parent.resolve()))
-        return load_local_rfs(text)
+        return read_local_rfs(text)
     refs_url, base = refs_url_of(text)
     transport = Transport(StoreOptions.from_kwargs(options).transport(allow_local_files=False))
 

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shadowzarr_spec import ReferenceFormatError, load_rfs, write_rfs
+from shadowzarr_spec import ReferenceFormatError, read_local_rfs, write_rfs
 
 from shadowzarr_store.local_cache import default_cache_dir
 from shadowzarr_store.remote.identity import SourceIdentity
@@ -64,7 +64,7 @@ class ReferenceCache:
         if not (target / _ARRAY_PATH).is_file():
             return None
         try:
-            return load_rfs(target), (target / _ARRAY_PATH).read_text()
+            return read_local_rfs(target), (target / _ARRAY_PATH).read_text()
         except (OSError, ReferenceFormatError, ValueError):
             shutil.rmtree(target, ignore_errors=True)  # damaged: generate again
             return None

@@ -92,7 +92,7 @@ def _run_in(
         )
         size = sum(p.stat().st_size for p in refs_path.rglob("*") if p.is_file())
         ours, our_values = _measure_read(
-            server, "NWBZarrIO(RfsStore(load_rfs(refs)))", lambda: _read_zarr(refs_path)
+            server, "NWBZarrIO(RfsStore(read_local_rfs(refs)))", lambda: _read_zarr(refs_path)
         )
         theirs, their_values = _measure_read(
             server, "NWBHDF5IO(h5py over HTTP, fsspec)", lambda: _read_h5py(url)
@@ -166,10 +166,10 @@ def _values(nwbfile: Any) -> list[np.ndarray]:
 
 def _read_zarr(refs_path: Path) -> list[np.ndarray]:
     from hdmf_zarr import NWBZarrIO
-    from shadowzarr_spec import load_rfs
+    from shadowzarr_spec import read_local_rfs
     from shadowzarr_store import RfsStore
 
-    with NWBZarrIO(RfsStore(load_rfs(refs_path)), mode="r") as io:
+    with NWBZarrIO(RfsStore(read_local_rfs(refs_path)), mode="r") as io:
         return _values(io.read())
 
 
