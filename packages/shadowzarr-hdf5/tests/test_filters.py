@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from shadowzarr_spec import UnsupportedFeatureError
 
-from shadowzarr_hdf5.filters import FilterSpec, codecs_for
+from shadowzarr_hdf5.plan.filters import FilterSpec, codecs_for
 
 SHUFFLE = FilterSpec(2, 1, (4,), "shuffle")
 DEFLATE = FilterSpec(1, 1, (6,), "deflate")

@@ -21,15 +21,15 @@ from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY
 
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_hdf5.attributes import read_attributes
-from shadowzarr_hdf5.datasets import read_whole
-from shadowzarr_hdf5.filters import read_filters
 from shadowzarr_hdf5.format.errors import NotNative
 from shadowzarr_hdf5.format.messages import stored_attributes
-from shadowzarr_hdf5.generate import _links
 from shadowzarr_hdf5.header_reader import HeaderFile
 from shadowzarr_hdf5.header_reader.attributes import json_attributes
-from shadowzarr_hdf5.layouts import storage_layout
 from shadowzarr_hdf5.object_paths import ObjectPaths
+from shadowzarr_hdf5.plan.filters import read_filters
+from shadowzarr_hdf5.plan.layout import storage_layout
+from shadowzarr_hdf5.plan.values import read_whole
+from shadowzarr_hdf5.walker import _links
 
 _spec = importlib.util.spec_from_file_location("hdf5_corpus", Path(__file__).with_name("corpus.py"))
 assert _spec is not None

@@ -16,7 +16,7 @@ from typing import Any
 import h5py
 from shadowzarr_spec import SourceError, UnsupportedFeatureError
 
-from .filters import read_filters
+from .plan.filters import read_filters
 
 __all__ = ["decoded_values", "load_filter_plugins"]
 

@@ -21,8 +21,8 @@ from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_spec.keys import chunk_key
 
 from .context import ChunkLocations, Source
-from .inline import chunk_region, memory_array_store
 from .object_paths import object_address
+from .zarr_memory import chunk_region, memory_array_store
 
 __all__ = ["check_padding", "netcdf_shape", "padded", "unlimited_lengths"]
 

@@ -23,10 +23,10 @@ from shadowzarr_spec import RfsBuilder, UnsupportedFeatureError
 from shadowzarr_store.transport import is_local
 
 from .context import Source
-from .fill_values import stored_fill
-from .filters import codecs_for, read_filters
-from .layouts import chunk_locations
 from .object_paths import ObjectPaths
+from .plan.chunks import chunk_locations
+from .plan.fill_values import stored_fill
+from .plan.filters import codecs_for, read_filters
 
 __all__ = ["VirtualMapping", "add_virtual", "check_sources_present"]
 

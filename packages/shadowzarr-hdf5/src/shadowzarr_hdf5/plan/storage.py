@@ -4,11 +4,11 @@
 small filtered datasets) and checks what it can (a first chunk against h5py, netCDF padding);
 it writes nothing. The result is a frozen `StoragePlan`: the array's metadata
 (`ArrayDescription`) and one `Placement` saying where its bytes come from.
-`datasets.add_dataset` writes the plan.
+:mod:`..emit` writes the plan.
 
 ::
 
-    HDF5 object ──plan_type──▶ TypePlan ──plan_storage──▶ StoragePlan ──datasets──▶ references
+    HDF5 object ──plan_type──▶ TypePlan ──plan_storage──▶ StoragePlan ──emit──▶ references
                                (dtype)     ArrayDescription + InlineValues | ContiguousBlock |
                                            StoredChunks | ExternalSegments | VirtualSources
 """
@@ -24,22 +24,17 @@ import numpy as np
 from shadowzarr_spec import SourceError, UnsupportedFeatureError
 from shadowzarr_spec.metadata import bytes_codec
 
+from ..context import ChunkLocations, Options, Source
+from ..header_reader.dataset import HeaderDataset
+from ..native_decode import decoded_values
+from ..netcdf_dimensions import check_padding
+from ..zarr_memory import chunk_region
 from .chunk_decode import decode_stored_chunks
-from .context import ChunkLocations, Options, Source
-from .dtypes import TypePlan
+from .chunks import chunk_locations, common_mask
 from .fill_values import fill_is_undefined, stored_fill
 from .filters import codecs_for, overcompressed, read_filters
-from .header_reader.dataset import HeaderDataset
-from .inline import chunk_region
-from .layouts import (
-    chunk_locations,
-    common_mask,
-    contiguous_chunks,
-    external_chunk_shape,
-    storage_layout,
-)
-from .native_decode import decoded_values
-from .netcdf_dimensions import check_padding
+from .layout import contiguous_chunks, external_chunk_shape, storage_layout
+from .types import TypePlan
 from .verify import needs_verification, verify_chunk
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .header_reader.dataset import HeaderDataset
+from ..header_reader.dataset import HeaderDataset
 
 __all__ = ["fill_is_undefined", "stored_fill"]
 

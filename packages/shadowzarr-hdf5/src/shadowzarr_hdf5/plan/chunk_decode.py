@@ -16,8 +16,8 @@ import numpy as np
 import zarr
 from shadowzarr_spec.keys import chunk_key
 
-from .context import ChunkLocations, Source
-from .inline import memory_array_store
+from ..context import ChunkLocations, Source
+from ..zarr_memory import memory_array_store
 
 __all__ = ["decode_stored_chunks"]
 

@@ -34,15 +34,12 @@ import numpy as np
 from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_spec.metadata import bytes_codec
 
-from .format.messages import FilterSpec
-from .inline import encode_chunks
+from ..format.messages import FilterSpec
 
 __all__ = [
     "LZF_MAX_RATIO",
     "FilterSpec",
     "codecs_for",
-    "literal_lzf",
-    "lzf_literal_chunks",
     "lzf_rewrites",
     "overcompressed",
     "read_filters",
@@ -207,23 +204,11 @@ def _blosc(values: tuple[int, ...]) -> dict[str, Any]:
 # and which is never smaller than the data.
 
 LZF_MAX_RATIO = 8
-_LITERAL_RUN = 32  # an LZF control byte below 32 copies (byte + 1) literal bytes
 
 
 def overcompressed(sizes: np.ndarray, chunk_bytes: int) -> np.ndarray:
     """Which stored sizes imagecodecs_lzf cannot decode to ``chunk_bytes``."""
     return np.asarray(sizes, dtype=np.uint64) * LZF_MAX_RATIO < chunk_bytes
-
-
-def literal_lzf(data: bytes) -> bytes:
-    """``data`` as an LZF stream of literal runs (decodes to ``data`` with any LZF decoder)."""
-    out = bytearray()
-    view = memoryview(data)
-    for start in range(0, len(view), _LITERAL_RUN):
-        block = view[start : start + _LITERAL_RUN]
-        out.append(len(block) - 1)
-        out += block
-    return bytes(out)
 
 
 def lzf_rewrites(
@@ -254,36 +239,3 @@ def lzf_rewrites(
 
 _LZF_INLINE_LIMIT = 64 * 2**20
 """At most this many bytes of LZF chunks are rewritten into the references."""
-
-
-def lzf_literal_chunks(
-    values: Any,
-    regions: list[tuple[int, ...]],
-    shape: tuple[int, ...],
-    data_type: Any,
-    chunk_shape: tuple[int, ...],
-    codecs: list[dict[str, Any]],
-    fill_value: Any,
-) -> dict[tuple[int, ...], bytes]:
-    """Chunks of an LZF array (``values``: anything sliceable) re-encoded as literal LZF;
-    chunks of only fill value left out."""
-    fill = np.asarray(
-        fill_value if fill_value is not None else np.zeros((), dtype=data_type), dtype=data_type
-    )
-    kept = []
-    for coords in regions:
-        region = tuple(
-            slice(c * n, min((c + 1) * n, s))
-            for c, n, s in zip(coords, chunk_shape, shape, strict=True)
-        )
-        block = values[region]
-        same = block == fill
-        if block.dtype.kind in "fc":
-            same |= np.isnan(block) & np.isnan(fill)
-        if not np.all(same):
-            kept.append(coords)
-    encoded = encode_chunks(
-        values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
-        codecs=codecs[:-1], fill_value=fill_value, regions=kept,
-    )  # fmt: skip
-    return {c: literal_lzf(data) for c, data in encoded.items()}

@@ -19,7 +19,9 @@ from numcodecs.vlen import VLenBytes, VLenUTF8
 from numcodecs.zstd import Zstd
 from shadowzarr_spec.metadata import VLEN_BYTES
 
-__all__ = ["chunk_region", "encode_directly"]
+from ..zarr_memory import chunk_region
+
+__all__ = ["encode_directly"]
 
 _VLEN_UTF8 = VLenUTF8()
 _VLEN_BYTES = VLenBytes()
@@ -117,13 +119,3 @@ def _padded_chunk(
     padded = np.full(tuple(chunk_shape), fill, dtype=part.dtype)
     padded[tuple(slice(0, s) for s in part.shape)] = part
     return padded
-
-
-def chunk_region(
-    coords: Sequence[int], chunk_shape: Sequence[int], shape: tuple[int, ...]
-) -> tuple[slice, ...]:
-    """The part of an array of ``shape`` that the chunk at ``coords`` covers."""
-    return tuple(
-        slice(c * n, min((c + 1) * n, s))
-        for c, n, s in zip(coords, chunk_shape, shape, strict=True)
-    )

@@ -15,20 +15,18 @@ from typing import Any
 
 import numpy as np
 import zarr
-from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.metadata import VLEN_BYTES, array_metadata, default_codecs, zarr_data_type
-from zarr.core.buffer import Buffer, cpu
-from zarr.storage import MemoryStore
+from shadowzarr_spec import RfsBuilder
+from shadowzarr_spec.metadata import VLEN_BYTES, default_codecs
 
-from .direct_encode import chunk_region, encode_directly
+from ..zarr_memory import chunk_region, memory_array_store
+from .direct_encode import encode_directly
 
 __all__ = [
     "ZSTD_CODEC",
     "ZSTD_THRESHOLD",
-    "chunk_region",
+    "add_inline",
     "encode_chunks",
     "encode_with_zarr",
-    "memory_array_store",
     "string_codecs",
     "vlen_bytes_codecs",
 ]
@@ -153,31 +151,26 @@ def vlen_bytes_codecs(values: np.ndarray, chunk_shape: Sequence[int]) -> list[di
     return plain
 
 
-def memory_array_store(
+def add_inline(
+    builder: RfsBuilder,
+    path: str,
+    values: Any,
     *,
-    data_type: Any,
-    fill_value: Any,
     shape: tuple[int, ...],
-    chunk_shape: Sequence[int],
+    data_type: Any,
+    chunk_shape: tuple[int, ...],
     codecs: list[dict[str, Any]],
-    chunks: dict[str, bytes] | None = None,
-) -> MemoryStore:
-    """An in-memory Zarr store holding one array with the metadata the references describe
-    (and optionally some encoded chunks), for zarr-python to encode or decode exactly as readers
-    of the references will."""
-    json_type, json_fill = zarr_data_type(data_type, fill_value)
-    document = array_metadata(
-        shape=shape,
-        data_type=json_type,
+    fill_value: Any,
+) -> None:
+    """Every chunk of ``values`` held in the references."""
+    if math.prod(shape) == 0:
+        return
+    encoded = encode_chunks(
+        np.asarray(values).reshape(shape),
+        data_type=data_type,
         chunk_shape=chunk_shape,
-        fill_value=json_fill,
         codecs=codecs,
-        attributes={},
-        dimension_names=None,
+        fill_value=fill_value,
     )
-    contents: dict[str, Buffer] = {
-        "zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())
-    }
-    for key, data in (chunks or {}).items():
-        contents[key] = cpu.Buffer.from_bytes(data)
-    return MemoryStore(contents)
+    for coords, data in encoded.items():
+        builder.add_inline_chunk(path, coords, data)

@@ -22,8 +22,8 @@ from shadowzarr_spec.metadata import VLEN_BYTES
 from shadowzarr_spec.nwb_convention import OBJECT_REFERENCE_DTYPE, STRING_DTYPE
 from shadowzarr_spec.region_references import REGION_REFERENCE_DTYPE
 
-from .object_paths import ObjectPaths
-from .region_references import region_reference
+from ..object_paths import ObjectPaths
+from ..region_references import region_reference
 
 __all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type"]
 

@@ -17,8 +17,8 @@ import numpy as np
 import zarr
 from shadowzarr_spec import SourceError, UnsupportedFeatureError
 
-from .inline import chunk_region, memory_array_store
-from .native_decode import load_filter_plugins
+from ..native_decode import load_filter_plugins
+from ..zarr_memory import chunk_region, memory_array_store
 
 __all__ = ["needs_verification", "verify_chunk"]
 

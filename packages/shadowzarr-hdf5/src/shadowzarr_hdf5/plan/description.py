@@ -1,0 +1,73 @@
+"""What a dataset's array says besides its storage: its type plan, attributes and dimension
+names."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+import h5py
+import numpy as np
+from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
+
+from ..attributes import attribute_names, read_attributes
+from ..context import Source
+from ..header_reader.dataset import HeaderDataset
+from ..netcdf import is_netcdf_char, netcdf_attributes
+from .types import TypeKind, TypePlan, plan_type
+
+__all__ = ["describe", "dimension_names"]
+
+
+DTYPE_ATTR = "_DTYPE"
+
+ENUM_ATTR = "_ENUM"
+
+
+def describe(
+    dataset: h5py.Dataset | HeaderDataset, path: str, source: Source
+) -> tuple[TypePlan, dict[str, Any], list[str | None] | None]:
+    """The storage plan, the attributes and the dimension names of a dataset's array."""
+    if isinstance(dataset, HeaderDataset):
+        stored_names, attributes = dataset.attribute_names, dict(dataset.attributes)
+    else:
+        stored_names = attribute_names(dataset)
+        attributes = read_attributes(dataset, source.paths, stored_names)
+    plan = plan_type(dataset.dtype, path)
+    if source.netcdf and is_netcdf_char(dataset.dtype):
+        plan = TypePlan(TypeKind.STORED, np.dtype("S1"), (), None)
+    if source.netcdf:
+        attributes = netcdf_attributes(attributes, plan.storage if plan.stored else None)
+    if plan.dtype_attr is not None and not source.netcdf:  # xarray would show it as metadata
+        attributes[DTYPE_ATTR] = plan.dtype_attr
+    if plan.reference_fields:
+        attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
+    if plan.enum is not None:
+        attributes[ENUM_ATTR] = plan.enum
+    attributes.update(plan.attributes)
+    return plan, attributes, dimension_names(dataset, stored_names)
+
+
+def dimension_names(
+    dataset: h5py.Dataset, stored_names: list[bytes] | None = None
+) -> list[str | None] | None:
+    """Names from attached dimension scales (netCDF-4 dimensions) or dimension labels
+    (``stored_names``: the dataset's attribute names, when the caller has them)."""
+    keys = set(attribute_names(dataset) if stored_names is None else stored_names)
+    if not keys & _DIMENSION_ATTRIBUTES or dataset.shape is None:
+        return None
+    if dataset.ndim == 0:
+        return None
+    names: list[str | None] = []
+    is_scale = h5py.h5ds.is_scale(dataset.id)
+    for axis, dim in enumerate(dataset.dims):
+        if is_scale and axis == 0:
+            names.append(posixpath.basename(dataset.name or ""))
+        elif len(dim):
+            names.append(posixpath.basename(dim[0].name or ""))
+        else:
+            names.append(dim.label or None)
+    return names if any(n is not None for n in names) else None
+
+
+_DIMENSION_ATTRIBUTES = frozenset({b"DIMENSION_LIST", b"DIMENSION_LABELS", b"CLASS"})

@@ -1,0 +1,94 @@
+"""A dataset's storage layout and the chunk grid its references use: chunked, contiguous (cut
+into slabs along the first axis), compact, external (the segments' files and offsets), virtual.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import posixpath
+from urllib.parse import urljoin
+
+import h5py
+
+from ..context import Options, Source
+from ..header_reader.dataset import HeaderDataset
+
+__all__ = [
+    "contiguous_chunks",
+    "external_chunk_shape",
+    "external_segments",
+    "slab_rows",
+    "storage_layout",
+]
+
+_SLAB_DIVISOR_TOLERANCE = 0.25
+"""A divisor of the first axis within this fraction below the target slab height is used."""
+
+
+def storage_layout(dataset: h5py.Dataset | HeaderDataset) -> str:
+    """'chunked', 'contiguous', 'compact', 'external' or 'virtual'."""
+    if isinstance(dataset, HeaderDataset):
+        return dataset.layout.kind
+    plist = dataset.id.get_create_plist()
+    if plist.get_external_count() > 0:
+        return "external"
+    layout = plist.get_layout()
+    return {
+        h5py.h5d.CHUNKED: "chunked",
+        h5py.h5d.CONTIGUOUS: "contiguous",
+        h5py.h5d.COMPACT: "compact",
+        h5py.h5d.VIRTUAL: "virtual",
+    }.get(layout, "unknown")
+
+
+def slab_rows(first_axis: int, row_bytes: int, target_bytes: int) -> int:
+    """Rows per slab: about ``target_bytes``, a divisor of the first axis when one is close."""
+    if first_axis <= 0:
+        return 1
+    target = max(1, target_bytes // max(1, row_bytes))
+    if target >= first_axis:
+        return first_axis
+    lowest = max(1, int(target * (1 - _SLAB_DIVISOR_TOLERANCE)))
+    for rows in range(target, lowest - 1, -1):
+        if first_axis % rows == 0:
+            return rows
+    return target
+
+
+def contiguous_chunks(shape: tuple[int, ...], itemsize: int, options: Options) -> tuple[int, ...]:
+    if not shape:
+        return ()
+    row_bytes = math.prod(shape[1:]) * itemsize
+    rows = slab_rows(shape[0], row_bytes, options.contiguous_chunk_bytes)
+    return (max(1, rows), *(max(1, s) for s in shape[1:]))
+
+
+def external_segments(dataset: h5py.Dataset, source: Source) -> list[tuple[str, int, int]]:
+    """(url, offset, size) of each external-storage segment, in order."""
+    plist = dataset.id.get_create_plist()
+    segments = []
+    for i in range(plist.get_external_count()):
+        name, offset, size = plist.get_external(i)
+        text = name.decode("utf-8") if isinstance(name, bytes) else str(name)
+        segments.append((_resolve(source.base, text), int(offset), int(size)))
+    return segments
+
+
+def external_chunk_shape(
+    dataset: h5py.Dataset, source: Source, shape: tuple[int, ...], itemsize: int, options: Options
+) -> tuple[int, ...]:
+    segments = external_segments(dataset, source)
+    total = math.prod(shape) * itemsize
+    if len(segments) == 1 or (segments and segments[0][2] >= total):
+        return contiguous_chunks(shape, itemsize, options)
+    row_bytes = math.prod(shape[1:]) * itemsize if shape else itemsize
+    return (max(1, segments[0][2] // max(1, row_bytes)), *shape[1:])
+
+
+def _resolve(base: str, name: str) -> str:
+    if "://" in base:
+        return urljoin(base if base.endswith("/") else base + "/", name)
+    if os.path.isabs(name):
+        return name
+    return posixpath.normpath(os.path.join(base, name))
