@@ -18,7 +18,7 @@ from .emit.values import add_converted, add_empty, as_storage
 from .header_reader.dataset import HeaderDataset
 from .native_decode import decoded_values
 from .netcdf_dimensions import netcdf_shape
-from .plan.description import describe
+from .plan.description import describe_dataset
 from .plan.storage import fill_value, plan_storage
 
 __all__ = ["add_dataset", "add_decoded"]
@@ -35,7 +35,7 @@ def add_dataset(
 ) -> None:
     """Add ``dataset`` at ``path``. ``scalar_strings``: one-string arrays become scalars (the
     cached specifications of old HDMF files)."""
-    plan, attributes, names = describe(dataset, path, source)
+    plan, attributes, names = describe_dataset(dataset, path, source)
     if dataset.shape is None:  # null dataspace: no elements at all
         add_empty(builder, path, plan, (0,), attributes, None)
         return
@@ -57,7 +57,7 @@ def add_decoded(
 ) -> None:
     """Add ``dataset`` with every value decoded by HDF5 and held in the references: the policy
     for a small dataset whose stored bytes no codec reads (see :mod:`.unsupported`)."""
-    plan, attributes, names = describe(dataset, path, source)
+    plan, attributes, names = describe_dataset(dataset, path, source)
     if not plan.stored or dataset.shape is None:
         raise UnsupportedFeatureError(f"dataset {path!r}: its values cannot be held inline")
     shape = tuple(dataset.shape) + plan.extra_shape

@@ -16,7 +16,7 @@ from ..header_reader.dataset import HeaderDataset
 from ..netcdf import is_netcdf_char, netcdf_attributes
 from .types import TypeKind, TypePlan, plan_type
 
-__all__ = ["describe", "dimension_names"]
+__all__ = ["describe_dataset", "dimension_names"]
 
 
 DTYPE_ATTR = "_DTYPE"
@@ -24,7 +24,7 @@ DTYPE_ATTR = "_DTYPE"
 ENUM_ATTR = "_ENUM"
 
 
-def describe(
+def describe_dataset(
     dataset: h5py.Dataset | HeaderDataset, path: str, source: Source
 ) -> tuple[TypePlan, dict[str, Any], list[str | None] | None]:
     """The storage plan, the attributes and the dimension names of a dataset's array."""
