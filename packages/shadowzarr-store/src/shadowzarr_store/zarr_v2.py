@@ -25,6 +25,8 @@ from zarr.core.metadata.v2 import ArrayV2Metadata
 from zarr.errors import UnstableSpecificationWarning, ZarrUserWarning
 from zarr.registry import get_codec_class
 
+from shadowzarr_store.lindi_json_arrays import NotConvertible, is_json_array, plain_array
+
 __all__ = ["has_v2_keys", "v3_document"]
 
 _META = (".zgroup", ".zarray", ".zattrs", ".zmetadata")
@@ -60,6 +62,8 @@ def v3_document(document: dict[str, Any]) -> dict[str, Any]:
     converted: dict[str, Any] = {}
     layouts: dict[str, tuple[int, str]] = {}
     unsupported = dict(document.get("unsupported") or {})
+    replaced: dict[str, str] = {}  # chunks of LINDI's JSON arrays, rewritten
+    left_out: set[str] = set()
     for path, key in list(arrays.items()):
         zarray = _json_of(refs[key], key)
         attrs_key = _join(path, ".zattrs")
@@ -69,6 +73,16 @@ def v3_document(document: dict[str, Any]) -> dict[str, Any]:
             del arrays[path]
             unsupported[path or "/"] = {"outcome": "omitted", "reason": _external(link)}
             continue
+        if isinstance(zarray, dict) and isinstance(zattrs, dict) and is_json_array(zarray):
+            chunks = {k: v for k, v in refs.items() if _is_chunk_of(k, path)}
+            try:
+                zarray, zattrs, json_chunks = plain_array(path, zarray, zattrs, chunks)
+            except NotConvertible as exc:  # that array alone is left out
+                del arrays[path]
+                left_out.add(path)
+                unsupported[path or "/"] = {"outcome": "omitted", "reason": str(exc)[:500]}
+                continue
+            replaced.update(json_chunks)
         metadata = _array_metadata(path, zarray, zattrs)
         layouts[path] = (len(metadata["shape"]), str(zarray.get("dimension_separator") or "."))
         converted[_join(path, "zarr.json")] = json.dumps(metadata)
@@ -87,9 +101,9 @@ def v3_document(document: dict[str, Any]) -> dict[str, Any]:
     for key, value in refs.items():
         if not isinstance(key, str):
             raise ReferenceFormatError("reference keys must be strings")
-        if _leaf(key) in _META:
+        if _leaf(key) in _META or (_node(key) in left_out and _is_chunk_of(key, _node(key))):
             continue
-        converted[_chunk_key(key, layouts)] = value
+        converted[_chunk_key(key, layouts)] = replaced.get(key, value)
     rewritten = {k: v for k, v in document.items() if k not in _DROPPED_TOP_LEVEL}
     rewritten["refs"] = converted
     if unsupported:
@@ -210,6 +224,11 @@ def _json_of(value: Any, key: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         raise ReferenceFormatError(f"{key}: not valid JSON ({exc})") from exc
+
+
+def _is_chunk_of(key: str, path: str) -> bool:
+    """Whether ``key`` is a "."-separated chunk key of the array at ``path``."""
+    return _node(key) == path and bool(_CHUNK_COORDS.match(_leaf(key)))
 
 
 def _node(key: str) -> str:
