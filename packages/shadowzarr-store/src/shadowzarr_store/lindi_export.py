@@ -241,13 +241,15 @@ class _Writer:
         records = self._values(path)
         fields: Mapping[str, Any] = records.dtype.fields or {}
         for name, (kind, *_) in fields.items():
-            if kind.subdtype is not None or kind.fields is not None or kind.kind not in "biufS":
+            if kind.subdtype is not None or kind.fields is not None or kind.kind not in "biufSU":
                 raise _Inexpressible(f"a compound field {name!r} of type {kind} (LINDI: numbers)")
         flat = records.reshape(-1)
         values = np.empty(flat.shape, dtype=object)
         for i, record in enumerate(flat):
             values[i] = [_field_value(record[name]) for name in fields]
-        attributes["_COMPOUND_DTYPE"] = [[name, kind.str] for name, (kind, *_) in fields.items()]
+        attributes["_COMPOUND_DTYPE"] = [
+            [name, _field_type(kind, flat[name])] for name, (kind, *_) in fields.items()
+        ]
         self._json_array(path, list(document["shape"]), values, attributes)
 
     def _json_array(
@@ -276,7 +278,18 @@ class _Writer:
             self.refs[prefix + ".".join("0" for _ in shape)] = "base64:" + _base64(bytes(chunk))
 
 
+def _field_type(kind: np.dtype, values: np.ndarray) -> str:
+    """A field's type as LINDI names it; text fields (HDF5 fixed-length strings, which h5py
+    gives as bytes) as bytes long enough for their UTF-8."""
+    if kind.kind != "U":
+        return str(kind.str)
+    longest = max((len(str(v).encode("utf-8")) for v in values.tolist()), default=0)
+    return f"|S{max(1, kind.itemsize // 4, longest)}"
+
+
 def _field_value(value: Any) -> Any:
+    if isinstance(value, str | np.str_):
+        return str(value)
     if isinstance(value, bytes | np.bytes_):
         try:
             return bytes(value).decode("utf-8")
