@@ -186,6 +186,36 @@ def test_we_read_our_lindi_document_back(make: Any, tmp_path: Path) -> None:
                 assert {"name": leaf, "source": ".", "path": link.path} in entries
 
 
+def test_we_read_what_lindi_writes(tmp_path: Path, lindi_python: Path) -> None:
+    """A ``.lindi.json`` written by lindi itself from a pynwb file (strings and references as
+    Blosc-compressed JSON values, scalars, soft links) reads through ``open_rfs`` equal to h5py,
+    nothing left out."""
+    source = _nwb_file(tmp_path / "session.nwb")
+    target = tmp_path / "session.lindi.json"
+    script = (
+        "import lindi, sys; f = lindi.LindiH5pyFile.from_hdf5_file(sys.argv[1], url=sys.argv[1]);"
+        " f.write_lindi_file(sys.argv[2])"
+    )
+    done = subprocess.run(
+        [str(lindi_python), "-c", script, str(source), str(target)],
+        check=False, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    root = open_rfs(target)
+    assert dict(root.store.rfs.unsupported) == {}
+    compared = 0
+    with h5py.File(source) as f:
+        names: list[str] = []
+        f.visit(names.append)
+        for name in names:
+            node, ours = f[name], root[name]
+            _same_attributes(f, dict(node.attrs), decode_attributes(dict(ours.attrs)), name)
+            if isinstance(node, h5py.Dataset):
+                _same_values(f, node, ours[...], name)
+                compared += 1
+    assert compared >= 30
+
+
 def _same_values(f: h5py.File, node: h5py.Dataset, ours: Any, name: str) -> None:
     expected = node[()]
     assert np.shape(ours) == node.shape, name

@@ -13,17 +13,23 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numcodecs
 import numpy as np
-from shadowzarr_spec import ReferenceFormatError
+from shadowzarr_spec import ReferenceFormatError, ShadowzarrError
+from shadowzarr_spec.blosc_frame import check_blosc_frame
+from shadowzarr_spec.zstd_frame import zstd_decoded_bound
 
 __all__ = ["NotConvertible", "is_json_array", "plain_array"]
 
 _JSON_CODECS = ("json2", "json")
-_FIELD_TYPE = re.compile(r"[<>|]?[biuf][0-9]{1,2}\Z|[<>|]?S[0-9]{1,6}\Z")
+_FIELD_TYPE = re.compile(
+    r"[<>|]?[biuf][0-9]{1,2}\Z|[<>|]?S[0-9]{1,6}\Z|(?:u?int(?:8|16|32|64)|float(?:16|32|64)|bool)\Z"
+)
+"""A field type of ``_COMPOUND_DTYPE``: numpy's type strings or names (LINDI writes names)."""
 _MAX_INLINE = 64 * 2**20
 """The largest inline chunk decoded here (LINDI inlines these arrays whole)."""
 
@@ -45,16 +51,21 @@ def plain_array(
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """``(zarray, zattrs, chunks)`` of the array rewritten without JSON values: chunk keys
     map to new inline values (``base64:`` text). Raises `NotConvertible` with the reason."""
-    if (zarray.get("compressor") is not None) or len(zarray.get("filters") or []) != 1:
+    compressor = zarray.get("compressor")
+    if len(zarray.get("filters") or []) != 1 or not (
+        compressor is None or (isinstance(compressor, dict) and compressor.get("id") in _SQUEEZE)
+    ):
         raise NotConvertible(f"{path}: JSON values with other codecs")
-    decoded = {key: _decoded(key, value) for key, value in chunks.items()}
+    decoded = {key: _decoded(key, value, compressor) for key, value in chunks.items()}
     attributes = dict(zattrs)
     compound = attributes.pop("_COMPOUND_DTYPE", None)
     if compound is not None:
         dtype = _compound_dtype(path, compound)
         new_chunks = {key: _records(path, values, dtype) for key, values in decoded.items()}
         descr = [[name, dtype[name].str] for name in dtype.names or ()]
-        rewritten = {**zarray, "dtype": descr, "filters": None, "fill_value": None}
+        rewritten = {
+            **zarray, "dtype": descr, "filters": None, "compressor": None, "fill_value": None
+        }  # fmt: skip
         return rewritten, attributes, new_chunks
     elements = [item for values in decoded.values() for item in values.reshape(-1).tolist()]
     if all(_is_reference(item) for item in elements):
@@ -66,7 +77,7 @@ def plain_array(
     raise NotConvertible(f"{path}: JSON values other than references, strings or records")
 
 
-def _decoded(key: str, value: Any) -> np.ndarray:
+def _decoded(key: str, value: Any, compressor: dict[str, Any] | None) -> np.ndarray:
     if not isinstance(value, str):
         raise NotConvertible(f"{key}: a chunk of JSON values that is not inline")
     if len(value) > _MAX_INLINE:
@@ -77,10 +88,43 @@ def _decoded(key: str, value: Any) -> np.ndarray:
             if value.startswith("base64:")
             else value.encode("utf-8")
         )
+        if compressor is not None:
+            data = _SQUEEZE[compressor["id"]](data, compressor)
         values = numcodecs.JSON().decode(data)
-    except (ValueError, TypeError, UnicodeError) as exc:
+    except (ValueError, TypeError, RuntimeError, UnicodeError, ShadowzarrError, zlib.error) as exc:
         raise NotConvertible(f"{key}: not a chunk of JSON values ({exc})") from exc
     return np.asarray(values, dtype=object)
+
+
+def _blosc(data: bytes, config: dict[str, Any]) -> bytes:
+    check_blosc_frame(data, _MAX_INLINE)  # before c-blosc trusts the frame's header
+    return bytes(numcodecs.get_codec(config).decode(data))
+
+
+def _zstd(data: bytes, config: dict[str, Any]) -> bytes:
+    bound, _ = zstd_decoded_bound(data, _MAX_INLINE)
+    if bound > _MAX_INLINE:
+        raise ValueError(f"a zstd chunk decoding to {bound} bytes")
+    return bytes(numcodecs.get_codec(config).decode(data))
+
+
+def _inflate(data: bytes, config: dict[str, Any]) -> bytes:
+    window = 31 if config.get("id") == "gzip" else 15
+    inflater = zlib.decompressobj(window)
+    out = inflater.decompress(data, _MAX_INLINE + 1)
+    if len(out) > _MAX_INLINE or not inflater.eof:
+        raise ValueError("a deflate chunk that does not end within the limit")
+    return out
+
+
+_SQUEEZE: dict[str, Callable[[bytes, dict[str, Any]], bytes]] = {
+    "blosc": _blosc,
+    "zstd": _zstd,
+    "zlib": _inflate,
+    "gzip": _inflate,
+}
+"""The compressors LINDI puts after its JSON values (blosc), and the other common ones, each
+decoded within `_MAX_INLINE` bytes."""
 
 
 def _compound_dtype(path: str, compound: Any) -> np.dtype:
@@ -98,7 +142,8 @@ def _compound_dtype(path: str, compound: Any) -> np.dtype:
             raise NotConvertible(f"{path}: compound field {field[0]!r} of type {field[1]!r:.40}")
         fields.append((field[0], field[1]))
     try:
-        return np.dtype(fields)
+        little = [(name, np.dtype(text).newbyteorder("<")) for name, text in fields]
+        return np.dtype(little)
     except (TypeError, ValueError) as exc:
         raise NotConvertible(f"{path}: _COMPOUND_DTYPE not understood ({exc})") from exc
 
@@ -139,7 +184,7 @@ def _reference_paths(values: np.ndarray) -> np.ndarray:
 
 
 def _strings(zarray: dict[str, Any]) -> dict[str, Any]:
-    return {**zarray, "filters": [{"id": "vlen-utf8"}], "fill_value": None}
+    return {**zarray, "filters": [{"id": "vlen-utf8"}], "compressor": None, "fill_value": None}
 
 
 def _vlen(values: np.ndarray) -> str:

@@ -203,6 +203,16 @@ def _external(link: Any) -> str:
 
 
 def _serializer(v2: ArrayV2Metadata) -> dict[str, Any]:
+    native = v2.dtype.to_native_dtype()
+    if native.fields is not None:  # records: the byte order of their multi-byte fields
+        orders = {
+            "big" if kind.byteorder == ">" else "little"
+            for kind, *_ in native.fields.values()
+            if kind.itemsize > 1 and kind.byteorder != "|"
+        }
+        if len(orders) > 1:
+            raise ReferenceFormatError(f"records with fields of both byte orders ({native})")
+        return {"name": "bytes", "configuration": {"endian": orders.pop() if orders else "little"}}
     endian = getattr(v2.dtype, "endianness", None)
     if endian is None or isinstance(v2.dtype, NullTerminatedBytes):
         return {"name": "bytes"}
