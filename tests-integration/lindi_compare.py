@@ -72,7 +72,11 @@ def _dataset(native: Any, theirs: Any, node: Any, other: Any) -> str | None:
         return f"shape {node.shape} != {other.shape}"
     if node.dtype.names is not None:
         for field in node.dtype.names:
-            if not _same(node[field][()], other[field][:]):
+            expected, actual = node[field][()], other[field][:]
+            if h5py.check_dtype(ref=node.dtype[field]) is not None:
+                expected = [native[r].name for r in np.ravel(expected)]
+                actual = [theirs[r].name for r in np.ravel(actual)]
+            if not _same(expected, actual):
                 return f"field {field} differs"
         return None
     expected, actual = node[()], other[()]

@@ -174,7 +174,8 @@ def _json_chunk(values: list[Any], shape: list[int], compress: bool = False) -> 
 
 def test_lindi_json_arrays(tmp_path: Path) -> None:
     """LINDI's arrays of JSON values: references become the unified convention's paths,
-    strings strings (LINDI compresses them with Blosc), compound records structured records;
+    strings strings (LINDI compresses them with Blosc), compound records structured records
+    (LINDI's type names; reference fields as paths under ``_REFERENCE_FIELDS``);
     a soft link group is a ``_LINKS`` entry, "NaN" a number; an array of other JSON values is
     left out alone, recorded, while the rest of the document reads."""
     codec = {"id": "json2", "allow_nan": True, "encoding": "utf-8", "sort_keys": True}
@@ -196,6 +197,11 @@ def test_lindi_json_arrays(tmp_path: Path) -> None:
             "records/.zarray": json.dumps(json_array),
             "records/.zattrs": json.dumps({"_COMPOUND_DTYPE": [["i", "<i4"], ["x", "<f8"]]}),
             "records/0": _json_chunk([[1, 2.5], [3, "NaN"]], [2]),
+            "linked/.zarray": json.dumps(json_array),
+            "linked/.zattrs": json.dumps(
+                {"_COMPOUND_DTYPE": [["start", "int32"], ["series", "<REFERENCE>"]]}
+            ),
+            "linked/0": _json_chunk([[0, reference], [5, reference]], [2]),
             "other/.zarray": json.dumps(json_array),
             "other/0": _json_chunk([1, {"a": 2}], [2]),
             "soft/.zgroup": json.dumps({"zarr_format": 2}),
@@ -213,6 +219,10 @@ def test_lindi_json_arrays(tmp_path: Path) -> None:
     assert records["i"].tolist() == [1, 3]
     assert records["x"][0] == 2.5
     assert np.isnan(records["x"][1])
+    linked = root["linked"][...]
+    assert linked["start"].tolist() == [0, 5]
+    assert linked["series"].tolist() == ["/names", "/names"]
+    assert dict(root["linked"].attrs) == {"_REFERENCE_FIELDS": ["series"]}
     attributes = decode_attributes(dict(root.attrs))
     assert np.isnan(attributes["rate"])
     assert attributes["target"] == reference

@@ -48,13 +48,20 @@ from shadowzarr_store.open_rfs import open_rfs_store
 __all__ = ["lindi_document"]
 
 _RESERVED = frozenset(
-    {"_DTYPE", "_LINKS", "_ATTRIBUTE_TYPES", "_ENUM", "_ENUM_NAME", "zarr_conventions"}
+    {
+        "_DTYPE",
+        "_LINKS",
+        "_ATTRIBUTE_TYPES",
+        "_ENUM",
+        "_ENUM_NAME",
+        "_REFERENCE_FIELDS",
+        "zarr_conventions",
+    }
 )
 """Our attributes that LINDI has another form for, or none (an enum reads as its integers)."""
 _REFUSED_ATTRIBUTES = {
     "_VLEN_DTYPE": "variable-length sequences",
     "_STRUCTURED_DTYPE": "raw records of a compound with array or nested fields",
-    "_REFERENCE_FIELDS": "a compound with object-reference fields",
 }
 _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
@@ -135,7 +142,8 @@ class _Writer:
                 self._reference_array(path, document, attributes)
                 return
             if isinstance(document.get("data_type"), dict):  # a struct: LINDI's compound form
-                self._compound_array(path, document, attributes)
+                references = stored.get("_REFERENCE_FIELDS")
+                self._compound_array(path, document, attributes, references)
                 return
             metadata = _v2_metadata(path, {**document, "attributes": {}})
         except _Inexpressible as exc:
@@ -234,23 +242,36 @@ class _Writer:
         self._json_array(path, list(document["shape"]), values, attributes)
 
     def _compound_array(
-        self, path: str, document: dict[str, Any], attributes: dict[str, Any]
+        self, path: str, document: dict[str, Any], attributes: dict[str, Any], references: Any
     ) -> None:
         """A compound dataset as LINDI writes one: each record a JSON list of its fields,
-        inline, and ``_COMPOUND_DTYPE`` naming the fields' types (numbers and bytes only)."""
+        inline, and ``_COMPOUND_DTYPE`` naming the fields' types (numbers, strings, and object
+        references: our ``_REFERENCE_FIELDS`` hold their targets' paths)."""
         records = self._values(path)
         fields: Mapping[str, Any] = records.dtype.fields or {}
+        linked = {str(name) for name in references} if isinstance(references, list) else set()
         for name, (kind, *_) in fields.items():
             if kind.subdtype is not None or kind.fields is not None or kind.kind not in "biufSU":
                 raise _Inexpressible(f"a compound field {name!r} of type {kind} (LINDI: numbers)")
         flat = records.reshape(-1)
         values = np.empty(flat.shape, dtype=object)
         for i, record in enumerate(flat):
-            values[i] = [_field_value(record[name]) for name in fields]
+            values[i] = [
+                self._reference_field(record[name])
+                if name in linked
+                else _field_value(record[name])
+                for name in fields
+            ]
         attributes["_COMPOUND_DTYPE"] = [
-            [name, _field_type(kind, flat[name])] for name, (kind, *_) in fields.items()
+            [name, "<REFERENCE>" if name in linked else _field_type(kind, flat[name])]
+            for name, (kind, *_) in fields.items()
         ]
         self._json_array(path, list(document["shape"]), values, attributes)
+
+    def _reference_field(self, target: Any) -> dict[str, Any]:
+        if not isinstance(target, str | np.str_) or not str(target).startswith("/"):
+            raise _Inexpressible("a null object reference in a compound")
+        return self._reference(str(target))
 
     def _json_array(
         self, path: str, shape: list[int], values: np.ndarray, attributes: dict[str, Any]

@@ -60,7 +60,15 @@ def plain_array(
     attributes = dict(zattrs)
     compound = attributes.pop("_COMPOUND_DTYPE", None)
     if compound is not None:
-        dtype = _compound_dtype(path, compound)
+        references = _reference_fields(path, compound)
+        longest = max(
+            (len(row[i]) for values in decoded.values() for row in _rows(path, values)
+             for i in references.values() if i < len(row) and isinstance(row[i], str)),
+            default=1,
+        )  # fmt: skip
+        dtype = _compound_dtype(path, compound, max(1, longest))
+        if references:
+            attributes["_REFERENCE_FIELDS"] = list(references)
         new_chunks = {key: _records(path, values, dtype) for key, values in decoded.items()}
         descr = [[name, dtype[name].str] for name in dtype.names or ()]
         rewritten = {
@@ -127,7 +135,29 @@ _SQUEEZE: dict[str, Callable[[bytes, dict[str, Any]], bytes]] = {
 decoded within `_MAX_INLINE` bytes."""
 
 
-def _compound_dtype(path: str, compound: Any) -> np.dtype:
+def _reference_fields(path: str, compound: Any) -> dict[str, int]:
+    """Name → position of the ``<REFERENCE>`` fields of a ``_COMPOUND_DTYPE``."""
+    if not isinstance(compound, list):
+        raise NotConvertible(f"{path}: _COMPOUND_DTYPE is not a list of fields")
+    return {
+        str(field[0]): i
+        for i, field in enumerate(compound)
+        if isinstance(field, list) and len(field) == 2 and field[1] == "<REFERENCE>"
+    }
+
+
+def _rows(path: str, values: np.ndarray) -> list[Any]:
+    """The records of a chunk, each a list whose references are their targets' paths."""
+    rows = values.reshape(-1).tolist()
+    if not all(isinstance(row, list) for row in rows):
+        raise NotConvertible(f"{path}: a compound record that is not a list of its fields")
+    return [
+        [item["_REFERENCE"]["path"] if _is_reference(item) else item for item in row]
+        for row in rows
+    ]
+
+
+def _compound_dtype(path: str, compound: Any, reference_length: int = 1) -> np.dtype:
     if not isinstance(compound, list) or not compound:
         raise NotConvertible(f"{path}: _COMPOUND_DTYPE is not a list of fields")
     fields: list[tuple[str, str]] = []
@@ -138,6 +168,9 @@ def _compound_dtype(path: str, compound: Any) -> np.dtype:
             or not all(isinstance(part, str) for part in field)
         ):
             raise NotConvertible(f"{path}: _COMPOUND_DTYPE field {field!r:.80} is not [name, type]")
+        if field[1] == "<REFERENCE>":  # the target's path, as our _REFERENCE_FIELDS hold it
+            fields.append((field[0], f"<U{reference_length}"))
+            continue
         if not _FIELD_TYPE.match(field[1]):
             raise NotConvertible(f"{path}: compound field {field[0]!r} of type {field[1]!r:.40}")
         fields.append((field[0], field[1]))
@@ -149,18 +182,24 @@ def _compound_dtype(path: str, compound: Any) -> np.dtype:
 
 
 def _records(path: str, values: np.ndarray, dtype: np.dtype) -> str:
-    rows = values.reshape(-1).tolist()
+    rows = _rows(path, values)
     names = dtype.names or ()
-    if not all(isinstance(row, list) and len(row) == len(names) for row in rows):
+    if not all(len(row) == len(names) for row in rows):
         raise NotConvertible(f"{path}: a compound record that is not a list of its fields")
+    kinds = [dtype[name].kind for name in names]
     try:
-        records = np.array([tuple(_field(v) for v in row) for row in rows], dtype=dtype)
+        records = np.array(
+            [tuple(_field(v, kind) for v, kind in zip(row, kinds, strict=True)) for row in rows],
+            dtype=dtype,
+        )
     except (TypeError, ValueError, OverflowError) as exc:
         raise NotConvertible(f"{path}: a compound record of other types ({exc})") from exc
     return "base64:" + base64.b64encode(records.tobytes()).decode("ascii")
 
 
-def _field(value: Any) -> Any:
+def _field(value: Any, kind: str) -> Any:
+    if isinstance(value, str) and kind == "U":  # a reference's path
+        return value
     if isinstance(value, str):
         words = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
         return words[value] if value in words else value.encode("utf-8")
