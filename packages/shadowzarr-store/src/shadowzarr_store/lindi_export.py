@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import posixpath
 import urllib.parse
 import warnings
@@ -67,7 +68,10 @@ _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
 def lindi_document(
-    source: ReferenceFileSystem | str | Any, *, strict: bool = True, **options: Any
+    source: ReferenceFileSystem | str | os.PathLike[str] | dict[str, Any],
+    *,
+    strict: bool = True,
+    **options: Any,
 ) -> dict[str, Any]:
     """The references of ``source`` as a LINDI document; write it with ``json.dump`` to a
     ``.lindi.json`` file. ``options`` are `RfsStore` options (they serve the reading of the
