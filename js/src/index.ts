@@ -11,7 +11,13 @@ import { registerVlenBytes } from "./sequences.js";
 registerFletcher32();
 registerVlenBytes();
 
-export { decodeAttributes, BYTES_CONVENTION, NON_FINITE_CONVENTION } from "./attributes.js";
+export {
+  BYTES_CONVENTION,
+  COMPLEX_CONVENTION,
+  Complex,
+  decodeAttributes,
+  NON_FINITE_CONVENTION,
+} from "./attributes.js";
 export type { DecodedAttribute } from "./attributes.js";
 export { compileExpression } from "./arithmetic.js";
 export { createDandiResolver, followRedirectOnce, isDandiDownloadUrl } from "./dandi.js";

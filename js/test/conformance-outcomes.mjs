@@ -14,8 +14,13 @@ export function expressionText(c) {
   return c.expression_repeat.map(([text, n]) => text.repeat(n)).join("");
 }
 
-/** Attribute values in the suite's JSON form: NaN, infinities and bytes as tagged objects. */
+/** Attribute values in the suite's JSON form: NaN, infinities, bytes and complex numbers as
+ * tagged objects (a complex number: `{$complex: [real, imag]}`, each part tagged). */
 export function tagged(value) {
+  const plain = value === null || Object.getPrototypeOf(value) === Object.prototype;
+  if (typeof value === "object" && !plain && "real" in value && "imag" in value) {
+    return { $complex: [tagged(value.real), tagged(value.imag)] };
+  }
   if (typeof value === "number" && !Number.isFinite(value)) {
     return { $float: Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity" };
   }

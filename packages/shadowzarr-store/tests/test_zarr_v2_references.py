@@ -6,6 +6,7 @@ back equal to h5py, locally and over HTTP, and what cannot be expressed is refus
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 from kerchunk.hdf import SingleHdf5ToZarr
-from shadowzarr_spec import ReferenceFormatError
+from shadowzarr_spec import ReferenceFormatError, decode_attributes
 
 from shadowzarr_store import open_rfs
 from shadowzarr_store.zarr_v2 import has_v2_keys, v3_document
@@ -157,6 +158,78 @@ def test_lindi_conventions(tmp_path: Path) -> None:
     omitted = root.store.rfs.unsupported["data"]
     assert omitted.outcome == "omitted"
     assert "'d' of 'x.nwb'" in omitted.reason
+
+
+def _json_chunk(values: list[Any], shape: list[int], compress: bool = False) -> str:
+    import numcodecs
+
+    array = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        array[i] = value
+    data = numcodecs.JSON().encode(array.reshape(shape))
+    if compress:
+        data = numcodecs.Blosc(cname="lz4").encode(data)
+    return "base64:" + base64.b64encode(bytes(data)).decode()
+
+
+def test_lindi_json_arrays(tmp_path: Path) -> None:
+    """LINDI's arrays of JSON values: references become the unified convention's paths,
+    strings strings (LINDI compresses them with Blosc), compound records structured records
+    (LINDI's type names; reference fields as paths under ``_REFERENCE_FIELDS``);
+    a soft link group is a ``_LINKS`` entry, "NaN" a number; an array of other JSON values is
+    left out alone, recorded, while the rest of the document reads."""
+    codec = {"id": "json2", "allow_nan": True, "encoding": "utf-8", "sort_keys": True}
+    blosc = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+    json_array = {
+        "chunks": [2], "compressor": None, "dtype": "|O", "fill_value": 0,
+        "filters": [codec], "order": "C", "shape": [2], "zarr_format": 2,
+    }  # fmt: skip
+    reference = {"_REFERENCE": {"object_id": None, "path": "/names", "source": ".",
+                                "source_object_id": None}}  # fmt: skip
+    document = {
+        "refs": {
+            ".zgroup": json.dumps({"zarr_format": 2}),
+            ".zattrs": json.dumps({"rate": "NaN", "target": reference}),
+            "refs/.zarray": json.dumps(json_array),
+            "refs/0": _json_chunk([reference, reference], [2]),
+            "names/.zarray": json.dumps({**json_array, "compressor": blosc}),
+            "names/0": _json_chunk(["ab", "c"], [2], compress=True),
+            "records/.zarray": json.dumps(json_array),
+            "records/.zattrs": json.dumps({"_COMPOUND_DTYPE": [["i", "<i4"], ["x", "<f8"]]}),
+            "records/0": _json_chunk([[1, 2.5], [3, "NaN"]], [2]),
+            "linked/.zarray": json.dumps(json_array),
+            "linked/.zattrs": json.dumps(
+                {"_COMPOUND_DTYPE": [["start", "int32"], ["series", "<REFERENCE>"]]}
+            ),
+            "linked/0": _json_chunk([[0, reference], [5, reference]], [2]),
+            "other/.zarray": json.dumps(json_array),
+            "other/0": _json_chunk([1, {"a": 2}], [2]),
+            "soft/.zgroup": json.dumps({"zarr_format": 2}),
+            "soft/.zattrs": json.dumps({"_SOFT_LINK": {"path": "/names"}}),
+        },
+        "generationMetadata": {"generatedBy": "a test"},
+    }
+    path = tmp_path / "session.lindi.json"
+    path.write_text(json.dumps(document))
+    root = open_rfs(str(path))
+    assert root["refs"][...].tolist() == ["/names", "/names"]
+    assert dict(root["refs"].attrs) == {"_DTYPE": "object_reference"}
+    assert root["names"][...].tolist() == ["ab", "c"]
+    records = root["records"][...]
+    assert records["i"].tolist() == [1, 3]
+    assert records["x"][0] == 2.5
+    assert np.isnan(records["x"][1])
+    linked = root["linked"][...]
+    assert linked["start"].tolist() == [0, 5]
+    assert linked["series"].tolist() == ["/names", "/names"]
+    assert dict(root["linked"].attrs) == {"_REFERENCE_FIELDS": ["series"]}
+    attributes = decode_attributes(dict(root.attrs))
+    assert np.isnan(attributes["rate"])
+    assert attributes["target"] == reference
+    assert attributes["_LINKS"] == [{"name": "soft", "source": ".", "path": "/names"}]
+    assert "soft" not in root
+    assert "other" not in root
+    assert "JSON values other than" in root.store.rfs.unsupported["other"].reason
 
 
 @pytest.mark.parametrize(

@@ -146,6 +146,7 @@ _ALL: Final = (
 _NUMBER_KINDS: Final = "biufc"
 _NUMBER_TYPE: Final = re.compile(r"[<>|]?[biufc][0-9]{1,2}\Z")
 """A numpy type string of numbers ("<f4", "|i1", "|b1"), nothing np.dtype would read otherwise."""
+_JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
 _MAX_TYPED_ELEMENTS: Final = 2**24
 """A recorded shape larger than this is refused before numpy sees it (the JSON value must hold
 that many numbers anyway)."""
@@ -302,11 +303,10 @@ def _decode_value(value: Any, non_finite: bool, as_bytes: bool, as_complex: bool
 
 
 def _complex(text: str) -> complex:
+    """Two parts, each a JSON number or a non-finite word: not all that ``float`` takes
+    ("inf", " 1", "1_0"), so both readers accept the same texts."""
     parts = text[len(COMPLEX_PREFIX) :].split(",")
-    try:
-        real, imag = (NON_FINITE_STRINGS.get(p, None) or float(p) for p in parts)
-    except ValueError as exc:
-        raise ReferenceFormatError(
-            f"attribute value {text[:40]!r} is not a complex number"
-        ) from exc
+    if len(parts) != 2 or not all(p in NON_FINITE_STRINGS or _JSON_NUMBER.match(p) for p in parts):
+        raise ReferenceFormatError(f"attribute value {text[:40]!r} is not a complex number")
+    real, imag = (NON_FINITE_STRINGS[p] if p in NON_FINITE_STRINGS else float(p) for p in parts)
     return complex(real, imag)

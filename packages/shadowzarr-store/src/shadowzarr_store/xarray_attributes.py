@@ -6,7 +6,8 @@ knows none of them, so a float32 ``scale_factor`` would decode its variable as f
 would stay a string. Here the conventions are decoded first (`decode_attributes`), then shaped
 as the netCDF readers shape them: an array of one element is that element (a numpy scalar of
 its type), ``_FillValue`` is written the way xarray's Zarr backend decodes it, and an enum's
-``_ENUM`` leaves the attributes (xarray's netCDF backends keep the mapping in the encoding).
+``_ENUM`` (and the enum type's name, ``_ENUM_NAME``) leave the attributes (xarray's netCDF
+backends keep them in the encoding).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any
 import numpy as np
 from shadowzarr_spec import decode_attributes
 
-__all__ = ["ENUM_ATTR", "XarrayAttributes", "xarray_attributes"]
+__all__ = ["ENUM_ATTR", "ENUM_NAME_ATTR", "XarrayAttributes", "xarray_attributes"]
 
 ENUM_ATTR = "_ENUM"
+ENUM_NAME_ATTR = "_ENUM_NAME"
 FILL_ATTR = "_FillValue"
 
 
@@ -31,6 +33,8 @@ class XarrayAttributes:
     attributes: dict[str, Any]
     enum: dict[str, int] | None
     """An enum's names → values (None: not an enum)."""
+    enum_name: str | None = None
+    """The enum type's name, where the file names it (netCDF-4 does)."""
 
 
 def xarray_attributes(stored: Mapping[str, Any], dtype: Any = None) -> XarrayAttributes:
@@ -38,6 +42,7 @@ def xarray_attributes(stored: Mapping[str, Any], dtype: Any = None) -> XarrayAtt
     raw_fill = stored.get(FILL_ATTR)
     decoded = decode_attributes(stored)
     enum = decoded.pop(ENUM_ATTR, None) if dtype is not None else None
+    enum_name = decoded.pop(ENUM_NAME_ATTR, None) if enum is not None else None
     out = {key: _netcdf_value(value) for key, value in decoded.items()}
     if dtype is not None and FILL_ATTR in out:
         out[FILL_ATTR] = _zarr_backend_fill(raw_fill, out[FILL_ATTR], np.dtype(dtype))
@@ -46,16 +51,29 @@ def xarray_attributes(stored: Mapping[str, Any], dtype: Any = None) -> XarrayAtt
         if isinstance(enum, dict) and all(isinstance(v, int) for v in enum.values())
         else None
     )
-    return XarrayAttributes(out, mapping)
+    named = enum_name if mapping is not None and isinstance(enum_name, str) else None
+    return XarrayAttributes(out, mapping, named)
 
 
 def _netcdf_value(value: Any) -> Any:
-    """An array (or list) of one number or string as that element, as netCDF readers give it."""
+    """An array (or list) of one number or string as that element, and a list of numbers as a
+    numpy array (float64 or int64: other types are recorded under ``_ATTRIBUTE_TYPES``), as
+    netCDF readers give them."""
     if isinstance(value, np.ndarray) and value.shape == (1,):
         return value[0]
     if isinstance(value, list) and len(value) == 1 and not isinstance(value[0], list | dict):
         return value[0]
+    if isinstance(value, list) and value and all(_is_number(v) for v in value):
+        kind = np.float64 if any(isinstance(v, float) for v in value) else np.int64
+        try:
+            return np.asarray(value, dtype=kind)
+        except OverflowError:  # an integer beyond int64: left as JSON gave it
+            return value
     return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _zarr_backend_fill(raw: Any, value: Any, dtype: np.dtype) -> Any:

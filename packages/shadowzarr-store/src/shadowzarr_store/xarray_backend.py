@@ -50,7 +50,7 @@ except ImportError as exc:  # xarray loads this module only where it is installe
 from shadowzarr_store.open_rfs import open_rfs_store
 from shadowzarr_store.recognise import is_v3_reference_path
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.xarray_attributes import xarray_attributes
+from shadowzarr_store.xarray_attributes import FILL_ATTR, xarray_attributes
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -186,19 +186,21 @@ class ShadowzarrBackendEntrypoint(BackendEntrypoint):
 class _ConventionZarrStore(ZarrStore):
     """xarray's ZarrStore with each array's and group's attributes decoded by the attribute
     conventions (:func:`xarray_attributes`); an enum's mapping goes to the variable's encoding
-    as xarray's netCDF backends put it (``dtype`` with ``enum`` metadata)."""
+    as xarray's netCDF backends put it (``dtype`` with ``enum`` and ``enum_name`` metadata)."""
 
     def _fetch_members(self) -> dict[str, Any]:
         import zarr
 
         members = dict(super()._fetch_members())
-        self._enums: dict[str, dict[str, int]] = {}
+        self._enums: dict[str, dict[str, Any]] = {}
         for name, member in members.items():
             if isinstance(member, zarr.Array):
                 shaped = xarray_attributes(member.attrs.asdict(), member.dtype)
                 members[name] = _with_attributes(member, shaped.attributes)
                 if shaped.enum is not None:
-                    self._enums[name] = shaped.enum
+                    self._enums[name] = {"enum": shaped.enum}
+                    if shaped.enum_name is not None:
+                        self._enums[name]["enum_name"] = shaped.enum_name
         return members
 
     def open_store_variable(self, name: str) -> Any:
@@ -206,14 +208,41 @@ class _ConventionZarrStore(ZarrStore):
         preferred = preferred_chunks(variable.dims, variable.encoding.get("shards"))
         if preferred is not None:
             variable.encoding["preferred_chunks"] = preferred
+        for where in (variable.attrs, variable.encoding):
+            if FILL_ATTR in where:
+                where[FILL_ATTR] = _typed_fill(where[FILL_ATTR], variable.dtype)
         enum = getattr(self, "_enums", {}).get(name)
         if enum is not None:
-            variable.encoding["dtype"] = np.dtype(variable.dtype, metadata={"enum": enum})
+            variable.encoding["dtype"] = np.dtype(variable.dtype, metadata=enum)
         return variable
 
     def get_attrs(self) -> dict[str, Any]:
         shaped = xarray_attributes(self.zarr_group.attrs.asdict())
-        return {k: v for k, v in shaped.attributes.items() if not k.lower().startswith("_nc")}
+        return {k: v for k, v in shaped.attributes.items() if k not in _NETCDF_RESERVED}
+
+
+_NETCDF_RESERVED = frozenset(
+    {"_NCProperties", "_IsNetcdf4", "_SuperblockVersion", "_nc3_strict", "_Netcdf4Dimid",
+     "_Netcdf4Coordinates"}
+)  # fmt: skip
+"""The global attributes netCDF-C keeps to itself, by their exact names: a user's own
+``_NCPROPERTIES`` (a GOLD mission file has one) is an attribute like any other."""
+
+
+def _typed_fill(value: Any, dtype: np.dtype) -> Any:
+    """A number ``_FillValue`` as a numpy scalar of its variable's type, as netCDF4 gives it
+    (xarray's Zarr backend gives a Python number, a float as a double)."""
+    if dtype.kind not in "iuf" or isinstance(value, bool | np.bool_):
+        return value
+    if not isinstance(value, int | float | np.integer | np.floating):
+        return value
+    try:
+        with np.errstate(all="ignore"):
+            typed = np.asarray(value).astype(dtype)
+            same = typed == value or (np.isnan(typed) and np.isnan(value))  # not another range
+    except (OverflowError, ValueError, TypeError):
+        return value
+    return typed[()] if same else value
 
 
 def preferred_chunks(dims: tuple[str, ...], shards: Any) -> dict[str, int] | None:

@@ -19,11 +19,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from shadowzarr_spec import ReferenceFormatError
+from shadowzarr_spec.attribute_conventions import NON_FINITE_CONVENTION
 from zarr.abc.codec import ArrayArrayCodec, BytesBytesCodec
 from zarr.core.dtype.npy.bytes import NullTerminatedBytes
 from zarr.core.metadata.v2 import ArrayV2Metadata
 from zarr.errors import UnstableSpecificationWarning, ZarrUserWarning
 from zarr.registry import get_codec_class
+
+from shadowzarr_store.lindi_json_arrays import NotConvertible, is_json_array, plain_array
 
 __all__ = ["has_v2_keys", "v3_document"]
 
@@ -57,9 +60,12 @@ def v3_document(document: dict[str, Any]) -> dict[str, Any]:
         raise ReferenceFormatError("'refs' must be an object")
     arrays = {_node(key): key for key in refs if _leaf(key) == ".zarray"}
     groups = {_node(key) for key in refs if _leaf(key) == ".zgroup"}
+    lindi = "generationMetadata" in document  # LINDI writes NaN as "NaN" and no such text
     converted: dict[str, Any] = {}
     layouts: dict[str, tuple[int, str]] = {}
     unsupported = dict(document.get("unsupported") or {})
+    replaced: dict[str, str] = {}  # chunks of LINDI's JSON arrays, rewritten
+    left_out: set[str] = set()
     for path, key in list(arrays.items()):
         zarray = _json_of(refs[key], key)
         attrs_key = _join(path, ".zattrs")
@@ -69,14 +75,37 @@ def v3_document(document: dict[str, Any]) -> dict[str, Any]:
             del arrays[path]
             unsupported[path or "/"] = {"outcome": "omitted", "reason": _external(link)}
             continue
+        if isinstance(zarray, dict) and isinstance(zattrs, dict) and is_json_array(zarray):
+            chunks = {k: v for k, v in refs.items() if _is_chunk_of(k, path)}
+            try:
+                zarray, zattrs, json_chunks = plain_array(path, zarray, zattrs, chunks)
+            except NotConvertible as exc:  # that array alone is left out
+                del arrays[path]
+                left_out.add(path)
+                unsupported[path or "/"] = {"outcome": "omitted", "reason": str(exc)[:500]}
+                continue
+            replaced.update(json_chunks)
+        if lindi and isinstance(zattrs, dict):
+            zattrs = _lindi_non_finite(zattrs)
         metadata = _array_metadata(path, zarray, zattrs)
         layouts[path] = (len(metadata["shape"]), str(zarray.get("dimension_separator") or "."))
         converted[_join(path, "zarr.json")] = json.dumps(metadata)
+    group_attributes: dict[str, dict[str, Any]] = {}
     for path in groups:
         attrs_key = _join(path, ".zattrs")
         attributes = _json_of(refs[attrs_key], attrs_key) if attrs_key in refs else {}
         if not isinstance(attributes, dict):
             raise ReferenceFormatError(f"{attrs_key}: attributes must be a JSON object")
+        group_attributes[path] = _lindi_non_finite(attributes) if lindi else attributes
+    for path, attributes in sorted(group_attributes.items()):
+        parent = _node(path)
+        if path and parent in group_attributes and _soft_link(attributes) is not None:
+            # LINDI's soft link: a group holding only the target; ours: _LINKS on the parent
+            entry = {"name": _leaf(path), "source": ".", "path": _soft_link(attributes)}
+            group_attributes[parent].setdefault("_LINKS", []).append(entry)
+    for path, attributes in group_attributes.items():
+        if path and _node(path) in group_attributes and _soft_link(attributes) is not None:
+            continue
         converted[_join(path, "zarr.json")] = json.dumps(
             {"zarr_format": 3, "node_type": "group", "attributes": attributes}
         )
@@ -87,9 +116,9 @@ def v3_document(document: dict[str, Any]) -> dict[str, Any]:
     for key, value in refs.items():
         if not isinstance(key, str):
             raise ReferenceFormatError("reference keys must be strings")
-        if _leaf(key) in _META:
+        if _leaf(key) in _META or (_node(key) in left_out and _is_chunk_of(key, _node(key))):
             continue
-        converted[_chunk_key(key, layouts)] = value
+        converted[_chunk_key(key, layouts)] = replaced.get(key, value)
     rewritten = {k: v for k, v in document.items() if k not in _DROPPED_TOP_LEVEL}
     rewritten["refs"] = converted
     if unsupported:
@@ -174,6 +203,16 @@ def _external(link: Any) -> str:
 
 
 def _serializer(v2: ArrayV2Metadata) -> dict[str, Any]:
+    native = v2.dtype.to_native_dtype()
+    if native.fields is not None:  # records: the byte order of their multi-byte fields
+        orders = {
+            "big" if kind.byteorder == ">" else "little"
+            for kind, *_ in native.fields.values()
+            if kind.itemsize > 1 and kind.byteorder != "|"
+        }
+        if len(orders) > 1:
+            raise ReferenceFormatError(f"records with fields of both byte orders ({native})")
+        return {"name": "bytes", "configuration": {"endian": orders.pop() if orders else "little"}}
     endian = getattr(v2.dtype, "endianness", None)
     if endian is None or isinstance(v2.dtype, NullTerminatedBytes):
         return {"name": "bytes"}
@@ -210,6 +249,41 @@ def _json_of(value: Any, key: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         raise ReferenceFormatError(f"{key}: not valid JSON ({exc})") from exc
+
+
+def _lindi_non_finite(attributes: dict[str, Any]) -> dict[str, Any]:
+    """LINDI's attributes with the Non-Finite convention registered where they hold its words:
+    LINDI writes NaN and the infinities as "NaN", "Infinity", "-Infinity" and refuses those
+    texts as strings, so they are numbers."""
+    if not any(_has_non_finite_word(v) for v in attributes.values()):
+        return attributes
+    listed = attributes.get("zarr_conventions")
+    conventions = list(listed) if isinstance(listed, list) else []
+    return {**attributes, "zarr_conventions": [*conventions, dict(NON_FINITE_CONVENTION)]}
+
+
+def _has_non_finite_word(value: Any) -> bool:
+    if isinstance(value, str):
+        return value in ("NaN", "Infinity", "-Infinity")
+    if isinstance(value, list):
+        return any(_has_non_finite_word(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_non_finite_word(v) for v in value.values())
+    return False
+
+
+def _soft_link(attributes: dict[str, Any]) -> str | None:
+    """The target of a LINDI soft link (a group whose only attribute is ``_SOFT_LINK``)."""
+    link = attributes.get("_SOFT_LINK")
+    if len(attributes) != 1 or not isinstance(link, dict):
+        return None
+    target = link.get("path")
+    return target if isinstance(target, str) and target.startswith("/") else None
+
+
+def _is_chunk_of(key: str, path: str) -> bool:
+    """Whether ``key`` is a "."-separated chunk key of the array at ``path``."""
+    return _node(key) == path and bool(_CHUNK_COORDS.match(_leaf(key)))
 
 
 def _node(key: str) -> str:

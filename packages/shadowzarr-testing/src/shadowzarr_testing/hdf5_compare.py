@@ -23,7 +23,8 @@ __all__ = ["Hdf5Comparison", "check_number_type", "compare_hdf5"]
 
 RESERVED = frozenset(
     {
-        "_DTYPE", "_REFERENCE_FIELDS", "_LINKS", "_ENUM", "_VLEN_DTYPE", "_STRUCTURED_DTYPE",
+        "_DTYPE", "_REFERENCE_FIELDS", "_LINKS", "_ENUM", "_ENUM_NAME", "_VLEN_DTYPE",
+        "_STRUCTURED_DTYPE",
         "_ATTRIBUTE_TYPES", "zarr_conventions",
     }
 )  # fmt: skip

@@ -1,7 +1,9 @@
 """netCDF-3 attributes as netCDF4-python (so xarray) hands them over.
 
 ``char`` attributes are text (UTF-8, undecodable bytes replaced, NULs dropped, as netCDF4-python
-does); numeric ones are lists, and one value is a scalar. ``_FillValue`` is written the way
+does); numeric ones are lists, and one value is a scalar, with their numpy type and shape (``[n]``,
+``[1]`` for one value) under ``_ATTRIBUTE_TYPES``, as the netCDF-4 generator records them, so a
+``short`` attribute reads back as int16 and not as JSON's int64. ``_FillValue`` is written the way
 xarray's Zarr backend reads it (see :func:`shadowzarr_hdf5.netcdf.xarray_fill_value`), except
 on ``char`` variables, where only the array's fill value holds it.
 """
@@ -9,6 +11,8 @@ on ``char`` variables, where only the array's fill value holds it.
 from __future__ import annotations
 
 from typing import Any
+
+from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY, attribute_type
 
 from ..netcdf import xarray_fill_value
 from .header import NcAttribute
@@ -25,6 +29,13 @@ def attribute_values(
     """Plain values of a node's attributes; ``kind``: the variable's type (None for the root).
     A ``_FillValue`` of another type than the variable's is kept as it is."""
     out = {name: _plain(attribute) for name, attribute in attributes.items()}
+    types = {
+        name: recorded
+        for name, attribute in attributes.items()
+        if name != FILL_VALUE and (recorded := attribute_type(attribute.values)) is not None
+    }
+    if types:  # the builder keeps only those JSON would lose
+        out[ATTRIBUTE_TYPES_KEY] = types
     if kind is not None and kind.code == NC_CHAR:
         # xarray's Zarr backend cannot decode a bytes _FillValue (it raises): the array's fill
         # value keeps it, and xarray shows the fill characters instead of masking them.

@@ -22,6 +22,7 @@ __all__ = ["describe_dataset", "dimension_names"]
 DTYPE_ATTR = "_DTYPE"
 
 ENUM_ATTR = "_ENUM"
+ENUM_NAME_ATTR = "_ENUM_NAME"
 
 
 def describe_dataset(
@@ -44,8 +45,33 @@ def describe_dataset(
         attributes[REFERENCE_FIELDS_ATTR] = list(plan.reference_fields)
     if plan.enum is not None:
         attributes[ENUM_ATTR] = plan.enum
+        native = not isinstance(dataset, HeaderDataset)
+        name = _enum_name(dataset) if source.netcdf and native else None
+        if name is not None:
+            attributes[ENUM_NAME_ATTR] = name
     attributes.update(plan.attributes)
     return plan, attributes, dimension_names(dataset, stored_names)
+
+
+def _enum_name(dataset: h5py.Dataset) -> str | None:
+    """The name netCDF readers give a dataset's enum type (``enum_name``): netCDF-4 commits
+    every enum type in a group and gives its variables a copy, so the name is that of the
+    first equal committed type in the dataset's group or one above it, as netCDF-C finds it.
+    None where no committed type is equal (h5py's own enums)."""
+    try:
+        kind = dataset.id.get_type()
+        group = dataset.parent
+        while True:
+            for name in group:
+                if group.get(name, getclass=True, getlink=True) is not h5py.HardLink:
+                    continue
+                if group.get(name, getclass=True) is h5py.Datatype and group[name].id == kind:
+                    return str(name)
+            if group.name == "/":
+                return None
+            group = group.parent
+    except (OSError, ValueError, RuntimeError, KeyError):
+        return None
 
 
 def dimension_names(

@@ -42,11 +42,14 @@ _PUBLIC_ERRORS: Final = tuple(getattr(errors, name) for name in errors.__all__)
 
 
 def tagged_attribute(value: Any) -> Any:
-    """A decoded attribute value in the suite's JSON form: NaN, infinities and bytes as tagged
-    objects, numpy numbers and arrays (the Attribute Types convention) as their Python values,
-    so both readers' outcomes compare with a case's ``expect``."""
+    """A decoded attribute value in the suite's JSON form: NaN, infinities, bytes and complex
+    numbers (``{"$complex": [real, imag]}``) as tagged objects, numpy numbers and arrays (the
+    Attribute Types convention) as their Python values, so both readers' outcomes compare with
+    a case's ``expect``."""
     if isinstance(value, np.ndarray | np.generic):
         return tagged_attribute(value.tolist())
+    if isinstance(value, complex):
+        return {"$complex": [tagged_attribute(value.real), tagged_attribute(value.imag)]}
     if isinstance(value, float) and value != value:
         return {"$float": "NaN"}
     if isinstance(value, float) and value in (float("inf"), float("-inf")):

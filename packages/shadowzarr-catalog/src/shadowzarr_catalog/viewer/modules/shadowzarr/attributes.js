@@ -6,10 +6,15 @@
  * uuid); only registered ones are decoded. The rules are Python's `decode_attributes`, checked
  * by the conformance cases of `shadowzarr_spec/conformance/attributes.json`.
  *
+ * The Complex Attributes convention stores a complex number as "complex:<real>,<imag>" (each
+ * part a JSON number or a non-finite word); it decodes to a `Complex`, as Python's
+ * `decode_attributes` gives a `complex`.
+ *
  * The Attribute Types convention records numbers' numpy types and shapes under
  * `_ATTRIBUTE_TYPES` (`{name: {dtype: "<f4", shape: [1]}}`). JavaScript numbers have no width,
  * so only the shape is applied here: a number recorded with shape `[1]` becomes `[number]`, as
- * h5py (and Python's `decode_attributes`) give it; the record itself leaves the attributes.
+ * h5py (and Python's `decode_attributes`) give it; the record itself leaves the attributes. A
+ * number recorded with a complex type (`"<c8"`) becomes a `Complex` with imaginary part 0.
  */
 import { base64Decode } from "./bytes.js";
 import { ReferenceFormatError } from "./errors.js";
@@ -20,6 +25,10 @@ export const NON_FINITE_CONVENTION = {
 export const BYTES_CONVENTION = {
     uuid: "9d2c6a57-0b8e-5f3c-a1e4-3e7b5c2d9f40",
     name: "bytes-attributes",
+};
+export const COMPLEX_CONVENTION = {
+    uuid: "5f0c8e21-7d3a-5b6e-b2c4-1a9d7e3f6c58",
+    name: "complex-attributes",
 };
 export const ATTRIBUTE_TYPES_CONVENTION = {
     uuid: "c3a7e1d2-4f6b-5a8c-9e0d-2b7f4c1a6e93",
@@ -32,11 +41,23 @@ const MAX_TYPED_ELEMENTS = 2 ** 24;
 const NUMBER_TYPE = /^[<>|]?[biufc][0-9]{1,2}$/;
 export const STR_PREFIX = "_str_";
 const BASE64_PREFIX = "base64:";
+const COMPLEX_PREFIX = "complex:";
+/** One part of a complex attribute: a JSON number (the non-finite words are looked up apart). */
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 export const NON_FINITE_WORDS = {
     NaN: Number.NaN,
     Infinity: Number.POSITIVE_INFINITY,
     "-Infinity": Number.NEGATIVE_INFINITY,
 };
+/** A complex attribute value (JavaScript has no complex numbers). */
+export class Complex {
+    real;
+    imag;
+    constructor(real, imag) {
+        this.real = real;
+        this.imag = imag;
+    }
+}
 function isConvention(entry, convention) {
     return (entry !== null &&
         typeof entry === "object" &&
@@ -49,16 +70,18 @@ export function registers(conventions, convention) {
 /**
  * Decode the attributes of a group or array (`array.attrs`) following the conventions its
  * `zarr_conventions` attribute registers: numbers for the non-finite strings, `Uint8Array` for
- * "base64:…" strings, `_str_` stripped exactly once. The decoded conventions leave
- * `zarr_conventions` (which is dropped when nothing else remains); other attributes are
- * returned unchanged. A "base64:" value that is not base64 is a ReferenceFormatError.
+ * "base64:…" strings, `Complex` for "complex:…" strings, `_str_` stripped exactly once. The
+ * decoded conventions leave `zarr_conventions` (which is dropped when nothing else remains);
+ * other attributes are returned unchanged. A "base64:" value that is not base64, or a
+ * "complex:" value that is not two numbers, is a ReferenceFormatError.
  */
 export function decodeAttributes(attributes) {
     const conventions = attributes[CONVENTIONS_KEY];
     const nonFinite = registers(conventions, NON_FINITE_CONVENTION);
     const bytes = registers(conventions, BYTES_CONVENTION);
+    const complex = registers(conventions, COMPLEX_CONVENTION);
     const typed = registers(conventions, ATTRIBUTE_TYPES_CONVENTION);
-    if (!nonFinite && !bytes && !typed) {
+    if (!nonFinite && !bytes && !complex && !typed) {
         return { ...attributes };
     }
     const decodeValue = (value) => {
@@ -71,6 +94,8 @@ export function decodeAttributes(attributes) {
             if (bytes && value.startsWith(BASE64_PREFIX)) {
                 return base64Decode(value.slice(BASE64_PREFIX.length));
             }
+            if (complex && value.startsWith(COMPLEX_PREFIX))
+                return complexOf(value);
             return value;
         }
         if (Array.isArray(value))
@@ -95,6 +120,7 @@ export function decodeAttributes(attributes) {
     }
     const remaining = conventions.filter((e) => !isConvention(e, NON_FINITE_CONVENTION) &&
         !isConvention(e, BYTES_CONVENTION) &&
+        !isConvention(e, COMPLEX_CONVENTION) &&
         !isConvention(e, ATTRIBUTE_TYPES_CONVENTION));
     if (remaining.length > 0)
         out[CONVENTIONS_KEY] = remaining;
@@ -115,7 +141,8 @@ function applyShapes(out, recorded) {
         const flat = [];
         flatten(out[name], flat);
         const complex = (record.dtype.match(/[biufc]/) ?? [""])[0] === "c";
-        if (!complex && !flat.every((v) => typeof v === "number" || typeof v === "boolean")) {
+        const real = (v) => typeof v === "number" || typeof v === "boolean";
+        if (!flat.every((v) => real(v) || (complex && v instanceof Complex))) {
             throw new ReferenceFormatError(`attribute ${JSON.stringify(name)} does not hold numbers`);
         }
         const count = shape.reduce((a, b) => a * b, 1);
@@ -123,8 +150,21 @@ function applyShapes(out, recorded) {
             throw new ReferenceFormatError(`attribute ${JSON.stringify(name)} holds ${flat.length} numbers, its recorded shape ` +
                 `[${shape.join(", ")}] ${count}`);
         }
-        out[name] = nest(flat, shape);
+        out[name] = nest(complex ? flat.map((v) => (v instanceof Complex ? v : new Complex(Number(v), 0))) : flat, shape);
     }
+}
+/** The `Complex` of a "complex:<real>,<imag>" attribute value. */
+function complexOf(text) {
+    const parts = text.slice(COMPLEX_PREFIX.length).split(",");
+    const numbers = parts.map((part) => Object.prototype.hasOwnProperty.call(NON_FINITE_WORDS, part)
+        ? NON_FINITE_WORDS[part]
+        : JSON_NUMBER.test(part)
+            ? Number(part)
+            : undefined);
+    if (numbers.length !== 2 || numbers.some((n) => n === undefined)) {
+        throw new ReferenceFormatError(`attribute value ${JSON.stringify(text.slice(0, 40))} is not a complex number`);
+    }
+    return new Complex(numbers[0], numbers[1]);
 }
 function checkedShape(name, record) {
     const where = `${ATTRIBUTE_TYPES_KEY}[${JSON.stringify(name)}]`;

@@ -6,7 +6,7 @@
  */
 import { registerFletcher32 } from "./fletcher32.js";
 registerFletcher32();
-export { decodeAttributes, BYTES_CONVENTION, NON_FINITE_CONVENTION } from "./attributes.js";
+export { BYTES_CONVENTION, COMPLEX_CONVENTION, Complex, decodeAttributes, NON_FINITE_CONVENTION, } from "./attributes.js";
 export { compileExpression } from "./arithmetic.js";
 export { createDandiResolver, followRedirectOnce, isDandiDownloadUrl } from "./dandi.js";
 export { ChunkDecodeError, ChunkSizeError, GenExpressionError, RangeResponseError, ReferenceFormatError, ShadowzarrError, SourceChangedError, SourceError, SourceUnavailableError, UnsafePathError, } from "./errors.js";
