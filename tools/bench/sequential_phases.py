@@ -76,8 +76,8 @@ class Timeline:
 def instrument(timeline: Timeline) -> None:
     """Log the events of `PHASES` (patches module attributes of this process only)."""
     import shadowzarr_store.rfs_store as rfs_store
-    from shadowzarr_store.grouped_view import GroupLayout
-    from shadowzarr_store.slab_shards import SlabShardingCodec
+    from shadowzarr_store.views.grouped import GroupLayout
+    from shadowzarr_store.views.slab_shards import SlabShardingCodec
     from zarr.codecs.sharding import ShardingCodec
     from zarr.core.buffer.cpu import NDBuffer
 

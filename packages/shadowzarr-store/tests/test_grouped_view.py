@@ -16,8 +16,8 @@ from shadowzarr_spec import write_rfs
 from shadowzarr_testing.proxy import LatencyProxy
 
 from shadowzarr_store import RfsStore, load_rfs, open_rfs
-from shadowzarr_store.grouped_view import PACK_BYTES
-from shadowzarr_store.slab_shards import SlabShardingCodec
+from shadowzarr_store.views.grouped import PACK_BYTES
+from shadowzarr_store.views.slab_shards import SlabShardingCodec
 
 LATENCY = 0.02
 ROWS, COLUMNS, CHUNK = 40_000, 32, (64, 4)  # float32: 1 KiB chunks, 20,000 of them
@@ -303,7 +303,7 @@ def test_a_shard_index_places_each_inner_chunk_after_the_one_before(members: int
     """The synthesized index (built with numpy) against its definition, inner chunk by inner
     chunk: a chunk with any stored member takes the next bytes after the index, one with none
     has the empty marker and takes none."""
-    from shadowzarr_store.grouped_view import ShardIndex
+    from shadowzarr_store.views.grouped import ShardIndex
 
     rng = np.random.default_rng(members)
     for _ in range(50):

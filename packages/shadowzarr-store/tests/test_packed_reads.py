@@ -137,7 +137,7 @@ def test_packs_rearranged_from_pieces_equal_packs_from_their_joined_bytes(seed: 
     """The answers of a shard's reads split its stored chunks anywhere (where the file's
     order breaks): rearranging each piece straight into the value gives the same bytes as
     joining them first, whatever the split, and pieces that are not whole packs are refused."""
-    from shadowzarr_store.grouped_view import GroupLayout
+    from shadowzarr_store.views.grouped import GroupLayout
 
     rng = np.random.default_rng(seed)
     layout = GroupLayout(
@@ -173,7 +173,7 @@ def test_a_pack_is_its_stored_chunks_placed_in_one_c_order_block(
     """`GroupLayout.pack_bytes` against its definition, chunk by chunk: the inner chunk is the
     block of its stored chunks (members in C order over ``pack``), each placed at its offset
     in the block, the block's elements in C order."""
-    from shadowzarr_store.grouped_view import GroupLayout
+    from shadowzarr_store.views.grouped import GroupLayout
 
     layout = GroupLayout(
         chunk_shape=chunk_shape,

@@ -42,7 +42,7 @@ from typing import Any, overload
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info
 
-from shadowzarr_store.sharded_view import rewrite_zarr_json, sharding_codec
+from shadowzarr_store.views.sharded import rewrite_zarr_json, sharding_codec
 
 __all__ = [
     "AUTO_SHARD_BYTES",

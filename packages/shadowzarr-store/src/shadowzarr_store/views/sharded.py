@@ -8,7 +8,7 @@ asks for the index and for the inner chunks it needs, and the store turns those 
 reads of just the records that hold them. The format stays standard Zarr v3 (``sharding_indexed``
 with the array's own ``bytes`` / ``transpose`` codecs inside); a shard of blocks of its first
 axis with plain ``bytes`` is named ``shadowzarr.sharding_indexed``, the same format read by
-`shadowzarr_store.slab_shards.SlabShardingCodec` without zarr's shard-sized copy.
+`shadowzarr_store.views.slab_shards.SlabShardingCodec` without zarr's shard-sized copy.
 
 ``sharded_view="auto"`` shows chunks of at least ``AUTO_MIN_CHUNK_BYTES`` in blocks of about
 ``AUTO_TARGET_BYTES``; an integer ``t`` shows chunks of at least ``2 t`` in blocks of about ``t``.
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 
-from shadowzarr_store.slab_shards import SLAB_SHARDING, slab_inner_shape
+from shadowzarr_store.views.slab_shards import SLAB_SHARDING, slab_inner_shape
 
 __all__ = ["AUTO_MIN_CHUNK_BYTES", "AUTO_TARGET_BYTES", "ShardLayout", "ShardedView"]
 
