@@ -27,7 +27,7 @@ from shadowzarr_store.references import load_rfs
 from shadowzarr_store.resolve import Resolver
 from shadowzarr_store.source_reader import SourceReader
 from shadowzarr_store.store_tree import MAX_NODES, StoreTree, Traffic, store_tree
-from shadowzarr_store.stored_reads import StoredReads
+from shadowzarr_store.stored_reads import KeyReads, StoredReads
 from shadowzarr_store.transport import run_blocking
 from shadowzarr_store.transport.stats import StoreStats
 from shadowzarr_store.views.grouped import GroupedView, GroupLayout
@@ -45,6 +45,11 @@ if TYPE_CHECKING:
 __all__ = ["MAX_LISTED_GEN_KEYS", "RfsStore"]
 
 _BYTE_REQUESTS = (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)
+
+
+def _check_byte_range(byte_range: object) -> None:
+    if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
+        raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
 class RfsStore(Store):
@@ -228,6 +233,7 @@ class RfsStore(Store):
             if grouped is not None
             else None
         )
+        self._reads: KeyReads = self._stored if self._grouped is None else self._grouped
         self._listing: StoreListing = StoreListing(rfs, refs, gate, self._indexes, self._grouped)
 
     # -- properties and collaborators -----------------------------------------------------------
@@ -310,12 +316,9 @@ class RfsStore(Store):
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
-        if byte_range is not None and not isinstance(byte_range, _BYTE_REQUESTS):
-            raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        _check_byte_range(byte_range)
         note_loop(asyncio.get_running_loop())
-        if self._grouped is not None and (group := self._grouped.group_of(key)) is not None:
-            return await self._grouped.get_shard(key, group, prototype, byte_range)
-        return await self._stored.get_stored(key, prototype, byte_range)
+        return await self._reads.get_key(key, prototype, byte_range)
 
     async def get_ranges(
         self,
@@ -328,16 +331,13 @@ class RfsStore(Store):
         max_coalesced_bytes: int = 16 << 20,
     ) -> AsyncIterator[Sequence[tuple[int, Buffer | None]]]:
         """Every range at once, in one batch: the store's merger joins them (its own gap and
-        size limits), instead of zarr's coalescer sending ``max_concurrency`` at a time."""
-        group = self._grouped.group_of(key) if self._grouped is not None else None
+        size limits), instead of zarr's coalescer sending ``max_concurrency`` at a time (a
+        shard of the grouped view: its index once, then every range)."""
+        for byte_range in byte_ranges:
+            _check_byte_range(byte_range)
+        note_loop(asyncio.get_running_loop())
         with gathered_reads():
-            if group is None or self._grouped is None:
-                buffers = await asyncio.gather(
-                    *(self.get(key, prototype, byte_range) for byte_range in byte_ranges)
-                )
-            else:  # a shard of the grouped view: its index once, then every range at once
-                note_loop(asyncio.get_running_loop())
-                buffers = await self._grouped.get_shard_ranges(key, group, byte_ranges, prototype)
+            buffers = await self._reads.get_key_ranges(key, byte_ranges, prototype)
         if any(buffer is None for buffer in buffers):
             raise BaseExceptionGroup(
                 f"get_ranges of {key!r}", [FileNotFoundError(f"{self!r}: no key {key!r}")]
@@ -354,14 +354,10 @@ class RfsStore(Store):
         )
 
     async def exists(self, key: str) -> bool:
-        if self._grouped is not None and (group := self._grouped.group_of(key)) is not None:
-            return await self._grouped.shard_exists(key, group)
-        return await self._resolver.resolve(key) is not None
+        return await self._reads.key_exists(key)
 
     async def getsize(self, key: str) -> int:
-        if self._grouped is not None and (group := self._grouped.group_of(key)) is not None:
-            return await self._grouped.shard_size(key, group)
-        return await self._stored.stored_size(key)
+        return await self._reads.key_size(key)
 
     # -- writing (refused) ----------------------------------------------------------------------
 

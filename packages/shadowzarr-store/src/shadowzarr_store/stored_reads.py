@@ -3,6 +3,7 @@ job, which the grouped view also takes for each stored chunk it reads."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from shadowzarr_store.resolve import Resolver
     from shadowzarr_store.source_reader import SourceReader
 
-__all__ = ["UNRESOLVED", "ChunkView", "MetadataView", "StoredReads"]
+__all__ = ["UNRESOLVED", "ChunkView", "KeyReads", "MetadataView", "StoredReads"]
 
 UNRESOLVED = object()
 """A reference or an array's checks not looked up yet (None means: none)."""
@@ -53,6 +54,23 @@ class ChunkView(Protocol):
     async def get_in_view(
         self, key: str, value: InlineRef | SourceValue, byte_range: ByteRequest | None
     ) -> bytes | memoryview | None: ...
+
+
+class KeyReads(Protocol):
+    """What the store answers zarr with: the stored keys (`StoredReads`), or a view composed
+    over them (`shadowzarr_store.views.GroupedReads`)."""
+
+    async def get_key(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None: ...
+
+    async def get_key_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRequest | None], prototype: BufferPrototype
+    ) -> list[Buffer | None]: ...
+
+    async def key_exists(self, key: str) -> bool: ...
+
+    async def key_size(self, key: str) -> int: ...
 
 
 class StoredReads:
@@ -85,6 +103,21 @@ class StoredReads:
         for view in self._views:
             data = view.rewrite(key, data)
         return data
+
+    async def get_key(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        return await self.get_stored(key, prototype, byte_range)
+
+    async def get_key_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRequest | None], prototype: BufferPrototype
+    ) -> list[Buffer | None]:
+        return list(
+            await asyncio.gather(*(self.get_stored(key, prototype, r) for r in byte_ranges))
+        )
+
+    async def key_exists(self, key: str) -> bool:
+        return await self._resolver.resolve(key) is not None
 
     async def get_stored(
         self,
@@ -165,7 +198,7 @@ class StoredReads:
                 data = await read_plan(self._reader, plan_read(value, byte_range), whole)
         return data
 
-    async def stored_size(self, key: str) -> int:
+    async def key_size(self, key: str) -> int:
         """The bytes ``key`` holds as stored (or as the sharded view shows it)."""
         value = await self._resolver.resolve(key)
         match value:

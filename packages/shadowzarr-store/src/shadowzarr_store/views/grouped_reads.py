@@ -115,7 +115,38 @@ class GroupedReads:
         path, coords, layout = group
         return chunk_key(path, layout.shard_of(coords))
 
-    # -- reading --------------------------------------------------------------------------------
+    # -- reading: shards here, every other key as stored ---------------------------------------
+
+    async def get_key(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        group = self.group_of(key)
+        if group is None:
+            return await self._stored.get_key(key, prototype, byte_range)
+        return await self.get_shard(key, group, prototype, byte_range)
+
+    async def get_key_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRequest | None], prototype: BufferPrototype
+    ) -> list[Buffer | None]:
+        group = self.group_of(key)
+        if group is None:
+            return await self._stored.get_key_ranges(key, byte_ranges, prototype)
+        return await self.get_shard_ranges(key, group, byte_ranges, prototype)
+
+    async def key_exists(self, key: str) -> bool:
+        group = self.group_of(key)
+        if group is None:
+            return await self._stored.key_exists(key)
+        return not (await self.shard_indexes.get(key, group)).empty
+
+    async def key_size(self, key: str) -> int:
+        group = self.group_of(key)
+        if group is None:
+            return await self._stored.key_size(key)
+        index = await self.shard_indexes.get(key, group)
+        if index.empty:
+            raise FileNotFoundError(key)
+        return index.total
 
     async def get_shard(
         self, key: str, group: Group, prototype: BufferPrototype, byte_range: ByteRequest | None
@@ -144,15 +175,6 @@ class GroupedReads:
                 *(self._shard_range(key, group[2], index, prototype, r) for r in byte_ranges)
             )
         )
-
-    async def shard_exists(self, key: str, group: Group) -> bool:
-        return not (await self.shard_indexes.get(key, group)).empty
-
-    async def shard_size(self, key: str, group: Group) -> int:
-        index = await self.shard_indexes.get(key, group)
-        if index.empty:
-            raise FileNotFoundError(key)
-        return index.total
 
     async def _checked_index(self, key: str, group: Group) -> ShardIndex:
         self._missing_codecs.check_chunk(key)
