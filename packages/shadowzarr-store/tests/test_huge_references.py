@@ -78,7 +78,7 @@ def _first(store: Any, count: int, prefix: str = "") -> list[str]:
 def test_listing_10_12_chunks_streams_and_stops_when_the_consumer_does(
     trillion_chunks: Path,
 ) -> None:
-    root = open_rfs(trillion_chunks)
+    root = open_rfs(trillion_chunks, grouped_view="auto")
     started = time.perf_counter()
     tracemalloc.start()
     try:
@@ -100,7 +100,8 @@ def test_a_directory_listing_of_10_12_chunks_is_refused_at_the_bound(
     """``list_dir`` must hold every name before its first answer: it walks at most
     `MAX_LISTED_GEN_KEYS` keys (lowered here so the test walks 5,000, not 2**20)."""
     monkeypatch.setattr(listing, "MAX_LISTED_GEN_KEYS", 5_000)
-    for store in (open_rfs(trillion_chunks).store, open_rfs(trillion_chunks).store.stored_view()):
+    grouped = open_rfs(trillion_chunks, grouped_view="auto").store
+    for store in (grouped, grouped.stored_view()):
 
         async def names(store: Any = store) -> list[str]:
             return [name async for name in store.list_dir("g/c")]

@@ -108,15 +108,18 @@ class RfsStore(Store):
         with ``transpose``) of 2 MiB or more are shown as shards of blocks of about 1 MiB, so
         zarr reads only the blocks a selection touches; an integer: blocks of about that many
         bytes, for chunks at least twice as large. Metadata and chunk values then differ from
-        the stored ones, so code copying chunk bytes must leave it off.
+        the stored ones (the attribute ``shadowzarr_view`` says so), so code copying chunk
+        bytes must leave it off.
     grouped_view
-        ``"auto"`` (default): an array of many small chunks (under 256 KiB decoded) is shown
+        0 or False (default): chunks as stored, as the references (and the JS store) show
+        them. ``"auto"`` or True: an array of many small chunks (under 256 KiB decoded) is shown
         as shards of up to 1,024 of its stored chunks (about 4 MiB decoded), with an index
         computed from the references, so that zarr asks for every chunk of a shard that a
         selection touches at once and a read costs about one round trip whatever
         ``async.concurrency`` is (see `shadowzarr_store.views.grouped`). An integer: shards of
-        about that many decoded bytes. 0 or False: chunks as stored. Values are the same either
-        way; keys and metadata differ, so code copying chunk bytes uses `stored_view`.
+        about that many decoded bytes. Values are the same either way; keys and metadata differ
+        (the attribute ``shadowzarr_view`` names the view and the stored chunks and codecs), so
+        code copying chunk bytes uses `stored_view`.
     allowed_urls
         URL prefixes (``["https://host/path/"]``, ``["s3://bucket/prefix/"]``) that every
         request, redirect hop and presigned URL must fall under, compared in whole path segments
