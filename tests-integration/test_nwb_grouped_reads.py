@@ -88,7 +88,7 @@ def test_nwbzarrio_reads_a_second_in_two_data_round_trips(
     assert zarr.config.get("async.concurrency") == 10  # zarr's default, nothing tuned
     with NWBHDF5IO(recording / "recording.nwb", "r") as io:
         expected = np.asarray(io.read().acquisition["ElectricalSeries"].data[selection])
-    with NWBZarrIO(RfsStore(refs), mode="r") as io:
+    with NWBZarrIO(RfsStore(refs, grouped_view="auto"), mode="r") as io:
         series = io.read().acquisition["ElectricalSeries"]
         assert series.data.shape == (RATE * SECONDS, CHANNELS)
         proxy.wait_idle()

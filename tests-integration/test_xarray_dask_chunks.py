@@ -41,7 +41,9 @@ def test_chunks_empty_gives_a_task_and_at_most_a_request_per_shard(
     nginx: NginxServer, served: tuple[np.ndarray, str]
 ) -> None:
     values, refs = served
-    dataset = xr.open_dataset(refs, engine="shadowzarr", chunks={})
+    dataset = xr.open_dataset(
+        refs, engine="shadowzarr", chunks={}, store_options={"grouped_view": "auto"}
+    )
     variable = dataset["data"]
     shards = variable.encoding["shards"]
     assert variable.encoding["chunks"] != shards  # zarr's chunks are smaller than a shard
@@ -67,7 +69,7 @@ def test_chunks_empty_gives_a_task_and_at_most_a_request_per_shard(
 
 def test_to_dask_reads_by_shard_too(nginx: NginxServer, served: tuple[np.ndarray, str]) -> None:
     values, refs = served
-    array = open_rfs(refs)["data"]
+    array = open_rfs(refs, grouped_view="auto")["data"]
     assert array.shards is not None
     lazy = to_dask(array)
     shard_count = math.ceil(ROWS / array.shards[0])

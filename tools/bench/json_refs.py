@@ -130,7 +130,7 @@ def _child(how: str, path: str, n: int) -> None:
         from shadowzarr_store import open_rfs
 
         def opener() -> Any:
-            return open_rfs(path)["data"]
+            return open_rfs(path, grouped_view="auto")["data"]
     else:
         import fsspec
         from zarr.storage import FsspecStore

@@ -121,7 +121,7 @@ def run(ctx: Context, offsets: np.ndarray) -> list[Row]:
 def _ours(url: str) -> zarr.Array:
     from shadowzarr_store import open_rfs_array
 
-    return open_rfs_array(url, "data")
+    return open_rfs_array(url, "data", grouped_view="auto")
 
 
 def _kerchunk(url: str) -> zarr.Array:

@@ -146,11 +146,15 @@ def _readers(
     rfs = _ours_rfs(ctx, local)
     refs = kerchunk_refs(local, url)
     readers: list[tuple[str, bool, Opener | str]] = [
-        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_rfs_array(rfs, path))),
+        (
+            "shadowzarr RfsStore",
+            True,
+            _zarr_reader(lambda: open_rfs_array(rfs, path, grouped_view="auto")),
+        ),
         (
             "shadowzarr RfsStore, merging off",
             True,
-            _zarr_reader(lambda: open_rfs_array(rfs, path, max_merge_size=0)),
+            _zarr_reader(lambda: open_rfs_array(rfs, path, grouped_view="auto", max_merge_size=0)),
         ),
         (
             "kerchunk + fsspec ReferenceFileSystem",
@@ -274,11 +278,17 @@ def run_partial(ctx: Context, local: Path) -> list[Row]:
     rfs = _ours_rfs(ctx, local)
     refs = kerchunk_refs(local, ctx.server.url(local.name))
     readers: list[tuple[str, bool, Opener | str]] = [
-        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_rfs_array(rfs, "data"))),
+        (
+            "shadowzarr RfsStore",
+            True,
+            _zarr_reader(lambda: open_rfs_array(rfs, "data", grouped_view="auto")),
+        ),
         (
             'shadowzarr RfsStore, sharded_view="auto"',
             True,
-            _zarr_reader(lambda: open_rfs_array(rfs, "data", sharded_view="auto")),
+            _zarr_reader(
+                lambda: open_rfs_array(rfs, "data", grouped_view="auto", sharded_view="auto")
+            ),
         ),
         (
             "kerchunk + fsspec ReferenceFileSystem",
@@ -381,11 +391,17 @@ def _record_readers(ctx: Context) -> list[tuple[str, bool, Opener | str]]:
     rfs = builder.build()
     tag = ctx.server.base_url.rsplit(":", 1)[1].strip("/")
     readers: list[tuple[str, bool, Opener | str]] = [
-        ("shadowzarr RfsStore", True, _zarr_reader(lambda: open_rfs_array(rfs, "records"))),
+        (
+            "shadowzarr RfsStore",
+            True,
+            _zarr_reader(lambda: open_rfs_array(rfs, "records", grouped_view="auto")),
+        ),
         (
             "shadowzarr RfsStore, merging off",
             True,
-            _zarr_reader(lambda: open_rfs_array(rfs, "records", max_merge_size=0)),
+            _zarr_reader(
+                lambda: open_rfs_array(rfs, "records", grouped_view="auto", max_merge_size=0)
+            ),
         ),
         (
             "kerchunk + fsspec ReferenceFileSystem",

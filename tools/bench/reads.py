@@ -55,8 +55,9 @@ row that comes first pays more of the kernel's zeroing of fresh pages than the r
 (sequential_phases.py --cold, medians of 15: refs remote read first 197 ms, after the reads at
 hand 164 ms; at hand 139-142 ms either way)."""
 Read = Callable[[], np.ndarray]
-STORE_OPTIONS: dict[str, Any] = {}
-"""`RfsStore` options of our readers (``--store-options``)."""
+STORE_OPTIONS: dict[str, Any] = {"grouped_view": "auto"}
+"""`RfsStore` options of our readers (``--store-options`` updates them): the grouped view, which
+the store leaves off unless asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--store-options",
         default="{}",
-        help="RfsStore options of our readers, as JSON ('{\"grouped_view\": 0}': as stored)",
+        help='RfsStore options of our readers, as JSON, over {"grouped_view": "auto"} '
+        "('{\"grouped_view\": 0}': as stored)",
     )
     parser.add_argument("--build-venvs", action="store_true", help="build remfile/async-hdf5")
     parser.add_argument(

@@ -7,7 +7,8 @@ variant (``RfsStore`` options as JSON) and reference location, in an order that 
 round, after one plain-ranges read (the limit). Each row gives the median and quartiles, the share
 of the limit, and the median of the per-round differences from the first variant, which is what
 to judge a change by. Same server and file as reads.py (single-range server, 20 ms per request,
-zarr's defaults); every read is checked against the values written.
+zarr's defaults; each variant's options over ``grouped_view="auto"``, as reads.py's); every
+read is checked against the values written.
 
     uv run python tools/bench/sequential_ab.py --variant default='{}' \\
         --variant shards-8MiB='{"grouped_view": 8388608}'
@@ -61,7 +62,7 @@ def run(
 
     cases = [(name, options, where) for name, options in variants for where in WHERE]
     for _, options, where in cases:  # untimed: memory the timed reads reuse
-        open_rfs(refs[where], **options)[reads.RECORDING][:]
+        open_rfs(refs[where], **{"grouped_view": "auto", **options})[reads.RECORDING][:]
     plain_ranges(refs["url"], refs["size"])
     limit: list[float] = []
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {(n, w): [] for n, _, w in cases}
@@ -73,7 +74,9 @@ def run(
         for name, options, where in cases[shift:] + cases[:shift]:
             server.reset()
             started = time.perf_counter()
-            values = open_rfs(refs[where], **options)[reads.RECORDING][:]
+            values = open_rfs(refs[where], **{"grouped_view": "auto", **options})[reads.RECORDING][
+                :
+            ]
             seconds = time.perf_counter() - started
             counts = server.counts()
             runs[(name, where)].append(

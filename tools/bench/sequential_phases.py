@@ -76,8 +76,8 @@ class Timeline:
 def instrument(timeline: Timeline) -> None:
     """Log the events of `PHASES` (patches module attributes of this process only)."""
     import shadowzarr_store.rfs_store as rfs_store
-    from shadowzarr_store.grouped_view import GroupLayout
-    from shadowzarr_store.slab_shards import SlabShardingCodec
+    from shadowzarr_store.views.grouped import GroupLayout
+    from shadowzarr_store.views.slab_shards import SlabShardingCodec
     from zarr.codecs.sharding import ShardingCodec
     from zarr.core.buffer.cpu import NDBuffer
 
@@ -137,14 +137,14 @@ def run(
     instrument(timeline)
     rows = []
     for where in order if warm else ():  # untimed: memory the reads reuse, as in reads.py
-        open_rfs(refs[where])[reads.RECORDING][:]
+        open_rfs(refs[where], grouped_view="auto")[reads.RECORDING][:]
     for where in order:
         measured: list[dict[str, Any]] = []
         for _ in range(runs):
             server.reset()
             timeline.reset()
             cpu = time.process_time()
-            values = open_rfs(refs[where])[reads.RECORDING][:]
+            values = open_rfs(refs[where], grouped_view="auto")[reads.RECORDING][:]
             timeline.note("done")
             phases = timeline.phases()
             counts = server.counts()

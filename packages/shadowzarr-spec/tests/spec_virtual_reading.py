@@ -29,7 +29,7 @@ def read(virtual: VirtualArray, directory: Path | None = None, **options: Any) -
     if directory is not None:
         write_rfs(rfs, directory)
         rfs = read_local_rfs(directory)
-    array = open_rfs(rfs)["x"]  # the default view (small chunks may be packed into shards)
+    array = open_rfs(rfs, grouped_view="auto")["x"]  # small chunks may be packed into shards
     stored = open_rfs(rfs, grouped_view=0)["x"]
     assert array.shape == stored.shape == virtual.shape
     assert stored.chunks == virtual.chunk_shape

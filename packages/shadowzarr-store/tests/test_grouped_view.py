@@ -5,6 +5,7 @@ as S3 answers), and every value equals h5py's."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import h5py
@@ -14,10 +15,11 @@ import zarr
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import write_rfs
 from shadowzarr_testing.proxy import LatencyProxy
+from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store import RfsStore, load_rfs, open_rfs
-from shadowzarr_store.grouped_view import PACK_BYTES
-from shadowzarr_store.slab_shards import SlabShardingCodec
+from shadowzarr_store.views.grouped import PACK_BYTES
+from shadowzarr_store.views.slab_shards import SlabShardingCodec
 
 LATENCY = 0.02
 ROWS, COLUMNS, CHUNK = 40_000, 32, (64, 4)  # float32: 1 KiB chunks, 20,000 of them
@@ -84,7 +86,7 @@ def test_20k_rows_of_1_kib_chunks_take_one_data_round_trip(files, served, column
     proxy, refs = served
     assert zarr.config.get("async.concurrency") == 10  # zarr's default, nothing tuned
     selection = (slice(10_000, 30_000), columns)
-    values = open_rfs(refs["table"])["table"][selection]
+    values = open_rfs(refs["table"], grouped_view="auto")["table"][selection]
     np.testing.assert_array_equal(values, _h5(files, "table", "table", selection))
     trips, data_requests, data_trips = _costs(proxy, "table.h5")
     assert data_trips <= 2
@@ -109,15 +111,20 @@ def test_one_second_of_64_channels_of_4_kib_chunks(files, served, reader) -> Non
     proxy, refs = served
     selection = (slice(12_345, 42_345), slice(None))
     if reader == "open_rfs":
-        values = open_rfs(refs["recording"])[RECORDING][selection]
+        values = open_rfs(refs["recording"], grouped_view="auto")[RECORDING][selection]
     elif reader == "xarray":
         import xarray as xr
 
         group, _, name = RECORDING.rpartition("/")
-        dataset = xr.open_dataset(refs["recording"], engine="shadowzarr", group=group)
+        dataset = xr.open_dataset(
+            refs["recording"],
+            engine="shadowzarr",
+            group=group,
+            store_options={"grouped_view": "auto"},
+        )
         values = dataset[name][selection].values
     else:
-        group = zarr.open_group(RfsStore(refs["recording"]), mode="r")
+        group = zarr.open_group(RfsStore(refs["recording"], grouped_view="auto"), mode="r")
         values = group[RECORDING][selection]
     np.testing.assert_array_equal(values, _h5(files, "recording", RECORDING, selection))
     trips, data_requests, data_trips = _costs(proxy, "recording.h5")
@@ -130,7 +137,7 @@ def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
     """Uncompressed stored chunks are packed into inner chunks of about PACK_BYTES: one value
     costs that bounded read-ahead, never the rest of its 4 MiB shard."""
     proxy, refs = served
-    array = open_rfs(refs["table"])["table"]
+    array = open_rfs(refs["table"], grouped_view="auto")["table"]
     proxy.wait_idle()
     proxy.reset()
     assert array[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
@@ -148,9 +155,40 @@ def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
     assert proxy.bytes_sent("table.h5") - before == 1024  # as stored: the one chunk
 
 
+def test_by_default_zarr_is_shown_the_metadata_as_stored(files, served) -> None:
+    """No view unless asked: the ``zarr.json`` zarr gets is the references' own (what the JS
+    store shows too), and a stored chunk is its own key."""
+    _, refs = served
+    rfs = load_rfs(refs["table"])
+    store = RfsStore(rfs)
+    assert store.stored_view() is store
+    shown = asyncio.run(store.get("table/zarr.json", default_buffer_prototype()))
+    assert shown is not None
+    document = json.loads(shown.to_bytes())
+    assert document == json.loads(rfs.refs["table/zarr.json"].data)
+    assert "shadowzarr_view" not in document.get("attributes", {})
+    assert zarr.open_array(store, path="table", mode="r").metadata.chunk_grid.chunk_shape == CHUNK
+    assert store.grouped_layout("table") is None
+
+
+def test_a_view_says_in_its_attributes_what_is_stored(files, served) -> None:
+    _, refs = served
+    rfs = load_rfs(refs["table"])
+    stored = json.loads(rfs.refs["table/zarr.json"].data)
+    array = open_rfs(rfs, grouped_view="auto")["table"]
+    assert array.metadata.chunk_grid.chunk_shape != CHUNK
+    assert array.attrs["shadowzarr_view"] == {
+        "view": "grouped",
+        "stored_chunk_shape": list(CHUNK),
+        "stored_codecs": stored["codecs"],
+    }
+    for name, value in stored.get("attributes", {}).items():
+        assert array.attrs[name] == value  # the stored attributes as they were
+
+
 def test_missing_and_never_written_chunks_read_as_fill(files, served) -> None:
     _proxy, refs = served
-    grouped = open_rfs(refs["table"])
+    grouped = open_rfs(refs["table"], grouped_view="auto")
     stored = open_rfs(refs["table"], grouped_view=0)
     assert "sparse_indexed" in load_rfs(refs["table"]).indexes  # shard indexes from it
     wide = _h5(files, "table", "sparse_indexed", ())
@@ -174,7 +212,7 @@ def test_missing_and_never_written_chunks_read_as_fill(files, served) -> None:
 
 def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
     _, refs = served
-    store = RfsStore(load_rfs(refs["table"]))
+    store = RfsStore(load_rfs(refs["table"]), grouped_view="auto")
     stored = store.stored_view()
     assert stored is not store
     assert stored.stored_view() is stored
@@ -197,7 +235,7 @@ def test_the_stored_view_is_what_copying_code_sees(files, served) -> None:
 
 def test_a_pack_never_written_costs_no_read(files, served) -> None:
     proxy, refs = served
-    holes = open_rfs(refs["table"])["holes"]
+    holes = open_rfs(refs["table"], grouped_view="auto")["holes"]
     proxy.wait_idle()
     before = proxy.count(path_prefix="table.h5")
     first_pack = PACK_BYTES // 4  # int32 values
@@ -213,7 +251,7 @@ def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
     from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
     from zarr.core.buffer import default_buffer_prototype
 
-    store = RfsStore(generate_rfs(files / "table.h5", progress=False))
+    store = RfsStore(generate_rfs(files / "table.h5", progress=False), grouped_view="auto")
     prototype = default_buffer_prototype()
     with h5py.File(files / "table.h5") as f:
         sparse, indexed = f["sparse"][:], f["sparse_indexed"][:]
@@ -275,7 +313,7 @@ def test_packed_inner_chunks_equal_h5py_at_every_edge(tmp_path: Path) -> None:
         part6 = f.create_dataset("part6", (1003, 6), ">i2", chunks=(10, 3), fillvalue=-5)
         part6[95:400, 2:6] = values[95:400, 2:6]
     rfs = generate_rfs(tmp_path / "edges.h5", chunk_index_threshold=10, progress=False)
-    group = open_rfs(rfs)
+    group = open_rfs(rfs, grouped_view="auto")
     with h5py.File(tmp_path / "edges.h5") as f:
         for name in ("full", "part", "full6", "part6"):
             array, native = group[name], f[name]
@@ -303,7 +341,7 @@ def test_a_shard_index_places_each_inner_chunk_after_the_one_before(members: int
     """The synthesized index (built with numpy) against its definition, inner chunk by inner
     chunk: a chunk with any stored member takes the next bytes after the index, one with none
     has the empty marker and takes none."""
-    from shadowzarr_store.grouped_view import ShardIndex
+    from shadowzarr_store.views.grouped import ShardIndex
 
     rng = np.random.default_rng(members)
     for _ in range(50):
@@ -353,7 +391,7 @@ def test_a_cold_read_sends_its_data_on_connections_already_open(files, served) -
     proxy, refs = served
     proxy.connect_latency = 0.05  # the handshakes loopback does not have
     selection = (slice(10_000, 30_000), 3)
-    values = open_rfs(refs["table fetched"])["table"][selection]
+    values = open_rfs(refs["table fetched"], grouped_view="auto")["table"][selection]
     np.testing.assert_array_equal(values, _h5(files, "table", "table", selection))
     proxy.wait_idle()
     log = proxy.log

@@ -5,7 +5,6 @@ before writing anything, with the bound in the message and an option to raise it
 from __future__ import annotations
 
 import json
-import sys
 import time
 import tracemalloc
 from typing import TYPE_CHECKING, Any
@@ -16,12 +15,11 @@ import zarr
 from shadowzarr_spec import UnsupportedFeatureError
 from zarr.core.sync import sync
 
-from shadowzarr_store import MaterializeLimitError, RfsStore, materialize, open_rfs
+from shadowzarr_store import MaterializeLimitError, listing, materialize, open_rfs
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-RFS_STORE_MODULE = sys.modules[RfsStore.__module__]
 GROUP = '{"zarr_format":3,"node_type":"group"}'
 VALUES = np.arange(64, dtype="<i4")
 TRILLION = 10**12
@@ -80,7 +78,7 @@ def _first(store: Any, count: int, prefix: str = "") -> list[str]:
 def test_listing_10_12_chunks_streams_and_stops_when_the_consumer_does(
     trillion_chunks: Path,
 ) -> None:
-    root = open_rfs(trillion_chunks)
+    root = open_rfs(trillion_chunks, grouped_view="auto")
     started = time.perf_counter()
     tracemalloc.start()
     try:
@@ -101,8 +99,9 @@ def test_a_directory_listing_of_10_12_chunks_is_refused_at_the_bound(
 ) -> None:
     """``list_dir`` must hold every name before its first answer: it walks at most
     `MAX_LISTED_GEN_KEYS` keys (lowered here so the test walks 5,000, not 2**20)."""
-    monkeypatch.setattr(RFS_STORE_MODULE, "MAX_LISTED_GEN_KEYS", 5_000)
-    for store in (open_rfs(trillion_chunks).store, open_rfs(trillion_chunks).store.stored_view()):
+    monkeypatch.setattr(listing, "MAX_LISTED_GEN_KEYS", 5_000)
+    grouped = open_rfs(trillion_chunks, grouped_view="auto").store
+    for store in (grouped, grouped.stored_view()):
 
         async def names(store: Any = store) -> list[str]:
             return [name async for name in store.list_dir("g/c")]

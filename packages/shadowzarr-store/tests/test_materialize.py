@@ -19,7 +19,7 @@ from shadowzarr_store.materialize import MaterializeError
 from shadowzarr_store.materialize.plan import default_chunks
 from shadowzarr_store.materialize.progress_log import PROGRESS_PREFIX
 
-MATERIALIZE_MODULE = sys.modules["shadowzarr_store.materialize"]
+REWRITE_MODULE = sys.modules["shadowzarr_store.materialize.rewrite"]
 
 
 class Interrupted(Exception):
@@ -114,14 +114,14 @@ def test_interrupted_run_resumes_to_the_same_result(
 
         await real_copy(source, destination, regions, indices, concurrency=1, on_done=counting)
 
-    monkeypatch.setattr(MATERIALIZE_MODULE, "copy_regions", dying_copy)
+    monkeypatch.setattr(REWRITE_MODULE, "copy_regions", dying_copy)
     with pytest.raises(Interrupted):
         materialize(refs, dest, target_chunk_bytes=16_000)
     progress_dir = tmp_path / ".resumed.zarr.materialize-progress" / PROGRESS_PREFIX
     progress = json.loads((progress_dir / "acq%2Fsignal.json").read_text())
     assert 0 < len(progress["done"]) < 20
     assert not progress["complete"]
-    monkeypatch.setattr(MATERIALIZE_MODULE, "copy_regions", real_copy)
+    monkeypatch.setattr(REWRITE_MODULE, "copy_regions", real_copy)
     report = materialize(refs, dest, target_chunk_bytes=16_000, verify=True)
     assert report.resumed_regions >= len(progress["done"])
     for path, values in expected.items():
@@ -150,7 +150,7 @@ def test_verify_catches_a_wrong_write(tmp_path: Path, monkeypatch: pytest.Monkey
         )
         await destination.setitem(regions[0], np.zeros_like(await source.getitem(regions[0])))
 
-    monkeypatch.setattr(MATERIALIZE_MODULE, "copy_regions", corrupting)
+    monkeypatch.setattr(REWRITE_MODULE, "copy_regions", corrupting)
     with pytest.raises(MaterializeError, match="differ"):
         materialize(refs, tmp_path / "bad.zarr", verify=True, target_chunk_bytes=16_000)
 

@@ -54,7 +54,7 @@ def test_packed_reads_equal_stored_reads(tmp_path: Path, kind: str) -> None:
         f.create_dataset("x", data=values, chunks=(8, 8), fillvalue=-3)
     rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
     _damage(kind, rfs.indexes["x"].table, (tmp_path / "f.h5").stat().st_size)
-    packed, stored = open_rfs(rfs)["x"], open_rfs(rfs, grouped_view=0)["x"]
+    packed, stored = open_rfs(rfs, grouped_view="auto")["x"], open_rfs(rfs, grouped_view=0)["x"]
     assert packed.chunks != stored.chunks == (8, 8)
     try:
         whole = stored[:]
@@ -104,7 +104,7 @@ def test_decoded_packs_equal_h5py(tmp_path: Path, name: str) -> None:
         part = f.create_dataset("part", (rows, 12), dtype, chunks=(8, 4), fillvalue=-9, **options)
         part[300:900, 4:8] = values[300:900, 4:8]
     rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
-    group, stored = open_rfs(rfs), open_rfs(rfs, grouped_view=0)
+    group, stored = open_rfs(rfs, grouped_view="auto"), open_rfs(rfs, grouped_view=0)
     with h5py.File(tmp_path / "f.h5") as f:
         for path in ("x", "part"):
             packed, native = group[path], f[path][:]
@@ -125,7 +125,7 @@ def test_a_damaged_compressed_chunk_fails_its_pack_by_name(tmp_path: Path) -> No
     stored = open_rfs(rfs, grouped_view=0)["x"]
     with pytest.raises(ShadowzarrError) as as_stored:
         stored[40:48]
-    packed = open_rfs(rfs)["x"]
+    packed = open_rfs(rfs, grouped_view="auto")["x"]
     for selection in (np.s_[40:48], np.s_[0:8]):  # chunk 5 itself, and a neighbour in its pack
         with pytest.raises(type(as_stored.value), match="'x/c/5/0'"):
             packed[selection]
@@ -137,7 +137,7 @@ def test_packs_rearranged_from_pieces_equal_packs_from_their_joined_bytes(seed: 
     """The answers of a shard's reads split its stored chunks anywhere (where the file's
     order breaks): rearranging each piece straight into the value gives the same bytes as
     joining them first, whatever the split, and pieces that are not whole packs are refused."""
-    from shadowzarr_store.grouped_view import GroupLayout
+    from shadowzarr_store.views.grouped import GroupLayout
 
     rng = np.random.default_rng(seed)
     layout = GroupLayout(
@@ -173,7 +173,7 @@ def test_a_pack_is_its_stored_chunks_placed_in_one_c_order_block(
     """`GroupLayout.pack_bytes` against its definition, chunk by chunk: the inner chunk is the
     block of its stored chunks (members in C order over ``pack``), each placed at its offset
     in the block, the block's elements in C order."""
-    from shadowzarr_store.grouped_view import GroupLayout
+    from shadowzarr_store.views.grouped import GroupLayout
 
     layout = GroupLayout(
         chunk_shape=chunk_shape,

@@ -163,7 +163,7 @@ def test_the_plan_of_the_grouped_view_is_what_it_sends(
     """The store shows these small chunks as shards of packs and reads whole packs: the plan
     of the store as it is configured counts those reads (issue 45), not the stored chunks'."""
     refs, _ = _serve(nginx, nginx_root)
-    store = RfsStore(load_rfs(nginx.url(refs.name)))
+    store = RfsStore(load_rfs(nginx.url(refs.name)), grouped_view="auto")
     plan = sync(plan_selection(store, "signal", selection))
     assert plan.grouped
     nginx.reset()

@@ -13,7 +13,7 @@ from store_handmade import array_meta
 from zarr.codecs import ShardingCodec
 
 from shadowzarr_store import RfsStore, open_rfs
-from shadowzarr_store.slab_shards import SlabShardingCodec
+from shadowzarr_store.views.slab_shards import SlabShardingCodec
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -18,8 +18,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.registry import get_codec_class
 from zarr.storage import MemoryStore
 
-from shadowzarr_store.sharded_view import sharding_codec
-from shadowzarr_store.slab_shards import (
+from shadowzarr_store.views.sharded import sharding_codec
+from shadowzarr_store.views.slab_shards import (
     _ZARRS,
     SLAB_SHARDING,
     SlabShardingCodec,

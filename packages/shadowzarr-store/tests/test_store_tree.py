@@ -44,7 +44,7 @@ def test_the_tree_names_each_array_with_its_chunks_codecs_and_bytes(
     session: tuple[Path, Path],
 ) -> None:
     source, refs = session
-    store = open_rfs(refs).store
+    store = open_rfs(refs, grouped_view="auto").store
     assert isinstance(store, RfsStore)
     tree = store.tree()
     nodes = {node.path: node for node in tree.nodes}

@@ -94,7 +94,7 @@ def test_resumed_materialize_reports_what_was_done_before(
 
         await real_copy(source, destination, regions, indices, concurrency=1, on_done=counting)
 
-    module = sys.modules["shadowzarr_store.materialize"]
+    module = sys.modules["shadowzarr_store.materialize.rewrite"]
     monkeypatch.setattr(module, "copy_regions", dying_copy)
     with pytest.raises(Interrupted):
         materialize(refs, dest, target_chunk_bytes=16_000)

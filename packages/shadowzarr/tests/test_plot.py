@@ -111,13 +111,26 @@ def test_the_plan_is_what_the_store_sends_for_small_chunks(
     (6 planned requests of 2.3 MB where one of 3.1 MB went out)."""
     import json
 
-    code = main(
-        ["layout", str(small_chunks), "acq/data", "--select", select, "--measure", "--json"]
-    )
-    assert code == 0
+    layout = ["layout", str(small_chunks), "acq/data", "--select", select, "--measure", "--json"]
+    assert main([*layout, "--grouped-view"]) == 0
     document = json.loads(capsys.readouterr().out)
     plan, measured = document["selection"], document["measured"]
     assert plan["grouped"] is True
+    assert len(plan["requests"]) == measured["requests"]
+    assert plan["request_bytes"] == measured["bytes"]
+
+
+def test_without_the_grouped_view_the_plan_is_of_the_stored_chunks(
+    small_chunks: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    layout = ["layout", str(small_chunks), "acq/data", "--select", "0:3000, 0:20", "--measure"]
+    assert main([*layout, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    plan, measured = document["selection"], document["measured"]
+    assert plan["grouped"] is False
+    assert plan["chunks"] == 24 * 2  # rows 0-3071 in chunks of 128, columns 0-31 of 16
     assert len(plan["requests"]) == measured["requests"]
     assert plan["request_bytes"] == measured["bytes"]
 

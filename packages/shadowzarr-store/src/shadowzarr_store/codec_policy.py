@@ -101,7 +101,7 @@ _ROLES: Final[dict[str, CodecRole]] = {
     "numcodecs.pcodec": "refused",
     "numcodecs.zfpy": "refused",
     "sharding_indexed": "serializer",  # as the only codec, checked shard by shard
-    # the same format, decoded by shadowzarr_store.slab_shards (the views name it)
+    # the same format, decoded by shadowzarr_store.views.slab_shards (the views name it)
     "shadowzarr.sharding_indexed": "serializer",
 }
 

@@ -110,6 +110,11 @@ class RangeMerger:
         self._tasks: set[asyncio.Task[None]] = set()
         self._outstanding = 0
 
+    @property
+    def options(self) -> StoreOptions:
+        """The merge settings (gap, sizes, window) this queue follows."""
+        return self._options
+
     def eligible(self, start: int, end: int) -> bool:
         options = self._options
         below = options.max_merge_size if options.merge_below is None else options.merge_below

@@ -9,7 +9,7 @@ merges each flush with the store's own planner (`merge.plan_runs`, `head_start`,
 exactly what a cold read sends; beyond, later reads are merged as earlier requests finish, which
 depends on timing, and the plan assumes they finish one by one (so it is the most requests a
 cold read sends). An array the store shows through its grouped view (small chunks as shards,
-see `grouped_view`) is planned as that view reads: zarr asks for ``async.concurrency`` shards at
+see `views.grouped`) is planned as that view reads: zarr asks for ``async.concurrency`` shards at
 a time, each for every stored chunk of the packs (inner chunks) the selection touches, all
 gathered, so one wave of shards is one flush of the merger (the packs' read-ahead included).
 `measure_selection` reads the selection and records every request it sent.
@@ -33,8 +33,8 @@ from shadowzarr_store.resolve import SourceValue, plan_read
 from shadowzarr_store.transport.stats import StoreStats
 
 if TYPE_CHECKING:
-    from shadowzarr_store.grouped_view import GroupLayout
     from shadowzarr_store.rfs_store import RfsStore
+    from shadowzarr_store.views.grouped import GroupLayout
 
 __all__ = [
     "ChunkExtent",
@@ -148,14 +148,14 @@ async def array_extents(store: RfsStore, path: str) -> list[ChunkExtent]:
 async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> SelectionPlan:
     """The chunks, index chunks and merged requests of a cold read of ``selection``, as the
     store reads it (through its grouped view, if it shows the array so)."""
-    layout = store._groups.layout(path) if store._groups is not None else None  # same package
+    layout = store.grouped_layout(path)
     store = store.stored_view()
     opened = await zarr.api.asynchronous.open_array(store=store, path=path, mode="r", zarr_format=3)
     keys = _touched_keys(zarr.Array(opened), selection)
     chunks: list[ChunkExtent] = []
     inline = missing = 0
     for key in keys:
-        value = await store._resolver.resolve(key)  # same package: the store's own resolver
+        value = await store.resolver.resolve(key)
         if value is None:
             missing += 1
         elif not isinstance(value, SourceValue):
@@ -230,7 +230,7 @@ def measure_selection(store: RfsStore, path: str, selection: Any = ()) -> Measur
 
 
 async def _extent(store: RfsStore, key: str) -> ChunkExtent | None:
-    value = await store._resolver.resolve(key)  # same package: the store's own resolver
+    value = await store.resolver.resolve(key)
     return _extent_of(value, key) if isinstance(value, SourceValue) else None
 
 
@@ -335,7 +335,7 @@ def _merge(
     batch: list[ChunkExtent], merger: RangeMerger, *, throttled: bool
 ) -> list[PlannedRequest]:
     """One flush of the merge queue: reads grouped by URL and joined by the store's planner."""
-    options = merger._options  # same package: the merger's own options
+    options = merger.options
     alone = [c for c in batch if not merger.eligible(c.start, c.end)]
     sent = [PlannedRequest(c.url, c.start, c.end, (c.key,)) for c in alone]
     reads = sorted(
@@ -371,7 +371,7 @@ async def _index_chunks(store: RfsStore, path: str, keys: list[str]) -> list[str
     index = store.rfs.indexes.get(path)
     if index is None or index.table is not None or index.path is None:
         return []
-    layout = await store._indexes.layout(path)  # same package: the store's own index reader
+    layout = await store.chunk_indexes.layout(path)
     blocks: dict[tuple[int, ...], None] = {}
     for key in keys:
         split = array_of_chunk_key(key)

@@ -4,8 +4,9 @@ The engine opens an `RfsStore` and hands it to xarray's own Zarr backend (``zarr
 consolidated metadata), so decoding, coordinates, ``chunks=`` and ``open_mfdataset`` behave
 exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` (or
 ``backend_kwargs={"store_options": {…}}``); ``storage_options={…}`` and ``proxy=`` are taken
-directly too, as fsspec-based engines take them. Two differences: ``chunks={}`` gives a dask chunk
-per shard of the store's view (`preferred_chunks`), not one per stored chunk; attributes are
+directly too, as fsspec-based engines take them. Two differences: with the grouped view
+(``store_options={"grouped_view": "auto"}``) ``chunks={}`` gives a dask chunk per shard of the
+view (`preferred_chunks`), not one per stored chunk; attributes are
 decoded by the attribute conventions first and shaped as netCDF readers give them
 (:mod:`shadowzarr_store.xarray_attributes`), so a float32 ``scale_factor`` decodes its variable
 as float32 and NaN attributes are NaN, as with the netCDF4 engine.

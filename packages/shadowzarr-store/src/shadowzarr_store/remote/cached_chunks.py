@@ -32,7 +32,7 @@ class ChunkSpan:
 async def chunk_span(store: RfsStore, key: str) -> ChunkSpan | None:
     """The cached range of ``key``, or None when no source bytes stand behind it (inline, never
     written, or a selection read that the cache does not keep whole)."""
-    value = await store._resolver.resolve(key)  # same package: the store's own resolver
+    value = await store.resolver.resolve(key)
     if not isinstance(value, SourceValue):
         return None
     if value.offset is None:
@@ -42,7 +42,7 @@ async def chunk_span(store: RfsStore, key: str) -> ChunkSpan | None:
         if plan.start != value.offset:
             return None
         start, end = plan.start, plan.end
-    identity = await store._reader.identity(value.url)  # same package: the store's own reader
+    identity = await store.reader.identity(value.url)
     return ChunkSpan(identity, start, end)
 
 
@@ -62,7 +62,7 @@ async def cached_chunk_bytes(store: RfsStore, caches: Caches, key: str) -> bytes
 
 async def chunk_is_cached(store: RfsStore, caches: Caches, key: str) -> bool:
     """Whether reading ``key`` needs no request: cached, inline, or never written."""
-    value = await store._resolver.resolve(key)
+    value = await store.resolver.resolve(key)
     if not isinstance(value, SourceValue):
         return True
     span = await chunk_span(store, key)

@@ -185,7 +185,7 @@ def _chunk_states(remote: Summarized) -> np.ndarray | None:
                 r = coords[0]
                 c = int(np.ravel_multi_index(coords[1:], counts[1:])) if len(counts) > 1 else 0
             key = prefix + array.metadata.encode_chunk_key(coords)
-            value = await store._resolver.resolve(key)  # same package: the store's resolver
+            value = await store.resolver.resolve(key)
             cell = (r // step_r, c // step_c)
             total[cell] += 1
             if value is None:

@@ -40,6 +40,12 @@ def register(
         help="also read the selection (cold) and report the requests and bytes really sent",
     )
     parser.add_argument(
+        "--grouped-view",
+        action="store_true",
+        help="plan (and measure) the read through the store's grouped view, as "
+        "open_rfs(..., grouped_view='auto') reads it (default: chunks as stored)",
+    )
+    parser.add_argument(
         "--no-context",
         action="store_true",
         help="do not look up where other arrays' chunks lie (faster with many arrays)",
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         from shadowzarr.plot import require_matplotlib
 
         require_matplotlib("shadowzarr layout --png")
-    store = open_rfs_store(args.refs)
+    store = open_rfs_store(args.refs, grouped_view="auto" if args.grouped_view else 0)
     select = parse_selection(args.select) if args.select else None
     data = layout_data(store, args.array, select, context=not args.no_context, measure=args.measure)
     if args.png:

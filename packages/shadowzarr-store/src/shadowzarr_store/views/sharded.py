@@ -8,7 +8,7 @@ asks for the index and for the inner chunks it needs, and the store turns those 
 reads of just the records that hold them. The format stays standard Zarr v3 (``sharding_indexed``
 with the array's own ``bytes`` / ``transpose`` codecs inside); a shard of blocks of its first
 axis with plain ``bytes`` is named ``shadowzarr.sharding_indexed``, the same format read by
-`shadowzarr_store.slab_shards.SlabShardingCodec` without zarr's shard-sized copy.
+`shadowzarr_store.views.slab_shards.SlabShardingCodec` without zarr's shard-sized copy.
 
 ``sharded_view="auto"`` shows chunks of at least ``AUTO_MIN_CHUNK_BYTES`` in blocks of about
 ``AUTO_TARGET_BYTES``; an integer ``t`` shows chunks of at least ``2 t`` in blocks of about ``t``.
@@ -26,12 +26,22 @@ from typing import Any
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info, parse_json
 
-from shadowzarr_store.slab_shards import SLAB_SHARDING, slab_inner_shape
+from shadowzarr_store.views.slab_shards import SLAB_SHARDING, slab_inner_shape
 
-__all__ = ["AUTO_MIN_CHUNK_BYTES", "AUTO_TARGET_BYTES", "ShardLayout", "ShardedView"]
+__all__ = [
+    "AUTO_MIN_CHUNK_BYTES",
+    "AUTO_TARGET_BYTES",
+    "VIEW_ATTRIBUTE",
+    "ShardLayout",
+    "ShardedView",
+    "note_view",
+]
 
 AUTO_TARGET_BYTES = 1024 * 1024
 AUTO_MIN_CHUNK_BYTES = 2 * AUTO_TARGET_BYTES
+VIEW_ATTRIBUTE = "shadowzarr_view"
+"""The attribute of an array shown through a view: the view's name and the stored chunk shape
+and codecs (`note_view`)."""
 _PLAIN_CODECS = (["bytes"], ["transpose", "bytes"])
 
 
@@ -130,6 +140,7 @@ class ShardedView:
         layout = self.layout(path)
         if layout is None:
             return False
+        note_view(document, "sharded")
         shard_shape = list(document["chunk_grid"]["configuration"]["chunk_shape"])
         inner_shape = list(shard_shape)
         inner_shape[layout.axis] = layout.rows
@@ -158,6 +169,21 @@ def rewrite_zarr_json(
         return changed
 
     return json.dumps(document, allow_nan=True).encode() if visit(path, document) else data
+
+
+def note_view(document: dict[str, Any], view: str) -> None:
+    """Say in the array's attributes (`VIEW_ATTRIBUTE`) that ``document`` is a view, and
+    what is stored, before ``document``'s grid and codecs are rewritten: the metadata zarr is
+    shown stays honest about what it is."""
+    attributes = document.get("attributes")
+    document["attributes"] = {
+        **(attributes if isinstance(attributes, dict) else {}),
+        VIEW_ATTRIBUTE: {
+            "view": view,
+            "stored_chunk_shape": document["chunk_grid"]["configuration"]["chunk_shape"],
+            "stored_codecs": document["codecs"],
+        },
+    }
 
 
 def sharding_codec(

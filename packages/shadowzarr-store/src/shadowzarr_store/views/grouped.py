@@ -42,7 +42,7 @@ from typing import Any, overload
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info
 
-from shadowzarr_store.sharded_view import rewrite_zarr_json, sharding_codec
+from shadowzarr_store.views.sharded import note_view, rewrite_zarr_json, sharding_codec
 
 __all__ = [
     "AUTO_SHARD_BYTES",
@@ -394,6 +394,7 @@ class GroupedView:
         layout = self.layout(path)
         if layout is None:
             return False
+        note_view(document, "grouped")
         grid = document["chunk_grid"]["configuration"]
         document["chunk_grid"] = {
             "name": "regular",

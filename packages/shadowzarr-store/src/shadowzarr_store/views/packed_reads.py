@@ -1,7 +1,7 @@
 """Reading the stored chunks of a packed inner chunk straight from their chunk-index entries.
 
 An inner chunk of the grouped view of an uncompressed array packs many stored chunks (see
-`shadowzarr_store.grouped_view`). Reading each through the store's per-key path costs tens of
+`shadowzarr_store.views.grouped`). Reading each through the store's per-key path costs tens of
 microseconds of Python apiece, as much as zarr's own per-chunk cost that packing removes. When
 every one of them comes straight from the chunk index as a plain, full-size chunk, their ranges
 are sorted and joined with numpy, each contiguous run is one read, and the bytes are cut with one
