@@ -155,12 +155,22 @@ def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
     assert proxy.bytes_sent("table.h5") - before == 1024  # as stored: the one chunk
 
 
-def test_by_default_zarr_is_shown_the_metadata_as_stored(files, served) -> None:
-    """No view unless asked: the ``zarr.json`` zarr gets is the references' own (what the JS
-    store shows too), and a stored chunk is its own key."""
+def test_by_default_small_chunks_are_shown_grouped(files, served) -> None:
+    """The view is on unless turned off (a selection of many small chunks in about one round
+    trip), and zarr's metadata says it is a view."""
     _, refs = served
     rfs = load_rfs(refs["table"])
-    store = RfsStore(rfs)
+    array = open_rfs(rfs)["table"]
+    assert array.metadata.chunk_grid.chunk_shape != CHUNK
+    assert array.attrs["shadowzarr_view"]["stored_chunk_shape"] == list(CHUNK)
+
+
+def test_turned_off_zarr_is_shown_the_metadata_as_stored(files, served) -> None:
+    """With ``grouped_view=0`` the ``zarr.json`` zarr gets is the references' own (what the JS
+    store shows), and a stored chunk is its own key."""
+    _, refs = served
+    rfs = load_rfs(refs["table"])
+    store = RfsStore(rfs, grouped_view=0)
     assert store.stored_view() is store
     shown = asyncio.run(store.get("table/zarr.json", default_buffer_prototype()))
     assert shown is not None

@@ -48,7 +48,7 @@ class StoreOptions:
     max_chunk_bytes: int = 2 << 30
     """Most bytes one decoded chunk may hold; arrays with larger chunks are refused at open."""
     sharded_view: int | Literal["auto"] = 0
-    grouped_view: int | Literal["auto"] = 0
+    grouped_view: int | Literal["auto"] = "auto"
     """Arrays of many small chunks shown as shards of them (see `views.grouped`); 0: off."""
     allowed_urls: tuple[str, ...] | None = None
     allow_local_files: bool | None = None

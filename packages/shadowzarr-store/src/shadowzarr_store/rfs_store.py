@@ -111,13 +111,13 @@ class RfsStore(Store):
         the stored ones (the attribute ``shadowzarr_view`` says so), so code copying chunk
         bytes must leave it off.
     grouped_view
-        0 or False (default): chunks as stored, as the references (and the JS store) show
-        them. ``"auto"`` or True: an array of many small chunks (under 256 KiB decoded) is shown
+        ``"auto"`` or True (default): an array of many small chunks (under 256 KiB decoded) is shown
         as shards of up to 1,024 of its stored chunks (about 4 MiB decoded), with an index
         computed from the references, so that zarr asks for every chunk of a shard that a
         selection touches at once and a read costs about one round trip whatever
         ``async.concurrency`` is (see `shadowzarr_store.views.grouped`). An integer: shards of
-        about that many decoded bytes. Values are the same either way; keys and metadata differ
+        about that many decoded bytes. 0 or False: chunks as stored, as the references (and
+        the JS store) show them. Values are the same either way; keys and metadata differ
         (the attribute ``shadowzarr_view`` names the view and the stored chunks and codecs), so
         code copying chunk bytes uses `stored_view`.
     allowed_urls

@@ -4,9 +4,9 @@ The engine opens an `RfsStore` and hands it to xarray's own Zarr backend (``zarr
 consolidated metadata), so decoding, coordinates, ``chunks=`` and ``open_mfdataset`` behave
 exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` (or
 ``backend_kwargs={"store_options": {…}}``); ``storage_options={…}`` and ``proxy=`` are taken
-directly too, as fsspec-based engines take them. Two differences: with the grouped view
-(``store_options={"grouped_view": "auto"}``) ``chunks={}`` gives a dask chunk per shard of the
-view (`preferred_chunks`), not one per stored chunk; attributes are
+directly too, as fsspec-based engines take them. Two differences: ``chunks={}`` gives a dask
+chunk per shard of the store's grouped view (`preferred_chunks`), not one per stored chunk (the
+view's note ``shadowzarr_view`` is not shown as an attribute); attributes are
 decoded by the attribute conventions first and shaped as netCDF readers give them
 (:mod:`shadowzarr_store.xarray_attributes`), so a float32 ``scale_factor`` decodes its variable
 as float32 and NaN attributes are NaN, as with the netCDF4 engine.
@@ -52,6 +52,7 @@ from shadowzarr_store.open_rfs import open_rfs_store
 from shadowzarr_store.recognise import is_v3_reference_path
 from shadowzarr_store.rfs_store import RfsStore
 from shadowzarr_store.xarray_attributes import FILL_ATTR, xarray_attributes
+from shadowzarr_store.views.sharded import VIEW_ATTRIBUTE
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -197,7 +198,9 @@ class _ConventionZarrStore(ZarrStore):
         for name, member in members.items():
             if isinstance(member, zarr.Array):
                 shaped = xarray_attributes(member.attrs.asdict(), member.dtype)
-                members[name] = _with_attributes(member, shaped.attributes)
+                attributes = dict(shaped.attributes)
+                attributes.pop(VIEW_ATTRIBUTE, None)  # the store's note; dask's chunks say it
+                members[name] = _with_attributes(member, attributes)
                 if shaped.enum is not None:
                     self._enums[name] = {"enum": shaped.enum}
                     if shaped.enum_name is not None:
