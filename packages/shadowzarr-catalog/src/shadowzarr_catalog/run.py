@@ -28,10 +28,15 @@ from shadowzarr_catalog.cluster import rows_from_cluster
 from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access, check_generator_options
 from shadowzarr_catalog.job import base_row, run_job
-from shadowzarr_catalog.listing import list_assets
+from shadowzarr_catalog.listing import list_assets, with_identities
 from shadowzarr_catalog.page import PAGE_FILE, catalog_page, viewer_files
 from shadowzarr_catalog.paths import SUFFIXES, reference_location
-from shadowzarr_catalog.state import STATE_FILE, CatalogState, needs_generation
+from shadowzarr_catalog.state import (
+    STATE_FILE,
+    CatalogState,
+    identity_decides,
+    needs_generation,
+)
 from shadowzarr_catalog.summary import CatalogSummary
 from shadowzarr_catalog.table import CATALOG_FILE, INDEX_FILE, catalog_parquet, index_json
 
@@ -104,6 +109,8 @@ def generate_catalog(
     )
     with _state_for(target) as state:
         previous = state.rows()
+        unknown = _unidentified(assets, previous, form, retry_failed)
+        assets = with_identities(assets, unknown, access.transport())
         listed = {a.asset_id: a for a in assets}
         removed = 0
         for asset_id, row in previous.items():
@@ -154,6 +161,24 @@ def _source_name(source: str | os.PathLike[str] | Iterable[str]) -> str:
     if isinstance(source, str | os.PathLike):
         return redact(os.fspath(source))
     return "a list of URLs and paths"
+
+
+def _unidentified(
+    assets: list[Asset], previous: Mapping[str, dict[str, Any]], form: str, retry_failed: bool
+) -> set[str]:
+    """Assets of a URL list (no listing says their size or ETag) that an earlier run recorded
+    with one: a probe tells whether they changed. A new asset needs none: its generation
+    learns its size and ETag from its first answer."""
+    return {
+        a.asset_id
+        for a in assets
+        if a.size is None
+        and a.etag is None
+        and host_of(a.url) != "local"
+        and (row := previous.get(a.asset_id)) is not None
+        and (row.get("size"), row.get("etag")) != (None, None)
+        and identity_decides(row, _reference(a, form), retry_failed=retry_failed)
+    }
 
 
 def _reference(asset: Asset, form: str) -> str:
