@@ -4,6 +4,8 @@ is left half written."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import signal
 import sqlite3
 import subprocess
@@ -61,3 +63,36 @@ def test_killed_mid_run_then_resumed_equals_a_clean_run(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(_without_timing(resumed), _without_timing(clean))
     assert_published(resumed, expected)
     assert f"{total - done} generated" in finished.stdout, finished.stdout
+
+
+def test_a_killed_worker_process_loses_only_its_jobs(tmp_path: Path) -> None:
+    """SIGKILL of the default pool's worker processes mid-run: the jobs they had in flight are
+    failed rows the next run tries again, new workers finish the rest, and the rerun ends with
+    the catalog a clean run makes."""
+    root = tmp_path / "archive"
+    expected = make_archive(root, count=10)
+    clean = tmp_path / "clean"
+    generate_catalog(root, clean, processes=0)
+
+    killed: list[int] = []
+
+    def kill_the_workers(row: dict[str, object]) -> None:
+        if not killed:
+            killed.extend(child.pid for child in multiprocessing.active_children())
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+
+    destination = tmp_path / "catalog"
+    first = generate_catalog(root, destination, processes=2, workers=4, progress=kill_the_workers)
+    assert len(killed) == 2  # the jobs ran in two worker processes
+    table = pd.read_parquet(destination / "catalog.parquet").set_index("asset_id")
+    lost = table[table.error_class == "WorkerDied"]
+    assert 1 <= len(lost) <= 4  # what the killed workers had in flight (4 at most), no more
+    assert lost.retry.all()
+    assert first.generated == len(expected) + 3
+
+    again = generate_catalog(root, destination)
+    assert again.generated == len(lost)
+    pd.testing.assert_frame_equal(_without_timing(destination), _without_timing(clean))
+    assert_published(destination, expected)
+    assert not multiprocessing.active_children()  # every worker stopped with its run

@@ -1,11 +1,12 @@
 """`generate_catalog`: references for every asset of an archive, published with a catalog.
 
-The jobs run in this process on a thread pool: generating references is network-bound (header
-reads and chunk-index reads wait on round trips, h5py holds its lock only between them), so a
-small machine keeps ``DEFAULT_WORKERS`` generations in flight on one or two cores; processes
-would add memory per worker and nothing the network does not already limit. A per-host bound
-(``per_host``) keeps a run polite to each server; the transport under every generator retries
-429 and 503 answers with backoff (honouring ``Retry-After``).
+The jobs run on worker processes of this machine by default, one per core, each keeping a few
+generations in flight on threads (`processes.py`): a generation waits on round trips most of its
+time, but what it computes (tens of milliseconds an asset) would leave threads of one process
+queued on its GIL. Where workers cannot be forked (macOS, Windows) or with ``processes=0``, the
+jobs run on a thread pool of this process. A per-host bound (``per_host``) keeps a run polite to
+each server; the transport under every generator retries 429 and 503 answers with backoff
+(honouring ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from shadowzarr_catalog.job import base_row, run_job
 from shadowzarr_catalog.listing import list_assets, with_identities
 from shadowzarr_catalog.page import PAGE_FILE, catalog_page, viewer_files
 from shadowzarr_catalog.paths import SUFFIXES, reference_location
+from shadowzarr_catalog.processes import default_processes, rows_from_processes
 from shadowzarr_catalog.state import (
     STATE_FILE,
     CatalogState,
@@ -42,8 +44,12 @@ from shadowzarr_catalog.table import CATALOG_FILE, INDEX_FILE, catalog_parquet, 
 
 __all__ = ["DEFAULT_PER_HOST", "DEFAULT_WORKERS", "generate_catalog"]
 
-DEFAULT_WORKERS = 8
-DEFAULT_PER_HOST = 4
+DEFAULT_WORKERS = 12
+"""Jobs in flight: a job waits on round trips more than it computes, so a core's worker needs
+several to stay busy (at 20 ms a request, about 4 to 6)."""
+DEFAULT_PER_HOST = 12
+"""At most this many jobs ask one host at once (a job sends one request at a time, or a few
+ranges together): about what the AWS command line sends to S3 at once (10)."""
 STATE_UPLOAD_SECONDS = 30.0
 """How often the progress database of an object-store catalog is copied to the destination."""
 
@@ -59,6 +65,7 @@ def generate_catalog(
     include: str | None = None,
     form: Literal["directory", "json"] = "directory",
     workers: int | None = None,
+    processes: int | None = None,
     per_host: int = DEFAULT_PER_HOST,
     chunk_index_threshold: int | None = 1000,
     retry_failed: bool = False,
@@ -73,15 +80,18 @@ def generate_catalog(
     iterable of URLs and paths, an object-store prefix, or a DANDI dandiset version
     (``dandi://000123/draft``, its web page or its API URL). ``include`` is a glob on asset
     paths (``*.nwb``). ``form``: one reference directory per asset, or one JSON file.
-    ``workers`` jobs run at once (default 8), at most ``per_host`` against one host.
+    ``workers`` jobs run at once (default 12), at most ``per_host`` against one host, spread
+    over ``processes`` forked worker processes (default: one per core on Linux; 0 runs them
+    on threads of this process, the default elsewhere).
     ``headers``, ``allowed_urls`` and ``storage_options`` go with every request (the
     destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the
     dandiset's listing. ``generator_options`` go to the generators (HDF5's names; TIFF takes
     those it knows). ``progress``: True shows the assets done on stderr (a bar on a terminal or in a
     notebook, plain lines in a log) and each failure; a callable is called with
     each asset's row as it is committed. ``client``: a
-    ``distributed.Client`` whose workers generate and publish the assets (``workers`` and
-    ``per_host`` then do not apply; the destination must be one every worker reaches).
+    ``distributed.Client`` whose workers generate and publish the assets (``workers``,
+    ``processes`` and ``per_host`` then do not apply; the destination must be one every
+    worker reaches).
 
     A run resumes where a killed one stopped and regenerates only new and changed assets, and
     failed ones whose row says ``retry`` (a refusal, a network failure; with ``retry_failed``
@@ -91,6 +101,8 @@ def generate_catalog(
         raise ValueError(f"form must be 'directory' or 'json', not {form!r}")
     if per_host < 1 or (workers is not None and workers < 1):
         raise ValueError("workers and per_host must be at least 1")
+    if processes is not None and processes < 0:
+        raise ValueError("processes must be 0 (threads of this process) or more")
     check_generator_options(generator_options)
     started = time.perf_counter()
     access = Access(
@@ -129,13 +141,14 @@ def generate_catalog(
                 client, todo, target, access, generator_options, chunk_index_threshold
             )
         else:
-            rows_done = _rows_from_threads(
+            rows_done = _rows_locally(
                 todo,
                 target,
                 access,
                 generator_options,
                 chunk_index_threshold,
                 workers or DEFAULT_WORKERS,
+                default_processes() if processes is None else processes,
                 per_host,
             )
         failures = _commit(rows_done, len(todo), state, progress)
@@ -183,6 +196,33 @@ def _unidentified(
 
 def _reference(asset: Asset, form: str) -> str:
     return reference_location(asset.path, asset.asset_id, form)
+
+
+def _rows_locally(
+    todo: list[tuple[Asset, str]],
+    target: Destination,
+    access: Access,
+    options: Mapping[str, Any],
+    threshold: int | None,
+    workers: int,
+    processes: int,
+    per_host: int,
+) -> Iterator[dict[str, Any]]:
+    """The jobs on ``processes`` workers (``workers`` jobs in flight over them all), or on
+    threads of this process (0 processes)."""
+    processes = min(processes, workers, len(todo))
+    if processes < 1:
+        return _rows_from_threads(todo, target, access, options, threshold, workers, per_host)
+    return rows_from_processes(
+        todo,
+        target,
+        access,
+        options,
+        threshold,
+        processes=processes,
+        threads=-(-workers // processes),
+        per_host=per_host,
+    )
 
 
 def _rows_from_threads(
