@@ -162,7 +162,7 @@ def run_pool(server: BenchServer, urls: list[str], work: Path) -> tuple[Result, 
     listing.write_text("\n".join(urls) + "\n")
     processes = min(default_processes(), DEFAULT_WORKERS)
     shape = (
-        f"{processes}x{-(-DEFAULT_WORKERS // processes)} processes x threads"
+        f"{processes} processes x {-(-DEFAULT_WORKERS // processes)} threads"
         if processes
         else f"{DEFAULT_WORKERS} threads"
     )
