@@ -7,9 +7,11 @@ jobs on threads of its own (each job waits on round trips most of its time), whi
 process hands out the jobs, at most ``per_host`` at once against one host over all workers, and
 yields the rows as they come back (the caller commits each, so resuming works as in a thread
 pool). Workers are forked: they start with this process's imports (numpy, h5py and zarr take
-seconds of CPU to import again). A worker that dies loses only the jobs it had in flight: each
-is a failed row the next run tries again, and a new worker takes its place. A worker whose
-parent dies exits.
+seconds of CPU to import again). They are forked before the run makes its first object-store
+request, and not at all once this process has imported obstore, whose runtime's threads would
+be missing in a child (its requests would wait forever): the jobs then run on threads. A
+worker that dies loses only the jobs it had in flight: each is a failed row the next run tries
+again, and a new worker takes its place. A worker whose parent dies exits.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import sys
 import threading
 import warnings
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 from shadowzarr_catalog.assets import Asset, host_of
@@ -31,7 +34,7 @@ from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access
 from shadowzarr_catalog.job import base_row, run_job
 
-__all__ = ["default_processes", "rows_from_processes"]
+__all__ = ["WorkerPool", "default_processes", "fork_is_safe"]
 
 type Job = tuple[int, Asset, str]
 """A job's number, its asset and the asset's reference location."""
@@ -45,6 +48,21 @@ def default_processes() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def fork_is_safe() -> bool:
+    """Whether obstore (the transport's object-store client) has not been imported in this
+    process: its first request starts a tokio runtime whose threads a forked child lacks, so the
+    child's own object-store requests would wait forever, and whether it ran cannot be asked
+    (its threads' names vary). Not imported: not run. A tokio thread seen by name also says no."""
+    if any(name == "obstore" or name.startswith("obstore.") for name in list(sys.modules)):
+        return False
+    try:
+        tasks = os.listdir("/proc/self/task")
+        names = [Path("/proc/self/task", t, "comm").read_text() for t in tasks]
+    except OSError:
+        return False
+    return not any(name.startswith("tokio-") for name in names)
+
+
 @dataclass(slots=True)
 class _Worker:
     process: Any  # multiprocessing's ForkProcess, untyped
@@ -52,45 +70,59 @@ class _Worker:
     in_flight: dict[int, Asset] = field(default_factory=dict)
 
 
-def rows_from_processes(
-    todo: list[tuple[Asset, str]],
-    target: Destination,
-    access: Access,
-    options: Mapping[str, Any],
-    threshold: int | None,
-    *,
-    processes: int,
-    threads: int,
-    per_host: int,
-) -> Iterator[dict[str, Any]]:
-    """One row per job, in the order they finish."""
-    queues: OrderedDict[str, deque[Job]] = OrderedDict()
-    for number, (asset, reference) in enumerate(todo):
-        queues.setdefault(host_of(asset.url), deque()).append((number, asset, reference))
-    busy: dict[str, int] = dict.fromkeys(queues, 0)
+class WorkerPool:
+    """``processes`` forked workers running ``threads`` jobs each. Started before the run
+    lists its source or reads its destination (an object store's first request starts the
+    runtime that makes forking unsafe); used once, by `rows`."""
 
-    def next_job() -> Job | None:
-        """Round-robin over the hosts with room under their bound."""
-        for host in list(queues):
-            if busy[host] < per_host:
-                job = queues[host].popleft()
-                if queues[host]:
-                    queues.move_to_end(host)
-                else:
-                    del queues[host]
-                busy[host] += 1
-                return job
-        return None
+    def __init__(
+        self,
+        target: Destination,
+        access: Access,
+        options: Mapping[str, Any],
+        threshold: int | None,
+        *,
+        processes: int,
+        threads: int,
+    ) -> None:
+        self._setting = (target, access, dict(options), threshold, threads)
+        self.threads = threads
+        self._workers: list[_Worker] = []
+        self._finished = False
+        for _ in range(processes):
+            self._workers.append(_start(*self._setting))
 
-    def start() -> _Worker:
-        return _start(target, access, options, threshold, threads)
+    def rows(
+        self,
+        todo: list[tuple[Asset, str]],
+        per_host: int,
+        fallback: Callable[[list[tuple[Asset, str]]], Iterator[dict[str, Any]]],
+    ) -> Iterator[dict[str, Any]]:
+        """One row per job, in the order they finish. A dead worker is replaced while jobs
+        wait, if it can still be forked safely; when none is left, ``fallback`` runs the
+        rest (threads of this process)."""
+        queues: OrderedDict[str, deque[Job]] = OrderedDict()
+        for number, (asset, reference) in enumerate(todo):
+            queues.setdefault(host_of(asset.url), deque()).append((number, asset, reference))
+        busy: dict[str, int] = dict.fromkeys(queues, 0)
 
-    workers = [start() for _ in range(max(1, min(processes, len(todo))))]
-    finished = False
-    try:
+        def next_job() -> Job | None:
+            """Round-robin over the hosts with room under their bound."""
+            for host in list(queues):
+                if busy[host] < per_host:
+                    job = queues[host].popleft()
+                    if queues[host]:
+                        queues.move_to_end(host)
+                    else:
+                        del queues[host]
+                    busy[host] += 1
+                    return job
+            return None
+
+        workers = self._workers
         while True:
             for worker in workers:
-                while len(worker.in_flight) < threads and (job := next_job()) is not None:
+                while len(worker.in_flight) < self.threads and (job := next_job()) is not None:
                     worker.in_flight[job[0]] = job[1]
                     try:
                         worker.connection.send(job)
@@ -117,11 +149,22 @@ def rows_from_processes(
                     continue
                 yield from _lost(worker, busy)
                 workers.remove(worker)
-                if queues:
-                    workers.append(start())
-        finished = True
-    finally:
-        _stop(workers, gently=finished)
+                if queues and fork_is_safe():
+                    workers.append(_start(*self._setting))
+        rest = [(asset, reference) for queue in queues.values() for _, asset, reference in queue]
+        if rest:
+            yield from fallback(rest)
+        self._finished = True
+
+    def close(self) -> None:
+        """Workers told to finish (a run that ended), or killed (one cut short)."""
+        _stop(self._workers, gently=self._finished or not any(w.in_flight for w in self._workers))
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _lost(worker: _Worker, busy: dict[str, int]) -> Iterator[dict[str, Any]]:
@@ -141,7 +184,7 @@ def _lost(worker: _Worker, busy: dict[str, int]) -> Iterator[dict[str, Any]]:
 def _start(
     target: Destination,
     access: Access,
-    options: Mapping[str, Any],
+    options: dict[str, Any],
     threshold: int | None,
     threads: int,
 ) -> _Worker:
@@ -149,7 +192,7 @@ def _start(
     context = multiprocessing.get_context("fork")
     process = context.Process(
         target=_serve,
-        args=(theirs, ours, target, access, dict(options), threshold, threads),
+        args=(theirs, ours, target, access, options, threshold, threads),
         name="shadowzarr-catalog",
         daemon=True,
     )

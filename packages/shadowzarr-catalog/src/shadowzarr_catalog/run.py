@@ -11,6 +11,7 @@ each server; the transport under every generator retries 429 and 503 answers wit
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -32,7 +33,7 @@ from shadowzarr_catalog.job import base_row, run_job
 from shadowzarr_catalog.listing import list_assets, with_identities
 from shadowzarr_catalog.page import PAGE_FILE, catalog_page, viewer_files
 from shadowzarr_catalog.paths import SUFFIXES, reference_location
-from shadowzarr_catalog.processes import default_processes, rows_from_processes
+from shadowzarr_catalog.processes import WorkerPool, default_processes, fork_is_safe
 from shadowzarr_catalog.state import (
     STATE_FILE,
     CatalogState,
@@ -112,14 +113,18 @@ def generate_catalog(
     )
     target = Destination(destination, storage_options)
     local_root = Path(target.root) if target.local else None
-    assets = list_assets(
-        source,
-        access.transport(),
-        include=include,
-        dandi_api_key=dandi_api_key,
-        exclude_folder=local_root,
+    workers = workers or DEFAULT_WORKERS
+    pool = _worker_pool(
+        client, processes, workers, target, access, generator_options, chunk_index_threshold
     )
-    with _state_for(target) as state:
+    with pool or contextlib.nullcontext(), _state_for(target) as state:
+        assets = list_assets(
+            source,
+            access.transport(),
+            include=include,
+            dandi_api_key=dandi_api_key,
+            exclude_folder=local_root,
+        )
         previous = state.rows()
         unknown = _unidentified(assets, previous, form, retry_failed)
         assets = with_identities(assets, unknown, access.transport())
@@ -136,21 +141,20 @@ def generate_catalog(
                 a, previous.get(a.asset_id), ref := _reference(a, form), retry_failed=retry_failed
             )
         ]
+
+        def on_threads(jobs: list[tuple[Asset, str]]) -> Iterator[dict[str, Any]]:
+            return _rows_from_threads(
+                jobs, target, access, generator_options, chunk_index_threshold, workers, per_host
+            )
+
         if client is not None:
             rows_done = rows_from_cluster(
                 client, todo, target, access, generator_options, chunk_index_threshold
             )
+        elif pool is not None:
+            rows_done = pool.rows(todo, per_host, on_threads)
         else:
-            rows_done = _rows_locally(
-                todo,
-                target,
-                access,
-                generator_options,
-                chunk_index_threshold,
-                workers or DEFAULT_WORKERS,
-                default_processes() if processes is None else processes,
-                per_host,
-            )
+            rows_done = on_threads(todo)
         failures = _commit(rows_done, len(todo), state, progress)
         rows = list(state.rows().values())
         target.write_file(CATALOG_FILE, catalog_parquet(rows))
@@ -198,31 +202,23 @@ def _reference(asset: Asset, form: str) -> str:
     return reference_location(asset.path, asset.asset_id, form)
 
 
-def _rows_locally(
-    todo: list[tuple[Asset, str]],
+def _worker_pool(
+    client: Any,
+    processes: int | None,
+    workers: int,
     target: Destination,
     access: Access,
     options: Mapping[str, Any],
     threshold: int | None,
-    workers: int,
-    processes: int,
-    per_host: int,
-) -> Iterator[dict[str, Any]]:
-    """The jobs on ``processes`` workers (``workers`` jobs in flight over them all), or on
-    threads of this process (0 processes)."""
-    processes = min(processes, workers, len(todo))
-    if processes < 1:
-        return _rows_from_threads(todo, target, access, options, threshold, workers, per_host)
-    return rows_from_processes(
-        todo,
-        target,
-        access,
-        options,
-        threshold,
-        processes=processes,
-        threads=-(-workers // processes),
-        per_host=per_host,
-    )
+) -> WorkerPool | None:
+    """The worker processes of a local run, forked now, before the run's first object-store
+    request; None when the jobs run on threads (0 processes, a cluster, or a process whose
+    object-store runtime already runs)."""
+    processes = min(default_processes() if processes is None else processes, workers)
+    if client is not None or processes < 1 or not fork_is_safe():
+        return None
+    threads = -(-workers // processes)
+    return WorkerPool(target, access, options, threshold, processes=processes, threads=threads)
 
 
 def _rows_from_threads(
