@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import warnings
@@ -235,6 +236,7 @@ def _serve(
     """A worker: run each job it is sent on one of ``threads`` threads and send its row back;
     exit when told to (None) or when the parent is gone."""
     parents.close()  # the parent's end, inherited: only the parent's own copy may hold it open
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     sending = threading.Lock()
 
     def run(number: int, asset: Asset, reference: str) -> None:
