@@ -3,10 +3,10 @@
 The jobs run on worker processes of this machine by default, one per core, each keeping a few
 generations in flight on threads (`processes.py`): a generation waits on round trips most of its
 time, but what it computes (tens of milliseconds an asset) would leave threads of one process
-queued on its GIL. Where workers cannot be forked (macOS, Windows) or with ``processes=0``, the
-jobs run on a thread pool of this process. A per-host bound (``per_host``) keeps a run polite to
-each server; the transport under every generator retries 429 and 503 answers with backoff
-(honouring ``Retry-After``).
+queued on its GIL. Where workers cannot be forked safely (macOS, Windows, a process that has
+imported obstore) or with ``processes=0``, the jobs run on a thread pool of this process. A
+per-host bound (``per_host``) keeps a run polite to each server; the transport under every
+generator retries 429 and 503 answers with backoff (honouring ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def generate_catalog(
     pool = _worker_pool(
         client, processes, workers, target, access, generator_options, chunk_index_threshold
     )
-    with pool or contextlib.nullcontext(), _state_for(target) as state:
+    with pool or contextlib.nullcontext():
         assets = list_assets(
             source,
             access.transport(),
@@ -125,42 +125,52 @@ def generate_catalog(
             dandi_api_key=dandi_api_key,
             exclude_folder=local_root,
         )
-        previous = state.rows()
-        unknown = _unidentified(assets, previous, form, retry_failed)
-        assets = with_identities(assets, unknown, access.transport())
-        listed = {a.asset_id: a for a in assets}
-        removed = 0
-        for asset_id, row in previous.items():
-            if asset_id not in listed and row["status"] != "removed":
-                state.put({**row, "status": "removed"})
-                removed += 1
-        todo = [
-            (a, ref)
-            for a in assets
-            if needs_generation(
-                a, previous.get(a.asset_id), ref := _reference(a, form), retry_failed=retry_failed
-            )
-        ]
+        with _state_for(target) as state:
+            previous = state.rows()
+            unknown = _unidentified(assets, previous, form, retry_failed)
+            assets = with_identities(assets, unknown, access.transport())
+            listed = {a.asset_id: a for a in assets}
+            removed = 0
+            for asset_id, row in previous.items():
+                if asset_id not in listed and row["status"] != "removed":
+                    state.put({**row, "status": "removed"})
+                    removed += 1
+            todo = [
+                (a, ref)
+                for a in assets
+                if needs_generation(
+                    a,
+                    previous.get(a.asset_id),
+                    ref := _reference(a, form),
+                    retry_failed=retry_failed,
+                )
+            ]
 
-        def on_threads(jobs: list[tuple[Asset, str]]) -> Iterator[dict[str, Any]]:
-            return _rows_from_threads(
-                jobs, target, access, generator_options, chunk_index_threshold, workers, per_host
-            )
+            def on_threads(jobs: list[tuple[Asset, str]]) -> Iterator[dict[str, Any]]:
+                return _rows_from_threads(
+                    jobs,
+                    target,
+                    access,
+                    generator_options,
+                    chunk_index_threshold,
+                    workers,
+                    per_host,
+                )
 
-        if client is not None:
-            rows_done = rows_from_cluster(
-                client, todo, target, access, generator_options, chunk_index_threshold
-            )
-        elif pool is not None:
-            rows_done = pool.rows(todo, per_host, on_threads)
-        else:
-            rows_done = on_threads(todo)
-        failures = _commit(rows_done, len(todo), state, progress)
-        rows = list(state.rows().values())
-        target.write_file(CATALOG_FILE, catalog_parquet(rows))
-        target.write_file(INDEX_FILE, index_json(rows))
-        target.write_files(viewer_files())
-        target.write_file(PAGE_FILE, catalog_page(rows, f"Catalog of {_source_name(source)}"))
+            if client is not None:
+                rows_done = rows_from_cluster(
+                    client, todo, target, access, generator_options, chunk_index_threshold
+                )
+            elif pool is not None:
+                rows_done = pool.rows(todo, per_host, on_threads)
+            else:
+                rows_done = on_threads(todo)
+            failures = _commit(rows_done, len(todo), state, progress)
+            rows = list(state.rows().values())
+            target.write_file(CATALOG_FILE, catalog_parquet(rows))
+            target.write_file(INDEX_FILE, index_json(rows))
+            target.write_files(viewer_files())
+            target.write_file(PAGE_FILE, catalog_page(rows, f"Catalog of {_source_name(source)}"))
     summary = CatalogSummary(
         destination=str(target),
         listed=len(assets),
