@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from catalog_archive import STATUSES, Expected, make_archive, write_hdf5
+from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_store import open_rfs
 from shadowzarr_store.transport import redact
 from shadowzarr_testing import assert_array_equal_exact
@@ -152,7 +153,7 @@ def test_json_form_with_a_glob(archive: tuple[Path, Expected], tmp_path: Path) -
 
 
 def test_a_list_of_urls_and_paths(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """URLs (sizes and ETags from one probe each; a signature never reaches the catalog) and
+    """URLs (sizes and ETags from their generation; a signature never reaches the catalog) and
     local paths, from a CSV file and from a Python list."""
     served = {name: write_hdf5(nginx.path(name), i) for i, name in enumerate(["a.h5", "b.nwb"])}
     local = write_hdf5(tmp_path / "c.h5", 9)
@@ -179,6 +180,54 @@ def test_a_list_of_urls_and_paths(nginx, tmp_path: Path) -> None:  # type: ignor
             assert_array_equal_exact(group["signal"][:], values["signal"], url)
         group = open_rfs(str(destination / index[str((tmp_path / "c.h5").resolve())]))
         assert_array_equal_exact(group["counts"][:], local["counts"], "c.h5")
+
+
+def test_a_url_list_costs_no_request_more_than_generate_rfs(  # type: ignore[no-untyped-def]
+    nginx, proxy, tmp_path: Path
+) -> None:
+    """A URL of a list has no listing to say its size and ETag: a new one's generation learns
+    them from its own answers (no probe on top), a failed one's cost one probe (so an unchanged
+    failure is left alone), and a later run probes each URL once to tell what changed."""
+    names = ["a.h5", "b.nwb", "c.h5"]
+    served = {name: write_hdf5(nginx.path(name), i) for i, name in enumerate(names)}
+    Path(nginx.path("broken.h5")).write_bytes(b"not an HDF5 file, though named one\n" * 40)
+    urls = [proxy.url(name) for name in [*names, "broken.h5"]]
+    alone = {}
+    for name in names:
+        proxy.reset()
+        generate_rfs(proxy.url(name), progress=False)
+        alone[proxy.url(name)] = proxy.requests
+
+    destination = tmp_path / "catalog"
+    proxy.reset()
+    first = generate_catalog(urls, destination)
+    table = read_catalog(destination)
+    assert first.statuses == {"ok": 3, "failed": 1}
+    assert table.loc[urls[3], "error_class"] == "SourceFormatError"
+    assert table.loc[urls[3], "requests"] == 2  # the format's refusal, then one probe
+    assert proxy.requests == sum(alone.values()) + 2
+    for url, requests in alone.items():
+        assert table.loc[url, "requests"] == requests, url
+    assert table.etag.notna().all()
+    for name, url in zip([*names, "broken.h5"], urls, strict=True):
+        assert table.loc[url, "size"] == Path(nginx.path(name)).stat().st_size, name
+
+    proxy.reset()
+    again = generate_catalog(urls, destination)
+    assert (again.generated, again.unchanged) == (0, 4)
+    assert proxy.requests == 4  # one probe a URL: the failure is not tried again
+
+    served["b.nwb"] = write_hdf5(nginx.path("b.nwb"), 7)
+    later = Path(nginx.path("b.nwb")).stat().st_mtime + 10  # nginx's ETag: size and mtime (s)
+    os.utime(nginx.path("b.nwb"), (later, later))
+    proxy.reset()
+    changed = generate_catalog(urls, destination)
+    assert (changed.generated, changed.unchanged) == (1, 3)
+    assert proxy.requests == 4 + read_catalog(destination).loc[urls[1], "requests"]
+    index = json.loads((destination / "index.json").read_text())
+    for name, url in zip(names, urls[:3], strict=True):
+        group = open_rfs(str(destination / index[url]))
+        assert_array_equal_exact(group["signal"][:], served[name]["signal"], name)
 
 
 def test_a_misspelt_option_is_refused_before_any_asset(

@@ -16,13 +16,15 @@ from shadowzarr_spec import (
     ReferenceFileSystem,
     SourceAccessError,
     SourceError,
+    SourceInfo,
     UnsafePathError,
     UnsupportedDatasetWarning,
 )
 from shadowzarr_spec.file_refs import FileRef, InlineRef
 from shadowzarr_spec.model import MISSING_CHUNK
+from shadowzarr_spec.signed_urls import recorded_location
 from shadowzarr_store.remote.errors import SourceFormatError
-from shadowzarr_store.transport import StoreStats, counted, redact
+from shadowzarr_store.transport import StoreStats, Transport, counted, redact, run_blocking
 
 from shadowzarr_catalog.assets import Asset, host_of
 from shadowzarr_catalog.destination import Destination
@@ -83,6 +85,7 @@ def run_job(
     started = time.perf_counter()
     row["generated_at"] = datetime.datetime.now(datetime.UTC).isoformat()
     stats = StoreStats()
+    rfs = None
     try:
         with counted(stats):
             row["format"] = kind = pick_format(asset.url, access, asset.path)
@@ -90,24 +93,50 @@ def run_job(
                 # the row lists every dataset left out; the warning would say it again, per asset
                 warnings.simplefilter("ignore", UnsupportedDatasetWarning)
                 rfs = generate(asset.url, kind, access, options)
-        _count(row, asset, stats)
         row.update(_described(rfs))
         row["reference_bytes"] = destination.write_references(rfs, reference, chunk_index_threshold)
         row["reference"] = reference
         omitted = any(u["outcome"] == "omitted" for u in row["unsupported"])
         row["status"] = "partial" if omitted else "ok"
     except Skipped as exc:
-        _count(row, asset, stats)
         row["status"] = "skipped"
         row["error_message"] = str(exc)
     except Exception as exc:  # the asset's failure is its row; the run goes on
-        _count(row, asset, stats)
         row["status"] = "refused" if isinstance(exc, REFUSALS) else "failed"
         row["error_class"] = type(exc).__name__
         row["error_message"] = _one_line(exc)
         row["retry"] = retryable(exc)
+    with counted(stats):
+        _identify(row, asset, access, rfs)
+    _count(row, asset, stats)
     row["generation_seconds"] = round(time.perf_counter() - started, 6)
     return row
+
+
+def _identify(
+    row: dict[str, Any], asset: Asset, access: Access, rfs: ReferenceFileSystem | None
+) -> None:
+    """The size and ETag of an asset no listing described (a URL of a list): those its
+    generation recorded from its first answer, so it costs no request of its own; when the
+    generation recorded none (it failed or was skipped first), one probe, so the next run can
+    tell the asset unchanged and leave it alone."""
+    if asset.size is not None or asset.etag is not None or host_of(asset.url) == "local":
+        return
+    info = rfs.sources.get(recorded_location(asset.url)) if rfs is not None else None
+    if info is None or info.size is None:
+        try:
+            info = run_blocking(_probe(asset.url, access))
+        except Exception:  # the row's error (if any) says why the asset cannot be read
+            return
+    row["size"], row["etag"] = info.size, info.etag
+
+
+async def _probe(url: str, access: Access) -> SourceInfo:
+    transport = Transport(access.transport())
+    try:
+        return await transport.probe(url)
+    finally:
+        await transport.aclose()
 
 
 def _count(row: dict[str, Any], asset: Asset, stats: StoreStats) -> None:

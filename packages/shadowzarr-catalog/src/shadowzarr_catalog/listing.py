@@ -8,6 +8,7 @@ import fnmatch
 import io
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,7 +18,7 @@ from shadowzarr_store.transport.object_store import list_objects
 from shadowzarr_catalog.assets import Asset
 from shadowzarr_catalog.dandi import dandiset_assets, is_dandiset
 
-__all__ = ["list_assets"]
+__all__ = ["list_assets", "with_identities"]
 
 LIST_SUFFIXES = frozenset({".txt", ".csv", ".tsv", ".list"})
 """A local file with one of these suffixes is a list of sources, not an asset."""
@@ -44,7 +45,7 @@ def list_assets(
         elif is_local(text) and Path(text).is_dir():
             found = _folder_assets(Path(text), exclude_folder)
         elif is_local(text) and Path(text).suffix.lower() in LIST_SUFFIXES:
-            found = _entries_assets(_list_file_entries(Path(text)), options)
+            found = _entries_assets(_list_file_entries(Path(text)))
         else:
             raise ValueError(
                 f"{redact(text)}: a catalog source is a folder, a .txt/.csv list of URLs, an "
@@ -52,7 +53,7 @@ def list_assets(
                 "or a list of URLs and paths"
             )
     else:
-        found = _entries_assets(list(source), options)
+        found = _entries_assets(list(source))
     chosen = [a for a in found if include is None or fnmatch.fnmatchcase(a.path, include)]
     return sorted(chosen, key=lambda a: a.asset_id)
 
@@ -113,11 +114,11 @@ def _list_file_entries(path: Path) -> list[str]:
     return [r[column].strip() for r in body if len(r) > column and r[column].strip()]
 
 
-def _entries_assets(entries: list[str], options: TransportOptions) -> list[Asset]:
-    """URLs and paths given one by one: a local file's identity is its stat; a URL's size and
-    ETag cost one probe request each (there is no listing to give them)."""
+def _entries_assets(entries: list[str]) -> list[Asset]:
+    """URLs and paths given one by one: a local file's identity is its stat; a URL's is not
+    known yet (no listing gives it): its generation learns it from its first answer, and a later
+    run probes it (`with_identities`) only to tell whether it changed."""
     found: dict[str, Asset] = {}
-    remote = []
     for entry in entries:
         entry = os.fspath(entry).strip()
         if not entry:
@@ -131,21 +132,36 @@ def _entries_assets(entries: list[str], options: TransportOptions) -> list[Asset
                 str(path), str(path), str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}"
             )
         else:
-            remote.append(entry)
-    if remote:
-        for url, info in zip(remote, _probe_all(remote, options), strict=True):
-            shown = redact(url)
-            parts = urlsplit(url)
-            size, etag = info if isinstance(info, tuple) else (None, None)
-            found[shown] = Asset(shown, f"{parts.netloc}/{parts.path}", url, size, etag)
+            shown = redact(entry)
+            parts = urlsplit(entry)
+            found[shown] = Asset(shown, f"{parts.netloc}/{parts.path}", entry)
     return list(found.values())
+
+
+def with_identities(
+    assets: list[Asset], unknown: set[str], options: TransportOptions
+) -> list[Asset]:
+    """``assets`` with the size and ETag of those whose id is in ``unknown`` probed (one
+    request each, sent together); one that fails to answer keeps none (its error is then the
+    generation's, recorded in its row)."""
+    chosen = [a for a in assets if a.asset_id in unknown]
+    if not chosen:
+        return assets
+    answers = _probe_all([a.url for a in chosen], options)
+    probed = dict(zip([a.asset_id for a in chosen], answers, strict=True))
+    found = []
+    for asset in assets:
+        info = probed.get(asset.asset_id)
+        if isinstance(info, tuple):
+            asset = replace(asset, size=info[0], etag=info[1])
+        found.append(asset)
+    return found
 
 
 def _probe_all(
     urls: list[str], options: TransportOptions
 ) -> list[tuple[int | None, str | None] | BaseException]:
-    """Size and ETag of each URL; a URL that fails to answer is listed anyway (its error is
-    then the generation's, recorded in its row)."""
+    """Size and ETag of each URL, or the error it answered with."""
     import asyncio
 
     async def probe(transport: Transport, url: str) -> tuple[int | None, str | None]:

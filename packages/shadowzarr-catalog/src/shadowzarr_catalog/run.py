@@ -1,15 +1,17 @@
 """`generate_catalog`: references for every asset of an archive, published with a catalog.
 
-The jobs run in this process on a thread pool: generating references is network-bound (header
-reads and chunk-index reads wait on round trips, h5py holds its lock only between them), so a
-small machine keeps ``DEFAULT_WORKERS`` generations in flight on one or two cores; processes
-would add memory per worker and nothing the network does not already limit. A per-host bound
-(``per_host``) keeps a run polite to each server; the transport under every generator retries
-429 and 503 answers with backoff (honouring ``Retry-After``).
+The jobs run on worker processes of this machine by default, one per core, each keeping a few
+generations in flight on threads (`processes.py`): a generation waits on round trips most of its
+time, but what it computes (tens of milliseconds an asset) would leave threads of one process
+queued on its GIL. Where workers cannot be forked safely (macOS, Windows, a process that has
+imported obstore) or with ``processes=0``, the jobs run on a thread pool of this process. A
+per-host bound (``per_host``) keeps a run polite to each server; the transport under every
+generator retries 429 and 503 answers with backoff (honouring ``Retry-After``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -28,17 +30,27 @@ from shadowzarr_catalog.cluster import rows_from_cluster
 from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access, check_generator_options
 from shadowzarr_catalog.job import base_row, run_job
-from shadowzarr_catalog.listing import list_assets
+from shadowzarr_catalog.listing import list_assets, with_identities
 from shadowzarr_catalog.page import PAGE_FILE, catalog_page, viewer_files
 from shadowzarr_catalog.paths import SUFFIXES, reference_location
-from shadowzarr_catalog.state import STATE_FILE, CatalogState, needs_generation
+from shadowzarr_catalog.processes import WorkerPool, default_processes, fork_is_safe
+from shadowzarr_catalog.state import (
+    STATE_FILE,
+    CatalogState,
+    identity_decides,
+    needs_generation,
+)
 from shadowzarr_catalog.summary import CatalogSummary
 from shadowzarr_catalog.table import CATALOG_FILE, INDEX_FILE, catalog_parquet, index_json
 
 __all__ = ["DEFAULT_PER_HOST", "DEFAULT_WORKERS", "generate_catalog"]
 
-DEFAULT_WORKERS = 8
-DEFAULT_PER_HOST = 4
+DEFAULT_WORKERS = 12
+"""Jobs in flight: a job waits on round trips more than it computes, so a core's worker needs
+several to stay busy (at 20 ms a request, about 4 to 6)."""
+DEFAULT_PER_HOST = 12
+"""At most this many jobs ask one host at once (a job sends one request at a time, or a few
+ranges together): about what the AWS command line sends to S3 at once (10)."""
 STATE_UPLOAD_SECONDS = 30.0
 """How often the progress database of an object-store catalog is copied to the destination."""
 
@@ -54,6 +66,7 @@ def generate_catalog(
     include: str | None = None,
     form: Literal["directory", "json"] = "directory",
     workers: int | None = None,
+    processes: int | None = None,
     per_host: int = DEFAULT_PER_HOST,
     chunk_index_threshold: int | None = 1000,
     retry_failed: bool = False,
@@ -68,15 +81,18 @@ def generate_catalog(
     iterable of URLs and paths, an object-store prefix, or a DANDI dandiset version
     (``dandi://000123/draft``, its web page or its API URL). ``include`` is a glob on asset
     paths (``*.nwb``). ``form``: one reference directory per asset, or one JSON file.
-    ``workers`` jobs run at once (default 8), at most ``per_host`` against one host.
+    ``workers`` jobs run at once (default 12), at most ``per_host`` against one host, spread
+    over ``processes`` forked worker processes (default: one per core on Linux; 0 runs them
+    on threads of this process, the default elsewhere).
     ``headers``, ``allowed_urls`` and ``storage_options`` go with every request (the
     destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the
     dandiset's listing. ``generator_options`` go to the generators (HDF5's names; TIFF takes
     those it knows). ``progress``: True shows the assets done on stderr (a bar on a terminal or in a
     notebook, plain lines in a log) and each failure; a callable is called with
     each asset's row as it is committed. ``client``: a
-    ``distributed.Client`` whose workers generate and publish the assets (``workers`` and
-    ``per_host`` then do not apply; the destination must be one every worker reaches).
+    ``distributed.Client`` whose workers generate and publish the assets (``workers``,
+    ``processes`` and ``per_host`` then do not apply; the destination must be one every
+    worker reaches).
 
     A run resumes where a killed one stopped and regenerates only new and changed assets, and
     failed ones whose row says ``retry`` (a refusal, a network failure; with ``retry_failed``
@@ -86,6 +102,8 @@ def generate_catalog(
         raise ValueError(f"form must be 'directory' or 'json', not {form!r}")
     if per_host < 1 or (workers is not None and workers < 1):
         raise ValueError("workers and per_host must be at least 1")
+    if processes is not None and processes < 0:
+        raise ValueError("processes must be 0 (threads of this process) or more")
     check_generator_options(generator_options)
     started = time.perf_counter()
     access = Access(
@@ -95,48 +113,64 @@ def generate_catalog(
     )
     target = Destination(destination, storage_options)
     local_root = Path(target.root) if target.local else None
-    assets = list_assets(
-        source,
-        access.transport(),
-        include=include,
-        dandi_api_key=dandi_api_key,
-        exclude_folder=local_root,
+    workers = workers or DEFAULT_WORKERS
+    pool = _worker_pool(
+        client, processes, workers, target, access, generator_options, chunk_index_threshold
     )
-    with _state_for(target) as state:
-        previous = state.rows()
-        listed = {a.asset_id: a for a in assets}
-        removed = 0
-        for asset_id, row in previous.items():
-            if asset_id not in listed and row["status"] != "removed":
-                state.put({**row, "status": "removed"})
-                removed += 1
-        todo = [
-            (a, ref)
-            for a in assets
-            if needs_generation(
-                a, previous.get(a.asset_id), ref := _reference(a, form), retry_failed=retry_failed
-            )
-        ]
-        if client is not None:
-            rows_done = rows_from_cluster(
-                client, todo, target, access, generator_options, chunk_index_threshold
-            )
-        else:
-            rows_done = _rows_from_threads(
-                todo,
-                target,
-                access,
-                generator_options,
-                chunk_index_threshold,
-                workers or DEFAULT_WORKERS,
-                per_host,
-            )
-        failures = _commit(rows_done, len(todo), state, progress)
-        rows = list(state.rows().values())
-        target.write_file(CATALOG_FILE, catalog_parquet(rows))
-        target.write_file(INDEX_FILE, index_json(rows))
-        target.write_files(viewer_files())
-        target.write_file(PAGE_FILE, catalog_page(rows, f"Catalog of {_source_name(source)}"))
+    with pool or contextlib.nullcontext():
+        assets = list_assets(
+            source,
+            access.transport(),
+            include=include,
+            dandi_api_key=dandi_api_key,
+            exclude_folder=local_root,
+        )
+        with _state_for(target) as state:
+            previous = state.rows()
+            unknown = _unidentified(assets, previous, form, retry_failed)
+            assets = with_identities(assets, unknown, access.transport())
+            listed = {a.asset_id: a for a in assets}
+            removed = 0
+            for asset_id, row in previous.items():
+                if asset_id not in listed and row["status"] != "removed":
+                    state.put({**row, "status": "removed"})
+                    removed += 1
+            todo = [
+                (a, ref)
+                for a in assets
+                if needs_generation(
+                    a,
+                    previous.get(a.asset_id),
+                    ref := _reference(a, form),
+                    retry_failed=retry_failed,
+                )
+            ]
+
+            def on_threads(jobs: list[tuple[Asset, str]]) -> Iterator[dict[str, Any]]:
+                return _rows_from_threads(
+                    jobs,
+                    target,
+                    access,
+                    generator_options,
+                    chunk_index_threshold,
+                    workers,
+                    per_host,
+                )
+
+            if client is not None:
+                rows_done = rows_from_cluster(
+                    client, todo, target, access, generator_options, chunk_index_threshold
+                )
+            elif pool is not None:
+                rows_done = pool.rows(todo, per_host, on_threads)
+            else:
+                rows_done = on_threads(todo)
+            failures = _commit(rows_done, len(todo), state, progress)
+            rows = list(state.rows().values())
+            target.write_file(CATALOG_FILE, catalog_parquet(rows))
+            target.write_file(INDEX_FILE, index_json(rows))
+            target.write_files(viewer_files())
+            target.write_file(PAGE_FILE, catalog_page(rows, f"Catalog of {_source_name(source)}"))
     summary = CatalogSummary(
         destination=str(target),
         listed=len(assets),
@@ -156,8 +190,45 @@ def _source_name(source: str | os.PathLike[str] | Iterable[str]) -> str:
     return "a list of URLs and paths"
 
 
+def _unidentified(
+    assets: list[Asset], previous: Mapping[str, dict[str, Any]], form: str, retry_failed: bool
+) -> set[str]:
+    """Assets of a URL list (no listing says their size or ETag) that an earlier run recorded
+    with one: a probe tells whether they changed. A new asset needs none: its generation
+    learns its size and ETag from its first answer."""
+    return {
+        a.asset_id
+        for a in assets
+        if a.size is None
+        and a.etag is None
+        and host_of(a.url) != "local"
+        and (row := previous.get(a.asset_id)) is not None
+        and (row.get("size"), row.get("etag")) != (None, None)
+        and identity_decides(row, _reference(a, form), retry_failed=retry_failed)
+    }
+
+
 def _reference(asset: Asset, form: str) -> str:
     return reference_location(asset.path, asset.asset_id, form)
+
+
+def _worker_pool(
+    client: Any,
+    processes: int | None,
+    workers: int,
+    target: Destination,
+    access: Access,
+    options: Mapping[str, Any],
+    threshold: int | None,
+) -> WorkerPool | None:
+    """The worker processes of a local run, forked now, before the run's first object-store
+    request; None when the jobs run on threads (0 processes, a cluster, or a process whose
+    object-store runtime already runs)."""
+    processes = min(default_processes() if processes is None else processes, workers)
+    if client is not None or processes < 1 or not fork_is_safe():
+        return None
+    threads = -(-workers // processes)
+    return WorkerPool(target, access, options, threshold, processes=processes, threads=threads)
 
 
 def _rows_from_threads(

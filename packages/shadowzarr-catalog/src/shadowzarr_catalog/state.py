@@ -11,7 +11,7 @@ from typing import Any
 
 from shadowzarr_catalog.assets import Asset
 
-__all__ = ["STATE_FILE", "CatalogState", "needs_generation"]
+__all__ = ["STATE_FILE", "CatalogState", "identity_decides", "needs_generation"]
 
 STATE_FILE = "catalog.sqlite"
 
@@ -54,10 +54,20 @@ def needs_generation(
     """New, changed (size or ETag), back after removal, wanted in another form than it was
     written in, or failed in a way worth another try (the row's ``retry``; every failure with
     ``retry_failed``). Nothing else costs a request."""
-    if previous is None or previous.get("status") == "removed":
+    if not identity_decides(previous, reference, retry_failed=retry_failed):
         return True
-    if previous.get("status") in ("failed", "refused") and (retry_failed or previous.get("retry")):
-        return True
-    if previous.get("reference") not in (None, reference):
-        return True
+    assert previous is not None
     return (previous.get("size"), previous.get("etag")) != (asset.size, asset.etag)
+
+
+def identity_decides(
+    previous: dict[str, Any] | None, reference: str, *, retry_failed: bool = False
+) -> bool:
+    """Whether only the asset's size and ETag are left to tell if it needs generating: it has
+    a row that nothing else (removal, a failure worth retrying, another form) sends back to
+    work. Only such an asset of a URL list is worth a probe."""
+    if previous is None or previous.get("status") == "removed":
+        return False
+    if previous.get("status") in ("failed", "refused") and (retry_failed or previous.get("retry")):
+        return False
+    return previous.get("reference") in (None, reference)

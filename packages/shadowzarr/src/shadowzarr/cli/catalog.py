@@ -47,10 +47,17 @@ def register(
         help="one reference directory per asset, or one JSON file (default: %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=int, default=None, help="assets generated at once (default: 8)"
+        "--workers", type=int, default=None, help="assets generated at once (default: 12)"
     )
     parser.add_argument(
-        "--per-host", type=int, default=4, help="at most this many at once per host (default: 4)"
+        "--processes",
+        type=int,
+        default=None,
+        help="worker processes the jobs run on (default: one per core on Linux; 0: threads "
+        "of this process)",
+    )
+    parser.add_argument(
+        "--per-host", type=int, default=12, help="at most this many at once per host (default: 12)"
     )
     parser.add_argument(
         "--retry-failed",
@@ -72,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         include=args.include,
         form=args.form,
         workers=args.workers,
+        processes=args.processes,
         per_host=args.per_host,
         retry_failed=args.retry_failed,
         progress=not args.quiet,
