@@ -157,12 +157,12 @@ def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
 
 def test_by_default_small_chunks_are_shown_grouped(files, served) -> None:
     """The view is on unless turned off (a selection of many small chunks in about one round
-    trip), and zarr's metadata says it is a view."""
+    trip)."""
     _, refs = served
     rfs = load_rfs(refs["table"])
     array = open_rfs(rfs)["table"]
     assert array.metadata.chunk_grid.chunk_shape != CHUNK
-    assert array.attrs["shadowzarr_view"]["stored_chunk_shape"] == list(CHUNK)
+    assert open_rfs(rfs, grouped_view=0)["table"].metadata.chunk_grid.chunk_shape == CHUNK
 
 
 def test_turned_off_zarr_is_shown_the_metadata_as_stored(files, served) -> None:
@@ -181,19 +181,22 @@ def test_turned_off_zarr_is_shown_the_metadata_as_stored(files, served) -> None:
     assert store.grouped_layout("table") is None
 
 
-def test_a_view_says_in_its_attributes_what_is_stored(files, served) -> None:
+def test_a_grouped_array_keeps_its_attributes_and_shards_its_stored_chunks(files, served) -> None:
+    """The grouped view's metadata is a sharding codec over the stored chunks and codecs; the
+    attributes stay the file's (equal to what h5py gives), with no note added."""
     _, refs = served
     rfs = load_rfs(refs["table"])
     stored = json.loads(rfs.refs["table/zarr.json"].data)
-    array = open_rfs(rfs, grouped_view="auto")["table"]
+    array = open_rfs(rfs)["table"]
     assert array.metadata.chunk_grid.chunk_shape != CHUNK
-    assert array.attrs["shadowzarr_view"] == {
-        "view": "grouped",
-        "stored_chunk_shape": list(CHUNK),
-        "stored_codecs": stored["codecs"],
-    }
-    for name, value in stored.get("attributes", {}).items():
-        assert array.attrs[name] == value  # the stored attributes as they were
+    (sharding,) = array.metadata.to_dict()["codecs"]
+    assert sharding["name"].endswith("sharding_indexed")
+    inner = sharding["configuration"]["chunk_shape"]  # stored chunks, or packs of them
+    assert all(size % stored == 0 for size, stored in zip(inner, CHUNK, strict=True))
+    assert [c["name"] for c in sharding["configuration"]["codecs"]] == [
+        c["name"] for c in stored["codecs"]
+    ]
+    assert dict(array.attrs) == stored.get("attributes", {})
 
 
 def test_missing_and_never_written_chunks_read_as_fill(files, served) -> None:

@@ -118,7 +118,7 @@ class RfsStore(Store):
         ``async.concurrency`` is (see `shadowzarr_store.views.grouped`). An integer: shards of
         about that many decoded bytes. 0 or False: chunks as stored, as the references (and
         the JS store) show them. Values are the same either way; keys and metadata differ
-        (the attribute ``shadowzarr_view`` names the view and the stored chunks and codecs), so
+        (a sharding codec whose inner chunks are the stored ones, or packs of them), so
         code copying chunk bytes uses `stored_view`.
     allowed_urls
         URL prefixes (``["https://host/path/"]``, ``["s3://bucket/prefix/"]``) that every

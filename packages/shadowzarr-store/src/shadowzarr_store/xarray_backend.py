@@ -6,7 +6,7 @@ exactly as for any Zarr store. `RfsStore` options go in ``store_options={…}`` 
 ``backend_kwargs={"store_options": {…}}``); ``storage_options={…}`` and ``proxy=`` are taken
 directly too, as fsspec-based engines take them. Two differences: ``chunks={}`` gives a dask
 chunk per shard of the store's grouped view (`preferred_chunks`), not one per stored chunk (the
-view's note ``shadowzarr_view`` is not shown as an attribute); attributes are
+sharded view's note ``shadowzarr_view`` is not shown as an attribute); attributes are
 decoded by the attribute conventions first and shaped as netCDF readers give them
 (:mod:`shadowzarr_store.xarray_attributes`), so a float32 ``scale_factor`` decodes its variable
 as float32 and NaN attributes are NaN, as with the netCDF4 engine.
@@ -51,8 +51,8 @@ except ImportError as exc:  # xarray loads this module only where it is installe
 from shadowzarr_store.open_rfs import open_rfs_store
 from shadowzarr_store.recognise import is_v3_reference_path
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.xarray_attributes import FILL_ATTR, xarray_attributes
 from shadowzarr_store.views.sharded import VIEW_ATTRIBUTE
+from shadowzarr_store.xarray_attributes import FILL_ATTR, xarray_attributes
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -377,6 +377,9 @@ class VirtualArray:
                 assert isinstance(indices, range)
                 start = indices.start if len(indices) else 0
                 return self._with_strided(strided.slice_rows(start, start + len(indices)))
+            if math.prod(self.shape[1:]) == 0 and len(indices) <= self._shape[0]:
+                # rows of no elements: any choice of them is as many empty rows
+                return self._with_strided(strided.slice_rows(0, len(indices)))
             if strided.records().chunk_rows != 1:
                 raise NeedsDataError(
                     f"{_describe(indices)} along the first axis of a contiguous array would "

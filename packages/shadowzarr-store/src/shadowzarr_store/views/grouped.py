@@ -42,7 +42,7 @@ from typing import Any, overload
 import numpy as np
 from shadowzarr_spec import ReferenceFileSystem, array_info
 
-from shadowzarr_store.views.sharded import note_view, rewrite_zarr_json, sharding_codec
+from shadowzarr_store.views.sharded import rewrite_zarr_json, sharding_codec
 
 __all__ = [
     "AUTO_SHARD_BYTES",
@@ -394,7 +394,9 @@ class GroupedView:
         layout = self.layout(path)
         if layout is None:
             return False
-        note_view(document, "grouped")
+        # no note in the attributes (they stay the file's, equal to h5py's): the sharding
+        # codec says what this is, shards whose inner chunks are the stored chunks (or packs
+        # of them byte for byte, or them decoded); `RfsStore.grouped_layout` tells the rest
         grid = document["chunk_grid"]["configuration"]
         document["chunk_grid"] = {
             "name": "regular",
