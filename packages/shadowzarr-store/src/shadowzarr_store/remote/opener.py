@@ -39,6 +39,7 @@ from shadowzarr_store.transport import (
     is_local,
     local_path,
     run_blocking,
+    transport_for,
 )
 
 __all__ = ["ACCESS_OPTIONS", "Generate", "Reopener", "open_remote_array", "sniff_container"]
@@ -93,7 +94,7 @@ def _transport_options(access: Mapping[str, Any]) -> TransportOptions:
 
 
 def _transport(access: Mapping[str, Any]) -> Transport:
-    return Transport(_transport_options(access))
+    return transport_for(_transport_options(access))
 
 
 @dataclass(frozen=True, slots=True)
