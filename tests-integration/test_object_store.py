@@ -151,7 +151,7 @@ def test_write_rfs_publishes_to_the_bucket(
     """shadowzarr.write_rfs writes an s3:// destination (a directory with an index array, or
     one JSON document) and open_rfs reads it back; nothing is written locally."""
     import shadowzarr
-    from shadowzarr_store.transport.object_store import list_objects
+    from shadowzarr_store.transport import list_objects
 
     bucket_name, values = bucket
     options = moto_s3.storage_options()

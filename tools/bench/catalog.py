@@ -37,7 +37,7 @@ from typing import Any
 import h5py
 import numpy as np
 from server import BenchServer
-from shadowzarr_store.transport.pools import close_all_pools
+from shadowzarr_store.transport import close_all_pools
 from venvs import VenvPeer, peer_python
 
 PROJECTED_ASSETS = 100_000

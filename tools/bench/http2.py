@@ -109,9 +109,9 @@ def checked(client: Client, data: bytes) -> Callable[[str, Ranges, int], Awaitab
 
 async def ours(url: str, ranges: Ranges, in_flight: int) -> list[bytes]:
     """Our transport: kept-alive HTTP/1.1 connections (up to 128 per host)."""
-    from shadowzarr_store.transport import Transport
+    from shadowzarr_store.transport import transport_for
 
-    transport = Transport()
+    transport = transport_for()
     try:
         await transport.read(url, 0, 1)  # the first handshake is no range's
         limit = asyncio.Semaphore(in_flight)

@@ -27,7 +27,7 @@ import numpy as np
 import zarr
 from shadowzarr_spec import RfsBuilder, load_index_table, read_local_rfs, rfs_to_json, write_rfs
 from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_store.transport.local import probe_local
+from shadowzarr_store.transport import probe_local
 
 __all__ = ["FORMS", "Corpus", "build_corpus"]
 

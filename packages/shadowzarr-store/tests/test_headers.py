@@ -74,22 +74,23 @@ def test_headers_go_only_where_they_are_bound(url: str, expected: dict[str, str]
 )
 def test_invalid_headers_are_refused_without_showing_values(headers, error) -> None:
     with pytest.raises(error) as caught:
-        StoreOptions(headers=headers)
+        StoreOptions.from_kwargs({"headers": headers})
     assert SECRET not in str(caught.value)
 
 
 def test_values_never_appear_in_reprs_but_survive_pickling() -> None:
-    options = StoreOptions(headers={"https://host/": {"Authorization": SECRET}})
-    for text in (repr(options), str(options), repr(options.header_rules), repr(RULES)):
+    options = StoreOptions.from_kwargs({"headers": {"https://host/": {"Authorization": SECRET}}})
+    rules = options.transport_options.header_rules
+    for text in (repr(options), str(options), repr(rules), repr(RULES)):
         assert SECRET not in text
     assert "Authorization" in repr(options)
     store = RfsStore({"version": 1, "refs": {}}, headers={"https://host/": {"X": SECRET}})
     assert SECRET not in repr(store)
     copy = pickle.loads(pickle.dumps(store))
     assert copy.options == store.options
-    assert copy.options.header_rules.for_url("https://host/f") == {"X": SECRET}
-    assert StoreOptions(headers=RULES).header_rules is RULES
-    assert not StoreOptions().header_rules
+    assert copy.options.transport_options.header_rules.for_url("https://host/f") == {"X": SECRET}
+    assert StoreOptions.from_kwargs({"headers": RULES}).transport_options.header_rules is RULES
+    assert not StoreOptions().transport_options.header_rules
 
 
 @pytest.mark.network

@@ -321,3 +321,24 @@ def test_an_unusable_proxy_setting_is_refused_by_name(setting: str) -> None:
         TransportOptions(proxy=setting)
     assert "\r" not in str(raised.value)
     assert "a\r\nb" not in str(raised.value)
+
+
+def test_a_remote_arrays_every_request_takes_the_proxy_option(
+    tinyproxy: TinyProxy, nginx: NginxServer, nginx_root: Path, tmp_path: Path
+) -> None:
+    """The identity probe, the Zarr metadata reads and the chunk reads of `open_remote_array`
+    all carry the caller's transport options (the proxy among them), not only the chunk reads."""
+    import numpy as np
+    import zarr
+
+    from shadowzarr_store.remote import open_remote_array
+
+    values = np.arange(60, dtype="<i4").reshape(6, 10)
+    zarr.create_array(nginx_root / "p.zarr", data=values, chunks=(3, 5), zarr_format=3)
+    remote = open_remote_array(
+        nginx.url("p.zarr"), proxy=tinyproxy.url, cache_dir=tmp_path, reference_cache=False
+    )
+    np.testing.assert_array_equal(remote[:], values)
+    proxied = tinyproxy.requests()
+    assert len(proxied) == len(nginx.entries()) >= 3  # a probe, zarr.json, chunks
+    assert {r.target.partition("p.zarr")[0] for r in proxied} == {nginx.url("")}

@@ -15,8 +15,13 @@ import re
 from urllib.parse import quote, urlsplit
 
 from shadowzarr_spec import SourceError
-from shadowzarr_store.transport import Transport, TransportOptions, redact, run_blocking
-from shadowzarr_store.transport.locations import is_loopback
+from shadowzarr_store.transport import (
+    TransportOptions,
+    is_loopback,
+    redact,
+    run_blocking,
+    transport_for,
+)
 
 from shadowzarr_catalog.assets import Asset
 
@@ -70,7 +75,7 @@ def dandiset_assets(
         options = dataclasses.replace(options, headers=rules)
 
     async def pages() -> list[Asset]:
-        transport = Transport(options)
+        transport = transport_for(options)
         found: list[Asset] = []
         listing: str | None = f"{version}/assets/?page_size={PAGE_SIZE}&order=path"
         try:

@@ -19,8 +19,7 @@ from typing import Any
 from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec import write_rfs as write_local_rfs
 from shadowzarr_spec.io import reference_files
-from shadowzarr_store.transport import is_local, local_path
-from shadowzarr_store.transport.object_store import get_object, put_objects
+from shadowzarr_store.transport import get_object, is_local, local_path, put_objects
 
 __all__ = ["Destination"]
 

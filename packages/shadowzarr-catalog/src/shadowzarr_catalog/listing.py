@@ -12,8 +12,15 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from shadowzarr_store.transport import Transport, TransportOptions, is_local, redact, run_blocking
-from shadowzarr_store.transport.object_store import list_objects
+from shadowzarr_store.transport import (
+    Transport,
+    TransportOptions,
+    is_local,
+    list_objects,
+    redact,
+    run_blocking,
+    transport_for,
+)
 
 from shadowzarr_catalog.assets import Asset
 from shadowzarr_catalog.dandi import dandiset_assets, is_dandiset
@@ -169,7 +176,7 @@ def _probe_all(
         return info.size, info.etag
 
     async def run() -> list[tuple[int | None, str | None] | BaseException]:
-        transport = Transport(options)
+        transport = transport_for(options)
         try:
             return await asyncio.gather(
                 *(probe(transport, u) for u in urls), return_exceptions=True

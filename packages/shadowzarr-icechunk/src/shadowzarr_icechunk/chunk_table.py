@@ -28,7 +28,7 @@ from shadowzarr_spec.keys import array_of_chunk_key, join, metadata_key
 from shadowzarr_spec.virtual.layout import AffinePiece, TablePiece
 from shadowzarr_store import RfsStore, StoreOptions
 from shadowzarr_store.source_reader import allows_local_files
-from shadowzarr_store.transport import Transport, TransportOptions, run_blocking
+from shadowzarr_store.transport import TransportOptions, run_blocking, transport_for
 
 from shadowzarr_icechunk.locations import UrlFor, file_url_path, location_of
 
@@ -280,7 +280,7 @@ def source_size(
 
 async def _probe_size(location: str, options: TransportOptions) -> int | None:
     """The size a server (or object store) reports, through the store's transport."""
-    transport = Transport(options)
+    transport = transport_for(options)
     try:
         return (await transport.probe(location)).size
     finally:

@@ -3,7 +3,7 @@ and the credential that authorizes it while the repository is written.
 
 Object-store containers (``s3://``, ``gs://``, ``az://``) are configured from the same
 ``storage_options`` the store reads with (either spelling; see
-`shadowzarr_store.transport.storage_options`): region, endpoint and path style go into the
+`shadowzarr_store.transport.storage_settings`): region, endpoint and path style go into the
 container (the repository keeps them), keys and tokens only into the credential (it does not).
 """
 
@@ -11,12 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shadowzarr_store.transport.object_store import split_object_url
-from shadowzarr_store.transport.storage_options import (
-    StorageSettings,
-    choose,
-    settings_for,
-)
+from shadowzarr_store.transport import StorageSettings, split_object_url, storage_settings
 
 from shadowzarr_icechunk.errors import MissingVirtualChunkContainerError
 from shadowzarr_icechunk.locations import file_url_path
@@ -38,8 +33,7 @@ def container_for(prefix: str, storage_options: Any = None) -> tuple[Any, Any]:
     if scheme not in ("s3", "gs", "az"):
         raise MissingVirtualChunkContainerError([prefix])
     root = split_object_url(prefix.rstrip("/"))[0]
-    _, chosen = choose(root, storage_options)
-    settings = settings_for(root, chosen)
+    settings = storage_settings(root, storage_options)
     if settings.store is not None:
         config = {str(k): v for k, v in dict(getattr(settings.store, "config", {}) or {}).items()}
         settings = StorageSettings(config=config)

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from shadowzarr_spec import MISSING_CHUNK, RfsBuilder
 from shadowzarr_spec.metadata import bytes_codec
-from shadowzarr_store.transport import is_local, local_path
-from shadowzarr_store.transport.local import probe_local
+from shadowzarr_store.transport import is_local, local_path, probe_local
 
 from shadowzarr_neo.layouts import ChunkedLayout, ContiguousLayout, Layout, buffer_layout
 from shadowzarr_neo.streams import buffer_streams

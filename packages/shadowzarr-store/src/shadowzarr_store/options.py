@@ -1,12 +1,17 @@
-"""Every knob of the read path in one frozen value, so a store pickles and compares by it."""
+"""Every knob of the read path in one frozen value, so a store pickles and compares by it.
+
+The store's own knobs (merging, caches, views, checks) are fields; how requests are made is one
+`TransportOptions`, held as it is (``transport_options``), so the transport's settings and their
+defaults live in one place. The keyword form (`StoreOptions.from_kwargs`, what `RfsStore` and
+`open_rfs` take) accepts the transport's names too (``headers``, ``timeout``, ``proxy``…)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from shadowzarr_store.transport.headers import HeaderRules
 from shadowzarr_store.transport.options import (
     DEFAULT_DANDI_API_HOSTS,
     ResolveUrl,
@@ -31,41 +36,23 @@ class StoreOptions:
     merge_window: float = 0.0
     local_cache: LocalCache | None = None
     memory_cache: MemoryCache | None = None
-    max_connections: int = 128
-    max_total_connections: int = 256
-    max_whole_file_bytes: int = 2 * 1024**3
-    timeout: float = 60.0
-    deadline: float = 300.0
-    retries: int = 5
-    backoff: float = 0.1
-    max_backoff: float = 5.0
-    resolve_url: ResolveUrl | None = None
-    dandi_api_hosts: Mapping[str, str] = field(
-        default_factory=lambda: dict(DEFAULT_DANDI_API_HOSTS)
-    )
-    presigned_url_ttl: float = 600.0
     index_cache_chunks: int = 64
     max_chunk_bytes: int = 2 << 30
     """Most bytes one decoded chunk may hold; arrays with larger chunks are refused at open."""
     sharded_view: int | Literal["auto"] = 0
     grouped_view: int | Literal["auto"] = "auto"
     """Arrays of many small chunks shown as shards of them (see `views.grouped`); 0: off."""
-    allowed_urls: tuple[str, ...] | None = None
     allow_local_files: bool | None = None
-    headers: HeaderRules | Mapping[str, Mapping[str, str]] | None = None
-    """``{"https://host[:port][/path]": {"Name": "value"}}``, normalised to `HeaderRules`."""
-    storage_options: Any = field(default=None, repr=False)
-    """Object-store settings (credentials, region, endpoint…); never shown or written."""
-    proxy: str | bool | None = field(default=None, repr=False)
-    """The forward proxy of every request (a URL; False or ``""``: none); None: the
-    environment's ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``."""
+    """Whether the sources may be local files; None: unless the references came from a URL.
+    The store decides this, not ``transport_options.allow_local_files``."""
+    transport_options: TransportOptions = field(default_factory=TransportOptions)
+    """How requests are made (headers, ``allowed_urls``, ``storage_options``, proxy, timeouts,
+    retries, connections); each also given by its own name to `from_kwargs`."""
 
     def __post_init__(self) -> None:
-        for name in ("merge_gap", "max_merge_size", "merge_below", "retries"):
+        for name in ("merge_gap", "max_merge_size", "merge_below"):
             if (getattr(self, name) or 0) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        if self.max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
         if self.sharded_view != "auto" and (
             not isinstance(self.sharded_view, int) or self.sharded_view < 0
         ):
@@ -85,42 +72,41 @@ class StoreOptions:
             raise ValueError(f"max_chunk_bytes must be positive, got {self.max_chunk_bytes}")
         if self.index_cache_chunks < 1:
             raise ValueError("index_cache_chunks must be at least 1")
-        if isinstance(self.allowed_urls, str):
-            raise TypeError("allowed_urls must be a list of URL prefixes, not one string")
-        if self.allowed_urls is not None:
-            object.__setattr__(self, "allowed_urls", tuple(self.allowed_urls))
-        object.__setattr__(self, "headers", HeaderRules.parse(self.headers))
-
-    @property
-    def header_rules(self) -> HeaderRules:
-        """``headers`` after validation (a mapping given by the user becomes `HeaderRules`)."""
-        assert isinstance(self.headers, HeaderRules)
-        return self.headers
+        if not isinstance(self.transport_options, TransportOptions):
+            raise TypeError(
+                "transport_options must be a TransportOptions, not "
+                f"{type(self.transport_options).__name__}"
+            )
 
     def transport(self, *, allow_local_files: bool) -> TransportOptions:
         """The settings of this store's `Transport` (local files as the store decided)."""
-        return TransportOptions(
-            headers=self.headers,
-            allowed_urls=self.allowed_urls,
-            allow_local_files=allow_local_files,
-            storage_options=self.storage_options,
-            proxy=self.proxy,
-            max_connections=self.max_connections,
-            max_total_connections=self.max_total_connections,
-            max_whole_file_bytes=self.max_whole_file_bytes,
-            timeout=self.timeout,
-            deadline=self.deadline,
-            retries=self.retries,
-            backoff=self.backoff,
-            max_backoff=self.max_backoff,
-            resolve_url=self.resolve_url,
-            dandi_api_hosts=self.dandi_api_hosts,
-            presigned_url_ttl=self.presigned_url_ttl,
-        )
+        if self.transport_options.allow_local_files == allow_local_files:
+            return self.transport_options
+        return dataclasses.replace(self.transport_options, allow_local_files=allow_local_files)
+
+    @classmethod
+    def keyword_names(cls) -> frozenset[str]:
+        """Every name `from_kwargs` takes: the store's fields and the transport's settings."""
+        return frozenset(cls.__dataclass_fields__) | _TRANSPORT_NAMES
 
     @classmethod
     def from_kwargs(cls, options: Mapping[str, Any]) -> StoreOptions:
-        unknown = set(options) - set(cls.__dataclass_fields__)
+        """Options from keywords; the transport's (``headers``, ``timeout``…) go into
+        ``transport_options`` (over the fields of one given as ``transport_options=``)."""
+        unknown = set(options) - cls.keyword_names()
         if unknown:
             raise TypeError(f"unknown RfsStore options: {sorted(unknown)}")
-        return cls(**options)
+        own = {k: v for k, v in options.items() if k not in _TRANSPORT_NAMES}
+        settings = {k: v for k, v in options.items() if k in _TRANSPORT_NAMES}
+        if settings:
+            base = own.get("transport_options") or TransportOptions()
+            if not isinstance(base, TransportOptions):
+                raise TypeError(
+                    f"transport_options must be a TransportOptions, not {type(base).__name__}"
+                )
+            own["transport_options"] = dataclasses.replace(base, **settings)
+        return cls(**own)
+
+
+_TRANSPORT_NAMES = frozenset(TransportOptions.__dataclass_fields__) - {"allow_local_files"}
+"""Transport settings a store takes by name (local files are the store's own decision)."""

@@ -27,8 +27,7 @@ from shadowzarr_spec.io import INLINE_INDEX_BYTES, reference_files, refs_url_of
 from shadowzarr_spec.parse import rfs_from_json
 
 from shadowzarr_store.options import StoreOptions
-from shadowzarr_store.transport import Transport, kind_of, redact, run_blocking
-from shadowzarr_store.transport.object_store import put_objects
+from shadowzarr_store.transport import kind_of, put_objects, redact, run_blocking, transport_for
 from shadowzarr_store.zarr_v2 import has_v2_keys, v3_document
 
 __all__ = ["load_rfs", "write_rfs"]
@@ -59,7 +58,7 @@ def load_rfs(
             return rfs_from_json(_as_v3(document), base=str(local.parent.resolve()))
         return read_local_rfs(text)
     refs_url, base = refs_url_of(text)
-    transport = Transport(StoreOptions.from_kwargs(options).transport(allow_local_files=False))
+    transport = transport_for(StoreOptions.from_kwargs(options).transport(allow_local_files=False))
 
     async def read() -> bytes:
         try:

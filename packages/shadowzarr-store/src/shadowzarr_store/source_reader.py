@@ -20,7 +20,7 @@ from shadowzarr_spec import SourceInfo
 
 from shadowzarr_store.local_cache import cache_location
 from shadowzarr_store.merge import RangeMerger
-from shadowzarr_store.transport.client import Transport, close_all
+from shadowzarr_store.transport.client import close_all, transport_for
 from shadowzarr_store.transport.locations import join_location, kind_of
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class SourceReader:
         self.rfs = rfs
         self.options = options
         self.stats = stats
-        self.transport = Transport(
+        self.transport = transport_for(
             options.transport(allow_local_files=allows_local_files(rfs, options)), stats
         )
         self.access = self.transport.access

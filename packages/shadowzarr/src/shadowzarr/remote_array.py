@@ -55,8 +55,9 @@ def open_array(
         ``max_concurrency``, ``memory_cache``/``local_cache`` (shared), blosc2's
         ``cache_policy``, ``cache_path`` (disk cache folder) and ``refs`` (references made
         beforehand), and `RfsStore` options;
-        ``headers``, ``allowed_urls`` and ``storage_options`` also go to the generator, so the
-        first request (the source's identity) already carries the headers, and a source outside
+        ``headers``, ``allowed_urls``, ``storage_options`` and ``proxy`` also go to the
+        generator, and every transport option to the first request (the source's identity):
+        it already carries the headers and takes the proxy, and a source outside
         ``allowed_urls`` is refused before any request.
     """
     from shadowzarr_store.remote import open_remote_array

@@ -13,8 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shadowzarr_store.transport import RangeSource, TransportOptions
-from shadowzarr_store.transport.blocking import DEFAULT_MAX_GAP
+from shadowzarr_store.transport import DEFAULT_MAX_GAP, RangeSource, TransportOptions
 
 from ..format.errors import Hdf5FormatError
 from ..format.index_walk import drive

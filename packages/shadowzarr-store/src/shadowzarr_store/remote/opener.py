@@ -39,6 +39,7 @@ from shadowzarr_store.transport import (
     is_local,
     local_path,
     run_blocking,
+    transport_for,
 )
 
 __all__ = ["ACCESS_OPTIONS", "Generate", "Reopener", "open_remote_array", "sniff_container"]
@@ -47,7 +48,7 @@ type Generate = Callable[[Address, Mapping[str, Any]], tuple[ReferenceFileSystem
 """Make references for ``address`` with the caller's access options (`ACCESS_OPTIONS`): the
 references and the array's path inside them."""
 
-ACCESS_OPTIONS = ("headers", "allowed_urls", "storage_options")
+ACCESS_OPTIONS = ("headers", "allowed_urls", "storage_options", "proxy")
 """Store options that generators take too, so generation asks as the reads will."""
 
 _UNSET: Any = object()
@@ -73,11 +74,10 @@ def _references(address: Address, access: Mapping[str, Any]) -> tuple[ReferenceF
 BUILT_IN: dict[str, Generate] = {"zarr": _zarr, "references": _references}
 
 
-def sniff_container(container: str, access: Mapping[str, Any]) -> SourceFormat | None:
+def sniff_container(container: str, options: TransportOptions) -> SourceFormat | None:
     """The format of a container whose name has no known suffix, from its first bytes (read
-    with the caller's access options); a URL whose head cannot be read as a file but whose
+    with the caller's transport options); a URL whose head cannot be read as a file but whose
     server redirects it to ``…/`` is a reference folder (``…/refs.json``)."""
-    options = _transport_options(access)
     try:
         return sniff_format(read_head(container, options=options))
     except SourceError:
@@ -86,14 +86,14 @@ def sniff_container(container: str, access: Mapping[str, Any]) -> SourceFormat |
         raise
 
 
-def _transport_options(access: Mapping[str, Any]) -> TransportOptions:
-    """The transport settings for the container itself (a local container is the caller's own
-    choice)."""
-    return StoreOptions.from_kwargs(dict(access)).transport(allow_local_files=True)
+def _transport_options(options: Mapping[str, Any]) -> TransportOptions:
+    """The transport settings for the container itself, from the caller's store options (a
+    local container is the caller's own choice)."""
+    return StoreOptions.from_kwargs(dict(options)).transport(allow_local_files=True)
 
 
 def _transport(access: Mapping[str, Any]) -> Transport:
-    return Transport(_transport_options(access))
+    return transport_for(_transport_options(access))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +116,8 @@ class Reopener:
     references: ReferenceCache | None
     request: str
     access: Mapping[str, Any] = field(default_factory=dict)
+    transport: TransportOptions = field(default_factory=TransportOptions)
+    """The settings of the identity probe: every transport option the caller gave."""
 
     def open(self) -> _Opened:
         identity = self._identity()
@@ -130,7 +132,7 @@ class Reopener:
         return _Opened(identity, rfs, path, "generated")
 
     def _identity(self) -> SourceIdentity:
-        transport = _transport(self.access)
+        transport = transport_for(self.transport)
 
         async def probe() -> SourceIdentity:
             try:
@@ -276,11 +278,12 @@ def open_remote_array(
         return RemoteArray(rfs, path, source=where, **common)
 
     access = {name: store_options[name] for name in ACCESS_OPTIONS if name in store_options}
+    transport = _transport_options(store_options)
     address = parse_address(
         source,
         dataset=dataset,
         source_format=source_format,
-        sniff=partial(sniff_container, access=access),
+        sniff=partial(sniff_container, options=transport),
     )
     generate = {**BUILT_IN, **(generators or {})}.get(address.format)
     if generate is None:
@@ -298,7 +301,7 @@ def open_remote_array(
         else None
     )
     request = f"{address.format}\x00{address.container}\x00{address.dataset}\x00{generator_tag}"
-    reopen = Reopener(address, generate, references, request, access)
+    reopen = Reopener(address, generate, references, request, access, transport)
 
     # A local container is asked who it is at every open (a stat and a few small reads), so
     # references cached from a file that was rewritten since are never served.

@@ -53,7 +53,7 @@ _HINTS = {
 
 def check_option_names(options: Mapping[str, Any], function: str) -> None:
     """Refuse, naming ``function``, option names that are neither opener nor store options."""
-    known = OPENER_OPTIONS | set(StoreOptions.__dataclass_fields__)
+    known = OPENER_OPTIONS | StoreOptions.keyword_names()
     unknown = sorted(set(options) - known)
     if not unknown:
         return

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import (
     RangeNotSatisfiable,
-    Transport,
     TransportOptions,
     is_local,
     redact,
     run_blocking,
+    transport_for,
 )
 from shadowzarr_store.transport.status import REDIRECTS
 
@@ -71,7 +71,7 @@ def read_head(
     """
 
     async def head() -> bytes:
-        transport = Transport(options or TransportOptions())
+        transport = transport_for(options)
         try:
             return bytes((await transport.read(source, 0, size)).data)
         except RangeNotSatisfiable:
@@ -140,7 +140,7 @@ def is_folder_url(url: str, *, options: TransportOptions | None = None) -> bool:
     settings = options or TransportOptions()
 
     async def ask() -> bool:
-        transport = Transport(settings)
+        transport = transport_for(settings)
         try:
             transport.access.check(url)
             headers = settings.header_rules.for_url(url)

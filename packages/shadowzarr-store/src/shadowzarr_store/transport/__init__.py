@@ -30,13 +30,18 @@ Content-Length go on our own kept-alive HTTP/1.1 connections (`http1`), received
 one buffer per answer. HTTP/2 is not spoken: S3, and so DANDI's bucket, answers HTTP/1.1 only,
 aiohttp has no HTTP/2, and httpx + h2 took five times our CPU on nginx over TLS and failed on a
 batch of more than nginx's 1,000 requests per connection (`tools/bench/http2.py`).
+
+The public face. Other packages import from ``shadowzarr_store.transport`` only (never one of
+its modules; a test holds them to it), and build a transport with `transport_for`, the one
+construction site outside tests.
 """
 
 from __future__ import annotations
 
 from shadowzarr_store.transport.access import AccessPolicy
-from shadowzarr_store.transport.blocking import RangeSource, run_blocking
-from shadowzarr_store.transport.client import Transport
+from shadowzarr_store.transport.blocking import DEFAULT_MAX_GAP, RangeSource, run_blocking
+from shadowzarr_store.transport.client import Transport, same_etag, transport_for
+from shadowzarr_store.transport.dandi import token_header
 from shadowzarr_store.transport.errors import (
     AnswerTooLargeError,
     ContentCodingError,
@@ -50,17 +55,34 @@ from shadowzarr_store.transport.errors import (
 )
 from shadowzarr_store.transport.headers import HeaderRules
 from shadowzarr_store.transport.http import Answer
-from shadowzarr_store.transport.locations import is_local, kind_of, local_path, redact
-from shadowzarr_store.transport.object_store import obstore_for
+from shadowzarr_store.transport.local import probe_local
+from shadowzarr_store.transport.locations import (
+    is_local,
+    is_loopback,
+    join_location,
+    kind_of,
+    local_path,
+    redact,
+)
+from shadowzarr_store.transport.object_store import (
+    get_object,
+    list_objects,
+    obstore_for,
+    put_objects,
+    split_object_url,
+)
 from shadowzarr_store.transport.options import TransportOptions
-from shadowzarr_store.transport.pools import OriginStats, pool_stats
+from shadowzarr_store.transport.pools import OriginStats, close_all_pools, pool_stats
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats, counted
 from shadowzarr_store.transport.storage_options import (
     MissingCredentialsError,
     StorageOptionsError,
+    StorageSettings,
+    storage_settings,
 )
 
 __all__ = [
+    "DEFAULT_MAX_GAP",
     "AccessPolicy",
     "Answer",
     "AnswerTooLargeError",
@@ -76,17 +98,30 @@ __all__ = [
     "SourceTimeoutError",
     "StatsSnapshot",
     "StorageOptionsError",
+    "StorageSettings",
     "StoreStats",
     "TransientError",
     "Transport",
     "TransportOptions",
     "UnsafeRequestError",
+    "close_all_pools",
     "counted",
+    "get_object",
     "is_local",
+    "is_loopback",
+    "join_location",
     "kind_of",
+    "list_objects",
     "local_path",
     "obstore_for",
     "pool_stats",
+    "probe_local",
+    "put_objects",
     "redact",
     "run_blocking",
+    "same_etag",
+    "split_object_url",
+    "storage_settings",
+    "token_header",
+    "transport_for",
 ]

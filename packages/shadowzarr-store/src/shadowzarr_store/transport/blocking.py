@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo
 
-from shadowzarr_store.transport.client import Transport, same_etag
+from shadowzarr_store.transport.client import Transport, same_etag, transport_for
 from shadowzarr_store.transport.local import Stamp, identify_local, read_local
 from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
@@ -92,7 +92,7 @@ class RangeSource:
     ) -> None:
         self.url = os.fspath(location)
         self._stats = StoreStats()
-        self._transport = Transport(options, self._stats)
+        self._transport = transport_for(options, self._stats)
         self._kind = kind_of(self.url)
         self._transport.access.check(self.url)
         self._max_gap = max_gap

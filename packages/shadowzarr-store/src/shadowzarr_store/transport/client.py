@@ -50,7 +50,7 @@ from shadowzarr_store.transport.stats import StoreStats, counting_also
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-__all__ = ["Transport", "same_etag"]
+__all__ = ["Transport", "same_etag", "transport_for"]
 
 _UNKNOWN = SourceInfo()
 
@@ -517,6 +517,16 @@ class Transport:
         """After a fork: sessions and in-flight state of the parent are not ours."""
         self.http.forget_loops()
         self._lock = threading.Lock()
+
+
+def transport_for(
+    options: TransportOptions | None = None, stats: StoreStats | None = None
+) -> Transport:
+    """The transport of every caller: the one place a `Transport` is built outside tests, so
+    each store, generator, command and bridge reads with the settings it was given and counts
+    in its own ``stats``, while the connections under it are the process's (one pool per
+    origin per event loop, `pools`). Close it with ``aclose`` when done."""
+    return Transport(options, stats)
 
 
 _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()

@@ -1,4 +1,4 @@
-"""Every setting of the transport in one frozen value (the store's options carry the same names)."""
+"""Every setting of the transport in one frozen value (the store's options hold one, as it is)."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ __all__ = [
     "choose",
     "path_in",
     "settings_for",
+    "storage_settings",
 ]
 
 _ALIASES = {
@@ -146,6 +147,12 @@ def settings_for(
             f"mapping of URL prefixes to either, not {type(chosen).__name__}"
         )
     return _normalised(root, chosen or {}, os.environ if environ is None else environ)
+
+
+def storage_settings(root: str, storage_options: Any) -> StorageSettings:
+    """The settings of a store for ``root`` from the user's ``storage_options`` (either
+    spelling, or URL prefixes mapped to options): `choose` then `settings_for`."""
+    return settings_for(root, choose(root, storage_options)[1])
 
 
 def path_in(settings: StorageSettings, root: str, path: str) -> str:

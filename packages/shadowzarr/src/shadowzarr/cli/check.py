@@ -65,15 +65,19 @@ def check_source(
 ) -> SourceStatus:
     """Ask the source who it is now (one small request, or a local probe) and compare."""
     from shadowzarr_spec import SourceNotFoundError
-    from shadowzarr_store.transport import Transport, TransportOptions, redact, run_blocking
-    from shadowzarr_store.transport.client import same_etag
-    from shadowzarr_store.transport.locations import join_location
+    from shadowzarr_store.transport import (
+        join_location,
+        redact,
+        run_blocking,
+        same_etag,
+        transport_for,
+    )
 
     location = url if base is None else join_location(base, url)
     shown = redact(url)
 
     async def probe() -> SourceInfo:
-        transport = Transport(options or TransportOptions())
+        transport = transport_for(options)
         try:
             return await transport.probe(location)
         finally:

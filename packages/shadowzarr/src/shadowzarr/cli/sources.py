@@ -19,8 +19,9 @@ from shadowzarr_store.transport import (
     is_local,
     redact,
     run_blocking,
+    token_header,
+    transport_for,
 )
-from shadowzarr_store.transport.dandi import token_header
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -32,7 +33,7 @@ DANDISET_MARKER = "/api/dandisets/"
 
 def _through_transport[T](options: TransportOptions, use: Callable[[Transport], Awaitable[T]]) -> T:
     async def run() -> T:
-        transport = Transport(options)
+        transport = transport_for(options)
         try:
             return await use(transport)
         finally:
