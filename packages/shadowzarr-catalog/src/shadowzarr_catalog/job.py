@@ -24,7 +24,7 @@ from shadowzarr_spec.file_refs import FileRef, InlineRef
 from shadowzarr_spec.model import MISSING_CHUNK
 from shadowzarr_spec.signed_urls import recorded_location
 from shadowzarr_store.remote.errors import SourceFormatError
-from shadowzarr_store.transport import StoreStats, Transport, counted, redact, run_blocking
+from shadowzarr_store.transport import StoreStats, counted, redact, run_blocking, transport_for
 
 from shadowzarr_catalog.assets import Asset, host_of
 from shadowzarr_catalog.destination import Destination
@@ -132,7 +132,7 @@ def _identify(
 
 
 async def _probe(url: str, access: Access) -> SourceInfo:
-    transport = Transport(access.transport())
+    transport = transport_for(access.transport())
     try:
         return await transport.probe(url)
     finally:
