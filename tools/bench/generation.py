@@ -76,8 +76,20 @@ def _ours(ctx: Context, workload: str, case: str, path: Path, url: str) -> Row:
         rfs = generate_rfs(url, progress=False)
         return write_rfs(rfs, out)
 
+    def forget_connections() -> None:
+        """Every run opens its connections anew (the process keeps them between generations,
+        so without this only the first run would pay ``--connect-latency``)."""
+        from shadowzarr_store.transport.pools import close_all_pools
+
+        close_all_pools()
+
     return measure(
-        row, ctx.server, generate, lambda target: _check_ours(target, path), runs=ctx.runs
+        row,
+        ctx.server,
+        generate,
+        lambda target: _check_ours(target, path),
+        runs=ctx.runs,
+        setup=forget_connections,
     )
 
 
@@ -230,6 +242,7 @@ def _venv_generate(ctx: Context, case: str, url: str, expected: int, how: str) -
                     counts.bytes,
                     answer["peak_mb"],
                 )
+                row.round_trips = counts.round_trips
     row.seconds = float(np.median(row.runs))
     row.equal = all(count >= expected for count in chunk_refs)
     return row
