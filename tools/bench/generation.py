@@ -47,6 +47,7 @@ def run(ctx: Context, inputs: dict[str, Path]) -> list[Row]:
             rows.append(not_run(Row(WORKLOAD, label, H5PY_LISTER), _LISTS_ONLY))
         rows.append(_venv_generate(ctx, label, url, expected, "lindi"))
         rows.append(_venv_generate(ctx, label, url, expected, "async-hdf5"))
+        rows.append(_hidefix(ctx, label, path, expected))
     return rows
 
 
@@ -170,6 +171,30 @@ def _manifest_arrays(manifest_store: Any) -> list[tuple[str, Any]]:
 
     walk(manifest_store._group, "")
     return found
+
+
+HIDEFIX = "h5coro-hidefix Index (local file, no network)"
+
+
+def _hidefix(ctx: Context, case: str, path: Path, expected: int) -> Row:
+    """h5coro-hidefix's compiled index of every chunk, built from the file on local disk (it
+    reads no URL): what building the index costs without the network, for scale."""
+    row = Row(WORKLOAD, case, HIDEFIX)
+    if ctx.skipped(row.reader):
+        return not_run(row, "skipped by --skip")
+    from h5coro_hidefix import Index
+
+    def generate() -> int:
+        index = Index(str(path))
+        return sum(len(index.chunks(name)[0]) for name in index.datasets())
+
+    try:
+        row = measure(row, None, generate, lambda n: n >= expected, runs=ctx.runs)
+    except Exception as exc:  # a peer's own failure is a result, not a crash of the benchmark
+        return not_run(row, f"failed: {type(exc).__name__}: {str(exc)[:120]}")
+    row.requests, row.bytes, row.round_trips = 0, 0, 0
+    row.note = "local file: reads no URL, so not a peer for the ratios"
+    return row
 
 
 H5PY_LISTER = "h5py chunk_iter + fsspec blockcache"

@@ -9,7 +9,8 @@ from measure import Row
 
 
 def best_peer(rows: list[Row], row: Row, key: str = "seconds") -> Row | None:
-    """The peer with the lowest ``key`` in ``row``'s case (the limit row is no peer)."""
+    """The peer with the lowest ``key`` in ``row``'s case (the limit row and a tool reading the
+    file from local disk are no peers)."""
     peers = [
         r
         for r in rows
@@ -18,6 +19,7 @@ def best_peer(rows: list[Row], row: Row, key: str = "seconds") -> Row | None:
         and r.not_run is None
         and getattr(r, key) is not None
         and not r.reader.startswith("limit")
+        and "no network" not in r.reader
     ]
     return min(peers, key=lambda r: getattr(r, key)) if peers else None
 
