@@ -64,18 +64,18 @@ __all__ = ["ProgressCallback", "generate_rfs"]
 
 logger = logging.getLogger(__name__)
 
-GENERATION_CONNECTIONS = 1024
-"""The most requests in flight while an index level is read (fewer where the process may open
-fewer files: `generation_connections`). A server answering one range per request (S3) is asked
-once per B-tree node, and a connection carries one request per round trip: the 2,700 leaves of
-the benchmark's fragmented file took 11 round trips on 256 connections, which at 50 and 100 ms
-per request is most of the generation's time; on 1,024 they take 3. The pool opens only as many
-as a level asks for at once (the same pool serves every generation of the process)."""
+GENERATION_CONNECTIONS = 256
+"""Requests in flight while an index level is read (fewer where the process may open fewer
+files: `generation_connections`). A server answering one range per request (S3) is asked once
+per B-tree node: the 2,700 leaves of the benchmark's fragmented file are about 11 waves of 256
+requests. 1,024 cut the waves the proxy counts (17-19 in all at 100 ms against 29-37) but not
+the time: the benchmark's proxy answers a few thousand requests a second whatever the
+connections, and over TLS each connection costs a handshake of CPU."""
 
 
 def generation_connections() -> int:
     """`GENERATION_CONNECTIONS`, or a quarter of the process's soft limit of open files when
-    that is lower (each connection holds a descriptor; with the usual limit of 1,024, 256)."""
+    that is lower (each connection holds a descriptor: macOS allows 256 by default)."""
     try:
         import resource
     except ImportError:  # Windows: no descriptor limit of that kind
