@@ -24,7 +24,7 @@ def test_quick_reads_run_with_exact_values_and_counted_round_trips(tmp_path: Pat
         "--cases",
         "1 column,64 channels",  # also the sequential read and the dask sum
         "--skip",
-        "kerchunk,fsspec,remfile,async-hdf5,default chunks",
+        "kerchunk,fsspec,h5coro,remfile,async-hdf5,default chunks",
         "--json",
         str(out),
         timeout=300,
