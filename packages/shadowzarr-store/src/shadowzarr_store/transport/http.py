@@ -1,4 +1,6 @@
-"""HTTP(S) with aiohttp: one attempt of a range, multi-range or redirect request.
+"""HTTP(S): one attempt of a range, multi-range or redirect request. Ranges, multi-range
+requests and whole files go on our own kept-alive HTTP/1.1 connections (`http1`); open-ended
+ranges and the redirect question on aiohttp.
 
 Redirects are followed here, one hop at a time, so that every hop is checked against the access
 policy before it is requested and carries only the user headers bound to its own URL; a chain
@@ -384,32 +386,46 @@ class HttpBackend:
         return target
 
     async def get_many(
-        self, url: str, ranges: list[tuple[int, int]], etag: str | None, shown: str
+        self,
+        url: str,
+        ranges: list[tuple[int, int]],
+        etag: str | None,
+        shown: str,
+        *,
+        chain: tuple[str, ...] = (),
     ) -> list[Answer] | None:
-        """Several ranges in one multi-range request; None when the server does not answer
-        with their parts (S3's 200 with the whole object: its body is never read)."""
+        """Several ranges in one multi-range request, on our kept-alive connections (the first
+        such request of a source, which asks whether the server answers them, then goes on the
+        connection its first answer came on instead of a new one); None when the server does
+        not answer with their parts (S3's 200 with the whole object: refused at its head, its
+        body never read)."""
         spec = ",".join(f"{start}-{end - 1}" for start, end in ranges)
-        headers = {"Range": f"bytes={spec}"}
-        if etag:
-            headers["If-Match"] = etag
-        hop = _LastHop(self, url, headers, shown)
-        async with hop as response:
-            status = response.status
-            boundary = boundary_of(response.headers.get("Content-Type", ""))
-            if status == 206 and boundary is not None:
-                refuse_coded_range(response.headers.get("Content-Encoding"), shown)
-                most = sum(end - start for start, end in ranges) + 1024 * (len(ranges) + 64)
-                body = await self._read_body(response, shown, most, None)
-                tag = response.headers.get("ETag")
-                parts = parse_byteranges(body, boundary, shown)
-                final = hop.final
-                return [_part_for(parts, start, end, tag, final, shown) for start, end in ranges]
-            if status in (200, 206, 400, 416, 501):
-                # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
-                # reject multi-range requests (MinIO). Close without reading the body.
-                response.close()
+        most = sum(end - start for start, end in ranges) + 1024 * (len(ranges) + 64)
+        try:
+            head, body = await self._ask(url, {"Range": f"bytes={spec}"}, etag, shown, most)
+        except AnswerTooLong as exc:
+            if exc.status in (200, 206):  # the whole object, or one merged part
                 return None
-            raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
+            raise_for_status(exc.status or 0, shown, None)
+            raise AssertionError("unreachable") from exc
+        status = head.status
+        boundary = boundary_of(head.headers.get("content-type", ""))
+        if status == 206 and boundary is not None:
+            refuse_coded_range(head.headers.get("content-encoding"), shown)
+            parts = parse_byteranges(bytes(body), boundary, shown)
+            tag = head.headers.get("etag")
+            return [_part_for(parts, start, end, tag, None, shown) for start, end in ranges]
+        target = self._redirect(url, head, shown, chain)
+        if target is not None:
+            answers = await self.get_many(target, ranges, etag, shown, chain=(*chain, url))
+            if answers is None:
+                return None
+            return [a if a.final else dataclasses.replace(a, final=target) for a in answers]
+        if status in (200, 206, 400, 416, 501):
+            # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
+            # reject multi-range requests (MinIO).
+            return None
+        raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
 
