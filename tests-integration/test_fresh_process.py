@@ -1,8 +1,7 @@
 """A fresh process pays its start-up at import, not inside its first read: importing the store
 leaves the libraries a read does not need unimported, and the first open and read of a
-reference folder over HTTP imports nothing more. (aiohttp stays imported with the store: the
-multi-range requests of a generator's first index level and of sparse reads go through it, so
-importing it at first use put its import inside that first round trip.)"""
+reference folder over HTTP imports nothing more (aiohttp included: ranges, multi-range requests
+and whole files go on the transport's own connections)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
     from shadowzarr_testing.nginx import NginxServer
 
-NOT_FOR_READING = ("xarray", "dask", "pandas", "h5py", "IPython", "ipywidgets")
+NOT_FOR_READING = ("aiohttp", "xarray", "dask", "pandas", "h5py", "IPython", "ipywidgets")
 
 FIRST_READ = """
 import json, sys

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-import aiohttp
 from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError
 from yarl import URL
 
@@ -49,7 +48,9 @@ from shadowzarr_store.transport.proxies import Proxy, ProxyConfig
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    from types import ModuleType, TracebackType
+
+    import aiohttp
 
     from shadowzarr_store.transport.access import AccessPolicy
     from shadowzarr_store.transport.options import TransportOptions
@@ -87,8 +88,16 @@ class HttpBackend:
         self._lock = threading.Lock()
         self.proxies = ProxyConfig.resolve(options.proxy)
         self._hops: dict[str, tuple[URL, dict[str, str], Proxy | None]] = {}
-        timeout = options.timeout
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        self._client_timeout: aiohttp.ClientTimeout | None = None
+
+    @property
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        if self._client_timeout is None:
+            timeout = self._options.timeout
+            self._client_timeout = _aiohttp().ClientTimeout(
+                total=None, sock_connect=timeout, sock_read=timeout
+            )
+        return self._client_timeout
 
     def _hop(self, target: str) -> tuple[URL, dict[str, str], Proxy | None]:
         """``target`` as aiohttp sends it, checked against the access policy, the user headers
@@ -157,6 +166,7 @@ class HttpBackend:
         self, url: str, headers: dict[str, str], shown: str
     ) -> tuple[int, str | None, float | None]:
         """One GET without following redirects: status, absolute Location, Retry-After."""
+        aiohttp = _aiohttp()
         session = self._session()
         address, _, proxy = self._hop(url)
         check_request(address.raw_path_qs, address.host_port_subcomponent or "", headers, shown)
@@ -347,6 +357,7 @@ class HttpBackend:
         self, response: aiohttp.ClientResponse, shown: str, most: int, size: int | None
     ) -> bytes:
         """An aiohttp answer's body, refused once it is longer than ``most`` bytes."""
+        aiohttp = _aiohttp()
         length = response.headers.get("Content-Length")
         if length is not None and content_length(length) > most:
             raise self._too_long(content_length(length), size, shown)
@@ -502,6 +513,7 @@ class _LastHop:
                 raise translated from exc
 
     def _translated(self, exc: BaseException) -> BaseException:
+        aiohttp = _aiohttp()
         shown = self._shown
         if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
             return _proxy_error(exc, self._proxy, shown)
@@ -600,6 +612,7 @@ def _check_range(
 
 def _proxy_error(exc: aiohttp.ClientError, proxy: Proxy | None, shown: str) -> SourceError:
     """aiohttp's failure at the proxy as ours: naming the proxy, never its credentials."""
+    aiohttp = _aiohttp()
     named = proxy.shown if proxy is not None else "the proxy"
     if isinstance(exc, aiohttp.ClientHttpProxyError):
         if exc.status == 407:
@@ -611,6 +624,15 @@ def _proxy_error(exc: aiohttp.ClientError, proxy: Proxy | None, shown: str) -> S
         return ProxyError(f"{shown}: the proxy {named} refused the request (HTTP {exc.status})")
     cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
     return ProxyError(f"{shown}: cannot connect to the proxy {named}: {type(cause).__name__}")
+
+
+def _aiohttp() -> ModuleType:
+    """aiohttp, imported at its first use (open-ended ranges, the redirect question): ranges,
+    multi-range requests and whole files go on our own connections (`http1`), so reads and
+    generation need it not, and its import was a fifth of the store's."""
+    import aiohttp
+
+    return aiohttp
 
 
 def _said(exc: BaseException) -> str:
