@@ -24,7 +24,7 @@ def test_quick_reads_run_with_exact_values_and_counted_round_trips(tmp_path: Pat
         "--cases",
         "1 column,64 channels",  # also the sequential read and the dask sum
         "--skip",
-        "kerchunk,fsspec,remfile,async-hdf5,default chunks",
+        "kerchunk,fsspec,h5coro,remfile,async-hdf5,default chunks",
         "--json",
         str(out),
         timeout=300,
@@ -67,3 +67,33 @@ def test_quick_reads_run_with_exact_values_and_counted_round_trips(tmp_path: Pat
     pictures = plot_results(out, tmp_path / "pictures", dpi=40)
     assert len(pictures) == len({row["workload"] for row in document["rows"]})
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pictures)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_quick_reads_h5coro_peer_reads_values_equal_to_h5py(tmp_path: Path) -> None:
+    """The h5coro peer reads rows of one and of every column of the table and a second of one
+    channel over HTTP, each equal to the source; the server counted its requests."""
+    out = tmp_path / "reads.json"
+    run_script(
+        READS,
+        "--quick",
+        "--cases",
+        "1 column,columns,1 channel",
+        "--skip",
+        "shadowzarr,kerchunk,fsspec,remfile,async-hdf5",
+        "--json",
+        str(out),
+        timeout=300,
+    )
+    document = json.loads(out.read_text())
+    rows = [row for row in document["rows"] if row["reader"].startswith("h5coro")]
+    assert {row["case"].split(",")[0] for row in rows} == {
+        "20k rows x 1 column",
+        "20k rows x 32 columns",
+        "1 s x 1 channel",
+    }
+    for row in rows:
+        assert row["not_run"] is None, row
+        assert row["equal"] is True, row
+        assert row["requests"] > 0, row

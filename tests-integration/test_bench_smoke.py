@@ -56,3 +56,43 @@ def test_quick_run_covers_every_workload_with_exact_values(tmp_path: Path) -> No
             assert f"not run: {' '.join(row['not_run'].split())}" in completed.stdout
     assert "| workload | case | reader |" in completed.stdout
     assert setting["targets"], "no target was evaluated"
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_quick_generation_at_two_latencies_with_connection_set_up(tmp_path: Path) -> None:
+    """Workload 1 at two latencies, each connection's set-up costing as much as a request: one
+    setting per latency, round trips counted for our generator, and h5coro-hidefix's local
+    index listing every chunk without a request."""
+    out = tmp_path / "generation.json"
+    run_script(
+        BENCH,
+        "--quick",
+        "--no-build-venvs",
+        "--workloads",
+        "1",
+        "--servers",
+        "s3",
+        "--bandwidths",
+        "0",
+        "--latency",
+        "5,10",
+        "--connect-latency",
+        "latency",
+        "--skip",
+        "kerchunk,VirtualiZarr,blockcache,lindi,async-hdf5",
+        "--json",
+        str(out),
+        timeout=300,
+    )
+    settings = json.loads(out.read_text())["settings"]
+    assert [(s["latency_ms"], s["connect_latency_ms"]) for s in settings] == [(5, 5), (10, 10)]
+    for setting in settings:
+        rows = {(row["case"].split(" (")[0], row["reader"]): row for row in setting["rows"]}
+        ours = rows["fragmented", "shadowzarr generate_rfs + write_rfs (dir)"]
+        assert ours["equal"] is True, ours
+        assert ours["round_trips"] >= 2, ours  # the head, then the index
+        local = rows["fragmented", "h5coro-hidefix Index (local file, no network)"]
+        assert local["not_run"] is None, local
+        assert local["equal"] is True, local
+        assert local["requests"] == 0, local

@@ -39,7 +39,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one run each")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of 1-5")
-    parser.add_argument("--latency", type=float, default=20.0, help="ms per request")
+    parser.add_argument(
+        "--latency",
+        default="20",
+        help="ms per request, comma list (each a network setting of its own, e.g. 20,50,100)",
+    )
+    parser.add_argument(
+        "--connect-latency",
+        default="0",
+        help="ms more on the first request of each connection (TCP and TLS set-up), or "
+        "'latency' for as much as a request's",
+    )
     parser.add_argument(
         "--bandwidths", default="200,0", help="Mbit/s caps to run under, comma list (0: none)"
     )
@@ -88,8 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(kinds) - set(SERVER_KINDS))
     if unknown or not kinds:
         parser.error(f"--servers takes {', '.join(SERVER_KINDS)}; got {args.servers!r}")
+    latencies = [float(ms) for ms in args.latency.split(",") if ms.strip()]
     networks = [
-        (kind, float(mbit)) for kind in kinds for mbit in args.bandwidths.split(",") if mbit.strip()
+        (kind, float(mbit), ms)
+        for ms in latencies
+        for kind in kinds
+        for mbit in args.bandwidths.split(",")
+        if mbit.strip()
     ]
     settings = []
     all_rows: list[Row] = []
@@ -98,15 +113,22 @@ def main(argv: list[str] | None = None) -> int:
         www.mkdir()
         work.mkdir()
         inputs = _prepare(chosen, www, work, sizes)
-        for kind, mbit in networks:
+        for kind, mbit, latency in networks:
             bandwidth = mbit * 1e6 / 8 if mbit else None
-            label = f"{SERVER_LABELS[kind]}, {args.latency:g} ms/request, " + (
-                f"{mbit:g} Mbit/s" if mbit else "no cap"
+            connect = latency if args.connect_latency == "latency" else float(args.connect_latency)
+            label = (
+                f"{SERVER_LABELS[kind]}, {latency:g} ms/request, "
+                + (f"{connect:g} ms/connection, " if connect else "")
+                + (f"{mbit:g} Mbit/s" if mbit else "no cap")
             )
             print(f"\n== {label}", flush=True)
             started = time.perf_counter()
             with BenchServer(
-                www, latency=args.latency / 1000, bandwidth=bandwidth, kind=kind
+                www,
+                latency=latency / 1000,
+                bandwidth=bandwidth,
+                kind=kind,
+                connect_latency=connect / 1000,
             ) as server:
                 ctx = Context(server, sizes, www, work, runs, pythons, skip)
                 rows = _run(chosen, ctx, inputs)
@@ -118,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "network": label,
                     "server": kind,
-                    "latency_ms": args.latency,
+                    "latency_ms": latency,
+                    "connect_latency_ms": connect,
                     "bandwidth_mbit": mbit or None,
                     "seconds": time.perf_counter() - started,
                     "targets": met,

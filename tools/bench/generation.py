@@ -47,6 +47,7 @@ def run(ctx: Context, inputs: dict[str, Path]) -> list[Row]:
             rows.append(not_run(Row(WORKLOAD, label, H5PY_LISTER), _LISTS_ONLY))
         rows.append(_venv_generate(ctx, label, url, expected, "lindi"))
         rows.append(_venv_generate(ctx, label, url, expected, "async-hdf5"))
+        rows.append(_hidefix(ctx, label, path, expected))
     return rows
 
 
@@ -76,8 +77,20 @@ def _ours(ctx: Context, workload: str, case: str, path: Path, url: str) -> Row:
         rfs = generate_rfs(url, progress=False)
         return write_rfs(rfs, out)
 
+    def forget_connections() -> None:
+        """Every run opens its connections anew (the process keeps them between generations,
+        so without this only the first run would pay ``--connect-latency``)."""
+        from shadowzarr_store.transport.pools import close_all_pools
+
+        close_all_pools()
+
     return measure(
-        row, ctx.server, generate, lambda target: _check_ours(target, path), runs=ctx.runs
+        row,
+        ctx.server,
+        generate,
+        lambda target: _check_ours(target, path),
+        runs=ctx.runs,
+        setup=forget_connections,
     )
 
 
@@ -160,6 +173,30 @@ def _manifest_arrays(manifest_store: Any) -> list[tuple[str, Any]]:
     return found
 
 
+HIDEFIX = "h5coro-hidefix Index (local file, no network)"
+
+
+def _hidefix(ctx: Context, case: str, path: Path, expected: int) -> Row:
+    """h5coro-hidefix's compiled index of every chunk, built from the file on local disk (it
+    reads no URL): what building the index costs without the network, for scale."""
+    row = Row(WORKLOAD, case, HIDEFIX)
+    if ctx.skipped(row.reader):
+        return not_run(row, "skipped by --skip")
+    from h5coro_hidefix import Index
+
+    def generate() -> int:
+        index = Index(str(path))
+        return sum(len(index.chunks(name)[0]) for name in index.datasets())
+
+    try:
+        row = measure(row, None, generate, lambda n: n >= expected, runs=ctx.runs)
+    except Exception as exc:  # a peer's own failure is a result, not a crash of the benchmark
+        return not_run(row, f"failed: {type(exc).__name__}: {str(exc)[:120]}")
+    row.requests, row.bytes, row.round_trips = 0, 0, 0
+    row.note = "local file: reads no URL, so not a peer for the ratios"
+    return row
+
+
 H5PY_LISTER = "h5py chunk_iter + fsspec blockcache"
 _LISTS_ONLY = (
     "lists chunks only: it writes no references, and this case is mostly attributes, strings "
@@ -230,6 +267,7 @@ def _venv_generate(ctx: Context, case: str, url: str, expected: int, how: str) -
                     counts.bytes,
                     answer["peak_mb"],
                 )
+                row.round_trips = counts.round_trips
     row.seconds = float(np.median(row.runs))
     row.equal = all(count >= expected for count in chunk_refs)
     return row

@@ -7,9 +7,9 @@ columns of a table in 1 KiB chunks, 1 s of 1 and of 64 channels of an NWB-like r
 the file: the limit), 1,000 scattered chunks of the table, and a dask sum of the whole
 recording on dask.distributed (an in-process LocalCluster, 2 threads). Ours through ``open_rfs``,
 ``zarr.open_group(RfsStore)`` and xarray, with references remote (served next to the file) and
-at hand; peers: kerchunk + zarr, h5py + fsspec (read-ahead and block cache), and h5py + remfile
-and async-hdf5 where their environments are built (see venvs.py). Requests, round trips (waves
-of requests, counted by the proxy) and bytes come from the server's own counters.
+at hand; peers: kerchunk + zarr, h5py + fsspec (read-ahead and block cache), h5coro, and h5py +
+remfile and async-hdf5 where their environments are built (see venvs.py). Requests, round trips
+(waves of requests, counted by the proxy) and bytes come from the server's own counters.
 
     uv run python tools/bench/reads.py            # full sizes, 3 runs per row (5 sequential)
     uv run python tools/bench/reads.py --quick    # small files, one run (the smoke test)
@@ -220,6 +220,40 @@ def _h5py_fsspec(blockcache: bool) -> Opener:
     return read
 
 
+def _h5coro(path: str, refs: dict[str, Any], sel: Selection) -> np.ndarray:
+    """h5coro over HTTP (its ``HTTPDriver``, a requests session): a hyperslab per read, rows
+    and columns as ``[start, stop)`` ranges; it walks the chunk index itself."""
+    from h5coro import h5coro, webdriver
+
+    if isinstance(sel[0], np.ndarray | str):
+        raise _NotApplicable("h5coro reads hyperslabs, not points or dask graphs")
+    reader = h5coro.H5Coro(refs["url"], webdriver.HTTPDriver, errorChecking=True)
+    try:
+        dataset = "/" + path.lstrip("/")
+        promise = reader.readDatasets(
+            [{"dataset": dataset, "hyperslice": _hyperslice(sel)}], block=True
+        )
+        values = np.asarray(promise[dataset])
+    finally:
+        reader.close()
+    if isinstance(sel[1], int):  # h5py drops an integer-indexed axis; a range keeps it
+        values = values.reshape(values.shape[0], -1)[:, 0]
+    return values
+
+
+def _hyperslice(sel: Selection) -> list[list[int | None]]:
+    """``[start, stop)`` per axis of a selection of a row range and a column, all or one."""
+    rows, column = sel[0], sel[1]
+    if not isinstance(rows, slice) or rows.step not in (None, 1):
+        raise _NotApplicable("h5coro reads contiguous row ranges")
+    ranges: list[list[int | None]] = [[rows.start, rows.stop]]
+    if isinstance(column, int):
+        ranges.append([column, column + 1])
+    elif column is not Ellipsis and column != slice(None):
+        raise _NotApplicable("h5coro reads one column or all of them")
+    return ranges
+
+
 DASK_SUM = "dask sum"
 """The first item of a selection asking for the sum of rows ``sel[1]`` on dask.distributed."""
 DASK_SECONDS = 3
@@ -289,6 +323,7 @@ def readers(skip: tuple[str, ...], scratch: Path, build: bool) -> list[tuple[str
         ("kerchunk + zarr (fsspec ReferenceFileSystem)", False, _kerchunk),
         ("h5py + fsspec HTTPFile", False, _h5py_fsspec(False)),
         ("h5py + fsspec blockcache", False, _h5py_fsspec(True)),
+        ("h5coro (HTTPDriver)", False, _h5coro),
     ]
     pythons = peer_pythons(build=build)
     for how, environment, name in (

@@ -9,7 +9,8 @@ from measure import Row
 
 
 def best_peer(rows: list[Row], row: Row, key: str = "seconds") -> Row | None:
-    """The peer with the lowest ``key`` in ``row``'s case (the limit row is no peer)."""
+    """The peer with the lowest ``key`` in ``row``'s case (the limit row and a tool reading the
+    file from local disk are no peers)."""
     peers = [
         r
         for r in rows
@@ -18,6 +19,7 @@ def best_peer(rows: list[Row], row: Row, key: str = "seconds") -> Row | None:
         and r.not_run is None
         and getattr(r, key) is not None
         and not r.reader.startswith("limit")
+        and "no network" not in r.reader
     ]
     return min(peers, key=lambda r: getattr(r, key)) if peers else None
 
@@ -25,13 +27,14 @@ def best_peer(rows: list[Row], row: Row, key: str = "seconds") -> Row | None:
 def print_table(label: str, rows: list[Row], ctx: Context) -> None:
     print(f"\n### {label}; median of {ctx.runs} run(s) (workload 5 at full size: 1 run)\n")
     print(
-        "| workload | case | reader | time (s) | requests | MB | peak MB | vs best peer | values |"
+        "| workload | case | reader | time (s) | requests | round trips | MB | peak MB "
+        "| vs best peer | values |"
     )
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in rows:
         if row.not_run is not None:
             reason = " ".join(row.not_run.split())
-            print(f"| {row.workload} | {row.case} | {row.reader} | not run: {reason} | | | | | |")
+            print(f"| {row.workload} | {row.case} | {row.reader} | not run: {reason} | | | | | | |")
             continue
         ratio = ""
         best = best_peer(rows, row)
@@ -45,6 +48,7 @@ def print_table(label: str, rows: list[Row], ctx: Context) -> None:
         note = f" ({row.note.split(' [')[0]})" if row.note and not row.note.startswith("[") else ""
         print(
             f"| {row.workload} | {row.case} | {name}{note} | {row.seconds:.3f} | {row.requests} | "
+            f"{'' if row.round_trips is None else row.round_trips} | "
             f"{(row.bytes or 0) / 1e6:.2f} | {_mb(row.peak_mb)} | {ratio} | "
             f"{'equal' if row.equal else 'WRONG'} |"
         )

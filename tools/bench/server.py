@@ -18,10 +18,11 @@ import json, sys
 from shadowzarr_testing.nginx import NginxServer
 from shadowzarr_testing.proxy import LatencyProxy
 root, latency, bandwidth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) or None
-ranges = sys.argv[4]
+ranges, connect_latency = sys.argv[4], float(sys.argv[5])
 own = root if ranges == "s3" else None  # the single-range server answers from the files itself
 with NginxServer(root) as nginx, LatencyProxy(
-    nginx.url(""), latency=latency, bandwidth=bandwidth, ranges=ranges, root=own
+    nginx.url(""), latency=latency, connect_latency=connect_latency, bandwidth=bandwidth,
+    ranges=ranges, root=own,
 ) as proxy:
     print(json.dumps({"url": proxy.url(""), "direct": nginx.url("")}), flush=True)
     for line in sys.stdin:
@@ -61,21 +62,38 @@ measured); ``nginx``: nginx behind the proxy, multi-range requests answered with
 
 
 class BenchServer:
-    """``root`` served at ``base_url`` through a proxy adding ``latency`` s per request and
-    capping all connections together at ``bandwidth`` bytes/s (None: no cap); ``kind`` is how
-    range requests are answered (see `SERVER_KINDS`)."""
+    """``root`` served at ``base_url`` through a proxy adding ``latency`` s per request (and
+    ``connect_latency`` s more to the first request of each connection: the TCP and TLS
+    handshakes) and capping all connections together at ``bandwidth`` bytes/s (None: no cap);
+    ``kind`` is how range requests are answered (see `SERVER_KINDS`)."""
 
     def __init__(
-        self, root: Path, *, latency: float, bandwidth: float | None, kind: str = "nginx"
+        self,
+        root: Path,
+        *,
+        latency: float,
+        bandwidth: float | None,
+        kind: str = "nginx",
+        connect_latency: float = 0.0,
     ) -> None:
         if kind not in SERVER_KINDS:
             raise ValueError(f"server kind must be one of {SERVER_KINDS}, not {kind!r}")
         self.latency = latency
+        self.connect_latency = connect_latency
         self.bandwidth = bandwidth
         self.kind = kind
         ranges = "s3" if kind == "s3" else "server"
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(root), str(latency), str(bandwidth or 0), ranges],
+            [
+                sys.executable,
+                "-c",
+                _CHILD,
+                str(root),
+                str(latency),
+                str(bandwidth or 0),
+                ranges,
+                str(connect_latency),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

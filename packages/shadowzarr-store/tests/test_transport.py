@@ -326,6 +326,26 @@ def test_s3_like_server_is_noticed_once_and_its_body_never_read(
     assert len([e for e in proxy.log if e["range"] and "," not in e["range"]]) == 15
 
 
+def test_the_multi_range_question_goes_on_the_first_answers_connection(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """The first multi-range request to a source asks whether the server answers them; it goes
+    on the connection the first range came on (no set-up of its own), and S3's whole object is
+    refused at its head: the ranges are then asked singly, every value right."""
+    data = os.urandom(1_000_000)
+    (nginx_root / "probe.bin").write_bytes(data)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3", bandwidth=20e6)
+    ranges = [(i * 100_000, 10) for i in range(5)]
+    with RangeSource(proxy.url("probe.bin"), max_gap=0) as source:
+        assert source.fetch_many([(0, 100)]) == [data[:100]]
+        assert source.fetch_many(ranges) == [data[o : o + n] for o, n in ranges]
+    proxy.wait_idle()
+    (question,) = [e for e in proxy.log if e["range"] and "," in e["range"]]
+    assert question["new_connection"] is False
+    assert question["status"] == 200
+    assert proxy.bytes_sent() < len(data) / 2  # the whole object was not read
+
+
 def test_multi_range_server_answers_many_ranges_per_request(
     nginx: NginxServer, nginx_root: Path
 ) -> None:

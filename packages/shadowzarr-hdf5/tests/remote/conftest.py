@@ -45,8 +45,10 @@ def create(
     sizes: tuple[int, int] | None = None,
     istore_k: int | None = None,
     userblock: int = 0,
+    meta_block_size: int | None = None,
 ) -> h5py.File:
-    """Create a file through the low-level API so field sizes and B-tree K can be chosen."""
+    """Create a file through the low-level API so field sizes, B-tree K and the metadata
+    aggregation block (0: each metadata object placed on its own) can be chosen."""
     fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
     if sizes:
         fcpl.set_sizes(*sizes)
@@ -56,6 +58,8 @@ def create(
         fcpl.set_userblock(userblock)
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     fapl.set_libver_bounds(*LIBVER[libver])
+    if meta_block_size is not None:
+        fapl.set_meta_block_size(meta_block_size)
     fid = h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
     return h5py.File(fid)
 

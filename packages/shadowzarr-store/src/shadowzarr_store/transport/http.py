@@ -1,4 +1,6 @@
-"""HTTP(S) with aiohttp: one attempt of a range, multi-range or redirect request.
+"""HTTP(S): one attempt of a range, multi-range or redirect request. Ranges, multi-range
+requests and whole files go on our own kept-alive HTTP/1.1 connections (`http1`); open-ended
+ranges and the redirect question on aiohttp.
 
 Redirects are followed here, one hop at a time, so that every hop is checked against the access
 policy before it is requested and carries only the user headers bound to its own URL; a chain
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-import aiohttp
 from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError
 from yarl import URL
 
@@ -47,7 +48,9 @@ from shadowzarr_store.transport.proxies import Proxy, ProxyConfig
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    from types import ModuleType, TracebackType
+
+    import aiohttp
 
     from shadowzarr_store.transport.access import AccessPolicy
     from shadowzarr_store.transport.options import TransportOptions
@@ -85,8 +88,16 @@ class HttpBackend:
         self._lock = threading.Lock()
         self.proxies = ProxyConfig.resolve(options.proxy)
         self._hops: dict[str, tuple[URL, dict[str, str], Proxy | None]] = {}
-        timeout = options.timeout
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        self._client_timeout: aiohttp.ClientTimeout | None = None
+
+    @property
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        if self._client_timeout is None:
+            timeout = self._options.timeout
+            self._client_timeout = _aiohttp().ClientTimeout(
+                total=None, sock_connect=timeout, sock_read=timeout
+            )
+        return self._client_timeout
 
     def _hop(self, target: str) -> tuple[URL, dict[str, str], Proxy | None]:
         """``target`` as aiohttp sends it, checked against the access policy, the user headers
@@ -155,6 +166,7 @@ class HttpBackend:
         self, url: str, headers: dict[str, str], shown: str
     ) -> tuple[int, str | None, float | None]:
         """One GET without following redirects: status, absolute Location, Retry-After."""
+        aiohttp = _aiohttp()
         session = self._session()
         address, _, proxy = self._hop(url)
         check_request(address.raw_path_qs, address.host_port_subcomponent or "", headers, shown)
@@ -345,6 +357,7 @@ class HttpBackend:
         self, response: aiohttp.ClientResponse, shown: str, most: int, size: int | None
     ) -> bytes:
         """An aiohttp answer's body, refused once it is longer than ``most`` bytes."""
+        aiohttp = _aiohttp()
         length = response.headers.get("Content-Length")
         if length is not None and content_length(length) > most:
             raise self._too_long(content_length(length), size, shown)
@@ -384,32 +397,46 @@ class HttpBackend:
         return target
 
     async def get_many(
-        self, url: str, ranges: list[tuple[int, int]], etag: str | None, shown: str
+        self,
+        url: str,
+        ranges: list[tuple[int, int]],
+        etag: str | None,
+        shown: str,
+        *,
+        chain: tuple[str, ...] = (),
     ) -> list[Answer] | None:
-        """Several ranges in one multi-range request; None when the server does not answer
-        with their parts (S3's 200 with the whole object: its body is never read)."""
+        """Several ranges in one multi-range request, on our kept-alive connections (the first
+        such request of a source, which asks whether the server answers them, then goes on the
+        connection its first answer came on instead of a new one); None when the server does
+        not answer with their parts (S3's 200 with the whole object: refused at its head, its
+        body never read)."""
         spec = ",".join(f"{start}-{end - 1}" for start, end in ranges)
-        headers = {"Range": f"bytes={spec}"}
-        if etag:
-            headers["If-Match"] = etag
-        hop = _LastHop(self, url, headers, shown)
-        async with hop as response:
-            status = response.status
-            boundary = boundary_of(response.headers.get("Content-Type", ""))
-            if status == 206 and boundary is not None:
-                refuse_coded_range(response.headers.get("Content-Encoding"), shown)
-                most = sum(end - start for start, end in ranges) + 1024 * (len(ranges) + 64)
-                body = await self._read_body(response, shown, most, None)
-                tag = response.headers.get("ETag")
-                parts = parse_byteranges(body, boundary, shown)
-                final = hop.final
-                return [_part_for(parts, start, end, tag, final, shown) for start, end in ranges]
-            if status in (200, 206, 400, 416, 501):
-                # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
-                # reject multi-range requests (MinIO). Close without reading the body.
-                response.close()
+        most = sum(end - start for start, end in ranges) + 1024 * (len(ranges) + 64)
+        try:
+            head, body = await self._ask(url, {"Range": f"bytes={spec}"}, etag, shown, most)
+        except AnswerTooLong as exc:
+            if exc.status in (200, 206):  # the whole object, or one merged part
                 return None
-            raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
+            raise_for_status(exc.status or 0, shown, None)
+            raise AssertionError("unreachable") from exc
+        status = head.status
+        boundary = boundary_of(head.headers.get("content-type", ""))
+        if status == 206 and boundary is not None:
+            refuse_coded_range(head.headers.get("content-encoding"), shown)
+            parts = parse_byteranges(bytes(body), boundary, shown)
+            tag = head.headers.get("etag")
+            return [_part_for(parts, start, end, tag, None, shown) for start, end in ranges]
+        target = self._redirect(url, head, shown, chain)
+        if target is not None:
+            answers = await self.get_many(target, ranges, etag, shown, chain=(*chain, url))
+            if answers is None:
+                return None
+            return [a if a.final else dataclasses.replace(a, final=target) for a in answers]
+        if status in (200, 206, 400, 416, 501):
+            # 200: the whole object (S3); 206 of one merged part; 400/416/501: servers that
+            # reject multi-range requests (MinIO).
+            return None
+        raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
 
@@ -486,6 +513,7 @@ class _LastHop:
                 raise translated from exc
 
     def _translated(self, exc: BaseException) -> BaseException:
+        aiohttp = _aiohttp()
         shown = self._shown
         if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
             return _proxy_error(exc, self._proxy, shown)
@@ -584,6 +612,7 @@ def _check_range(
 
 def _proxy_error(exc: aiohttp.ClientError, proxy: Proxy | None, shown: str) -> SourceError:
     """aiohttp's failure at the proxy as ours: naming the proxy, never its credentials."""
+    aiohttp = _aiohttp()
     named = proxy.shown if proxy is not None else "the proxy"
     if isinstance(exc, aiohttp.ClientHttpProxyError):
         if exc.status == 407:
@@ -595,6 +624,15 @@ def _proxy_error(exc: aiohttp.ClientError, proxy: Proxy | None, shown: str) -> S
         return ProxyError(f"{shown}: the proxy {named} refused the request (HTTP {exc.status})")
     cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
     return ProxyError(f"{shown}: cannot connect to the proxy {named}: {type(cause).__name__}")
+
+
+def _aiohttp() -> ModuleType:
+    """aiohttp, imported at its first use (open-ended ranges, the redirect question): ranges,
+    multi-range requests and whole files go on our own connections (`http1`), so reads and
+    generation need it not, and its import was a fifth of the store's."""
+    import aiohttp
+
+    return aiohttp
 
 
 def _said(exc: BaseException) -> str:

@@ -26,14 +26,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import aiohttp
-
 from shadowzarr_store.transport.budget import ConnectionBudget
 from shadowzarr_store.transport.http1 import IDLE_SECONDS, OriginPool
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    import aiohttp
     from yarl import URL
 
     from shadowzarr_store.transport.proxies import Proxy
@@ -72,6 +71,8 @@ class LoopPools:
         """The aiohttp session for these limits (timeouts and proxies go per request)."""
         session = self.sessions.get((limit, total))
         if session is None or session.closed:
+            import aiohttp  # at its first use: a read seldom needs it (see `http._aiohttp`)
+
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(
                     limit=total, limit_per_host=limit, keepalive_timeout=IDLE_SECONDS

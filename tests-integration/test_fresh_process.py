@@ -1,0 +1,58 @@
+"""A fresh process pays its start-up at import, not inside its first read: importing the store
+leaves the libraries a read does not need unimported, and the first open and read of a
+reference folder over HTTP imports nothing more (aiohttp included: ranges, multi-range requests
+and whole files go on the transport's own connections)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_spec import write_rfs
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadowzarr_testing.nginx import NginxServer
+
+NOT_FOR_READING = ("aiohttp", "xarray", "dask", "pandas", "h5py", "IPython", "ipywidgets")
+
+FIRST_READ = """
+import json, sys
+from shadowzarr_store import open_rfs
+heavy = sorted(name for name in {heavy!r} if name in sys.modules)
+before = set(sys.modules)
+values = open_rfs(sys.argv[1])["data"][:]
+print(json.dumps({{"heavy": heavy, "new": sorted(set(sys.modules) - before),
+                  "sum": int(values.sum(dtype="i8")), "shape": list(values.shape)}}))
+"""
+
+
+def test_first_read_of_a_fresh_process_imports_nothing(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    data = np.arange(64 * 1024, dtype="<i4").reshape(256, 256)
+    with h5py.File(nginx_root / "fresh.h5", "w") as f:
+        f.create_dataset("data", data=data, chunks=(16, 16))
+    rfs = generate_rfs(
+        nginx.url("fresh.h5"), local_hdf5_path=nginx_root / "fresh.h5", progress=False
+    )
+    write_rfs(rfs, nginx_root / "fresh.shadowzarr")
+    code = FIRST_READ.format(heavy=NOT_FOR_READING)
+    done = subprocess.run(
+        [sys.executable, "-c", code, nginx.url("fresh.shadowzarr")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    assert found["shape"] == [256, 256]
+    assert found["sum"] == int(data.sum(dtype="i8"))
+    assert found["heavy"] == []  # imported by nothing `import shadowzarr_store` runs
+    assert found["new"] == []  # the first open and read import nothing
