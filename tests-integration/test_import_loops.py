@@ -1,4 +1,4 @@
-"""The workspace's module graph: no import loops, and no public name meaning two things.
+"""The workspace's modules: no import loops, no public name meaning two things, none too long.
 
 Read statically with `ast` from every ``packages/*/src`` tree, nothing imported. Every import
 statement counts, wherever it stands: at module level, inside a function (a deferred import is
@@ -161,6 +161,24 @@ def test_no_import_loops() -> None:
     assert not new, "import loops:\n" + "\n".join(new)
     gone = [sorted(key) for key in KNOWN_LOOPS if key not in found]
     assert not gone, f"loops untangled, take them off KNOWN_LOOPS: {gone}"
+
+
+MAX_MODULE_LINES = 600
+"""The most lines a module of ``packages/*/src`` may have: one that grows past it does more
+than one job (or one too large to read in a sitting) and is split, not let grow."""
+
+
+def _too_long(lines: dict[str, int], limit: int = MAX_MODULE_LINES) -> list[str]:
+    return [f"{name}: {count} lines" for name, count in sorted(lines.items()) if count > limit]
+
+
+def test_no_module_over_600_lines() -> None:
+    lines = {
+        str(path.relative_to(REPO)): path.read_bytes().count(b"\n") for path in MODULES.values()
+    }
+    assert _too_long({"a.py": 601, "b.py": 600}) == ["a.py: 601 lines"]
+    too_long = _too_long(lines)
+    assert not too_long, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(too_long)
 
 
 FORMAT_MAY_IMPORT = frozenset({"numpy", "shadowzarr_spec"})

@@ -10,22 +10,20 @@ signature never reaches a reference.
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from shadowzarr_spec.attribute_conventions import encode_attributes
-from shadowzarr_spec.codec_packages import codec_names, package_for_codec
+from shadowzarr_spec.builder_arrays import ArrayDraft, ChunkBlock, as_columns
+from shadowzarr_spec.builder_checks import CHECKED_GEN_KEYS, check_file_ends, validate_array
 from shadowzarr_spec.errors import BuilderError, ReferenceFormatError
 from shadowzarr_spec.etags import is_entity_tag
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.json_text import dumps_strict
-from shadowzarr_spec.keys import check_key, chunk_grid_shape, chunk_key, join, metadata_key
+from shadowzarr_spec.keys import check_key, chunk_key, join, metadata_key
 from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
 from shadowzarr_spec.metadata import (
     VLEN_BYTES,
@@ -35,7 +33,6 @@ from shadowzarr_spec.metadata import (
     zarr_data_type,
 )
 from shadowzarr_spec.model import (
-    MISSING_CHUNK,
     FileRef,
     IndexRef,
     InlineRef,
@@ -45,73 +42,10 @@ from shadowzarr_spec.model import (
     SourceInfo,
     UnsupportedDataset,
     UnsupportedOutcome,
-    checked_file_ref,
 )
 from shadowzarr_spec.signed_urls import recorded_location
 
 __all__ = ["CHECKED_GEN_KEYS", "RfsBuilder", "columns_selection"]
-
-CHECKED_GEN_KEYS = 1 << 16
-"""Gen entries with at most this many keys have each reference checked against the recorded
-file size when the builder builds (a larger one is trusted: its keys are computed one by one)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _ChunkBlock:
-    """Chunks added in one `RfsBuilder.add_chunks` call, kept as columns until the build."""
-
-    coords: np.ndarray
-    """(n, rank) int64 chunk coordinates."""
-    url: str
-    offsets: np.ndarray
-    sizes: np.ndarray
-
-    def refs(self, path: str) -> Iterable[tuple[str, FileRef]]:
-        """(chunk key, reference) of each chunk, in the order they were added."""
-        if self.coords.shape[1] == 0:
-            names = ["c"] * len(self.coords)
-        elif self.coords.shape[1] == 1:
-            names = [f"c/{c}" for c in self.coords[:, 0].tolist()]
-        else:
-            names = ["c/" + "/".join(map(str, row)) for row in self.coords.tolist()]
-        url = self.url
-        # Offsets and sizes were checked as columns: no per-chunk validation is needed.
-        return zip(
-            [f"{path}/{name}" for name in names],
-            [
-                checked_file_ref(url, offset, size)
-                for offset, size in zip(self.offsets.tolist(), self.sizes.tolist(), strict=True)
-            ],
-            strict=True,
-        )
-
-
-type _Segment = dict[tuple[int, ...], Ref] | _ChunkBlock
-
-
-@dataclass(slots=True)
-class _Array:
-    shape: tuple[int, ...]
-    chunk_shape: tuple[int, ...]
-    data_type: Any
-    fill_value: Any
-    codecs: list[dict[str, Any]]
-    attributes: dict[str, Any]
-    dimension_names: list[str | None] | None
-    segments: list[_Segment] = field(default_factory=list)
-    """Chunks in the order they were added: dicts of single chunks and blocks of many. A chunk
-    added again replaces the earlier one and keeps its place, as in one dict."""
-
-    @property
-    def grid(self) -> tuple[int, ...]:
-        return chunk_grid_shape(self.shape, self.chunk_shape)
-
-    def put(self, coords: tuple[int, ...], ref: Ref) -> None:
-        if not self.segments or not isinstance(self.segments[-1], dict):
-            self.segments.append({})
-        last = self.segments[-1]
-        assert isinstance(last, dict)
-        last[coords] = ref
 
 
 class RfsBuilder:
@@ -119,7 +53,7 @@ class RfsBuilder:
 
     def __init__(self) -> None:
         self._groups: dict[str, dict[str, Any]] = {}
-        self._arrays: dict[str, _Array] = {}
+        self._arrays: dict[str, ArrayDraft] = {}
         self._gen: list[tuple[str, GenEntry]] = []
         self._indexes: dict[str, IndexRef] = {}
         self._selections: dict[str, Selection] = {}
@@ -175,7 +109,7 @@ class RfsBuilder:
         )
         json_type, json_fill = zarr_data_type(dtype, fill_value)
         self._order.append(path)
-        self._arrays[path] = _Array(
+        self._arrays[path] = ArrayDraft(
             shape=shape,
             chunk_shape=chunk_shape,
             data_type=json_type,
@@ -245,7 +179,7 @@ class RfsBuilder:
                     f"array {path!r}, chunk {tuple(table[row].tolist())}: reference to {url!r} "
                     f"has a negative offset or size ({int(starts[row])}, {int(lengths[row])})"
                 )
-        array.segments.append(_ChunkBlock(table, url, starts, lengths))
+        array.segments.append(ChunkBlock(table, url, starts, lengths))
 
     def add_inline_chunk(self, path: str, coords: Sequence[int], data: bytes) -> None:
         """A chunk held in the references themselves (already encoded by the array's codecs)."""
@@ -416,8 +350,9 @@ class RfsBuilder:
             gen_by_path.setdefault(gen_path, []).append(entry)
         accepted: set[str] = set()
         for path, array in self._arrays.items():
-            self._validate_array(path, array, gen_by_path.get(path, ()), accepted)
-            self._check_file_ends(path, array, gen_by_path.get(path, ()))
+            gen = gen_by_path.get(path, ())
+            validate_array(path, array, gen, self._selections.get(path), accepted)
+            check_file_ends(path, array, gen, self._sources, self._indexes.get(path))
             documents[path] = array_metadata(
                 shape=array.shape,
                 data_type=array.data_type,
@@ -427,14 +362,14 @@ class RfsBuilder:
                 attributes=encode_attributes(array.attributes),
                 dimension_names=array.dimension_names,
             )
-            held = _as_columns(path, array)
+            held = as_columns(path, array)
             if held is not None:
                 columns[path] = held
                 runs.append((path, 0, len(held)))
                 continue
             before = len(refs)
             for segment in array.segments:
-                if isinstance(segment, _ChunkBlock):
+                if isinstance(segment, ChunkBlock):
                     refs.update(segment.refs(path))
                 else:
                     for coords, ref in segment.items():
@@ -464,7 +399,7 @@ class RfsBuilder:
         return rfs
 
     # -- helpers ---------------------------------------------------------------------------
-    def _array(self, path: str) -> _Array:
+    def _array(self, path: str) -> ArrayDraft:
         try:
             return self._arrays[_node_path(path)]
         except KeyError:
@@ -475,7 +410,7 @@ class RfsBuilder:
             raise BuilderError(f"{path!r} was added already")
 
     @staticmethod
-    def _check_coords(path: str, array: _Array, coords: Sequence[int]) -> None:
+    def _check_coords(path: str, array: ArrayDraft, coords: Sequence[int]) -> None:
         grid = array.grid
         if len(coords) != len(grid) or any(
             not 0 <= int(c) < g for c, g in zip(coords, grid, strict=False)
@@ -492,73 +427,6 @@ class RfsBuilder:
                 if parent in self._arrays:
                     raise BuilderError(f"{path!r} lies inside the array {parent!r}")
                 self._groups.setdefault(parent, {})
-
-    def _check_file_ends(self, path: str, array: _Array, gen: Iterable[GenEntry]) -> None:
-        """Refuse a reference running past the recorded size of its file: readers refuse it
-        (never padding), so a generator must clip a last chunk to the bytes there are. Gen
-        entries are checked key by key up to `CHECKED_GEN_KEYS` keys each."""
-        sizes = {url: info.size for url, info in self._sources.items() if info.size is not None}
-        if not sizes:
-            return
-
-        def refuse(url: str, where: str, end: int) -> None:
-            raise BuilderError(
-                f"array {path!r}: {where} ends at byte {end} of {url}, past the end of the "
-                f"file ({sizes[url]} bytes recorded)"
-            )
-
-        for segment in array.segments:
-            if isinstance(segment, _ChunkBlock):
-                if segment.url in sizes and len(segment.offsets):
-                    ends = segment.offsets.astype(np.int64) + segment.sizes.astype(np.int64)
-                    row = int(np.argmax(ends))
-                    if int(ends[row]) > sizes[segment.url]:
-                        where = f"chunk {tuple(segment.coords[row].tolist())}"
-                        refuse(segment.url, where, int(ends[row]))
-                continue
-            for coords, ref in segment.items():
-                if not isinstance(ref, FileRef) or ref.url not in sizes or ref.offset is None:
-                    continue
-                if ref.offset + (ref.size or 0) > sizes[ref.url]:
-                    refuse(ref.url, f"chunk {coords}", ref.offset + (ref.size or 0))
-        index = self._indexes.get(path)
-        if index is not None and index.url in sizes and index.table is not None:
-            table = index.table.reshape(-1, 2)
-            written = ~((table[:, 0] == MISSING_CHUNK) & (table[:, 1] == MISSING_CHUNK))
-            if written.any():
-                ends = table[written, 0].astype(np.int64) + table[written, 1].astype(np.int64)
-                if int(ends.max()) > sizes[index.url]:
-                    refuse(index.url, "a chunk of its chunk index", int(ends.max()))
-        for entry in gen:
-            if entry.count > CHECKED_GEN_KEYS:
-                continue
-            for key, ref in entry.items():
-                if ref.url in sizes and (ref.offset or 0) + (ref.size or 0) > sizes[ref.url]:
-                    refuse(ref.url, f"{key!r} (gen entry)", (ref.offset or 0) + (ref.size or 0))
-
-    def _validate_array(
-        self, path: str, array: _Array, gen: Iterable[GenEntry], accepted: set[str]
-    ) -> None:
-        grid = array.grid
-        for entry in gen:
-            for axis, bound in enumerate(_gen_key_bounds(entry, path)):
-                if bound is not None and bound >= (grid[axis] if grid else 1):
-                    raise BuilderError(
-                        f"array {path!r}: gen entry {entry.key!r} reaches beyond the chunk "
-                        f"grid {grid}"
-                    )
-        selection = self._selections.get(path)
-        if selection is not None:
-            if any(codec.get("name") not in ("bytes", "transpose") for codec in array.codecs):
-                raise BuilderError(f"array {path!r}: a selection applies to uncompressed data only")
-            itemsize = _itemsize(array.data_type)
-            chunk_bytes = math.prod(array.chunk_shape) * itemsize
-            if itemsize and chunk_bytes % selection.kept_size:
-                raise BuilderError(
-                    f"array {path!r}: a chunk of {chunk_bytes} bytes is not a whole number of "
-                    f"selected records of {selection.kept_size} bytes"
-                )
-        _validate_with_zarr(path, array, accepted)
 
 
 def columns_selection(
@@ -582,33 +450,6 @@ def columns_selection(
         else:
             keep.append([start, start + itemsize])
     return n_columns * itemsize, keep
-
-
-MIN_COLUMN_CHUNKS = 64
-"""Arrays with at least this many chunks from one `RfsBuilder.add_chunks` call keep them as
-columns in the built references (see `shadowzarr_spec.listed_refs`)."""
-
-
-def _as_columns(path: str, array: _Array) -> ChunkColumns | None:
-    """The array's chunks as columns when they all came from one `add_chunks` call of many
-    distinct chunks (what a generator of a large array does); else None."""
-    if len(array.segments) != 1 or not isinstance(array.segments[0], _ChunkBlock):
-        return None
-    block = array.segments[0]
-    n = len(block.offsets)
-    if n < MIN_COLUMN_CHUNKS or block.coords.shape[1] == 0:
-        return None
-    linear = np.ravel_multi_index(tuple(block.coords.T), array.grid)
-    if len(np.unique(linear)) != n:
-        return None  # a chunk added twice: the dict's rule (the last wins, first place) applies
-    return ChunkColumns(
-        path=path,
-        coords=block.coords.copy(),  # copies: the caller may reuse its arrays after the build
-        urls=[block.url],
-        url_index=np.zeros(n, dtype=np.uint8),
-        offsets=block.offsets.copy(),
-        sizes=block.sizes.copy(),
-    )
 
 
 def _node_path(path: str) -> str:
@@ -637,79 +478,3 @@ def _consolidated(documents: dict[str, dict[str, Any]], order: list[str]) -> dic
             }
         metadata[path] = document
     return {"kind": "inline", "must_understand": False, "metadata": metadata}
-
-
-def _gen_key_bounds(entry: GenEntry, path: str) -> list[int | None]:
-    """The largest chunk coordinate a gen entry's key reaches on each axis."""
-    tail = entry.key[len(path) + 1 :] if path else entry.key
-    parts = tail.split("/")[1:]
-    bounds: list[int | None] = []
-    for part in parts:
-        if part.startswith("{{"):
-            name = part.strip("{}").strip()
-            bounds.append(max(entry.dimensions[name], default=None))
-        else:
-            bounds.append(int(part))
-    return bounds
-
-
-def _itemsize(data_type: Any) -> int:
-    try:
-        from zarr.core.dtype import get_data_type_from_json
-    except ImportError:
-        return 0
-    try:
-        return int(get_data_type_from_json(data_type, zarr_format=3).to_native_dtype().itemsize)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _validate_with_zarr(path: str, array: _Array, accepted: set[str]) -> None:
-    """Ask zarr-python whether it accepts the metadata, when zarr-python is installed.
-
-    Arrays alike in everything but their sizes and names (an NWB file's thousands of small
-    columns) are asked about once: ``accepted`` holds what zarr-python took already."""
-    try:
-        from zarr.core.metadata.v3 import ArrayV3Metadata
-        from zarr.errors import UnknownCodecError
-        from zarr.registry import get_codec_class
-    except ImportError:
-        return
-    rank = len(array.shape)
-    if any(int(n) < 0 for n in array.shape) or any(int(c) <= 0 for c in array.chunk_shape):
-        raise BuilderError(f"array {path!r}: shape and chunk shape must be positive")
-    kind = json.dumps(
-        [rank, len(array.chunk_shape), array.data_type, array.fill_value, array.codecs,
-         array.dimension_names is not None and len(array.dimension_names)],
-        sort_keys=True, default=repr,
-    )  # fmt: skip
-    if kind in accepted:
-        return
-    document = array_metadata(
-        shape=array.shape,
-        data_type=array.data_type,
-        chunk_shape=array.chunk_shape,
-        fill_value=array.fill_value,
-        # A copy: a codec's from_dict may rewrite its configuration in place (imagecodecs'
-        # JPEG codec turns the base64 tables it was given into bytes, which JSON cannot hold).
-        codecs=copy.deepcopy(array.codecs),
-        attributes={},
-        dimension_names=array.dimension_names,
-    )
-    try:
-        ArrayV3Metadata.from_dict(document)
-    except UnknownCodecError as exc:
-        unknown = []
-        for name in codec_names(array.codecs):
-            try:
-                get_codec_class(name)
-            except UnknownCodecError:
-                unknown.append(name)
-        if not unknown or any(package_for_codec(name) is None for name in unknown):
-            raise BuilderError(f"array {path!r}: zarr-python refuses its metadata: {exc}") from exc
-        # A codec this machine lacks but a known package provides (imagecodecs' LZF where only
-        # h5py is installed) is the reader's to have: generating references decodes nothing.
-        return
-    except (TypeError, ValueError, KeyError) as exc:
-        raise BuilderError(f"array {path!r}: zarr-python refuses its metadata: {exc}") from exc
-    accepted.add(kind)

@@ -1,8 +1,9 @@
 """Virtual arrays: arrays stored in other files, sliced, stacked and transposed without data.
 
-Modules: :mod:`.array` (VirtualArray), :mod:`.strided` (arrays whose every element's byte is
-known), :mod:`.layout` (where chunks are), :mod:`.indexing` (index expressions), :mod:`.stacking`,
-:mod:`.memmap`, :mod:`.rfs_source`, :mod:`.emit` (into an RfsBuilder), :mod:`.placeholder`.
+Modules: :mod:`.array` (VirtualArray) with :mod:`.file_layouts` (where its constructors' bytes
+are), :mod:`.strided` (arrays whose every element's byte is known), :mod:`.layout` (where chunks
+are), :mod:`.indexing` (index expressions), :mod:`.stacking`, :mod:`.memmap`, :mod:`.rfs_source`,
+:mod:`.emit` (into an RfsBuilder), :mod:`.placeholder`.
 """
 
 from __future__ import annotations

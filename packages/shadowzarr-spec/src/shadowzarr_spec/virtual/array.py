@@ -11,16 +11,22 @@ array into a chunked one. Nothing here reads data: a refused index says why it w
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from shadowzarr_spec.metadata import bytes_codec
+from shadowzarr_spec.virtual.file_layouts import (
+    block_layout,
+    check_offset,
+    listed_chunk_layout,
+    normal_shape,
+    record_bytes,
+)
 from shadowzarr_spec.virtual.indexing import NeedsDataError, Pick, Take, normalize_index
-from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, VirtualChunkLayout
-from shadowzarr_spec.virtual.strided import StridedBytes, default_chunk_rows
+from shadowzarr_spec.virtual.layout import VirtualChunkLayout
+from shadowzarr_spec.virtual.strided import StridedBytes
 
 if TYPE_CHECKING:
     from shadowzarr_spec.builder import RfsBuilder
@@ -95,7 +101,7 @@ class VirtualArray:
         ``chunk_rows`` sets how many first-axis rows each chunk holds (default: about 4 MiB).
         """
         dtype = np.dtype(dtype)
-        shape = _shape(shape)
+        shape = normal_shape(shape)
         row_bytes = math.prod(shape[1:]) * dtype.itemsize
         return cls.records(
             url, shape, dtype, record_size=max(row_bytes, 1), offset=offset, chunk_rows=chunk_rows
@@ -116,28 +122,11 @@ class VirtualArray:
         """Each row (first-axis index) in a record of ``record_size`` bytes, after ``skip``
         bytes of header; the first record at ``offset``."""
         dtype = np.dtype(dtype)
-        shape = _shape(shape)
-        _check_offset(offset, skip)
+        shape = normal_shape(shape)
+        check_offset(offset, skip)
         if not shape:
             return cls.from_chunks((), (), dtype, [((), url, offset + skip, dtype.itemsize)])
-        row_bytes = math.prod(shape[1:]) * dtype.itemsize
-        if record_size <= 0 or skip + row_bytes > max(record_size, 0):
-            raise ValueError(
-                f"a row of {row_bytes} bytes after {skip} bytes of header does not fit a record "
-                f"of {record_size} bytes"
-            )
-        positions = tuple(_c_positions(shape[1:], dtype.itemsize))
-        strided = StridedBytes(
-            url=url,
-            first=offset + skip,
-            row_stride=record_size,
-            n_rows=shape[0],
-            positions=positions,
-            item_ranges=((0, dtype.itemsize),),
-            # Only up to the last row's values: a file may end before the last record's tail.
-            upper=offset + max(shape[0] - 1, 0) * record_size + skip + row_bytes,
-            chunk_rows=_chunk_rows(chunk_rows, shape[0], record_size),
-        )
+        strided = record_bytes(url, shape, dtype, record_size, skip, offset, chunk_rows)
         return cls(shape=shape, dtype=dtype, strided=strided)
 
     @classmethod
@@ -156,33 +145,13 @@ class VirtualArray:
         """Records of ``record_size`` bytes from ``offset``, each holding one C-ordered chunk of
         ``chunk_shape`` after ``skip`` bytes of header, one after another along ``axis``."""
         dtype = np.dtype(dtype)
-        shape, chunk_shape = _shape(shape), _shape(chunk_shape)
-        _check_offset(offset, skip)
-        if len(chunk_shape) != len(shape) or not 0 <= axis < max(len(shape), 1):
-            raise ValueError(f"chunk shape {chunk_shape} and axis {axis} do not fit shape {shape}")
-        for k, (extent, chunk) in enumerate(zip(shape, chunk_shape, strict=True)):
-            if chunk <= 0 or (k != axis and chunk != extent):
-                raise ValueError(
-                    f"blocks chunk along axis {axis} only: chunk shape {chunk_shape} must equal "
-                    f"the shape {shape} on every other axis"
-                )
-        chunk_bytes = math.prod(chunk_shape) * dtype.itemsize
-        if skip + chunk_bytes > record_size:
-            raise ValueError(
-                f"a chunk of {chunk_bytes} bytes after {skip} bytes of header does not fit a "
-                f"record of {record_size} bytes"
-            )
-        grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunk_shape, strict=True))
-        strides = tuple(record_size if k == axis else 0 for k in range(len(shape)))
-        pieces: tuple[AffinePiece, ...] = ()
-        if math.prod(grid):
-            pieces = (
-                AffinePiece(url, offset + skip, chunk_bytes, (0,) * len(grid), grid, strides),
-            )
+        shape, chunk_shape = normal_shape(shape), normal_shape(chunk_shape)
+        check_offset(offset, skip)
+        layout = block_layout(url, shape, chunk_shape, dtype, record_size, offset, axis, skip)
         return cls(
             shape=shape,
             dtype=dtype,
-            layout=VirtualChunkLayout(grid, pieces),
+            layout=layout,
             chunk_shape=chunk_shape,
         )
 
@@ -199,30 +168,11 @@ class VirtualArray:
         """An uncompressed array from chunks given one by one as (coords, url, offset, length);
         chunks not given read as ``fill_value``."""
         dtype = np.dtype(dtype)
-        shape, chunk_shape = _shape(shape), _shape(chunk_shape)
-        if len(chunk_shape) != len(shape) or any(c <= 0 for c in chunk_shape):
-            raise ValueError(f"chunk shape {chunk_shape} does not fit shape {shape}")
-        grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunk_shape, strict=True))
-        codes = np.full(grid, MISSING, dtype=np.int32)
-        offsets = np.zeros(grid, dtype=np.int64)
-        lengths = np.zeros(grid, dtype=np.int64)
-        urls: dict[str, int] = {}
-        for coords, url, offset, length in chunks:
-            coords = tuple(int(c) for c in coords)
-            if len(coords) != len(grid) or any(
-                not 0 <= c < g for c, g in zip(coords, grid, strict=True)
-            ):
-                raise ValueError(f"chunk {coords} is outside the chunk grid {grid}")
-            if offset < 0 or length < 0:
-                raise ValueError(f"chunk {coords} has a negative offset or length")
-            codes[coords] = urls.setdefault(url, len(urls))
-            offsets[coords] = offset
-            lengths[coords] = length
-        piece = TablePiece((0,) * len(grid), tuple(urls), (), codes, offsets, lengths)
+        shape, chunk_shape = normal_shape(shape), normal_shape(chunk_shape)
         return cls(
             shape=shape,
             dtype=dtype,
-            layout=VirtualChunkLayout(grid, (piece,)),
+            layout=listed_chunk_layout(shape, chunk_shape, chunks),
             chunk_shape=chunk_shape,
             fill_value=fill_value,
         )
@@ -503,7 +453,7 @@ class VirtualArray:
         """Add this array at ``path`` of ``builder``: its metadata, its chunks (a gen entry
         for each evenly spaced run, a chunk index when many are listed, refs otherwise) and
         its selection."""
-        from shadowzarr_spec.virtual.emit import add_chunks
+        from shadowzarr_spec.virtual.emit import add_chunks, record_local_sizes
 
         chunked = self._chunked()
         assert chunked._layout is not None
@@ -519,7 +469,7 @@ class VirtualArray:
             dimension_names=dimension_names,
         )
         add_chunks(builder, path, chunked._layout, chunk_index_threshold)
-        _record_local_sizes(builder, chunked._layout)
+        record_local_sizes(builder, chunked._layout)
         if chunked._selection is not None:
             builder.add_selection(path, chunked._selection.record_size, chunked._selection.keep)
 
@@ -604,55 +554,8 @@ def _fill_bytes(fill_value: Any, dtype: np.dtype) -> bytes:
         return repr(fill_value).encode()
 
 
-def _shape(shape: Sequence[int]) -> tuple[int, ...]:
-    result = tuple(int(s) for s in shape)
-    if any(s < 0 for s in result):
-        raise ValueError(f"negative shape {result}")
-    return result
-
-
-def _check_offset(offset: int, skip: int) -> None:
-    if offset < 0 or skip < 0:
-        raise ValueError(f"offset ({offset}) and skip ({skip}) must not be negative")
-
-
-def _chunk_rows(chunk_rows: int | None, n_rows: int, record_size: int) -> int:
-    if chunk_rows is None:
-        return default_chunk_rows(n_rows, record_size)
-    if chunk_rows <= 0:
-        raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
-    return int(chunk_rows)
-
-
-def _c_positions(shape: Sequence[int], itemsize: int) -> list[np.ndarray]:
-    """Byte offsets along each axis of a C-ordered block of ``shape``."""
-    positions = []
-    step = itemsize
-    for extent in reversed(shape):
-        positions.append(np.arange(extent, dtype=np.int64) * step)
-        step *= extent
-    return positions[::-1]
-
-
 def _describe(indices: range | np.ndarray) -> str:
     if isinstance(indices, range):
         return f"the slice {indices.start}:{indices.stop}:{indices.step}"
     shown = ", ".join(str(int(i)) for i in indices[:6])
     return f"the indices [{shown}{', …' if len(indices) > 6 else ''}]"
-
-
-def _record_local_sizes(builder: RfsBuilder, layout: VirtualChunkLayout) -> None:
-    """Record the size of each local file the chunks point into (unless already recorded): a
-    last chunk running past the end of its file reads as padding only where the recorded size
-    proves the file ends there."""
-    urls: set[str] = set()
-    for piece in layout.pieces:
-        urls.update([piece.url] if isinstance(piece, AffinePiece) else piece.urls)
-    for url in sorted(urls):
-        if "://" in url or builder.has_source(url):
-            continue
-        try:
-            size = os.stat(url).st_size
-        except OSError:
-            continue  # not reachable from here: left unrecorded, so never padded
-        builder.add_source(url, size=size)

@@ -9,6 +9,7 @@ single refs otherwise.
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,7 +22,7 @@ from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, Vir
 if TYPE_CHECKING:
     from shadowzarr_spec.builder import RfsBuilder
 
-__all__ = ["add_chunks", "fit_affine", "gen_entry"]
+__all__ = ["add_chunks", "fit_affine", "gen_entry", "record_local_sizes"]
 
 
 def add_chunks(builder: RfsBuilder, path: str, layout: VirtualChunkLayout, threshold: int) -> None:
@@ -148,3 +149,20 @@ def _add_scalar_chunk(builder: RfsBuilder, path: str, piece: TablePiece) -> None
         builder.add_inline_chunk(path, (), piece.inline[code - len(piece.urls)])
     else:
         builder.add_chunk(path, (), piece.urls[code], int(piece.offsets), int(piece.lengths))
+
+
+def record_local_sizes(builder: RfsBuilder, layout: VirtualChunkLayout) -> None:
+    """Record the size of each local file the chunks point into (unless already recorded): a
+    last chunk running past the end of its file reads as padding only where the recorded size
+    proves the file ends there."""
+    urls: set[str] = set()
+    for piece in layout.pieces:
+        urls.update([piece.url] if isinstance(piece, AffinePiece) else piece.urls)
+    for url in sorted(urls):
+        if "://" in url or builder.has_source(url):
+            continue
+        try:
+            size = os.stat(url).st_size
+        except OSError:
+            continue  # not reachable from here: left unrecorded, so never padded
+        builder.add_source(url, size=size)

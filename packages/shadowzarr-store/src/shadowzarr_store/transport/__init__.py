@@ -8,15 +8,18 @@ DANDI resolution, index arrays and Zarr sources.
 Modules, one job each: `locations` (kinds of location, redaction), `access` (``allowed_urls``,
 ``allow_local_files``), `headers` (user headers bound to URL prefixes), `head_values` (the one
 check of every value bound for a request head), `options`, `status` (the one status map),
-`errors`, `http` (requests, redirects, aiohttp for multi-range and open-ended reads),
-`http1` (our kept-alive HTTP/1.1 connections) with `http1_bodies` (chunked and close-ended
-bodies), `pools` (one pool per origin per event loop for the process), `budget` (connections
-across origins), `proxies` (the one proxy decision), `documents` (reference files kept by
-ETag), `content_coding` (gzip and deflate undone), `object_store` (obstore) with
-`storage_options` (the spellings users bring), `local` (local files and their identity),
-`dandi` (DANDI download URLs), `multipart` (the one ``multipart/byteranges`` parser),
-`coalesce` (the one range-coalescing rule), `stats`, `client` (the facade) and `blocking` (the
-synchronous face on a private loop thread).
+`errors`, `http` (requests, redirects, aiohttp for multi-range and open-ended reads) with
+`answer` (what an attempt hands back), `redirects` (each hop checked, loops ended), `framing`
+(Content-Range and multipart parts held to the range asked) and `aiohttp_errors` (aiohttp's
+failures in our words), `http1` (a pool of our kept-alive HTTP/1.1 connections per origin) with
+`http1_connection` (one connection), `http1_heads` (an answer's head read strictly) and
+`http1_bodies` (chunked and close-ended bodies), `pools` (one pool per origin per event loop
+for the process), `budget` (connections across origins), `proxies` (the one proxy decision),
+`documents` (reference files kept by ETag), `content_coding` (gzip and deflate undone),
+`object_store` (obstore) with `storage_options` (the spellings users bring), `local` (local
+files and their identity), `dandi` (DANDI download URLs), `multipart` (the one
+``multipart/byteranges`` parser), `coalesce` (the one range-coalescing rule), `stats`,
+`client` (the facade) and `blocking` (the synchronous face on a private loop thread).
 
 Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
 signs requests and finds credentials the way their users expect; writing signing code is not
@@ -39,6 +42,7 @@ construction site outside tests.
 from __future__ import annotations
 
 from shadowzarr_store.transport.access import AccessPolicy
+from shadowzarr_store.transport.answer import Answer
 from shadowzarr_store.transport.blocking import DEFAULT_MAX_GAP, RangeSource, run_blocking
 from shadowzarr_store.transport.client import Transport, same_etag, transport_for
 from shadowzarr_store.transport.dandi import token_header
@@ -54,7 +58,6 @@ from shadowzarr_store.transport.errors import (
     UnsafeRequestError,
 )
 from shadowzarr_store.transport.headers import HeaderRules
-from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.local import probe_local
 from shadowzarr_store.transport.locations import (
     is_local,

@@ -24,7 +24,7 @@ from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
-    from shadowzarr_store.transport.http import Answer
+    from shadowzarr_store.transport.answer import Answer
     from shadowzarr_store.transport.options import TransportOptions
 
 __all__ = ["DEFAULT_MAX_GAP", "RangeSource", "run_blocking"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError, SourceInfo
 from shadowzarr_spec.etags import is_entity_tag
 
+from shadowzarr_store.transport.answer import Answer
 from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
 from shadowzarr_store.transport.documents import DOCUMENTS
@@ -32,7 +33,7 @@ from shadowzarr_store.transport.errors import (
     TransientError,
 )
 from shadowzarr_store.transport.head_values import escaped
-from shadowzarr_store.transport.http import Answer, HttpBackend
+from shadowzarr_store.transport.http import HttpBackend
 from shadowzarr_store.transport.local import (
     Stamp,
     changed_under,

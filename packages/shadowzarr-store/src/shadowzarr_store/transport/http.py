@@ -4,35 +4,35 @@ ranges and the redirect question on aiohttp.
 
 Redirects are followed here, one hop at a time, so that every hop is checked against the access
 policy before it is requested and carries only the user headers bound to its own URL; a chain
-that comes back to one of its URLs, or runs past ten hops, is a `RedirectError` at once. Each
-answer is framed strictly: a 206 must carry the Content-Range asked for and exactly that many
-bytes (a `FramingError` otherwise, retried by the client), a 200 is accepted only for a whole-file
-read. Connections, ours and aiohttp's, come from the process's pools per event loop
-(`pools`), shared with every other transport; each request goes through the proxy that
-`ProxyConfig` chooses for its URL, whichever client sends it.
+that comes back to one of its URLs, or runs past ten hops, is a `RedirectError` at once
+(`redirects`). Each answer is framed strictly (`framing`): a 206 must carry the Content-Range
+asked for and exactly that many bytes (a `FramingError` otherwise, retried by the client), a 200
+is accepted only for a whole-file read. Connections, ours and aiohttp's, come from the
+process's pools per event loop (`pools`), shared with every other transport; each request goes
+through the proxy that `ProxyConfig` chooses for its URL, whichever client sends it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import ssl
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from shadowzarr_spec import SourceAccessError, SourceChangedError, SourceError
 from yarl import URL
 
+from shadowzarr_store.transport.aiohttp_errors import proxy_error, said
+from shadowzarr_store.transport.answer import Answer
 from shadowzarr_store.transport.content_coding import decode_whole, refuse_coded_range
 from shadowzarr_store.transport.errors import (
     AnswerTooLargeError,
     FramingError,
     ProxyError,
-    RedirectError,
     TransientError,
 )
+from shadowzarr_store.transport.framing import check_range, content_range, part_for, wire_most
 from shadowzarr_store.transport.head_values import check_request, refuse_control
 from shadowzarr_store.transport.http1 import (
     AnswerTooLong,
@@ -42,9 +42,10 @@ from shadowzarr_store.transport.http1 import (
     content_length,
 )
 from shadowzarr_store.transport.locations import redact
-from shadowzarr_store.transport.multipart import Part, boundary_of, parse_byteranges
+from shadowzarr_store.transport.multipart import boundary_of, parse_byteranges
 from shadowzarr_store.transport.pools import pools
 from shadowzarr_store.transport.proxies import Proxy, ProxyConfig
+from shadowzarr_store.transport.redirects import MAX_REDIRECTS, check_chain, redirect_target
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
 
 if TYPE_CHECKING:
@@ -57,26 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Answer", "HttpBackend"]
 
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
-_MAX_REDIRECTS = 10
 _MAX_HOPS_KEPT = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """Bytes read, and what the server said about the whole file."""
-
-    data: bytes | memoryview
-    """A read-only ``memoryview`` instead only where the caller asked for one
-    (`Transport.read`'s ``view``)."""
-    total: int | None
-    """The file's size (Content-Range's total, or the length of a whole-file answer)."""
-    etag: str | None
-    final: str | None = None
-    """Where redirects led, when the answer came from another URL than the one asked for."""
-    not_modified: bool = False
-    """A ``304 Not Modified`` to a read asked with ``If-None-Match`` (no data: the caller
-    has it)."""
 
 
 class HttpBackend:
@@ -181,13 +163,13 @@ class HttpBackend:
                 wait = retry_after(response.headers.get("Retry-After"))
                 return response.status, urljoin(url, location) if location else None, wait
         except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError) as exc:
-            raise _proxy_error(exc, proxy, shown) from exc
+            raise proxy_error(exc, proxy, shown) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            raise TransientError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
+            raise TransientError(f"{shown}: {type(exc).__name__}: {said(exc)}") from exc
         except TimeoutError as exc:
             raise TransientError(f"{shown}: no answer within {self._options.timeout} s") from exc
         except aiohttp.ClientError as exc:
-            raise SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}") from exc
+            raise SourceError(f"{shown}: {type(exc).__name__}: {said(exc)}") from exc
 
     async def get(
         self,
@@ -212,8 +194,8 @@ class HttpBackend:
             status = response.status
             if status == 206 and not whole:
                 refuse_coded_range(response.headers.get("Content-Encoding"), shown)
-                first, last, total = _content_range(response.headers.get("Content-Range"), shown)
-                _check_range(first, last, total, start, end, shown)
+                first, last, total = content_range(response.headers.get("Content-Range"), shown)
+                check_range(first, last, total, start, end, shown)
                 body = await self._read_body(response, shown, most, size)
                 if len(body) != last - first + 1:
                     raise FramingError(
@@ -221,7 +203,7 @@ class HttpBackend:
                     )
                 return Answer(body, total, response.headers.get("ETag"), hop.final)
             if status == 200 and whole:
-                body = await self._read_body(response, shown, _wire_most(most), size)
+                body = await self._read_body(response, shown, wire_most(most), size)
                 length = response.headers.get("Content-Length")
                 if length is not None and len(body) != content_length(length):
                     raise FramingError(
@@ -266,8 +248,8 @@ class HttpBackend:
         status = head.status
         if status == 206:
             refuse_coded_range(head.headers.get("content-encoding"), shown)
-            first, last, total = _content_range(head.headers.get("content-range"), shown)
-            _check_range(first, last, total, start, end, shown)
+            first, last, total = content_range(head.headers.get("content-range"), shown)
+            check_range(first, last, total, start, end, shown)
             if len(body) != last - first + 1:
                 raise FramingError(
                     f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
@@ -303,7 +285,7 @@ class HttpBackend:
         most = self._most_to_end(0, size)
         conditional = {"If-None-Match": if_none_match} if if_none_match else {}
         try:
-            head, body = await self._ask(url, conditional, etag, shown, _wire_most(most))
+            head, body = await self._ask(url, conditional, etag, shown, wire_most(most))
         except AnswerTooLong as exc:
             raise self._too_long(exc.length, size, shown) from exc
         status = head.status
@@ -392,8 +374,8 @@ class HttpBackend:
         location = head.headers.get("location")
         if head.status not in REDIRECTS or not location:
             return None
-        target = _redirect_target(url, location, shown, self._access)
-        _check_chain(target, (*chain, url), shown)
+        target = redirect_target(url, location, shown, self._access)
+        check_chain(target, (*chain, url), shown)
         return target
 
     async def get_many(
@@ -425,7 +407,7 @@ class HttpBackend:
             refuse_coded_range(head.headers.get("content-encoding"), shown)
             parts = parse_byteranges(bytes(body), boundary, shown)
             tag = head.headers.get("etag")
-            return [_part_for(parts, start, end, tag, None, shown) for start, end in ranges]
+            return [part_for(parts, start, end, tag, None, shown) for start, end in ranges]
         target = self._redirect(url, head, shown, chain)
         if target is not None:
             answers = await self.get_many(target, ranges, etag, shown, chain=(*chain, url))
@@ -462,7 +444,7 @@ class _LastHop:
         session = backend._session()
         target = self._url
         chain: tuple[str, ...] = ()
-        for hops in range(_MAX_REDIRECTS + 1):
+        for hops in range(MAX_REDIRECTS + 1):
             address, bound, proxy = backend._hop(target)
             self._proxy = proxy
             # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
@@ -495,9 +477,9 @@ class _LastHop:
                 return response
             await context.__aexit__(None, None, None)
             chain = (*chain, target)
-            target = _redirect_target(target, location, self._shown, backend._access)
-            _check_chain(target, chain, self._shown)
-        raise AssertionError("unreachable: _check_chain ends a chain past the hops followed")
+            target = redirect_target(target, location, self._shown, backend._access)
+            check_chain(target, chain, self._shown)
+        raise AssertionError("unreachable: check_chain ends a chain past the hops followed")
 
     async def __aexit__(
         self,
@@ -516,51 +498,20 @@ class _LastHop:
         aiohttp = _aiohttp()
         shown = self._shown
         if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
-            return _proxy_error(exc, self._proxy, shown)
+            return proxy_error(exc, self._proxy, shown)
         if isinstance(exc, aiohttp.ClientConnectorCertificateError):
             refused = exc.certificate_error
             if isinstance(refused, ssl.SSLCertVerificationError):
                 return SourceError(f"{shown}: {certificate_refused(refused)}")
             return SourceError(f"{shown}: the server's certificate was refused ({refused})")
         if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
-            return TransientError(f"{shown}: {type(exc).__name__}: {_said(exc)}")
+            return TransientError(f"{shown}: {type(exc).__name__}: {said(exc)}")
         if isinstance(exc, TimeoutError) and not isinstance(exc, SourceError):
             timeout = self._backend._options.timeout
             return TransientError(f"{shown}: no answer within {timeout} s")
         if isinstance(exc, aiohttp.ClientError):
-            return SourceError(f"{shown}: {type(exc).__name__}: {_said(exc)}")
+            return SourceError(f"{shown}: {type(exc).__name__}: {said(exc)}")
         return exc
-
-
-def _redirect_target(url: str, location: str, shown: str, access: AccessPolicy) -> str:
-    """Where a redirect from ``url`` to ``location`` leads, checked as every hop is (http(s)
-    only, within the allowed URLs); a Location with a control byte is refused, not cleaned."""
-    refuse_control(location, "a redirect's Location", shown)
-    try:
-        target = urljoin(url, location)
-    except ValueError as exc:
-        raise SourceAccessError(
-            f"{shown}: a redirect to an unusable URL was refused ({exc})"
-        ) from exc
-    access.check_redirect(target)
-    return target
-
-
-def _check_chain(target: str, chain: tuple[str, ...], shown: str) -> None:
-    """`RedirectError` when ``target`` was already asked for in this chain of redirects (a
-    loop), or would be a hop past the `_MAX_REDIRECTS` followed."""
-    if target in chain:
-        raise RedirectError(
-            f"{shown}: a redirect loop ({len(chain)} hops lead back to {redact(target)})"
-        )
-    if len(chain) > _MAX_REDIRECTS:
-        raise RedirectError(f"{shown}: more than {_MAX_REDIRECTS} redirects")
-
-
-def _wire_most(most: int) -> int:
-    """The most bytes a whole-file answer of at most ``most`` bytes may take on the wire (a
-    gzip stream of incompressible bytes is a little longer than they are)."""
-    return most + most // 64 + 1024
 
 
 def _address(url: str) -> URL:
@@ -572,60 +523,6 @@ def _address(url: str) -> URL:
         raise SourceAccessError(f"{redact(url)}: not a usable URL ({exc})") from exc
 
 
-def _part_for(
-    parts: list[Part], start: int, end: int, etag: str | None, final: str | None, shown: str
-) -> Answer:
-    """The bytes of ``[start, end)`` from the part holding them (servers may merge ranges; a
-    part cut at the end of the file serves a range running past it)."""
-    for part in parts:
-        stop = part.start + len(part.data)
-        if part.start <= start and (end <= stop or (part.total is not None and stop == part.total)):
-            return Answer(part.data[start - part.start : end - part.start], part.total, etag, final)
-    raise FramingError(f"{shown}: no part of the multipart answer holds bytes {start}-{end - 1}")
-
-
-def _content_range(header: str | None, shown: str) -> tuple[int, int, int | None]:
-    header = header or ""
-    match = _CONTENT_RANGE.match(header.strip())
-    if match is None:
-        raise FramingError(f"{shown}: 206 answer with an unusable Content-Range {header[:80]!r}")
-    total = None if match[3] == "*" else int(match[3])
-    return int(match[1]), int(match[2]), total
-
-
-def _check_range(
-    first: int, last: int, total: int | None, start: int, end: int | None, shown: str
-) -> None:
-    """The server may stop early only at the end of the file."""
-    at_end = total is not None and last == total - 1
-    if (
-        first != start
-        or last < first
-        or (end is None and not at_end)
-        or (end is not None and last != end - 1 and not (last < end - 1 and at_end))
-    ):
-        raise FramingError(
-            f"{shown}: the server answered Content-Range bytes {first}-{last}/{total}, "
-            "not the range asked for"
-        )
-
-
-def _proxy_error(exc: aiohttp.ClientError, proxy: Proxy | None, shown: str) -> SourceError:
-    """aiohttp's failure at the proxy as ours: naming the proxy, never its credentials."""
-    aiohttp = _aiohttp()
-    named = proxy.shown if proxy is not None else "the proxy"
-    if isinstance(exc, aiohttp.ClientHttpProxyError):
-        if exc.status == 407:
-            return ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
-        if exc.status >= 500:
-            return TransientError(
-                f"{shown}: the proxy {named} could not reach the server (HTTP {exc.status})"
-            )
-        return ProxyError(f"{shown}: the proxy {named} refused the request (HTTP {exc.status})")
-    cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
-    return ProxyError(f"{shown}: cannot connect to the proxy {named}: {type(cause).__name__}")
-
-
 def _aiohttp() -> ModuleType:
     """aiohttp, imported at its first use (open-ended ranges, the redirect question): ranges,
     multi-range requests and whole files go on our own connections (`http1`), so reads and
@@ -633,8 +530,3 @@ def _aiohttp() -> ModuleType:
     import aiohttp
 
     return aiohttp
-
-
-def _said(exc: BaseException) -> str:
-    """What an aiohttp error says, with any URL in it redacted."""
-    return " ".join(redact(word) if "://" in word else word for word in str(exc).split())

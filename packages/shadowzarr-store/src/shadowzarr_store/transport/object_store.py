@@ -27,8 +27,8 @@ from shadowzarr_spec import (
     SourceNotFoundError,
 )
 
+from shadowzarr_store.transport.answer import Answer
 from shadowzarr_store.transport.errors import ProxyError
-from shadowzarr_store.transport.http import Answer
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.proxies import ProxyConfig
 from shadowzarr_store.transport.storage_options import (
