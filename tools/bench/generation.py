@@ -80,7 +80,7 @@ def _ours(ctx: Context, workload: str, case: str, path: Path, url: str) -> Row:
     def forget_connections() -> None:
         """Every run opens its connections anew (the process keeps them between generations,
         so without this only the first run would pay ``--connect-latency``)."""
-        from shadowzarr_store.transport.pools import close_all_pools
+        from shadowzarr_store.transport import close_all_pools
 
         close_all_pools()
 
