@@ -106,6 +106,15 @@ def as_storage(values: Any, storage: np.dtype) -> np.ndarray:
     return array.astype(storage, copy=False)
 
 
+def _numpy_type(dataset: h5py.Dataset | HeaderDataset, path: str) -> np.dtype:
+    try:
+        return dataset.dtype
+    except ValueError as exc:  # h5py has no numpy type for it (IEEE quadruple precision)
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: a data type numpy cannot represent ({exc})"
+        ) from exc
+
+
 def _described(
     dataset: h5py.Dataset | HeaderDataset, path: str, source: Source
 ) -> tuple[TypePlan, dict[str, Any], list[str | None] | None]:
@@ -115,7 +124,7 @@ def _described(
     else:
         stored_names = attribute_names(dataset)
         attributes = read_attributes(dataset, source.paths, stored_names)
-    plan = plan_type(dataset.dtype, path)
+    plan = plan_type(_numpy_type(dataset, path), path)
     if source.netcdf and is_netcdf_char(dataset.dtype):
         plan = TypePlan(TypeKind.STORED, np.dtype("S1"), (), None)
     if source.netcdf:

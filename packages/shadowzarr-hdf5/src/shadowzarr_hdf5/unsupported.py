@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -116,4 +117,8 @@ def _stored_bytes(dataset: Any) -> int:
     shape = dataset.shape
     if shape is None:
         return 0
-    return int(math.prod(shape)) * int(dataset.dtype.itemsize)
+    try:
+        itemsize = int(dataset.dtype.itemsize)
+    except ValueError:  # a type numpy cannot represent: HDF5 cannot decode it for us either
+        return sys.maxsize
+    return int(math.prod(shape)) * itemsize
