@@ -221,3 +221,21 @@ def test_a_float_type_numpy_cannot_represent_costs_its_dataset_only(
     assert rfs.unsupported["quadprecision"].outcome == "omitted"
     assert "numpy cannot represent" in rfs.unsupported["quadprecision"].reason
     assert_array_equal_exact(root["plain"][...], np.arange(6.0))
+
+
+def test_an_hdf5_time_type_costs_its_dataset_only(tmp_path: Path, open_refs: Any) -> None:
+    """PyTables' time columns are HDF5 time types, which h5py has no numpy type for (its
+    TypeError refused the whole file): that dataset alone is omitted, with its reason."""
+    import tables
+
+    path = tmp_path / "times.h5"
+    with tables.open_file(path, "w") as t:
+        t.create_carray("/", "times", atom=tables.Time64Atom(), obj=np.arange(4.0) / 3)
+        t.create_array("/", "plain", obj=np.arange(5, dtype="<i8"))
+    with h5py.File(path) as f, pytest.raises(TypeError, match="TypeTimeID"):
+        _ = f["times"].dtype
+    with pytest.warns(UnsupportedDatasetWarning, match="times"):
+        rfs, root = _generated(path, open_refs)
+    assert rfs.unsupported["times"].outcome == "omitted"
+    assert "numpy cannot represent" in rfs.unsupported["times"].reason
+    assert_array_equal_exact(root["plain"][...], np.arange(5, dtype="<i8"))

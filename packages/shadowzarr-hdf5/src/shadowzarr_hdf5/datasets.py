@@ -109,7 +109,7 @@ def as_storage(values: Any, storage: np.dtype) -> np.ndarray:
 def _numpy_type(dataset: h5py.Dataset | HeaderDataset, path: str) -> np.dtype:
     try:
         return dataset.dtype
-    except ValueError as exc:  # h5py has no numpy type for it (IEEE quadruple precision)
+    except (ValueError, TypeError) as exc:  # no numpy type: IEEE quadruple, HDF5 time types
         raise UnsupportedFeatureError(
             f"dataset {path!r}: a data type numpy cannot represent ({exc})"
         ) from exc

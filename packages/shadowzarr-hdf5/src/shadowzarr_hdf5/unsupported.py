@@ -119,6 +119,6 @@ def _stored_bytes(dataset: Any) -> int:
         return 0
     try:
         itemsize = int(dataset.dtype.itemsize)
-    except ValueError:  # a type numpy cannot represent: HDF5 cannot decode it for us either
+    except (ValueError, TypeError):  # a type numpy lacks: HDF5 cannot decode it for us either
         return sys.maxsize
     return int(math.prod(shape)) * itemsize
