@@ -15,6 +15,7 @@ import h5py
 import hdf5plugin  # noqa: F401 - registers the filters h5py needs to read the files
 import numpy as np
 from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_hdf5.netcdf import is_netcdf4
 from shadowzarr_spec import load_rfs, write_rfs
 from shadowzarr_store import open_rfs
 from shadowzarr_testing.hdf5_compare import (
@@ -136,7 +137,7 @@ def _compare_form(
     result: FileResult,
     statuses: dict[str, str],
 ) -> None:
-    netcdf = "_NCProperties" in f.attrs
+    netcdf = is_netcdf4(f)  # the generator's rule (old netCDF-C wrote no _NCProperties)
     _attributes(f, root, netcdf, f"{form} /", result)
     for name, kind in names.items():
         if kind == "group":
@@ -195,7 +196,7 @@ def _values(
     dataset, array = f[name], root[name]
     try:
         _check_shape(dataset, array, netcdf)
-        compare_values(f, dataset, array, root, name)
+        compare_values(f, dataset, array, root, name, netcdf=netcdf)
         _check_fill(dataset, array, netcdf)
     except Exception as exc:
         result.mismatches.append(f"{form} {name}: {_message(exc)}")
@@ -219,11 +220,17 @@ def _check_fill(dataset: h5py.Dataset, array: Any, netcdf: bool) -> None:
     dtype = dataset.dtype
     if dataset.shape is None or dtype.kind not in "iufb" or dtype.subdtype is not None:
         return
-    if netcdf or dataset.fillvalue is None:
+    if netcdf:
         return  # netCDF's fill is the _FillValue attribute's, checked with the attributes
+    try:
+        fillvalue = dataset.fillvalue
+    except RuntimeError:  # "fill value is undefined" (HDF5 1.6 era): h5py gives zeros
+        fillvalue = np.zeros((), dtype)
+    if fillvalue is None:
+        return
     native = dtype.newbyteorder("=")
     ours = np.asarray(array.fill_value).astype(native)
-    theirs = np.asarray(dataset.fillvalue).astype(native)
+    theirs = np.asarray(fillvalue).astype(native)
     if ours.tobytes() != theirs.tobytes():
         raise AssertionError(f"fill value {ours!r} != h5py's {theirs!r}")
 
