@@ -66,6 +66,9 @@ def main() -> int:
     summary["seconds"] = round(time.perf_counter() - started)
     print(table(summary))
     print("\n".join(problem_lines(summary)))
+    print("unsupported, by outcome and reason:")
+    for reason, count in summary["unsupported_reasons"].items():
+        print(f"  {count:5d}  {reason[:200]}")
     print(json.dumps(summary["total"]))
     if arguments.json:
         arguments.json.write_text(json.dumps(summary, indent=1) + "\n")

@@ -139,6 +139,7 @@ def _compare_form(
 ) -> None:
     netcdf = is_netcdf4(f)  # the generator's rule (old netCDF-C wrote no _NCProperties)
     _attributes(f, root, netcdf, f"{form} /", result)
+    root = _Tree(root)
     for name, kind in names.items():
         if kind == "group":
             if name not in root:
@@ -196,13 +197,31 @@ def _values(
     dataset, array = f[name], root[name]
     try:
         _check_shape(dataset, array, netcdf)
-        compare_values(f, dataset, array, root, name, netcdf=netcdf)
+        compare_values(f, dataset, array, root.group, name, netcdf=netcdf)
         _check_fill(dataset, array, netcdf)
     except Exception as exc:
         result.mismatches.append(f"{form} {name}: {_message(exc)}")
         return "mismatch"
     _attributes(dataset, array, netcdf, f"{form} {name}", result)
     return equal
+
+
+class _Tree:
+    """Every node of a zarr group, opened once (a file of MATLAB cells holds 15,000): a lookup
+    by path each time parsed each array's metadata again."""
+
+    def __init__(self, group: Any) -> None:
+        self.group = group
+        try:
+            self.nodes: dict[str, Any] | None = dict(group.members(max_depth=None))
+        except Exception:  # the listing failed: each path is looked up instead
+            self.nodes = None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.nodes if self.nodes is not None else name in self.group
+
+    def __getitem__(self, name: str) -> Any:
+        return self.nodes[name] if self.nodes is not None else self.group[name]
 
 
 def _check_shape(dataset: h5py.Dataset, array: Any, netcdf: bool) -> None:

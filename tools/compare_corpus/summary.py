@@ -17,6 +17,7 @@ def tally(results: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     sources: dict[str, dict[str, int]] = {}
     problems: list[dict[str, Any]] = []
     not_opened: list[str] = []
+    reasons: dict[str, int] = {}
     for source, result in results:
         if not result["h5py_opens"]:
             not_opened.append(result["file"])
@@ -24,6 +25,8 @@ def tally(results: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         row = sources.setdefault(source, dict.fromkeys(COLUMNS, 0))
         counts = result["counts"]
         row["files"] += 1
+        for reason in result["unsupported"].values():
+            reasons[reason] = reasons.get(reason, 0) + 1
         row["datasets"] += result["datasets"]
         row["equal"] += counts.get("equal", 0)
         row["unsupported"] += counts.get("unsupported", 0)
@@ -45,6 +48,7 @@ def tally(results: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         "total": total | {"unrecorded_unreadable": unrecorded, "h5py_cannot_open": len(not_opened)},
         "sources": sources,
         "h5py_cannot_open": not_opened,
+        "unsupported_reasons": dict(sorted(reasons.items(), key=lambda item: -item[1])),
         "problems": problems,
     }
 
