@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from shadowzarr_spec import UnsupportedFeatureError
@@ -50,3 +52,25 @@ def test_refused_filters_name_dataset_and_filter(spec: FilterSpec, message: str)
     with pytest.raises(UnsupportedFeatureError, match=message) as caught:
         codecs_for((spec,), np.dtype("<f4"), "group/data")
     assert "'group/data'" in str(caught.value)
+
+
+@pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
+def test_lzf_records_compressed_beyond_the_codec_are_rewritten(tmp_path: Path) -> None:
+    """Records of constant values compress beyond 8:1 under LZF: their chunks are rewritten
+    inline, and comparing them with the fill value (h5py reads them structured, the array's
+    type is raw bytes) refused the whole file with numpy's TypeError."""
+    import h5py
+    from shadowzarr_spec.hdf5_types import as_structured
+    from shadowzarr_store import open_rfs
+
+    from shadowzarr_hdf5 import generate_rfs
+
+    record = np.dtype([("id", "<u2"), ("xyz", "<f4", (3,))])
+    path = tmp_path / "records.h5"
+    values = np.ones(50, record)
+    values["id"][20:30] = 0
+    values["xyz"][20:30] = 0  # one chunk of only the fill value
+    with h5py.File(path, "w") as f:
+        f.create_dataset("records", data=values, chunks=(10,), compression="lzf")
+    array = open_rfs(generate_rfs(path, inline_threshold=0))["records"]
+    assert as_structured(array[...], array.attrs).tobytes() == values.tobytes()

@@ -204,3 +204,45 @@ def test_datasets_h5py_cannot_read_are_refused_alone(tmp_path: Path, open_refs: 
         assert all("HDF5 cannot" in u.reason for u in rfs.unsupported.values())
         assert {o.outcome for o in rfs.unsupported.values()} == {"omitted"}
         assert_array_equal_exact(root["good"][...], np.arange(20.0))
+
+
+def test_a_float_type_numpy_cannot_represent_costs_its_dataset_only(
+    tmp_path: Path, open_refs: Any
+) -> None:
+    """IEEE quadruple precision (PyTables' float.h5): h5py has no numpy type for it, and its
+    ValueError refused the whole file; now that dataset alone is omitted, with its reason."""
+    path = tmp_path / "quad.h5"
+    with h5py.File(path, "w") as f:
+        quad = h5py.h5t.IEEE_F64LE.copy()
+        quad.set_size(16)
+        quad.set_precision(128)
+        quad.set_fields(127, 112, 15, 0, 112)
+        quad.set_ebias(16383)
+        space = h5py.h5s.create_simple((4,))
+        h5py.h5d.create(f.id, b"quadprecision", quad, space)
+        f.create_dataset("plain", data=np.arange(6.0))
+    with h5py.File(path) as f, pytest.raises(ValueError, match="Insufficient precision"):
+        _ = f["quadprecision"].dtype
+    with pytest.warns(UnsupportedDatasetWarning, match="quadprecision"):
+        rfs, root = _generated(path, open_refs)
+    assert rfs.unsupported["quadprecision"].outcome == "omitted"
+    assert "numpy cannot represent" in rfs.unsupported["quadprecision"].reason
+    assert_array_equal_exact(root["plain"][...], np.arange(6.0))
+
+
+def test_an_hdf5_time_type_costs_its_dataset_only(tmp_path: Path, open_refs: Any) -> None:
+    """PyTables' time columns are HDF5 time types, which h5py has no numpy type for (its
+    TypeError refused the whole file): that dataset alone is omitted, with its reason."""
+    import tables
+
+    path = tmp_path / "times.h5"
+    with tables.open_file(path, "w") as t:
+        t.create_carray("/", "times", atom=tables.Time64Atom(), obj=np.arange(4.0) / 3)
+        t.create_array("/", "plain", obj=np.arange(5, dtype="<i8"))
+    with h5py.File(path) as f, pytest.raises(TypeError, match="TypeTimeID"):
+        _ = f["times"].dtype
+    with pytest.warns(UnsupportedDatasetWarning, match="times"):
+        rfs, root = _generated(path, open_refs)
+    assert rfs.unsupported["times"].outcome == "omitted"
+    assert "numpy cannot represent" in rfs.unsupported["times"].reason
+    assert_array_equal_exact(root["plain"][...], np.arange(5, dtype="<i8"))

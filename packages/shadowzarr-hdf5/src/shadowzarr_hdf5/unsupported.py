@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -142,4 +143,8 @@ def _stored_bytes(dataset: Any) -> int:
     shape = dataset.shape
     if shape is None:
         return 0
-    return int(math.prod(shape)) * int(dataset.dtype.itemsize)
+    try:
+        itemsize = int(dataset.dtype.itemsize)
+    except (ValueError, TypeError):  # a type numpy lacks: HDF5 cannot decode it for us either
+        return sys.maxsize
+    return int(math.prod(shape)) * itemsize

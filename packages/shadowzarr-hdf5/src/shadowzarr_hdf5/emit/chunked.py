@@ -137,14 +137,23 @@ def lzf_literal_chunks(
             slice(c * n, min((c + 1) * n, s))
             for c, n, s in zip(coords, chunk_shape, shape, strict=True)
         )
-        block = values[region]
-        same = block == fill
-        if block.dtype.kind in "fc":
-            same |= np.isnan(block) & np.isnan(fill)
-        if not np.all(same):
+        if not _only_fill(np.asarray(values[region]), fill):
             kept.append(coords)
     encoded = encode_chunks(
         values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
         codecs=codecs[:-1], fill_value=fill_value, regions=kept,
     )  # fmt: skip
     return {c: literal_lzf(data) for c, data in encoded.items()}
+
+
+def _only_fill(block: np.ndarray, fill: np.ndarray) -> bool:
+    if block.dtype.kind == "V" or fill.dtype.kind == "V":
+        # records: h5py reads them structured, the array's type is raw bytes; compare bytes
+        whole = np.ascontiguousarray(block)
+        return (
+            whole.dtype.itemsize == fill.itemsize and whole.tobytes() == fill.tobytes() * whole.size
+        )
+    same = block == fill
+    if block.dtype.kind in "fc":
+        same |= np.isnan(block) & np.isnan(fill)
+    return bool(np.all(same))

@@ -8,6 +8,7 @@ from typing import Any
 
 import h5py
 import numpy as np
+from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_spec.nwb_convention import REFERENCE_FIELDS_ATTR
 
 from ..attributes import attribute_names, read_attributes
@@ -34,7 +35,7 @@ def describe_dataset(
     else:
         stored_names = attribute_names(dataset)
         attributes = read_attributes(dataset, source.paths, stored_names)
-    plan = plan_type(dataset.dtype, path)
+    plan = plan_type(_numpy_type(dataset, path), path)
     if source.netcdf and is_netcdf_char(dataset.dtype):
         plan = TypePlan(TypeKind.STORED, np.dtype("S1"), (), None)
     if source.netcdf:
@@ -51,6 +52,15 @@ def describe_dataset(
             attributes[ENUM_NAME_ATTR] = name
     attributes.update(plan.attributes)
     return plan, attributes, dimension_names(dataset, stored_names)
+
+
+def _numpy_type(dataset: h5py.Dataset | HeaderDataset, path: str) -> np.dtype:
+    try:
+        return dataset.dtype
+    except (ValueError, TypeError) as exc:  # no numpy type: IEEE quadruple, HDF5 time types
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: a data type numpy cannot represent ({exc})"
+        ) from exc
 
 
 def _enum_name(dataset: h5py.Dataset) -> str | None:
