@@ -1,6 +1,6 @@
 """`generate_catalog`: references for every asset of an archive, published with a catalog.
 
-The jobs run on worker processes of this machine by default, one per core, each keeping a few
+The jobs run on worker processes of this machine by default, two per core, each keeping a few
 generations in flight on threads (`processes.py`): a generation waits on round trips most of its
 time, but what it computes (tens of milliseconds an asset) would leave threads of one process
 queued on its GIL. Where workers cannot be forked safely (macOS, Windows, a process that has
@@ -82,7 +82,7 @@ def generate_catalog(
     (``dandi://000123/draft``, its web page or its API URL). ``include`` is a glob on asset
     paths (``*.nwb``). ``form``: one reference directory per asset, or one JSON file.
     ``workers`` jobs run at once (default 12), at most ``per_host`` against one host, spread
-    over ``processes`` forked worker processes (default: one per core on Linux; 0 runs them
+    over ``processes`` forked worker processes (default: two per core on Linux; 0 runs them
     on threads of this process, the default elsewhere).
     ``headers``, ``allowed_urls`` and ``storage_options`` go with every request (the
     destination's writes use ``storage_options`` too); ``dandi_api_key`` authenticates the

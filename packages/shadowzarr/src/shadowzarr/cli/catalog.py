@@ -53,7 +53,7 @@ def register(
         "--processes",
         type=int,
         default=None,
-        help="worker processes the jobs run on (default: one per core on Linux; 0: threads "
+        help="worker processes the jobs run on (default: two per core on Linux; 0: threads "
         "of this process)",
     )
     parser.add_argument(
