@@ -247,6 +247,10 @@ export function arrayInfoFromMetadata(path, meta) {
         defaultEncoding,
         checksummed: endsWithFletcher32(codecs),
     };
+    const attributes = meta.attributes;
+    if (meta.data_type === "variable_length_bytes" && attributes?._VLEN_DTYPE !== undefined) {
+        info.vlenDtype = attributes._VLEN_DTYPE;
+    }
     const layout = structLayout(meta);
     if (layout !== undefined) {
         const element = fillElementBytes(meta.data_type, meta.fill_value, layout.itemSize, layout.littleEndian);

@@ -9,6 +9,7 @@ import { HttpReader } from "./http.js";
 import { fletcher32 } from "./fletcher32.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { metadataForZarrita } from "./metadata-view.js";
+import { sequenceType } from "./sequences.js";
 import { References, stripSlashes } from "./references.js";
 export const DEFAULT_MERGE_GAP = 32 * 1024;
 export const DEFAULT_MAX_MERGE_SIZE = 1024 * 1024;
@@ -143,9 +144,20 @@ export class ReferenceStore {
         const fill = padWithFill(new Uint8Array(0), 0, padding.chunkBytes, padding.fillElement);
         return sliceLogical(fill, range);
     }
-    /** Layout of the struct array at `path` (its fields), or undefined for other arrays. */
+    /**
+     * Layout of the struct array at `path` (its fields), or of the records of a `raw_bytes` array
+     * with `_STRUCTURED_DTYPE`; undefined for other arrays.
+     */
     structOf(path) {
         return this.#arrayInfo(stripSlashes(path))?.struct?.layout;
+    }
+    /**
+     * The values' type of the sequence array at `path` (its `_VLEN_DTYPE`), for
+     * `decodeSequences`; undefined for other arrays.
+     */
+    sequencesOf(path) {
+        const info = this.#arrayInfo(stripSlashes(path));
+        return info?.vlenDtype === undefined ? undefined : sequenceType(info.vlenDtype);
     }
     /**
      * The stored key of a chunk of a struct array's uint8 view: the view has one more axis (the

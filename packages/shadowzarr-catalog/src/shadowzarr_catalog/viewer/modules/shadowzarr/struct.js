@@ -61,7 +61,7 @@ export function itemSizeOf(dataType) {
  * The fields of a struct data type (`{"name": "struct", "configuration": {"fields": …}}`, each
  * field `[name, type]` or `{name, data_type}`); undefined for other types or unknown sizes.
  */
-export function structFields(dataType) {
+export function structFields(dataType, littleEndian = true) {
     if (dataType === null || typeof dataType !== "object" || Array.isArray(dataType))
         return undefined;
     const raw = dataType.configuration?.fields;
@@ -76,24 +76,134 @@ export function structFields(dataType) {
         const size = itemSizeOf(type);
         if (typeof name !== "string" || size === undefined)
             return undefined;
-        fields.push({ name, dataType: type, offset, size });
+        const nested = structFields(type, littleEndian);
+        const layout = nested === undefined ? undefined : { fields: nested, itemSize: size, littleEndian };
+        fields.push({ name, dataType: type, offset, size, ...(layout && { layout }) });
         offset += size;
     }
     return fields;
 }
-/** The layout of a struct array's metadata, or undefined when it is not a struct array. */
+/**
+ * The layout of a struct array's metadata, or of a `raw_bytes` array whose records the
+ * `_STRUCTURED_DTYPE` attribute describes (a malformed one is a `ReferenceFormatError`);
+ * undefined for other arrays.
+ */
 export function structLayout(meta) {
-    const fields = structFields(meta.data_type);
+    const codecs = (Array.isArray(meta.codecs) ? meta.codecs : []);
+    const littleEndian = codecs.find((c) => c?.name === "bytes")?.configuration?.endian !== "big";
+    const records = meta.attributes?.[STRUCTURED_DTYPE];
+    const raw = fixedSizeType(meta.data_type);
+    if (raw?.name === "raw_bytes" && records !== undefined) {
+        const layout = recordLayout(records);
+        if (layout.itemSize !== raw.size) {
+            throw new ReferenceFormatError(`${STRUCTURED_DTYPE} describes records of ${layout.itemSize} bytes, not ${raw.size}`);
+        }
+        return layout;
+    }
+    const fields = structFields(meta.data_type, littleEndian);
     if (fields === undefined)
         return undefined;
-    const codecs = (Array.isArray(meta.codecs) ? meta.codecs : []);
-    const endian = codecs.find((c) => c?.name === "bytes")?.configuration?.endian;
-    return {
-        fields,
-        itemSize: fields.reduce((n, f) => n + f.size, 0),
-        littleEndian: endian !== "big",
-    };
+    return { fields, itemSize: fields.reduce((n, f) => n + f.size, 0), littleEndian };
 }
+/** The attribute of a `raw_bytes` array that describes its records (numpy's layout). */
+export const STRUCTURED_DTYPE = "_STRUCTURED_DTYPE";
+/** numpy's type strings (kind and size) → Zarr's names. */
+const NUMPY_NAMES = {
+    b1: "bool",
+    i1: "int8",
+    u1: "uint8",
+    i2: "int16",
+    u2: "uint16",
+    i4: "int32",
+    u4: "uint32",
+    i8: "int64",
+    u8: "uint64",
+    f2: "float16",
+    f4: "float32",
+    f8: "float64",
+    c8: "complex64",
+    c16: "complex128",
+};
+const MAX_NESTING = 32;
+/**
+ * A numpy type string (`"<f8"`, `">i4"`, `"|S4"`, `"|V8"`) as a Zarr data type, its size and its
+ * byte order (undefined for single bytes); undefined when it is not one this reader knows.
+ */
+export function numpyType(form) {
+    const match = /^([<>|=]?)([biufcSV])(\d{1,6})$/.exec(form);
+    if (match === null)
+        return undefined;
+    const [, order, kind, digits] = match;
+    const size = Number(digits);
+    const littleEndian = order === ">" ? false : order === "<" ? true : undefined;
+    if (kind === "S" || kind === "V") {
+        const name = kind === "S" ? "null_terminated_bytes" : "raw_bytes";
+        return { dataType: { name, configuration: { length_bytes: size } }, size };
+    }
+    const name = NUMPY_NAMES[`${kind}${digits}`];
+    return name === undefined ? undefined : { dataType: name, size, littleEndian };
+}
+/**
+ * The layout a `_STRUCTURED_DTYPE` attribute describes: `{"names", "formats", "offsets",
+ * "itemsize"}`, each format a numpy type string, `[format, shape]` (an array field) or a nested
+ * layout. Anything else, or a field outside the record, is a `ReferenceFormatError`.
+ */
+export function recordLayout(descr, depth = 0) {
+    const bad = (why) => new ReferenceFormatError(`${STRUCTURED_DTYPE}: ${why}: ${JSON.stringify(descr).slice(0, 120)}`);
+    if (depth > MAX_NESTING)
+        throw bad("nested too deeply");
+    const { names, formats, offsets, itemsize } = (descr ?? {});
+    if (!Array.isArray(names) || !Array.isArray(formats) || !Array.isArray(offsets)) {
+        throw bad("not a record layout");
+    }
+    if (names.length !== formats.length || names.length !== offsets.length) {
+        throw bad("names, formats and offsets differ in length");
+    }
+    if (typeof itemsize !== "number" || !Number.isSafeInteger(itemsize) || itemsize < 0) {
+        throw bad("no item size");
+    }
+    const fields = names.map((name, i) => {
+        const offset = offsets[i];
+        if (typeof name !== "string")
+            throw bad("a field name is not text");
+        if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0) {
+            throw bad(`field ${name} has no offset`);
+        }
+        const field = recordField(name, formats[i], offset, depth, bad);
+        if (field.offset + field.size > itemsize)
+            throw bad(`field ${name} ends past the record`);
+        return field;
+    });
+    return { fields, itemSize: itemsize, littleEndian: true };
+}
+function recordField(name, form, offset, depth, bad) {
+    if (typeof form === "string") {
+        const type = numpyType(form);
+        if (type === undefined)
+            throw bad(`field ${name} has the unknown type ${form.slice(0, 20)}`);
+        return { name, offset, ...type };
+    }
+    if (Array.isArray(form) && form.length === 2 && Array.isArray(form[1])) {
+        const dims = form[1];
+        if (!dims.every((n) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0)) {
+            throw bad(`field ${name} has a malformed shape`);
+        }
+        const inner = recordField(name, form[0], offset, depth + 1, bad);
+        if (inner.shape !== undefined)
+            throw bad(`field ${name} is an array of arrays`);
+        const shape = dims;
+        const size = product(shape) * inner.size;
+        if (!Number.isSafeInteger(size))
+            throw bad(`field ${name} is too large`);
+        return { ...inner, shape, size };
+    }
+    if (form !== null && typeof form === "object" && !Array.isArray(form)) {
+        const layout = recordLayout(form, depth + 1);
+        return { name, offset, dataType: "struct", size: layout.itemSize, layout };
+    }
+    throw bad(`field ${name} has a malformed format`);
+}
+const product = (shape) => shape.reduce((a, b) => a * b, 1);
 /** One byte every fill element repeats, when there is one (zarrita's uint8 fill value). */
 export function uniformByte(fillElement) {
     const first = fillElement[0] ?? 0;
@@ -172,16 +282,17 @@ function utf32Text(view, at, size, little) {
 /**
  * One C-ordered typed array per field of what `zarr.get` returned for a struct array (uint8
  * with the element's bytes as last axis, any strides); a `fixed_length_utf32` field is an array
- * of strings (trailing NULs stripped, as numpy and h5py give them); nested structs and raw or
- * byte-string types are returned as the bytes of each element (a Uint8Array of `size` bytes per
- * element).
+ * of strings (trailing NULs stripped, as numpy and h5py give them); raw or byte-string types are
+ * returned as the bytes of each element (a Uint8Array of `size` bytes per element). An array
+ * field of shape `s` holds `s`'s values per element, C-ordered (its shape is the field's
+ * `shape`); a nested struct is decoded in turn, its `shape` the element shape and `s`.
  */
 export function decodeStruct(result, layout) {
     const shape = result.shape.slice(0, -1);
     if (result.shape[result.shape.length - 1] !== layout.itemSize) {
         throw new ReferenceFormatError(`not the bytes of a struct of ${layout.itemSize} bytes`);
     }
-    const count = shape.reduce((a, b) => a * b, 1);
+    const count = product(shape);
     // Copy each element's bytes out in C order, following the result's strides.
     const bytes = new Uint8Array(count * layout.itemSize);
     const byteStride = result.stride[result.stride.length - 1];
@@ -199,34 +310,47 @@ export function decodeStruct(result, layout) {
             index[d] = 0;
         }
     }
-    const view = new DataView(bytes.buffer);
+    const starts = new Float64Array(count);
+    for (let k = 0; k < count; k++)
+        starts[k] = k * layout.itemSize;
+    return decodeAt(bytes, starts, shape, layout, layout.littleEndian);
+}
+/** The fields of the records starting at `starts` (C order over `shape`) in `bytes`. */
+function decodeAt(bytes, starts, shape, layout, littleEndian) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const fields = {};
     for (const field of layout.fields) {
-        if (fixedSizeType(field.dataType)?.name === "fixed_length_utf32") {
-            const texts = new Array(count);
-            for (let k = 0; k < count; k++) {
-                const at = k * layout.itemSize + field.offset;
-                texts[k] = utf32Text(view, at, field.size, layout.littleEndian);
+        const per = field.shape === undefined ? 1 : product(field.shape);
+        const size = per === 0 ? 0 : field.size / per;
+        const at = new Float64Array(starts.length * per);
+        for (let k = 0; k < starts.length; k++) {
+            for (let j = 0; j < per; j++) {
+                at[k * per + j] = starts[k] + field.offset + j * size;
             }
-            fields[field.name] = texts;
-            continue;
         }
-        const reader = typeof field.dataType === "string" ? READERS[field.dataType] : undefined;
-        if (reader === undefined) {
-            const raw = new Uint8Array(count * field.size);
-            for (let k = 0; k < count; k++) {
-                const from = k * layout.itemSize + field.offset;
-                raw.set(bytes.subarray(from, from + field.size), k * field.size);
+        const little = field.littleEndian ?? littleEndian;
+        if (field.layout !== undefined) {
+            const inner = [...shape, ...(field.shape ?? [])];
+            fields[field.name] = decodeAt(bytes, at, inner, field.layout, little);
+        }
+        else if (fixedSizeType(field.dataType)?.name === "fixed_length_utf32") {
+            fields[field.name] = Array.from(at, (p) => utf32Text(view, p, size, little));
+        }
+        else {
+            const reader = typeof field.dataType === "string" ? READERS[field.dataType] : undefined;
+            if (reader === undefined) {
+                const raw = new Uint8Array(at.length * size);
+                at.forEach((p, k) => raw.set(bytes.subarray(p, p + size), k * size));
+                fields[field.name] = raw;
             }
-            fields[field.name] = raw;
-            continue;
+            else {
+                const [Ctor, read] = reader;
+                const out = new Ctor(at.length);
+                for (let k = 0; k < at.length; k++)
+                    out[k] = read(view, at[k], little);
+                fields[field.name] = out;
+            }
         }
-        const [Ctor, read] = reader;
-        const out = new Ctor(count);
-        for (let k = 0; k < count; k++) {
-            out[k] = read(view, k * layout.itemSize + field.offset, layout.littleEndian);
-        }
-        fields[field.name] = out;
     }
     return { shape, fields };
 }
