@@ -52,13 +52,13 @@ def kerchunk_document(
     """
     store = open_rfs_store(source, **options)
     rfs = store.rfs
-    nodes = _nodes(rfs)
+    nodes = export_nodes(rfs)
     refs: dict[str, Any] = {}
     omitted: set[str] = set()
     for path, document in sorted(nodes.items()):
         try:
-            refs.update(_v2_metadata(path, document))
-        except _Inexpressible as exc:
+            refs.update(v2_metadata(path, document))
+        except Inexpressible as exc:
             omitted.add(path)
             warnings.warn(f"{path or '/'}: left out: {exc}", ExportWarning, stacklevel=2)
     for path in sorted(rfs.selections):
@@ -70,19 +70,19 @@ def kerchunk_document(
                 ExportWarning,
                 stacklevel=2,
             )
-    for key, ref in _chunk_refs(store, rfs):
+    for key, ref in export_chunk_refs(store, rfs):
         found = array_of_chunk_key(key)
         if found is None or found[0] in omitted or found[0] not in nodes:
             continue
-        refs[_v2_chunk_key(*found)] = _v2_ref(ref, rfs.base)
+        refs[v2_chunk_key(*found)] = v2_ref(ref, rfs.base)
     return {"version": 1, "refs": refs}
 
 
-class _Inexpressible(ShadowzarrError):
+class Inexpressible(ShadowzarrError):
     """Zarr v2 has no form for this array."""
 
 
-def _nodes(rfs: ReferenceFileSystem) -> dict[str, dict[str, Any]]:
+def export_nodes(rfs: ReferenceFileSystem) -> dict[str, dict[str, Any]]:
     nodes: dict[str, dict[str, Any]] = {}
     for key, ref in rfs.refs.items():
         if (key == "zarr.json" or key.endswith("/zarr.json")) and isinstance(ref, InlineRef):
@@ -92,7 +92,7 @@ def _nodes(rfs: ReferenceFileSystem) -> dict[str, dict[str, Any]]:
     return nodes
 
 
-def _chunk_refs(store: Any, rfs: ReferenceFileSystem) -> Iterator[tuple[str, Any]]:
+def export_chunk_refs(store: Any, rfs: ReferenceFileSystem) -> Iterator[tuple[str, Any]]:
     """Every chunk reference: listed ones, gen entries, and chunk indexes read in full."""
     for key, ref in rfs.refs.items():
         if not key.endswith("zarr.json"):
@@ -104,12 +104,12 @@ def _chunk_refs(store: Any, rfs: ReferenceFileSystem) -> Iterator[tuple[str, Any
         yield from index_items(path, index.url, np.asarray(table))
 
 
-def _v2_chunk_key(path: str, coords: tuple[int, ...]) -> str:
+def v2_chunk_key(path: str, coords: tuple[int, ...]) -> str:
     name = ".".join(str(c) for c in coords) if coords else "0"
     return f"{path}/{name}" if path else name
 
 
-def _v2_ref(ref: Any, base: str | None) -> Any:
+def v2_ref(ref: Any, base: str | None) -> Any:
     if isinstance(ref, InlineRef):
         data = bytes(ref.data)
         try:
@@ -122,11 +122,11 @@ def _v2_ref(ref: Any, base: str | None) -> Any:
             else ("base64:" + _base64(data))
         )
     assert isinstance(ref, FileRef)
-    url = _absolute(ref.url, base)
+    url = absolute_location(ref.url, base)
     return [url] if ref.offset is None else [url, int(ref.offset), int(ref.size or 0)]
 
 
-def _absolute(url: str, base: str | None) -> str:
+def absolute_location(url: str, base: str | None) -> str:
     if "://" in url:
         return url
     if base is not None and "://" in base and not base.startswith("file://"):
@@ -142,7 +142,7 @@ def _drop(refs: dict[str, Any], path: str) -> None:
         refs.pop(f"{path}/{leaf}" if path else leaf, None)
 
 
-def _v2_metadata(path: str, document: dict[str, Any]) -> dict[str, str]:
+def v2_metadata(path: str, document: dict[str, Any]) -> dict[str, str]:
     prefix = f"{path}/" if path else ""
     attributes = dict(document.get("attributes") or {})
     if document["node_type"] == "group":
@@ -152,7 +152,7 @@ def _v2_metadata(path: str, document: dict[str, Any]) -> dict[str, str]:
         }
     grid = document.get("chunk_grid") or {}
     if grid.get("name") != "regular":
-        raise _Inexpressible(f"chunk grid {grid.get('name')!r}")
+        raise Inexpressible(f"chunk grid {grid.get('name')!r}")
     shape = list(document["shape"])
     chunks = list(grid["configuration"]["chunk_shape"])
     before, serializer, after = _split_codecs(document.get("codecs") or [])
@@ -161,7 +161,7 @@ def _v2_metadata(path: str, document: dict[str, Any]) -> dict[str, str]:
     for codec in before:
         if codec["name"] == "transpose":
             if list(codec["configuration"]["order"]) != list(range(len(shape)))[::-1]:
-                raise _Inexpressible("a transpose other than Fortran order")
+                raise Inexpressible("a transpose other than Fortran order")
             order = "F" if len(shape) > 1 else "C"
         else:
             filters.append(_numcodecs_config(codec))
@@ -171,7 +171,7 @@ def _v2_metadata(path: str, document: dict[str, Any]) -> dict[str, str]:
             data_type = get_data_type_from_json(document["data_type"], zarr_format=3)
             fill = data_type.from_json_scalar(document.get("fill_value"), zarr_format=3)
         except (ValueError, TypeError, KeyError) as exc:
-            raise _Inexpressible(f"data type not understood ({exc})") from exc
+            raise Inexpressible(f"data type not understood ({exc})") from exc
         native = data_type.to_native_dtype()
         if serializer["name"] in ("vlen-utf8", "vlen-bytes"):
             dtype: Any = "|O"
@@ -184,7 +184,7 @@ def _v2_metadata(path: str, document: dict[str, Any]) -> dict[str, str]:
             dtype = native.descr if native.fields else native.str
             fill_json = _v2_fill(fill, native)
         else:
-            raise _Inexpressible(f"serializer {serializer['name']!r}")
+            raise Inexpressible(f"serializer {serializer['name']!r}")
     filters.extend(_numcodecs_config(codec) for codec in after)
     # xarray's convention, which VirtualiZarr's parser needs on every array: the array's own
     # dimension names, or kerchunk's ``phony_dim_<axis>`` where it has none
@@ -213,7 +213,7 @@ def _split_codecs(
     ]
     if len(serializers) != 1:
         names = [c.get("name") for c in codecs]
-        raise _Inexpressible(f"codecs {names} (no serializer Zarr v2 knows)")
+        raise Inexpressible(f"codecs {names} (no serializer Zarr v2 knows)")
     at = serializers[0]
     return codecs[:at], codecs[at], codecs[at + 1 :]
 
@@ -238,7 +238,7 @@ def _numcodecs_config(codec: dict[str, Any]) -> dict[str, Any]:
             "shuffle": _BLOSC_SHUFFLE.get(shuffle, shuffle),
             "blocksize": configuration.get("blocksize", 0),
         }
-    raise _Inexpressible(f"codec {name!r} has no numcodecs name")
+    raise Inexpressible(f"codec {name!r} has no numcodecs name")
 
 
 def _v2_fill(fill: Any, native: np.dtype[Any]) -> Any:

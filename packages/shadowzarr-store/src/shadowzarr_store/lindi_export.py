@@ -36,13 +36,13 @@ from shadowzarr_spec.keys import array_of_chunk_key
 
 from shadowzarr_store.kerchunk_export import (
     ExportWarning,
-    _absolute,
-    _chunk_refs,
-    _Inexpressible,
-    _nodes,
-    _v2_chunk_key,
-    _v2_metadata,
-    _v2_ref,
+    Inexpressible,
+    absolute_location,
+    export_chunk_refs,
+    export_nodes,
+    v2_chunk_key,
+    v2_metadata,
+    v2_ref,
 )
 from shadowzarr_store.open_rfs import open_rfs_store
 
@@ -81,17 +81,17 @@ def lindi_document(
     express; ``strict=False`` leaves such nodes out, each with an `ExportWarning`."""
     store = open_rfs_store(source, **options)
     rfs = store.rfs
-    nodes = _nodes(rfs)
+    nodes = export_nodes(rfs)
     writer = _Writer(store, nodes, strict)
     for path, document in sorted(nodes.items()):
         writer.add_node(path, document)
     for path in sorted(rfs.selections):
         writer.refuse(path, "a selection of bytes inside records has no LINDI form")
-    for key, ref in _chunk_refs(store, rfs):
+    for key, ref in export_chunk_refs(store, rfs):
         found = array_of_chunk_key(key)
         if found is None or found[0] not in writer.chunked:
             continue
-        writer.refs[_v2_chunk_key(*found)] = _lindi_ref(ref, rfs)
+        writer.refs[v2_chunk_key(*found)] = _lindi_ref(ref, rfs)
     return {
         "version": 1,
         "refs": writer.refs,
@@ -138,10 +138,10 @@ class _Writer:
                 return
             for name, what in _REFUSED_ATTRIBUTES.items():
                 if name in stored:
-                    raise _Inexpressible(what)
+                    raise Inexpressible(what)
             kind = stored.get("_DTYPE")
             if kind == "region_reference":
-                raise _Inexpressible("region references")
+                raise Inexpressible("region references")
             if kind == "object_reference":
                 self._reference_array(path, document, attributes)
                 return
@@ -149,8 +149,8 @@ class _Writer:
                 references = stored.get("_REFERENCE_FIELDS")
                 self._compound_array(path, document, attributes, references)
                 return
-            metadata = _v2_metadata(path, {**document, "attributes": {}})
-        except _Inexpressible as exc:
+            metadata = v2_metadata(path, {**document, "attributes": {}})
+        except Inexpressible as exc:
             self.refuse(path, str(exc))
             return
         zarray = json.loads(metadata[prefix + ".zarray"])
@@ -173,7 +173,7 @@ class _Writer:
                 continue
             try:
                 out[name] = self._attribute_value(path, name, to_json_value(value))
-            except _Inexpressible as exc:
+            except Inexpressible as exc:
                 shown = f"{path or '/'} attribute {name!r}"
                 if self.strict:
                     raise UnsupportedFeatureError(f"{shown}: LINDI cannot express {exc}") from exc
@@ -185,18 +185,18 @@ class _Writer:
             target = value.get("_REFERENCE")
             if len(value) == 1 and isinstance(target, dict) and target.get("source") == ".":
                 return self._reference(str(target.get("path")))
-            raise _Inexpressible("an object other than a reference")
+            raise Inexpressible("an object other than a reference")
         if isinstance(value, list):
             return [self._attribute_value(path, name, item) for item in value]
         if isinstance(value, bytes):
             try:
                 return value.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise _Inexpressible("bytes that are not UTF-8 text") from exc
+                raise Inexpressible("bytes that are not UTF-8 text") from exc
         if isinstance(value, complex):
-            raise _Inexpressible("a complex number")
+            raise Inexpressible("a complex number")
         if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
-            raise _Inexpressible(f"the text {value!r} (LINDI reads it as a number)")
+            raise Inexpressible(f"the text {value!r} (LINDI reads it as a number)")
         if isinstance(value, float) and not math.isfinite(value):
             return "NaN" if math.isnan(value) else _NON_FINITE[value]
         return value
@@ -239,7 +239,7 @@ class _Writer:
         """An object-reference dataset as LINDI writes one: JSON values, inline."""
         paths = self._values(path).astype(object).reshape(-1)
         if any(not isinstance(p, str) or not p.startswith("/") for p in paths):
-            raise _Inexpressible("a null object reference")
+            raise Inexpressible("a null object reference")
         values = np.empty(paths.shape, dtype=object)
         for i, target in enumerate(paths):
             values[i] = self._reference(str(target))
@@ -256,7 +256,7 @@ class _Writer:
         linked = {str(name) for name in references} if isinstance(references, list) else set()
         for name, (kind, *_) in fields.items():
             if kind.subdtype is not None or kind.fields is not None or kind.kind not in "biufSU":
-                raise _Inexpressible(f"a compound field {name!r} of type {kind} (LINDI: numbers)")
+                raise Inexpressible(f"a compound field {name!r} of type {kind} (LINDI: numbers)")
         flat = records.reshape(-1)
         values = np.empty(flat.shape, dtype=object)
         for i, record in enumerate(flat):
@@ -274,7 +274,7 @@ class _Writer:
 
     def _reference_field(self, target: Any) -> dict[str, Any]:
         if not isinstance(target, str | np.str_) or not str(target).startswith("/"):
-            raise _Inexpressible("a null object reference in a compound")
+            raise Inexpressible("a null object reference in a compound")
         return self._reference(str(target))
 
     def _json_array(
@@ -319,7 +319,7 @@ def _field_value(value: Any) -> Any:
         try:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _Inexpressible("a compound field of bytes that are not UTF-8 text") from exc
+            raise Inexpressible("a compound field of bytes that are not UTF-8 text") from exc
     number = value.item() if isinstance(value, np.generic) else value
     if isinstance(number, float) and not math.isfinite(number):
         return "NaN" if math.isnan(number) else _NON_FINITE[number]
@@ -330,9 +330,9 @@ def _lindi_ref(ref: Any, rfs: ReferenceFileSystem) -> Any:
     """A chunk reference in LINDI's form: inline text, or ``[url, offset, size]`` with a local
     file named by its path (LINDI opens anything but an http(s) URL as a local path)."""
     if isinstance(ref, InlineRef):
-        return _v2_ref(ref, rfs.base)
+        return v2_ref(ref, rfs.base)
     assert isinstance(ref, FileRef)
-    url = _absolute(ref.url, rfs.base)
+    url = absolute_location(ref.url, rfs.base)
     if url.startswith("file://"):
         url = urllib.parse.unquote(urllib.parse.urlsplit(url).path)
     if ref.offset is not None:
