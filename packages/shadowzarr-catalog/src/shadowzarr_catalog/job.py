@@ -14,6 +14,7 @@ from shadowzarr_spec import (
     ChunkDecodeError,
     DatasetNotFoundError,
     ReferenceFileSystem,
+    ShadowzarrError,
     SourceAccessError,
     SourceError,
     SourceInfo,
@@ -126,7 +127,7 @@ def _identify(
     if info is None or info.size is None:
         try:
             info = run_blocking(_probe(asset.url, access))
-        except Exception:  # the row's error (if any) says why the asset cannot be read
+        except (ShadowzarrError, OSError):  # the row's error (if any) says why it cannot be read
             return
     row["size"], row["etag"] = info.size, info.etag
 
