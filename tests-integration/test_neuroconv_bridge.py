@@ -3,7 +3,9 @@
 ``tools/neuroconv-env/build.sh`` builds a virtual environment with NeuroConv, SpikeInterface and
 roiextractors installed with their zarr requirement overridden (``uv pip install --override``) and
 shadowzarr installed from this checkout. The environment is cached under the temporary directory,
-keyed by a hash of its requirement files and this checkout's path; building it needs PyPI.
+keyed by a hash of its requirement files, the packages' ``pyproject.toml`` files (an editable
+install writes their entry points, such as zarr's codec registrations, at install time) and this
+checkout's path; building it needs PyPI.
 Inside it, every ``tools/neuroconv-env/bridge_checks*.py`` file runs (one pytest run). They
 compare the virtual files with NeuroConv's own conversions: SpikeGLX AP, LF and NIDQ, Open Ephys
 binary and legacy, Intan, Blackrock, SpikeGadgets, MCS raw, Neuralynx (inverted input refused),
@@ -48,6 +50,9 @@ def _environment() -> Path:
     digest = hashlib.sha256(str(ROOT).encode())
     for name in KEYED_FILES:
         digest.update((ENV_TOOLS / name).read_bytes())
+    # Editable installs read their metadata (entry points, dependencies) once, when installed.
+    for project in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        digest.update(project.read_bytes())
     digest.update(sys.version.encode())
     env = Path(tempfile.gettempdir()) / f"shadowzarr-neuroconv-env-{digest.hexdigest()[:16]}"
     ready = env / ".complete"
