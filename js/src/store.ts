@@ -23,6 +23,17 @@ import { createDandiResolver, type FetchFunction, type UrlResolver } from "./dan
 import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader, type SourceInfo } from "./http.js";
 import { fletcher32 } from "./fletcher32.js";
+import { type GroupedArray, GroupedShards, undoByteCodecs } from "./grouped-reads.js";
+import {
+  fillChunk,
+  type GroupedViewSetting,
+  type GroupLayout,
+  groupedMetadata,
+  groupLayout,
+  indexedWithRefs,
+  indexOnly,
+  shardBytesOf,
+} from "./grouped-view.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { metadataForZarrita } from "./metadata-view.js";
 import { type SequenceType, sequenceType } from "./sequences.js";
@@ -60,6 +71,13 @@ export interface ReferenceStoreOptions {
    * (default true).
    */
   structAsBytes?: boolean;
+  /**
+   * The grouped view, as the Python store's `grouped_view` (default `"auto"`): arrays of many
+   * small chunks shown to zarrita as shards of them (grouped-view.ts), so a read costs a few
+   * shard reads instead of one per chunk; a number sets the shard size in bytes; `0` or
+   * `false` shows chunks as stored.
+   */
+  groupedView?: GroupedViewSetting;
 }
 
 export const DEFAULT_MERGE_GAP = 32 * 1024;
@@ -80,7 +98,9 @@ function hasScheme(url: string): boolean {
 
 export class ReferenceStore implements AsyncReadable {
   readonly references: References;
-  readonly #options: Required<Omit<ReferenceStoreOptions, "baseUrl" | "resolveUrl" | "fetch">>;
+  readonly #options: Required<
+    Omit<ReferenceStoreOptions, "baseUrl" | "resolveUrl" | "fetch" | "groupedView">
+  >;
   readonly #baseUrl: string | undefined;
   readonly #http: HttpReader;
   readonly #batcher: RangeBatcher;
@@ -89,6 +109,12 @@ export class ReferenceStore implements AsyncReadable {
   readonly #arrays = new Map<string, ArrayInfo | null>();
   readonly #indexes = new Map<string, ChunkIndex>();
   readonly #urls = new Map<string, string>();
+  /** Target shard bytes of the grouped view (0: off), its arrays' layouts and shards. */
+  readonly #shardBytes: number;
+  readonly #groupLayouts = new Map<string, GroupLayout | undefined>();
+  readonly #shards = new GroupedShards();
+  readonly #groupedArrays = new Map<string, GroupedArray>();
+  #indexedWithRefs: Set<string> | undefined;
   #tree: Map<string, Set<string>> | undefined;
 
   /**
@@ -107,6 +133,7 @@ export class ReferenceStore implements AsyncReadable {
       indexCacheSize: options.indexCacheSize ?? 64,
       structAsBytes: options.structAsBytes ?? true,
     };
+    this.#shardBytes = shardBytesOf(options.groupedView);
     this.#baseUrl = options.baseUrl;
     const fetchFn = options.fetch ?? defaultFetch;
     this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
@@ -183,9 +210,26 @@ export class ReferenceStore implements AsyncReadable {
         ref.kind === "inline"
           ? ref.bytes
           : await this.#readReference(key, ref, null, undefined, signal);
-      const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options, key));
-      return sliceLogical(bytes, range);
+      let text = metadataForZarrita(utf8Decode(raw), this.#options, key);
+      if (this.#shardBytes > 0 && name === "zarr.json") {
+        text = groupedMetadata(text, key, (path) => this.groupedLayout(path));
+      }
+      return sliceLogical(utf8Encode(text), range);
     }
+    const shard = this.#shardBytes > 0 ? this.#shardOf(key) : undefined;
+    if (shard !== undefined) {
+      return this.#shards.read(key, shard.array, shard.coords, range, signal);
+    }
+    return this.#readStored(key, range, signal);
+  }
+
+  /** A key as stored (a chunk, not a shard of the grouped view). */
+  async #readStored(
+    rawKey: string,
+    range: LogicalRange,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array | undefined> {
+    let key = rawKey;
     if (this.#options.structAsBytes) key = this.#storedKey(key);
     const ref =
       this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
@@ -319,6 +363,112 @@ export class ReferenceStore implements AsyncReadable {
   /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
   indexChunksFetched(path: string): number {
     return this.#indexes.get(stripSlashes(path))?.fetchedChunks ?? 0;
+  }
+
+  /**
+   * How the grouped view shows the array at `path` (its shard and inner chunk grid), or
+   * undefined when it shows it as stored (or the view is off).
+   */
+  groupedLayout(path: string): GroupLayout | undefined {
+    if (this.#shardBytes === 0) return undefined;
+    path = stripSlashes(path);
+    if (this.#groupLayouts.has(path)) return this.#groupLayouts.get(path);
+    let layout: GroupLayout | undefined;
+    const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+    if (ref?.kind === "inline") {
+      const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+      if (document !== null && typeof document === "object" && !Array.isArray(document)) {
+        layout = groupLayout(
+          document as Record<string, unknown>,
+          this.#shardBytes,
+          this.#indexOnly(path),
+        );
+      }
+    }
+    this.#groupLayouts.set(path, layout);
+    return layout;
+  }
+
+  #indexOnly(path: string): boolean {
+    this.#indexedWithRefs ??= indexedWithRefs(this.references);
+    return indexOnly(this.references, path, this.#indexedWithRefs);
+  }
+
+  /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
+  #shardOf(key: string): { array: GroupedArray; coords: number[] } | undefined {
+    const found = this.#arrayOf(key);
+    if (found === undefined) return undefined;
+    const info = found.info;
+    const layout = this.groupedLayout(info.path);
+    if (layout === undefined) return undefined;
+    const coords = chunkCoordsFromKey(
+      info,
+      info.path === "" ? key : key.slice(info.path.length + 1),
+    );
+    if (coords === undefined) return undefined;
+    return { array: this.#groupedArray(info, layout), coords };
+  }
+
+  /** What the grouped view's shards need of the array `info` describes (made once). */
+  #groupedArray(info: ArrayInfo, layout: GroupLayout): GroupedArray {
+    const path = info.path;
+    let array = this.#groupedArrays.get(path);
+    if (array !== undefined) return array;
+    const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+    const document = parseJson(
+      normalizeMetadataText(utf8Decode((ref as { bytes: Uint8Array }).bytes)),
+    ) as Record<string, unknown>;
+    // the byte codecs as zarrita is shown them: fletcher32 is verified by the store apart
+    let codecs = (document.codecs as Record<string, unknown>[]).slice(1);
+    if (info.checksummed) codecs = codecs.slice(0, -1);
+    const meta = {
+      dataType: document.data_type as string,
+      shape: info.chunkShape,
+      fillValue: document.fill_value,
+    };
+    const fill = fillChunk(document, layout);
+    array = {
+      path,
+      layout,
+      keyOf: (coords) => {
+        const tail = info.defaultEncoding
+          ? ["c", ...coords].join(info.separator)
+          : coords.join(info.separator);
+        return path === "" ? tail : `${path}/${tail}`;
+      },
+      lengthOf: (key) => this.#storedLength(key),
+      read: (key, signal) => this.#readStored(key, null, signal),
+      decode: (key, bytes) => undoByteCodecs(codecs, meta, bytes, `chunk ${key}`),
+      fill: () => fill,
+    };
+    this.#groupedArrays.set(path, array);
+    return array;
+  }
+
+  /**
+   * A stored chunk's logical length (what `get` returns for it), from its reference where that
+   * says it; read otherwise (a whole file of unknown size). -1: not stored.
+   */
+  async #storedLength(key: string): Promise<number> {
+    const ref =
+      this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+    if (ref === undefined || isEmptyReference(key, ref)) return -1;
+    const array = this.#arrayOf(key);
+    const info = array?.info;
+    let size: number | undefined;
+    if (ref.kind === "inline") size = ref.bytes.length;
+    else {
+      const recorded =
+        ref.kind === "range" ? ref.size : this.#sources.get(this.#absolute(ref.url))?.size;
+      if (recorded !== undefined) size = logicalSize(recorded, array?.selection);
+    }
+    if (info?.checksummed && size !== undefined) size = size >= 4 ? size - 4 : undefined;
+    if (size === undefined) {
+      // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
+      return (await this.#readStored(key, null))?.length ?? -1;
+    }
+    const full = info?.padding?.chunkBytes;
+    return full !== undefined && size <= full ? full : size;
   }
 
   #requireBase(path: string): string {

@@ -27,7 +27,8 @@ export function onDisk(directory) {
     const base = pathToFileURL(directory).href + "/";
     const requests = [];
     const fetch = loggingFetch(base, requests, localFileFetch());
-    return { store: await ReferenceStore.fromUrl(base, { fetch }), requests };
+    // keys as stored, as the Python side opens them (grouped_view=0)
+    return { store: await ReferenceStore.fromUrl(base, { fetch, groupedView: 0 }), requests };
   };
 }
 

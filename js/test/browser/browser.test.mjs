@@ -72,7 +72,8 @@ describe("Chromium", () => {
           const base = `${data}/${c.dir}/`;
           const requests = [];
           const fetch = o.loggingFetch(base, requests, (r) => globalThis.fetch(r));
-          return { store: await shadowzarr.ReferenceStore.fromUrl(base, { fetch }), requests };
+          const options = { fetch, groupedView: 0 }; // keys as stored, as the Python side
+          return { store: await shadowzarr.ReferenceStore.fromUrl(base, options), requests };
         };
         const out = {
           gen_expressions: expressions.cases.map((c) =>
@@ -227,7 +228,9 @@ describe("Chromium", () => {
             };
           }
         };
-        return { strict: await read({}), off: await read({ validateSources: false }) };
+        // keys as stored (groupedView: 0): the test reads one stored chunk
+        const strict = await read({ groupedView: 0 });
+        return { strict, off: await read({ validateSources: false, groupedView: 0 }) };
       },
       { data },
     );
@@ -247,10 +250,10 @@ describe("Chromium", () => {
         const url = `${data}/refs/raw.shadowzarr/refs.json`;
         const rfs = await (await fetch(url)).json();
         const base = `${data}/refs/raw.shadowzarr/`;
-        const good = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
+        const good = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false, groupedView: 0 });
         const length = (await good.get("/small_chunks/c/0")).length;
         for (const info of Object.values(rfs.sources)) info.etag = '"changed"';
-        const changed = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false });
+        const changed = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false, groupedView: 0 });
         try {
           await changed.get("/small_chunks/c/0");
           return { length, error: null };

@@ -36,6 +36,8 @@ after(() => server.close());
 
 const refsJson = (path) => JSON.parse(readFileSync(`${FIXTURES}/${path}`, "utf8"));
 const rawDir = () => `${server.url}/refs/raw.shadowzarr/`;
+/** Keys, sizes and requests as stored: tests of the store's reads of stored chunks. */
+const STORED = { groupedView: 0 };
 
 async function openArray(store, path) {
   return zarr.open.v3(zarr.root(store).resolve(path), { kind: "array" });
@@ -287,7 +289,7 @@ describe("hdf5 fixture", () => {
 
 describe("raw fixture: selections, gen, padding, ranges", () => {
   test("getRange through a selection fetches only the records holding the bytes", async () => {
-    const store = await ReferenceStore.fromUrl(rawDir());
+    const store = await ReferenceStore.fromUrl(rawDir(), STORED);
     const expected = new Uint8Array(readFileSync(`${FIXTURES}/expected/records.bin`));
     const chunk1 = expected.slice(128 * 4, 256 * 4); // chunk 1 = rows 128..255, 4 bytes per row
     server.reset();
@@ -309,7 +311,7 @@ describe("raw fixture: selections, gen, padding, ranges", () => {
   });
 
   test("padding: a short last chunk holding every element inside the array, partial reads", async () => {
-    const store = await ReferenceStore.fromUrl(rawDir());
+    const store = await ReferenceStore.fromUrl(rawDir(), STORED);
     const fillWord = new Uint8Array(new Int32Array([7]).buffer);
     const file = new Uint8Array(readFileSync(`${FIXTURES}/data/short.bin`));
     const last = await store.get("/padded/c/4");
@@ -328,7 +330,7 @@ describe("raw fixture: selections, gen, padding, ranges", () => {
   });
 
   test("returned buffers are fresh (byteOffset 0, not shared)", async () => {
-    const store = await ReferenceStore.fromUrl(rawDir());
+    const store = await ReferenceStore.fromUrl(rawDir(), STORED);
     const keys = Array.from({ length: 8 }, (_, i) => `/small_chunks/c/${i}`);
     const parts = await Promise.all(keys.map((k) => store.get(k)));
     const buffers = new Set(parts.map((p) => p.buffer));
@@ -340,7 +342,7 @@ describe("raw fixture: selections, gen, padding, ranges", () => {
   });
 
   test("gen key outside its dimensions is missing; unknown keys are missing", async () => {
-    const store = await ReferenceStore.fromUrl(rawDir());
+    const store = await ReferenceStore.fromUrl(rawDir(), STORED);
     assert.equal(await store.get("/padded/c/5"), undefined);
     assert.equal(await store.get("/stacked/c/3/0"), undefined);
     assert.equal(await store.get("/nothing/zarr.json"), undefined);
@@ -393,13 +395,13 @@ describe("batching across keys", () => {
   });
 
   test("gaps above mergeGap split requests", async () => {
-    const store = await ReferenceStore.fromUrl(rawDir(), { mergeGap: 100 });
+    const store = await ReferenceStore.fromUrl(rawDir(), { mergeGap: 100, ...STORED });
     server.reset();
     // chunks 0, 1 (adjacent), 3 (gap 128 > 100), 5 (gap 128)
     await Promise.all([0, 1, 3, 5].map((i) => store.get(`/small_chunks/c/${i}`)));
     assert.equal(server.counters.ranges, 3);
     server.reset();
-    const store2 = await ReferenceStore.fromUrl(rawDir(), { mergeGap: 128 });
+    const store2 = await ReferenceStore.fromUrl(rawDir(), { mergeGap: 128, ...STORED });
     await Promise.all([0, 1, 3, 5].map((i) => store2.get(`/small_chunks/c/${i}`)));
     assert.equal(server.counters.ranges, 1);
   });
@@ -438,7 +440,7 @@ describe("batching across keys", () => {
     };
     server.settings.latencyMs = 1000;
     try {
-      const store = await ReferenceStore.fromUrl(rawDir());
+      const store = await ReferenceStore.fromUrl(rawDir(), STORED);
       server.reset();
       const controllers = [new AbortController(), new AbortController()];
       const reads = controllers.map((c, i) =>
@@ -459,7 +461,7 @@ describe("batching across keys", () => {
   test("aborting one member of a merged read rejects only that member", async () => {
     server.settings.latencyMs = 30;
     try {
-      const store = await ReferenceStore.fromUrl(rawDir());
+      const store = await ReferenceStore.fromUrl(rawDir(), STORED);
       const controller = new AbortController();
       const a = store.get("/small_chunks/c/0", { signal: controller.signal });
       const b = store.get("/small_chunks/c/1");
@@ -476,7 +478,7 @@ describe("response validation", () => {
   test("a server that ignores Range (200) is an error", async () => {
     server.settings.ignoreRange = true;
     try {
-      const store = await ReferenceStore.fromUrl(rawDir());
+      const store = await ReferenceStore.fromUrl(rawDir(), STORED);
       await assert.rejects(store.get("/small_chunks/c/0"), RangeResponseError);
     } finally {
       server.settings.ignoreRange = false;
@@ -498,7 +500,7 @@ describe("response validation", () => {
     });
     const short = lie((body, headers) => new Response(body.slice(1), { status: 206, headers }));
     for (const fetchFn of [shifted, short]) {
-      const store = await ReferenceStore.fromUrl(rawDir(), { fetch: fetchFn });
+      const store = await ReferenceStore.fromUrl(rawDir(), { fetch: fetchFn, ...STORED });
       await assert.rejects(store.get("/small_chunks/c/0"), RangeResponseError);
     }
   });
@@ -510,26 +512,26 @@ describe("response validation", () => {
       if (request.headers.get("if-match")) sawIfMatch++;
       return fetch(request);
     };
-    const good = new ReferenceStore(rfs, { baseUrl: rawDir(), fetch: counting });
+    const good = new ReferenceStore(rfs, { baseUrl: rawDir(), fetch: counting, ...STORED });
     await good.get("/small_chunks/c/0");
     assert.equal(sawIfMatch, 1);
     const key = Object.keys(rfs.sources).find((k) => k.endsWith("small_chunks.bin"));
     const changed = structuredClone(rfs);
     changed.sources[key].etag = '"0123"';
-    const store = new ReferenceStore(changed, { baseUrl: rawDir() });
+    const store = new ReferenceStore(changed, { baseUrl: rawDir(), ...STORED });
     server.reset();
     await assert.rejects(store.get("/small_chunks/c/0"), SourceChangedError);
     assert.equal(server.counters.status412, 1);
     const resized = structuredClone(rfs);
     resized.sources[key].size += 1;
     await assert.rejects(
-      new ReferenceStore(resized, { baseUrl: rawDir() }).get("/small_chunks/c/0"),
+      new ReferenceStore(resized, { baseUrl: rawDir(), ...STORED }).get("/small_chunks/c/0"),
       SourceChangedError,
     );
     // validateSources: false turns both checks off
-    const off = new ReferenceStore(changed, { baseUrl: rawDir(), validateSources: false });
+    const off = new ReferenceStore(changed, { baseUrl: rawDir(), validateSources: false, ...STORED });
     assert.equal((await off.get("/small_chunks/c/0")).length, 128);
-    const offSize = new ReferenceStore(resized, { baseUrl: rawDir(), validateSources: false });
+    const offSize = new ReferenceStore(resized, { baseUrl: rawDir(), validateSources: false, ...STORED });
     assert.equal((await offSize.get("/small_chunks/c/0")).length, 128);
   });
 
@@ -538,7 +540,7 @@ describe("response validation", () => {
     const size = rfs.sources["../data/h5data.h5"].size;
     rfs.refs["fletcher/c/0"] = ["{{u0}}", size - 10, 100];
     rfs.refs["bigendian/c/0/0"] = ["{{u0}}", size - 10, 112]; // uncompressed: refused too
-    const store = new ReferenceStore(rfs, { baseUrl: `${server.url}/refs/` });
+    const store = new ReferenceStore(rfs, { baseUrl: `${server.url}/refs/`, ...STORED });
     server.reset();
     await assert.rejects(store.get("/fletcher/c/0"), SourceError);
     await assert.rejects(store.get("/bigendian/c/0/0"), SourceError);
@@ -556,7 +558,7 @@ describe("response validation", () => {
     rfs.sources["../data/h5data.h5"].size -= 1;
     const { writeFileSync } = await import("node:fs");
     writeFileSync(`${dir}/refs/changed.json`, JSON.stringify(rfs));
-    const store = await openLocal(`${dir}/refs/changed.json`);
+    const store = await openLocal(`${dir}/refs/changed.json`, STORED);
     await assert.rejects(store.get("/fletcher/c/0"), SourceChangedError);
   });
 
@@ -564,7 +566,7 @@ describe("response validation", () => {
     const rfs = refsJson("refs/raw.shadowzarr/refs.json");
     rfs.refs["small_chunks/c/0"] = ["../../data/nope.bin", 0, 128];
     rfs.refs["small_chunks/c/1"] = ["../../data/small_chunks.bin", 0, 256];
-    const store = new ReferenceStore(rfs, { baseUrl: rawDir() });
+    const store = new ReferenceStore(rfs, { baseUrl: rawDir(), ...STORED });
     await assert.rejects(
       store.get("/small_chunks/c/0"),
       (e) => e instanceof SourceUnavailableError && e.status === 404,
@@ -592,7 +594,7 @@ describe("DANDI asset URLs", () => {
   });
 
   test("the redirect is resolved once and reused", async () => {
-    const store = new ReferenceStore(dandiRefs(), { fetch: routed });
+    const store = new ReferenceStore(dandiRefs(), { fetch: routed, ...STORED });
     const expected = new Uint8Array(readFileSync(`${FIXTURES}/data/small_chunks.bin`));
     server.reset();
     const first = await Promise.all([0, 1, 2].map((i) => store.get(`/c${i}`)));
@@ -610,7 +612,7 @@ describe("DANDI asset URLs", () => {
       }
       return routed(request);
     };
-    const store = new ReferenceStore(dandiRefs(), { fetch: opaque });
+    const store = new ReferenceStore(dandiRefs(), { fetch: opaque, ...STORED });
     server.reset();
     assert.equal((await store.get("/c3")).length, 128);
     // the redirect is followed once (a 1-byte range request), then the chunk is read directly
@@ -893,6 +895,7 @@ describe("chunk-index rows", () => {
       {
         baseUrl: "https://example.org/refs/",
         fetch: async (request) => new Response(null, { status: 404, statusText: request.url }),
+        ...STORED,
       },
     );
   const MAX = 2n ** 64n - 1n;
@@ -950,7 +953,7 @@ describe("the format's rule for short chunks, the end of the file and size 0", (
       refs: { "zarr.json": '{"zarr_format":3,"node_type":"group"}', ...refs },
       gen,
       sources: { [url()]: { size: 4000 } },
-    });
+    }, STORED);
 
   test("a short chunk inside the array is ChunkDecodeError, whatever part is read", async () => {
     const store = open({ "a/zarr.json": meta([1000], [256]), "a/c/1": [url(), 1024, 1020] });
