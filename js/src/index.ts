@@ -40,6 +40,7 @@ export {
   Fletcher32Codec,
   registerFletcher32,
 } from "./fletcher32.js";
+export { GroupLayout, type GroupedViewSetting, type PackKind } from "./grouped-view.js";
 export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
 export type { RfsJson } from "./references.js";
 export {

@@ -250,10 +250,18 @@ describe("Chromium", () => {
         const url = `${data}/refs/raw.shadowzarr/refs.json`;
         const rfs = await (await fetch(url)).json();
         const base = `${data}/refs/raw.shadowzarr/`;
-        const good = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false, groupedView: 0 });
+        const good = new shadowzarr.ReferenceStore(rfs, {
+          baseUrl: base,
+          ifMatch: false,
+          groupedView: 0,
+        });
         const length = (await good.get("/small_chunks/c/0")).length;
         for (const info of Object.values(rfs.sources)) info.etag = '"changed"';
-        const changed = new shadowzarr.ReferenceStore(rfs, { baseUrl: base, ifMatch: false, groupedView: 0 });
+        const changed = new shadowzarr.ReferenceStore(rfs, {
+          baseUrl: base,
+          ifMatch: false,
+          groupedView: 0,
+        });
         try {
           await changed.get("/small_chunks/c/0");
           return { length, error: null };

@@ -529,9 +529,17 @@ describe("response validation", () => {
       SourceChangedError,
     );
     // validateSources: false turns both checks off
-    const off = new ReferenceStore(changed, { baseUrl: rawDir(), validateSources: false, ...STORED });
+    const off = new ReferenceStore(changed, {
+      baseUrl: rawDir(),
+      validateSources: false,
+      ...STORED,
+    });
     assert.equal((await off.get("/small_chunks/c/0")).length, 128);
-    const offSize = new ReferenceStore(resized, { baseUrl: rawDir(), validateSources: false, ...STORED });
+    const offSize = new ReferenceStore(resized, {
+      baseUrl: rawDir(),
+      validateSources: false,
+      ...STORED,
+    });
     assert.equal((await offSize.get("/small_chunks/c/0")).length, 128);
   });
 
@@ -948,12 +956,15 @@ describe("the format's rule for short chunks, the end of the file and size 0", (
       attributes: {},
     });
   const open = (refs, gen = []) =>
-    new ReferenceStore({
-      version: 1,
-      refs: { "zarr.json": '{"zarr_format":3,"node_type":"group"}', ...refs },
-      gen,
-      sources: { [url()]: { size: 4000 } },
-    }, STORED);
+    new ReferenceStore(
+      {
+        version: 1,
+        refs: { "zarr.json": '{"zarr_format":3,"node_type":"group"}', ...refs },
+        gen,
+        sources: { [url()]: { size: 4000 } },
+      },
+      STORED,
+    );
 
   test("a short chunk inside the array is ChunkDecodeError, whatever part is read", async () => {
     const store = open({ "a/zarr.json": meta([1000], [256]), "a/c/1": [url(), 1024, 1020] });

@@ -1,0 +1,148 @@
+"""The Python and JavaScript stores show the same grouped view by default.
+
+For the same references (an HDF5 file's, as a folder with chunk indexes and as one JSON file),
+`RfsStore` and the JS `ReferenceStore` serve the same ``zarr.json`` for every array, with the
+grouped view on (their defaults) and off (``grouped_view=0`` / ``groupedView: 0``). One name
+differs, as js/README.md says: Python names shards of slabs ``shadowzarr.sharding_indexed`` (its
+own decoder of the same format), zarrita 0.7.5 knows sharding only as ``sharding_indexed``.
+zarrita reads every array through the JS view equal to h5py, and the requests it costs are
+counted at the test server of js/test (js/test/grouped-view-check.mjs).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_spec import write_rfs
+from shadowzarr_store import RfsStore
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+REPO = Path(__file__).resolve().parents[1]
+PLACEHOLDER = "http://shadowzarr.test/"
+SLAB_SHARDING = "shadowzarr.sharding_indexed"
+ARRAYS = {
+    # name: (shown as shards, packs of stored chunks when every chunk is in the chunk index)
+    "dense": (True, True),  # 1,250 chunks of 1 KiB: the reads benchmark's shape
+    "shuffled_gzip": (True, True),  # packs of chunks the stores decode
+    "few": (False, False),  # three chunks: as stored
+    "sparse": (True, False),  # most chunks never written
+    "big_endian": (True, True),
+    "narrow": (True, True),  # the shard overhangs the array's end
+    "transposed_listed": (True, False),  # 60 chunks: listed in refs.json, never packed
+}
+
+
+def write_hdf5(path: Path) -> None:
+    rng = np.random.default_rng(40)
+    with h5py.File(path, "w") as f:
+        f.create_dataset(
+            "dense", data=rng.integers(-999, 999, (20000, 32), dtype=np.int16), chunks=(32, 16)
+        )
+        f.create_dataset(
+            "shuffled_gzip",
+            data=rng.random((20000, 8), dtype=np.float32),
+            chunks=(16, 8),
+            compression="gzip",
+            shuffle=True,
+        )
+        f.create_dataset("few", data=np.arange(30, dtype=np.int32), chunks=(10,))
+        sparse = f.create_dataset(
+            "sparse", shape=(5000,), chunks=(100,), dtype=np.int32, fillvalue=7
+        )
+        sparse[:1000] = np.arange(1000)
+        f.create_dataset("big_endian", data=np.arange(128000, dtype=">i4"), chunks=(64,))
+        f.create_dataset(
+            "narrow", data=rng.integers(0, 100, (10001, 3), dtype=np.int8), chunks=(8, 3)
+        )
+        f.create_dataset(
+            "transposed_listed", data=rng.random((300, 40)), chunks=(10, 20), compression="gzip"
+        )
+
+
+def python_zarr_json(store: RfsStore, path: str) -> dict[str, Any]:
+    buffer = sync(store.get(f"{path}/zarr.json", default_buffer_prototype()))
+    assert buffer is not None
+    document = json.loads(buffer.to_bytes())
+    assert isinstance(document, dict)
+    return document
+
+
+def same_format(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with Python's name of shards of slabs spelled as zarrita knows it."""
+    text = json.dumps(document).replace(f'"{SLAB_SHARDING}"', '"sharding_indexed"')
+    out = json.loads(text)
+    assert isinstance(out, dict)
+    return out
+
+
+def node_reads(root: Path, refs: str) -> dict[str, Any]:
+    node = shutil.which("node")
+    npm = shutil.which("npm")
+    assert node is not None, "the JS store's check needs Node 20+"
+    assert npm is not None, "the JS store's check needs npm"
+    built = subprocess.run(
+        [npm, "run", "build"], cwd=REPO / "js", capture_output=True, text=True, check=False
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    result = subprocess.run(
+        [node, "test/grouped-view-check.mjs", str(root), refs, PLACEHOLDER, *ARRAYS],
+        cwd=REPO / "js",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert isinstance(out, dict)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("refs", ["refs.shadowzarr", "refs.json"])
+def test_both_stores_show_the_same_view(tmp_path: Path, refs: str) -> None:
+    if not (REPO / "js" / "node_modules" / "zarrita").exists():
+        pytest.fail("js/node_modules is missing: run `npm ci` in js/ (tools/test does)")
+    source = tmp_path / "data.h5"
+    write_hdf5(source)
+    rfs = generate_rfs(PLACEHOLDER + "data.h5", local_hdf5_path=source)
+    write_rfs(rfs, tmp_path / refs)
+    grouped = RfsStore(str(tmp_path / refs))
+    stored = RfsStore(str(tmp_path / refs), grouped_view=0)
+    js = node_reads(tmp_path, refs)
+    indexed = refs == "refs.shadowzarr"
+    with h5py.File(source) as f:
+        for name, (shown_grouped, packed_when_indexed) in ARRAYS.items():
+            python = python_zarr_json(grouped, name)
+            assert same_format(python) == json.loads(js[name]["grouped"]["zarr_json"]), name
+            assert python_zarr_json(stored, name) == json.loads(js[name]["stored"]["zarr_json"])
+            codec = python["codecs"][0]
+            assert (codec["name"] in ("sharding_indexed", SLAB_SHARDING)) == shown_grouped, name
+            if shown_grouped:
+                inner = codec["configuration"]["chunk_shape"]
+                stored_chunks = f[name].chunks
+                assert (list(inner) != list(stored_chunks)) == (packed_when_indexed and indexed)
+
+            want = f[name][()]
+            dtype = want.dtype.newbyteorder("<") if want.dtype.byteorder == ">" else want.dtype
+            for view in ("grouped", "stored"):
+                read = js[name][view]
+                got = np.frombuffer(base64.b64decode(read["data"]), dtype=dtype)
+                np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=name)
+            through, plain = js[name]["grouped"], js[name]["stored"]
+            assert through["requests"] <= plain["requests"], (name, through, plain)
+            if shown_grouped and packed_when_indexed and indexed:
+                # zarrita asks for a few packs instead of every stored chunk
+                assert through["calls"] * 100 < plain["calls"], (name, through, plain)
