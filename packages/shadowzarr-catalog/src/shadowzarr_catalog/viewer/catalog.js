@@ -182,7 +182,8 @@
     try {
       const [zarr, shadowzarr] = await Promise.all([import("zarrita"), import("shadowzarr")]);
       const url = new URL(row.reference, document.baseURI);
-      const store = await shadowzarr.ReferenceStore.fromUrl(url);
+      // the chunks as stored (the references'), not the grouped view's shards
+      const store = await shadowzarr.ReferenceStore.fromUrl(url, { groupedView: 0 });
       const root = zarr.root(store);
       const rootNode = await zarr.open.v3(root);
       const budget = { left: MAX_NODES };

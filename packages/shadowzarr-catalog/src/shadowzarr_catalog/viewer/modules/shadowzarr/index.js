@@ -14,6 +14,7 @@ export { compileExpression } from "./arithmetic.js";
 export { createDandiResolver, followRedirectOnce, isDandiDownloadUrl } from "./dandi.js";
 export { ChunkDecodeError, ChunkSizeError, GenExpressionError, RangeResponseError, ReferenceFormatError, ShadowzarrError, SourceChangedError, SourceError, SourceUnavailableError, UnsafePathError, } from "./errors.js";
 export { fletcher32, Fletcher32ChecksumError, Fletcher32Codec, registerFletcher32, } from "./fletcher32.js";
+export { GroupLayout } from "./grouped-view.js";
 export { normalizeMetadataText, parseJson, quoteLargeFillValues, quoteNonFinite } from "./json.js";
 export { decodeSequences, registerVlenBytes, sequenceType, VLEN_BYTES_CODEC, VLEN_DTYPE, VlenBytesCodec, } from "./sequences.js";
 export { decodeStruct, recordLayout, STRUCTURED_DTYPE, structFields, } from "./struct.js";

@@ -7,6 +7,8 @@ import { createDandiResolver } from "./dandi.js";
 import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader } from "./http.js";
 import { fletcher32 } from "./fletcher32.js";
+import { GroupedShards, undoByteCodecs } from "./grouped-reads.js";
+import { fillChunk, groupedMetadata, groupLayout, indexedWithRefs, indexOnly, shardBytesOf, } from "./grouped-view.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { metadataForZarrita } from "./metadata-view.js";
 import { sequenceType } from "./sequences.js";
@@ -31,6 +33,12 @@ export class ReferenceStore {
     #arrays = new Map();
     #indexes = new Map();
     #urls = new Map();
+    /** Target shard bytes of the grouped view (0: off), its arrays' layouts and shards. */
+    #shardBytes;
+    #groupLayouts = new Map();
+    #shards = new GroupedShards();
+    #groupedArrays = new Map();
+    #indexedWithRefs;
     #tree;
     /**
      * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
@@ -48,6 +56,7 @@ export class ReferenceStore {
             indexCacheSize: options.indexCacheSize ?? 64,
             structAsBytes: options.structAsBytes ?? true,
         };
+        this.#shardBytes = shardBytesOf(options.groupedView);
         this.#baseUrl = options.baseUrl;
         const fetchFn = options.fetch ?? defaultFetch;
         this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
@@ -108,9 +117,21 @@ export class ReferenceStore {
             const raw = ref.kind === "inline"
                 ? ref.bytes
                 : await this.#readReference(key, ref, null, undefined, signal);
-            const bytes = utf8Encode(metadataForZarrita(utf8Decode(raw), this.#options, key));
-            return sliceLogical(bytes, range);
+            let text = metadataForZarrita(utf8Decode(raw), this.#options, key);
+            if (this.#shardBytes > 0 && name === "zarr.json") {
+                text = groupedMetadata(text, key, (path) => this.groupedLayout(path));
+            }
+            return sliceLogical(utf8Encode(text), range);
         }
+        const shard = this.#shardBytes > 0 ? this.#shardOf(key) : undefined;
+        if (shard !== undefined) {
+            return this.#shards.read(key, shard.array, shard.coords, range, signal);
+        }
+        return this.#readStored(key, range, signal);
+    }
+    /** A key as stored (a chunk, not a shard of the grouped view). */
+    async #readStored(rawKey, range, signal) {
+        let key = rawKey;
         if (this.#options.structAsBytes)
             key = this.#storedKey(key);
         const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
@@ -231,6 +252,107 @@ export class ReferenceStore {
     /** Index chunks fetched so far for the array at `path` (diagnostics, tests). */
     indexChunksFetched(path) {
         return this.#indexes.get(stripSlashes(path))?.fetchedChunks ?? 0;
+    }
+    /**
+     * How the grouped view shows the array at `path` (its shard and inner chunk grid), or
+     * undefined when it shows it as stored (or the view is off).
+     */
+    groupedLayout(path) {
+        if (this.#shardBytes === 0)
+            return undefined;
+        path = stripSlashes(path);
+        if (this.#groupLayouts.has(path))
+            return this.#groupLayouts.get(path);
+        let layout;
+        const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+        if (ref?.kind === "inline") {
+            const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+            if (document !== null && typeof document === "object" && !Array.isArray(document)) {
+                layout = groupLayout(document, this.#shardBytes, this.#indexOnly(path));
+            }
+        }
+        this.#groupLayouts.set(path, layout);
+        return layout;
+    }
+    #indexOnly(path) {
+        this.#indexedWithRefs ??= indexedWithRefs(this.references);
+        return indexOnly(this.references, path, this.#indexedWithRefs);
+    }
+    /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
+    #shardOf(key) {
+        const found = this.#arrayOf(key);
+        if (found === undefined)
+            return undefined;
+        const info = found.info;
+        const layout = this.groupedLayout(info.path);
+        if (layout === undefined)
+            return undefined;
+        const coords = chunkCoordsFromKey(info, info.path === "" ? key : key.slice(info.path.length + 1));
+        if (coords === undefined)
+            return undefined;
+        return { array: this.#groupedArray(info, layout), coords };
+    }
+    /** What the grouped view's shards need of the array `info` describes (made once). */
+    #groupedArray(info, layout) {
+        const path = info.path;
+        let array = this.#groupedArrays.get(path);
+        if (array !== undefined)
+            return array;
+        const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+        const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+        // the byte codecs as zarrita is shown them: fletcher32 is verified by the store apart
+        let codecs = document.codecs.slice(1);
+        if (info.checksummed)
+            codecs = codecs.slice(0, -1);
+        const meta = {
+            dataType: document.data_type,
+            shape: info.chunkShape,
+            fillValue: document.fill_value,
+        };
+        const fill = fillChunk(document, layout);
+        array = {
+            path,
+            layout,
+            keyOf: (coords) => {
+                const tail = info.defaultEncoding
+                    ? ["c", ...coords].join(info.separator)
+                    : coords.join(info.separator);
+                return path === "" ? tail : `${path}/${tail}`;
+            },
+            lengthOf: (key) => this.#storedLength(key),
+            read: (key, signal) => this.#readStored(key, null, signal),
+            decode: (key, bytes) => undoByteCodecs(codecs, meta, bytes, `chunk ${key}`),
+            fill: () => fill,
+        };
+        this.#groupedArrays.set(path, array);
+        return array;
+    }
+    /**
+     * A stored chunk's logical length (what `get` returns for it), from its reference where that
+     * says it; read otherwise (a whole file of unknown size). -1: not stored.
+     */
+    async #storedLength(key) {
+        const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+        if (ref === undefined || isEmptyReference(key, ref))
+            return -1;
+        const array = this.#arrayOf(key);
+        const info = array?.info;
+        let size;
+        if (ref.kind === "inline")
+            size = ref.bytes.length;
+        else {
+            const recorded = ref.kind === "range" ? ref.size : this.#sources.get(this.#absolute(ref.url))?.size;
+            if (recorded !== undefined)
+                size = logicalSize(recorded, array?.selection);
+        }
+        if (info?.checksummed && size !== undefined)
+            size = size >= 4 ? size - 4 : undefined;
+        if (size === undefined) {
+            // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
+            return (await this.#readStored(key, null))?.length ?? -1;
+        }
+        const full = info?.padding?.chunkBytes;
+        return full !== undefined && size <= full ? full : size;
     }
     #requireBase(path) {
         if (this.#baseUrl === undefined) {

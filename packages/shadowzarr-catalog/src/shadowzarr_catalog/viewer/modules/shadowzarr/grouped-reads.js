@@ -1,0 +1,159 @@
+/**
+ * Serving the shards of the grouped view (grouped-view.ts) as zarrita's sharding codec asks for
+ * them: a shard's index, computed from the references (never fetched), and byte ranges of its
+ * inner chunks, each read from the stored chunks it shows, all at once so the batcher merges
+ * them into a few range requests.
+ *
+ * A shard's value is the index (`count` little-endian uint64 pairs of offset and length), the
+ * inner chunks one after the other in C order, and the index once more. The metadata says
+ * `index_location: "start"` (as the Python store's does), and the offsets point after the
+ * leading index; zarrita 0.7.5 ignores `index_location` and reads the index as the last bytes
+ * of the shard (`{suffixLength}`), which the trailing copy answers. Both readings of the value
+ * are right, and the sharding format allows bytes no index entry points to.
+ */
+import * as zarr from "zarrita";
+import { ChunkDecodeError } from "./errors.js";
+import { buildShardIndex } from "./grouped-view.js";
+const INDEXES_KEPT = 256;
+/** The grouped view's shards of one store: their indexes kept, their bytes read on demand. */
+export class GroupedShards {
+    #indexes = new Map();
+    /** Bytes `range` of the shard at `shard` of `array` (undefined: no chunk of it is stored). */
+    async read(key, array, shard, range, signal) {
+        const layout = array.layout;
+        const { keys, index } = await this.#shard(key, array, shard);
+        if (index.empty)
+            return undefined;
+        const [start, end] = window(range, index.total);
+        const first = Math.max(0, lastAtOrBefore(index.offsets, start));
+        const size0 = index.sizes[first];
+        if (index.offsets[first] === start && start + size0 === end && size0 > 0) {
+            // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
+            const members = keys.slice(first * layout.members, (first + 1) * layout.members);
+            return this.#inner(array, members, size0, signal);
+        }
+        const out = new Uint8Array(end - start);
+        const head = index.index;
+        const tail = index.total - head.length;
+        copyPart(out, start, end, 0, head);
+        copyPart(out, start, end, tail, head);
+        const reads = [];
+        for (let j = first; j < index.offsets.length; j++) {
+            const offset = index.offsets[j];
+            const size = index.sizes[j];
+            if (offset >= end)
+                break;
+            if (size === 0 || offset + size <= start)
+                continue;
+            const members = keys.slice(j * layout.members, (j + 1) * layout.members);
+            reads.push(this.#inner(array, members, size, signal).then((bytes) => copyPart(out, start, end, offset, bytes)));
+        }
+        await Promise.all(reads);
+        return out;
+    }
+    /** The shard's stored chunk keys and index, built once for all the reads of it. */
+    #shard(key, array, shard) {
+        let found = this.#indexes.get(key);
+        if (found === undefined) {
+            found = this.#build(array, shard);
+            found.catch(() => this.#indexes.delete(key));
+            if (this.#indexes.size >= INDEXES_KEPT) {
+                this.#indexes.delete(this.#indexes.keys().next().value);
+            }
+            this.#indexes.set(key, found);
+        }
+        return found;
+    }
+    async #build(array, shard) {
+        const layout = array.layout;
+        const keys = layout.innerChunks(shard).map((c) => (c === null ? null : array.keyOf(c)));
+        const lengths = await Promise.all(keys.map((k) => (k === null ? -1 : array.lengthOf(k))));
+        if (layout.members === 1) {
+            const empty = lengths.findIndex((n) => n === 0);
+            if (empty >= 0) {
+                throw new ChunkDecodeError(`stored chunk ${keys[empty]} of array ${array.path} holds no bytes; no chunk of its ` +
+                    "array decodes from nothing");
+            }
+        }
+        const index = buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
+        return { keys, index };
+    }
+    /** An inner chunk's bytes: its one stored chunk, or the pack of its members. */
+    async #inner(array, members, size, signal) {
+        const layout = array.layout;
+        if (layout.members === 1) {
+            const bytes = await array.read(members[0], signal);
+            if (bytes === undefined || bytes.length !== size) {
+                throw new ChunkDecodeError(`stored chunk ${members[0]} of array ${array.path} changed size while read ` +
+                    `(${bytes?.length ?? "missing"} bytes, ${size} in its shard's index)`);
+            }
+            return bytes;
+        }
+        const parts = await Promise.all(members.map(async (k) => {
+            if (k === null)
+                return array.fill();
+            const stored = await array.read(k, signal);
+            if (stored === undefined)
+                return array.fill();
+            const bytes = layout.kind === "decoded" ? await array.decode(k, stored) : stored;
+            if (bytes.length !== layout.chunkNbytes) {
+                throw new ChunkDecodeError(`stored chunk ${k} of array ${array.path} holds ${bytes.length} bytes decoded, ` +
+                    `not the ${layout.chunkNbytes} of a chunk`);
+            }
+            return bytes;
+        }));
+        return layout.packBytes(parts);
+    }
+}
+/**
+ * A stored chunk's bytes with the byte codecs `codecs` (the array's codecs after `bytes`)
+ * undone through zarrita's codec registry, as the Python store decodes a pack's members.
+ */
+export async function undoByteCodecs(codecs, meta, bytes, where) {
+    let out = bytes;
+    for (let i = codecs.length - 1; i >= 0; i--) {
+        const codec = codecs[i];
+        const name = String(codec.name);
+        const load = zarr.registry.get(name);
+        if (load === undefined) {
+            throw new ChunkDecodeError(`${where}: codec ${name} is not known to zarrita`);
+        }
+        const Codec = (await load());
+        try {
+            const c = Codec.fromConfig(codec.configuration ?? {}, { ...meta, codecs: [...codecs] });
+            out = (await c.decode(out));
+        }
+        catch (cause) {
+            throw new ChunkDecodeError(`${where}: codec ${name} failed to decode it: ${String(cause)}`);
+        }
+    }
+    return out;
+}
+/** The last position of `sorted` whose value is at most `value` (-1: none). */
+function lastAtOrBefore(sorted, value) {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (sorted[mid] <= value)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+function window(range, total) {
+    if (range === null)
+        return [0, total];
+    if ("suffix" in range)
+        return [Math.max(0, total - range.suffix), total];
+    const start = Math.min(Math.max(0, range.start), total);
+    return [start, Math.max(start, Math.min(range.end, total))];
+}
+/** Copy the part of `bytes` (at `at` in the value) that falls in [start, end) into `out`. */
+function copyPart(out, start, end, at, bytes) {
+    const from = Math.max(start, at);
+    const to = Math.min(end, at + bytes.length);
+    if (to > from)
+        out.set(bytes.subarray(from - at, to - at), from - start);
+}
