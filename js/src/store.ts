@@ -114,6 +114,9 @@ export class ReferenceStore implements AsyncReadable {
   readonly #groupLayouts = new Map<string, GroupLayout | undefined>();
   readonly #shards = new GroupedShards();
   readonly #groupedArrays = new Map<string, GroupedArray>();
+  readonly #arraysOf = new Map<string, { info: ArrayInfo; selection?: Selection } | undefined>();
+  /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
+  #lastShard: { key: string; shard: { array: GroupedArray; coords: number[] } } | undefined;
   #indexedWithRefs: Set<string> | undefined;
   #tree: Map<string, Set<string>> | undefined;
 
@@ -396,6 +399,13 @@ export class ReferenceStore implements AsyncReadable {
 
   /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
   #shardOf(key: string): { array: GroupedArray; coords: number[] } | undefined {
+    if (this.#lastShard?.key === key) return this.#lastShard.shard;
+    const shard = this.#findShard(key);
+    if (shard !== undefined) this.#lastShard = { key, shard };
+    return shard;
+  }
+
+  #findShard(key: string): { array: GroupedArray; coords: number[] } | undefined {
     const found = this.#arrayOf(key);
     if (found === undefined) return undefined;
     const info = found.info;
@@ -480,6 +490,17 @@ export class ReferenceStore implements AsyncReadable {
 
   /** The array a chunk key belongs to (the nearest node with a zarr.json), or undefined. */
   #arrayOf(key: string): { info: ArrayInfo; selection?: Selection } | undefined {
+    // the answer depends on the key's folder only: kept per folder (a chunk read asks 3 times)
+    const cut0 = key.lastIndexOf("/");
+    const folder = cut0 < 0 ? "\u0000" : key.slice(0, cut0);
+    if (this.#arraysOf.has(folder)) return this.#arraysOf.get(folder);
+    if (this.#arraysOf.size >= 4096) this.#arraysOf.clear();
+    const found = this.#findArrayOf(key);
+    this.#arraysOf.set(folder, found);
+    return found;
+  }
+
+  #findArrayOf(key: string): { info: ArrayInfo; selection?: Selection } | undefined {
     let cut = key.lastIndexOf("/");
     while (cut >= -1) {
       const path = cut < 0 ? "" : key.slice(0, cut);

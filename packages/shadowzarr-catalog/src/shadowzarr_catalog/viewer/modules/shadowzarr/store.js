@@ -38,6 +38,9 @@ export class ReferenceStore {
     #groupLayouts = new Map();
     #shards = new GroupedShards();
     #groupedArrays = new Map();
+    #arraysOf = new Map();
+    /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
+    #lastShard;
     #indexedWithRefs;
     #tree;
     /**
@@ -280,6 +283,14 @@ export class ReferenceStore {
     }
     /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
     #shardOf(key) {
+        if (this.#lastShard?.key === key)
+            return this.#lastShard.shard;
+        const shard = this.#findShard(key);
+        if (shard !== undefined)
+            this.#lastShard = { key, shard };
+        return shard;
+    }
+    #findShard(key) {
         const found = this.#arrayOf(key);
         if (found === undefined)
             return undefined;
@@ -362,6 +373,18 @@ export class ReferenceStore {
     }
     /** The array a chunk key belongs to (the nearest node with a zarr.json), or undefined. */
     #arrayOf(key) {
+        // the answer depends on the key's folder only: kept per folder (a chunk read asks 3 times)
+        const cut0 = key.lastIndexOf("/");
+        const folder = cut0 < 0 ? "\u0000" : key.slice(0, cut0);
+        if (this.#arraysOf.has(folder))
+            return this.#arraysOf.get(folder);
+        if (this.#arraysOf.size >= 4096)
+            this.#arraysOf.clear();
+        const found = this.#findArrayOf(key);
+        this.#arraysOf.set(folder, found);
+        return found;
+    }
+    #findArrayOf(key) {
         let cut = key.lastIndexOf("/");
         while (cut >= -1) {
             const path = cut < 0 ? "" : key.slice(0, cut);
