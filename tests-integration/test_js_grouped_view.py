@@ -39,6 +39,8 @@ ARRAYS = {
     "big_endian": (True, True),
     "narrow": (True, True),  # the shard overhangs the array's end
     "transposed_listed": (True, False),  # 60 chunks: listed in refs.json, never packed
+    "sparse_packed": (True, True),  # packs with members never written (fill values)
+    "sparse_packed_gzip": (True, True),
 }
 
 
@@ -64,6 +66,17 @@ def write_hdf5(path: Path) -> None:
         f.create_dataset(
             "narrow", data=rng.integers(0, 100, (10001, 3), dtype=np.int8), chunks=(8, 3)
         )
+        for name, compression in (("sparse_packed", None), ("sparse_packed_gzip", "gzip")):
+            holes = f.create_dataset(
+                name,
+                shape=(200000,),
+                chunks=(100,),
+                dtype=np.int32,
+                fillvalue=-3,
+                compression=compression,
+            )
+            holes[1000:5000] = np.arange(4000)
+            holes[150000:150100] = 5
         f.create_dataset(
             "transposed_listed", data=rng.random((300, 40)), chunks=(10, 20), compression="gzip"
         )

@@ -10,6 +10,7 @@ import { ReferenceStore } from "shadowzarr";
 import {
   buildShardIndex,
   GroupLayout,
+  groupedMetadata,
   groupLayout,
   shardBytesOf,
 } from "../../dist/grouped-view.js";
@@ -101,6 +102,35 @@ test("packs are the C-order block of their stored chunks", () => {
   const overhang = new GroupLayout([2, 3], [3, 1], [4, 1], [2, 1], 1, "plain");
   assert.deepEqual(overhang.innerChunks([0, 0]), [[0, 0], [1, 0], [2, 0], null]);
   assert.deepEqual(overhang.innerChunks([1, 0]), [null, null, null, null]);
+});
+
+test("zarr.json: the node and its consolidated entries rewritten; nothing else touched", () => {
+  const child = array([20000, 32], [32, 16], "int16", BYTES);
+  const root = {
+    zarr_format: 3,
+    node_type: "group",
+    attributes: { a: 1 },
+    consolidated_metadata: {
+      kind: "inline",
+      metadata: { "g/x": child, "g/few": array([30], [10], "int32", BYTES) },
+    },
+  };
+  const layoutOf = (path) => groupLayout(path === "g/x" ? child : {}, shardBytesOf("auto"), false);
+  const shown = JSON.parse(groupedMetadata(JSON.stringify(root), "zarr.json", layoutOf));
+  const x = shown.consolidated_metadata.metadata["g/x"];
+  assert.deepEqual(x.chunk_grid.configuration.chunk_shape, [16384, 32]);
+  assert.equal(x.codecs[0].name, "sharding_indexed");
+  assert.deepEqual(x.codecs[0].configuration.codecs, BYTES);
+  assert.deepEqual(
+    shown.consolidated_metadata.metadata["g/few"],
+    root.consolidated_metadata.metadata["g/few"],
+  );
+  assert.deepEqual(shown.attributes, { a: 1 });
+  const text = JSON.stringify(array([30], [10], "int32", BYTES));
+  assert.equal(
+    groupedMetadata(text, "few/zarr.json", () => undefined),
+    text,
+  ); // as it was
 });
 
 test("a shard index: inner chunks after the index, empty ones marked 2^64-1", () => {
