@@ -36,15 +36,9 @@ export interface GroupedArray {
 
 const INDEXES_KEPT = 256;
 
-/** A shard's stored chunk keys (inner chunks in C order, each its members) and its index. */
-interface Shard {
-  readonly keys: readonly (string | null)[];
-  readonly index: ShardIndex;
-}
-
 /** The grouped view's shards of one store: their indexes kept, their bytes read on demand. */
 export class GroupedShards {
-  readonly #indexes = new Map<string, Promise<Shard>>();
+  readonly #indexes = new Map<string, Promise<ShardIndex>>();
 
   /** Bytes `range` of the shard at `shard` of `array` (undefined: no chunk of it is stored). */
   async read(
@@ -55,15 +49,16 @@ export class GroupedShards {
     signal?: AbortSignal,
   ): Promise<Uint8Array | undefined> {
     const layout = array.layout;
-    const { keys, index } = await this.#shard(key, array, shard);
+    const index = await this.#shard(key, array, shard);
+    const membersOf = (j: number) =>
+      layout.membersOf(shard, j).map((c) => (c === null ? null : array.keyOf(c)));
     if (index.empty) return undefined;
     const [start, end] = window(range, index.total);
     const first = Math.max(0, lastAtOrBefore(index.offsets, start));
     const size0 = index.sizes[first] as number;
     if (index.offsets[first] === start && start + size0 === end && size0 > 0) {
       // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
-      const members = keys.slice(first * layout.members, (first + 1) * layout.members);
-      return this.#inner(array, members, size0, signal);
+      return this.#inner(array, membersOf(first), size0, signal);
     }
     const out = new Uint8Array(end - start);
     const head = index.index;
@@ -76,9 +71,8 @@ export class GroupedShards {
       const size = index.sizes[j] as number;
       if (offset >= end) break;
       if (size === 0 || offset + size <= start) continue;
-      const members = keys.slice(j * layout.members, (j + 1) * layout.members);
       reads.push(
-        this.#inner(array, members, size, signal).then((bytes) =>
+        this.#inner(array, membersOf(j), size, signal).then((bytes) =>
           copyPart(out, start, end, offset, bytes),
         ),
       );
@@ -87,8 +81,11 @@ export class GroupedShards {
     return out;
   }
 
-  /** The shard's stored chunk keys and index, built once for all the reads of it. */
-  #shard(key: string, array: GroupedArray, shard: readonly number[]): Promise<Shard> {
+  /**
+   * The shard's index, built once for all the reads of it (the keys of its stored chunks are
+   * made again per inner chunk read: a shard has up to 4,096, and 256 indexes are kept).
+   */
+  #shard(key: string, array: GroupedArray, shard: readonly number[]): Promise<ShardIndex> {
     let found = this.#indexes.get(key);
     if (found === undefined) {
       found = this.#build(array, shard);
@@ -101,7 +98,7 @@ export class GroupedShards {
     return found;
   }
 
-  async #build(array: GroupedArray, shard: readonly number[]): Promise<Shard> {
+  async #build(array: GroupedArray, shard: readonly number[]): Promise<ShardIndex> {
     const layout = array.layout;
     const keys = layout.innerChunks(shard).map((c) => (c === null ? null : array.keyOf(c)));
     const lengths = await Promise.all(keys.map((k) => (k === null ? -1 : array.lengthOf(k))));
@@ -114,8 +111,7 @@ export class GroupedShards {
         );
       }
     }
-    const index = buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
-    return { keys, index };
+    return buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
   }
 
   /** An inner chunk's bytes: its one stored chunk, or the pack of its members. */

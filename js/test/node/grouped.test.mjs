@@ -102,6 +102,14 @@ test("packs are the C-order block of their stored chunks", () => {
   const overhang = new GroupLayout([2, 3], [3, 1], [4, 1], [2, 1], 1, "plain");
   assert.deepEqual(overhang.innerChunks([0, 0]), [[0, 0], [1, 0], [2, 0], null]);
   assert.deepEqual(overhang.innerChunks([1, 0]), [null, null, null, null]);
+  // one inner chunk's members are its part of innerChunks
+  const layout3 = new GroupLayout([1, 5, 6], [7, 10, 10], [8, 10, 4], [2, 5, 2], 2, "plain");
+  const all = layout3.innerChunks([0, 0, 1]);
+  assert.ok(all.includes(null)); // row 7 lies past the array
+  for (let j = 0; j < layout3.count; j++) {
+    const part = all.slice(j * layout3.members, (j + 1) * layout3.members);
+    assert.deepEqual(layout3.membersOf([0, 0, 1], j), part);
+  }
 });
 
 test("zarr.json: the node and its consolidated entries rewritten; nothing else touched", () => {

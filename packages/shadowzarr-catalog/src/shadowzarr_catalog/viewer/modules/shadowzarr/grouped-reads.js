@@ -21,7 +21,8 @@ export class GroupedShards {
     /** Bytes `range` of the shard at `shard` of `array` (undefined: no chunk of it is stored). */
     async read(key, array, shard, range, signal) {
         const layout = array.layout;
-        const { keys, index } = await this.#shard(key, array, shard);
+        const index = await this.#shard(key, array, shard);
+        const membersOf = (j) => layout.membersOf(shard, j).map((c) => (c === null ? null : array.keyOf(c)));
         if (index.empty)
             return undefined;
         const [start, end] = window(range, index.total);
@@ -29,8 +30,7 @@ export class GroupedShards {
         const size0 = index.sizes[first];
         if (index.offsets[first] === start && start + size0 === end && size0 > 0) {
             // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
-            const members = keys.slice(first * layout.members, (first + 1) * layout.members);
-            return this.#inner(array, members, size0, signal);
+            return this.#inner(array, membersOf(first), size0, signal);
         }
         const out = new Uint8Array(end - start);
         const head = index.index;
@@ -45,13 +45,15 @@ export class GroupedShards {
                 break;
             if (size === 0 || offset + size <= start)
                 continue;
-            const members = keys.slice(j * layout.members, (j + 1) * layout.members);
-            reads.push(this.#inner(array, members, size, signal).then((bytes) => copyPart(out, start, end, offset, bytes)));
+            reads.push(this.#inner(array, membersOf(j), size, signal).then((bytes) => copyPart(out, start, end, offset, bytes)));
         }
         await Promise.all(reads);
         return out;
     }
-    /** The shard's stored chunk keys and index, built once for all the reads of it. */
+    /**
+     * The shard's index, built once for all the reads of it (the keys of its stored chunks are
+     * made again per inner chunk read: a shard has up to 4,096, and 256 indexes are kept).
+     */
     #shard(key, array, shard) {
         let found = this.#indexes.get(key);
         if (found === undefined) {
@@ -75,8 +77,7 @@ export class GroupedShards {
                     "array decodes from nothing");
             }
         }
-        const index = buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
-        return { keys, index };
+        return buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
     }
     /** An inner chunk's bytes: its one stored chunk, or the pack of its members. */
     async #inner(array, members, size, signal) {

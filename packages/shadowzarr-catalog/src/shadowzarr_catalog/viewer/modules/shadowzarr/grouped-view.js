@@ -151,6 +151,22 @@ export class GroupLayout {
         }
         return out;
     }
+    /** The stored chunk coordinates of inner chunk `j` of `shard` (`innerChunks`, one part). */
+    membersOf(shard, j) {
+        const outer = new Array(this.packs.length).fill(0);
+        let rest = j;
+        for (let axis = this.packs.length - 1; axis >= 0; axis--) {
+            const n = this.packs[axis];
+            outer[axis] = rest % n;
+            rest = Math.floor(rest / n);
+        }
+        return cOrder(this.pack).map((m) => {
+            const point = shard.map((s, i) => s * this.factors[i] +
+                outer[i] * this.pack[i] +
+                m[i]);
+            return point.some((p, i) => p >= this.grid[i]) ? null : point;
+        });
+    }
     /**
      * An inner chunk's bytes from its members' (each `chunkNbytes`, C order over `pack`): the
      * block of `innerShape` in C order. A row of a stored chunk (its last axis) moves whole.
@@ -397,6 +413,9 @@ export function buildShardIndex(lengths, members, innerNbytes) {
         view.setBigUint64(16 * j, present ? BigInt(at) : EMPTY, true);
         view.setBigUint64(16 * j + 8, present ? BigInt(size) : EMPTY, true);
         at += size;
+        if (!Number.isSafeInteger(at + 16 * count)) {
+            throw new ReferenceFormatError(`a shard's stored chunks hold more than 2^53 - 1 bytes together: the references are damaged`);
+        }
     }
     return {
         offsets,
