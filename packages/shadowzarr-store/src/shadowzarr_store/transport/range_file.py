@@ -114,8 +114,8 @@ class RangeFile(io.RawIOBase):
         answer also gives the size of the file, so no separate request asks for it. 0 reads
         nothing until the first read (the size is then asked for with one byte).
     merge_gap, max_request
-        Fetched blocks closer than ``merge_gap`` bytes share a request of at most
-        ``max_request`` bytes (None: no bound); the gap's blocks are kept too.
+        Fetched blocks closer than ``merge_gap`` bytes share a request (the gap's blocks are
+        kept too) of at most ``max_request`` bytes (None: no bound).
     cache_bytes
         Most bytes kept (at least 16 blocks); the least recently used blocks are dropped.
 
@@ -152,7 +152,7 @@ class RangeFile(io.RawIOBase):
         self._position = 0
         head = block_size if head is None else -(-max(0, head) // block_size) * block_size
         try:
-            first = self.source.fetch_many([(0, head)], max_gap=0)[0] if head else b""
+            first = self.source.fetch_many([(0, head)])[0] if head else b""
             self._blocks = _Blocks(self.source.size, block_size, max(16, cache_bytes // block_size))
         except BaseException:
             self._close_source()
@@ -318,12 +318,17 @@ class RangeFile(io.RawIOBase):
         for offset, size in ranges:
             start = max(0, offset) // block * block
             stop = min(blocks.size, -(-(offset + size) // block) * block)
-            if stop > start:
+            if stop <= start:
+                continue
+            if self._max_request is None:
                 spans.append((start, stop))
+            else:  # block by block, so that requests are filled up to max_request
+                spans.extend((a, min(a + block, stop)) for a in range(start, stop, block))
         runs = coalesce(spans, self._merge_gap, self._max_request)
         if not runs:
             return
-        answers = self.source.fetch_many([(r.start, r.end - r.start) for r in runs], max_gap=0)
+        # max_gap=-1: the runs are the requests (touching runs were split by max_request).
+        answers = self.source.fetch_many([(r.start, r.end - r.start) for r in runs], max_gap=-1)
         for run, data in zip(runs, answers, strict=True):
             blocks.put(run.start, data)
         blocks.last_fetched = (runs[-1].end - 1) // block
