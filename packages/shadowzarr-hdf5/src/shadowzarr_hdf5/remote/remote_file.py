@@ -81,8 +81,12 @@ class RemoteFile(RangeFile):
             head=block_size,
             cache_bytes=1 << 30,
         )
-        if self.size <= whole_file_below:
-            self.prefetch([(0, self.size)])
+        try:
+            if self.size <= whole_file_below:
+                self.prefetch([(0, self.size)])
+        except BaseException:
+            self.close()
+            raise
         self._walk_indexes = prefetch
         self._ranges = RangeCache()
         self._roots: set[int] = set()
