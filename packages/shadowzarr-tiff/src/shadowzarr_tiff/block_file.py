@@ -25,6 +25,7 @@ __all__ = ["BlockFile", "IfdStride"]
 _IFD_MARGIN = 512  # bytes of IFD (tags and their values) expected after its start
 _MIN_STRIDE = 64  # bytes: closer reads are parts of one IFD, not successive IFDs
 _FIRST_AHEAD = 8  # IFD positions guessed in the first round of a pattern
+_HISTORY = 64  # earlier reads among which a stride is looked for
 
 
 class IfdStride:
@@ -35,22 +36,21 @@ class IfdStride:
     def __init__(self, read_ahead: int = 65536, max_ahead: int = 4096) -> None:
         self._read_ahead = read_ahead
         self._max_ahead = max_ahead
-        self._reads: deque[int] = deque(maxlen=64)  # where recent reads started
+        self._reads: deque[int] = deque(maxlen=_HISTORY + 1)  # where recent reads started
         self._pattern: tuple[int, int] | None = None  # (a miss, stride) of the IFDs guessed last
         self._ahead = _FIRST_AHEAD
 
     def plan(self, offset: int, size: int, cache: CachedBlocks) -> list[tuple[int, int]]:
         block = cache.block_size
         last = (offset + size - 1) // block
-        if all(cache.holds(b) for b in range(offset // block, last + 1)):
-            self._reads.append(offset)
+        self._reads.append(offset)
+        if all(map(cache.holds, range(offset // block, last + 1))):
             return []
         guesses = self._guess(offset, last, cache)
-        self._reads.append(offset)
         return [(b * block, block) for b in guesses if not cache.holds(b)]
 
     def _guess(self, start: int, last: int, cache: CachedBlocks) -> list[int]:
-        history = [*self._reads, start]
+        history = list(self._reads)  # the newest is ``start``
         stride = None
         if self._pattern is not None:
             anchor, known = self._pattern

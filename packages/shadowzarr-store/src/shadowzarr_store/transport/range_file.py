@@ -251,10 +251,12 @@ class RangeFile(io.RawIOBase):
         with self._cache_lock:
             blocks = self._blocks
             wanted = self._policy.plan(offset, size, blocks)
+            data = None if wanted else blocks.get(offset, size)
+            if data is not None:
+                return data  # a hit, and nothing to fetch ahead
             block = blocks.block_size
             wanted += [(b * block, block) for b in blocks.span(offset, size) if not blocks.holds(b)]
-            if wanted:
-                self._fetch_blocks(wanted)
+            self._fetch_blocks(wanted)
             data = blocks.get(offset, size)
             if data is None:
                 raise SourceError(
