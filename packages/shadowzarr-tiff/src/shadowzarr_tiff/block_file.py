@@ -42,9 +42,10 @@ class IfdStride:
 
     def plan(self, offset: int, size: int, cache: CachedBlocks) -> list[tuple[int, int]]:
         block = cache.block_size
-        last = (offset + size - 1) // block
+        first, last = offset // block, (offset + size - 1) // block
         self._reads.append(offset)
-        if all(map(cache.holds, range(offset // block, last + 1))):
+        holds = cache.holds
+        if holds(first) and (first == last or all(map(holds, range(first + 1, last + 1)))):
             return []
         guesses = self._guess(offset, last, cache)
         return [(b * block, block) for b in guesses if not cache.holds(b)]

@@ -55,16 +55,17 @@ class _Blocks:
 
     def get(self, offset: int, size: int) -> bytes | None:
         """The bytes, or None when a block of them is not held."""
-        blocks = self.span(offset, size)
+        held, block = self._held, self.block_size
+        first = offset // block
         parts = []
-        for block in blocks:
-            data = self._held.get(block)
+        for index in range(first, (offset + size - 1) // block + 1):
+            data = held.get(index)
             if data is None:
                 return None
-            self._held.move_to_end(block)
+            held.move_to_end(index)
             parts.append(data)
         joined = parts[0] if len(parts) == 1 else b"".join(parts)
-        start = offset - blocks.start * self.block_size
+        start = offset - first * block
         return joined[start : start + size]
 
     def put(self, offset: int, data: bytes) -> None:
@@ -148,7 +149,7 @@ class RangeFile(io.RawIOBase):
         self._policy: ReadAhead = read_ahead if read_ahead is not None else GrowingRuns()
         self._merge_gap = max(0, merge_gap)
         self._max_request = max_request
-        self._cache_lock = threading.RLock()
+        self._cache_lock = threading.Lock()
         self._position = 0
         head = block_size if head is None else -(-max(0, head) // block_size) * block_size
         try:
@@ -245,11 +246,11 @@ class RangeFile(io.RawIOBase):
             raise ValueError(f"read from a closed file ({redact(self.url)})")
         if offset < 0 or size < 0:
             raise ValueError(f"cannot read {size} bytes at {offset}")
-        size = min(size, self.size - offset)
+        blocks = self._blocks
+        size = min(size, blocks.size - offset)
         if size <= 0:
             return b""
         with self._cache_lock:
-            blocks = self._blocks
             wanted = self._policy.plan(offset, size, blocks)
             data = None if wanted else blocks.get(offset, size)
             if data is not None:
@@ -289,9 +290,7 @@ class RangeFile(io.RawIOBase):
                 if size > 0 and offset >= 0:
                     missing.update(b for b in blocks.span(offset, size) if not blocks.holds(b))
             if missing:
-                self._fetch_blocks(
-                    [(b * blocks.block_size, blocks.block_size) for b in sorted(missing)]
-                )
+                self._fetch_blocks(_runs(sorted(missing), blocks.block_size))
                 blocks.evict()
 
     def trim(self, offset: int, size: int, keep: list[tuple[int, int]]) -> None:
@@ -322,7 +321,7 @@ class RangeFile(io.RawIOBase):
             stop = min(blocks.size, -(-(offset + size) // block) * block)
             if stop <= start:
                 continue
-            if self._max_request is None:
+            if self._max_request is None or stop - start <= self._max_request:
                 spans.append((start, stop))
             else:  # block by block, so that requests are filled up to max_request
                 spans.extend((a, min(a + block, stop)) for a in range(start, stop, block))
@@ -337,3 +336,16 @@ class RangeFile(io.RawIOBase):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({redact(self.url)!r})"
+
+
+def _runs(blocks: list[int], block_size: int) -> list[tuple[int, int]]:
+    """``(offset, size)`` of each run of consecutive block numbers (sorted)."""
+    runs: list[tuple[int, int]] = []
+    first = previous = blocks[0]
+    for index in blocks[1:]:
+        if index != previous + 1:
+            runs.append((first * block_size, (previous + 1 - first) * block_size))
+            first = index
+        previous = index
+    runs.append((first * block_size, (previous + 1 - first) * block_size))
+    return runs
