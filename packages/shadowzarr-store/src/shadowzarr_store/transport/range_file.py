@@ -25,7 +25,7 @@ from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.read_ahead import GrowingRuns
 
 if TYPE_CHECKING:
-    from collections.abc import Buffer, Iterable
+    from collections.abc import Buffer, Callable, Iterable
 
     from shadowzarr_spec import SourceInfo
 
@@ -45,9 +45,8 @@ class _Blocks:
         self.last_fetched: int | None = None
         self._max_blocks = max_blocks
         self._held: OrderedDict[int, bytes] = OrderedDict()
-
-    def holds(self, block: int) -> bool:
-        return block in self._held
+        self.holds: Callable[[int], bool] = self._held.__contains__
+        """Whether block number ``block`` is held (the dict's own test: called per read)."""
 
     def span(self, offset: int, size: int) -> range:
         """The blocks holding bytes ``[offset, offset + size)`` (``size`` at least 1)."""
@@ -215,7 +214,7 @@ class RangeFile(io.RawIOBase):
 
     def read(self, size: int | None = -1) -> bytes:
         """Up to ``size`` bytes from the position (all that is left when negative or None)."""
-        left = max(0, self.size - self._position)
+        left = max(0, self._blocks.size - self._position)
         data = self.read_at(self._position, left if size is None or size < 0 else size)
         self._position += len(data)
         return data
