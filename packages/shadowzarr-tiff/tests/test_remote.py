@@ -214,7 +214,7 @@ def test_persistent_failures_name_the_url(make_proxy, nginx: NginxServer) -> Non
     nginx.write_file("down.tif", _uneven_stack(2))
     proxy = make_proxy(nginx.url(""))
     proxy.fail_matching("down", "500")
-    with pytest.raises(SourceError, match=r"down\.tif bytes 0-0: HTTP 500 \(gave up"):
+    with pytest.raises(SourceError, match=r"down\.tif bytes 0-\d+: HTTP 500 \(gave up"):
         BlockFile(proxy.url("down.tif"), transport=TransportOptions(backoff=0.01))
 
 
@@ -292,7 +292,7 @@ def test_expired_presigned_url_is_renewed(make_proxy, nginx: NginxServer) -> Non
     proxy = make_proxy(nginx.url(""), presign_ttl=0.3)
     proxy.add_asset("aa11", "expiring.bin")
     with BlockFile(proxy.asset_download_url("aa11"), read_ahead=4096) as handle:
-        assert handle.read_range(0, 4) == bytes(range(4))
+        assert handle.read_at(0, 4) == bytes(range(4))
         time.sleep(0.5)
-        assert handle.read_range(80_000, 80_004) == bytes(range(128, 132))
+        assert handle.read_at(80_000, 4) == bytes(range(128, 132))
     assert proxy.count(path_prefix="/api/") == 2

@@ -18,7 +18,7 @@ import struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shadowzarr_tiff.block_file import BlockFile
+    from shadowzarr_store.transport import RangeFile
 
 __all__ = ["prefetch_ifd_chain"]
 
@@ -28,10 +28,10 @@ _MAX_MARGIN = 16 * 1024
 
 
 def prefetch_ifd_chain(
-    handle: BlockFile, *, max_ifds: int = 1_000_000, max_ahead: int = 512
+    handle: RangeFile, *, max_ifds: int = 1_000_000, max_ahead: int = 512
 ) -> int:
     """Read the main IFD chain of ``handle`` into its cache; return the number of IFDs."""
-    header = handle.read_range(0, min(16, handle.size))
+    header = handle.read_at(0, 16)
     if len(header) < 8 or header[:2] not in (b"II", b"MM"):
         return 0
     order = "<" if header[:2] == b"II" else ">"
@@ -49,31 +49,29 @@ def prefetch_ifd_chain(
     positions: list[int] = []
     seen: set[int] = set()
     ahead = 8
-    kept: list[tuple[int, int]] = [(0, 65536)]  # the header and what follows it
+    kept: list[tuple[int, int]] = [(0, 65536)]  # (offset, size): the header and what follows
     trimmed_to = 0
     while position and position not in seen and len(positions) < max_ifds:
         if position + count_size > handle.size:
             break
         seen.add(position)
         positions.append(position)
-        (entries,) = struct.unpack(
-            order + count_format, handle.read_range(position, position + count_size)
-        )
+        (entries,) = struct.unpack(order + count_format, handle.read_at(position, count_size))
         ifd_size = count_size + entries * entry_size + pointer_size
-        kept.append((position, position + ifd_size + _TAIL))
+        kept.append((position, ifd_size + _TAIL))
         pointer_at = position + count_size + entries * entry_size
         if pointer_at + pointer_size > handle.size:
             break
         (following,) = struct.unpack(
-            order + pointer_format, handle.read_range(pointer_at, pointer_at + pointer_size)
+            order + pointer_format, handle.read_at(pointer_at, pointer_size)
         )
-        if following and not handle.cached(following, following + ifd_size):
+        if following and not handle.cached(following, ifd_size):
             if following > trimmed_to:
-                handle.trim(trimmed_to, following, kept)
+                handle.trim(trimmed_to, following - trimmed_to, kept)
                 trimmed_to, kept = following, []
             windows = _guesses(positions, following, ifd_size, ahead, handle.size)
             if windows:
-                handle.prefetch(windows)
+                handle.prefetch([(start, stop - start) for start, stop in windows])
                 ahead = min(ahead * 2, max_ahead)
         position = following
     return len(positions)

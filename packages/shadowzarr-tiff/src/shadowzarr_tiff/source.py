@@ -68,7 +68,7 @@ def open_source(
                 Path(text.split("?")[0]).name,
                 url or text,
                 SourceInfo(remote.size, remote.etag),
-                remote.read_ranges,
+                _ranges(remote.source, max_gap=0),
             )
         finally:
             remote.close()
@@ -85,5 +85,10 @@ def open_source(
     yield OpenedSource(str(local), local.name, ref_url, info, _ranges(reader))
 
 
-def _ranges(reader: RangeSource) -> Callable[[list[tuple[int, int]]], list[bytes]]:
-    return lambda ranges: reader.fetch_many([(start, stop - start) for start, stop in ranges])
+def _ranges(
+    reader: RangeSource, max_gap: int | None = None
+) -> Callable[[list[tuple[int, int]]], list[bytes]]:
+    """[start, stop) ranges read in one round, not cached."""
+    return lambda ranges: reader.fetch_many(
+        [(start, stop - start) for start, stop in ranges], max_gap=max_gap
+    )

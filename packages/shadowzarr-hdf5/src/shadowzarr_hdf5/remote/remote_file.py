@@ -1,32 +1,29 @@
-"""A read-only, seekable file object over a range fetcher, for ``h5py.File(RemoteFile(url))``.
+"""A read-only, seekable file object over the transport, for ``h5py.File(RemoteFile(url))``.
 
-Reads are served from (a) the ranges prefetched for chunk indexes, else (b) adaptive metadata
-blocks. Every read fetched from the network is inspected: an index root starts a level-at-a-time
-prefetch of the whole index, so h5py's node-by-node reads that follow cost nothing.
+The transport's `RangeFile` with HDF5's read-ahead (`GrowingRuns`, remfile's rule for metadata
+written in runs) and one more cache in front: the ranges prefetched for chunk indexes. Every
+read fetched from the network is inspected: an index root starts a level-at-a-time prefetch of
+the whole index, so h5py's node-by-node reads that follow cost nothing.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shadowzarr_store.transport import DEFAULT_MAX_GAP, RangeSource, TransportOptions
+from shadowzarr_store.transport import DEFAULT_MAX_GAP, GrowingRuns, RangeFile, RangeSource
 
 from ..format.errors import Hdf5FormatError
 from ..format.index_walk import drive
 from ..format.superblock import Superblock
 from ..format.superblock_extension import read_superblock
 from ..h5py_glue import read_chunk_tables
-from .block_cache import BlockCache
 from .prefetch import INDEX_SIGNATURES, RangeCache, recognise_index
 
 if TYPE_CHECKING:
-    from collections.abc import Buffer
-
-    from shadowzarr_store.transport import StatsSnapshot
+    from shadowzarr_store.transport import TransportOptions
 
     from ..format.chunk_index import ChunkTable
 
@@ -44,7 +41,7 @@ class ReadStats:
     """Index walks started from a recognised root."""
 
 
-class RemoteFile(io.RawIOBase):
+class RemoteFile(RangeFile):
     """Read-only file object over the transport's ranges (any location) with index prefetch.
 
     Parameters
@@ -74,47 +71,33 @@ class RemoteFile(io.RawIOBase):
         transport: TransportOptions | None = None,
         whole_file_below: int = 8 * 2**20,
     ) -> None:
-        super().__init__()
-        self._owns_fetcher = not isinstance(source, RangeSource)
-        self.fetcher = (
-            source
-            if isinstance(source, RangeSource)
-            else RangeSource(source, transport or TransportOptions())
-        )
         # The first block answers h5py's first reads and, through Content-Range, the size:
         # no separate HEAD round trip.
+        super().__init__(
+            source,
+            read_ahead=GrowingRuns(max_run_blocks),
+            options=transport,
+            block_size=block_size,
+            head=block_size,
+            cache_bytes=1 << 30,
+        )
         try:
-            (head,) = self.fetcher.fetch_many([(0, block_size)])
-            self._size = self.fetcher.size
+            if self.size <= whole_file_below:
+                self.prefetch([(0, self.size)])
         except BaseException:
-            self._close_fetcher()
+            self.close()
             raise
-        self._pos = 0
-        self._prefetch = prefetch
+        self._walk_indexes = prefetch
         self._ranges = RangeCache()
-        self._blocks = BlockCache(self.fetcher, self._size, block_size, max_run_blocks)
-        self._blocks.add_head(head)
-        if self._size <= whole_file_below:
-            self._blocks.load_rest()
         self._roots: set[int] = set()
         self._superblock: Superblock | None = None
         self._lock = threading.RLock()
         self.read_stats = ReadStats()
 
-    # -- counters -----------------------------------------------------------------------------
-
     @property
-    def stats(self) -> StatsSnapshot:
-        """Requests, bytes, retries and sequential rounds sent to the source."""
-        return self.fetcher.stats
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    @property
-    def etag(self) -> str | None:
-        return self.fetcher.etag
+    def fetcher(self) -> RangeSource:
+        """The `RangeSource` the file reads (its ``source``)."""
+        return self.source
 
     @property
     def superblock(self) -> Superblock:
@@ -122,65 +105,25 @@ class RemoteFile(io.RawIOBase):
             self._superblock = read_superblock(self)
         return self._superblock
 
-    # -- io.RawIOBase -------------------------------------------------------------------------
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_SET:
-            pos = offset
-        elif whence == io.SEEK_CUR:
-            pos = self._pos + offset
-        elif whence == io.SEEK_END:
-            pos = self._size + offset
-        else:
-            raise ValueError(f"invalid whence {whence}")
-        if pos < 0:
-            raise ValueError(f"negative seek position {pos}")
-        self._pos = pos
-        return pos
-
-    def readinto(self, buffer: Buffer) -> int:
-        if self.closed:
-            raise ValueError("read from a closed RemoteFile")
-        view = memoryview(buffer).cast("B")
-        size = max(0, min(len(view), self._size - self._pos))
-        if size == 0:
-            return 0
-        data = self._read(self._pos, size)
-        view[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
     def read_at(self, offset: int, size: int) -> bytes:
-        """Bytes at ``offset`` (fewer at the end of the file), through the same caches as
-        h5py's reads, without moving the position h5py reads from."""
+        """Bytes at ``offset`` (fewer at the end of the file), through the index ranges and the
+        blocks, without moving the position h5py reads from."""
         if self.closed:
             raise ValueError("read from a closed RemoteFile")
-        size = max(0, min(size, self._size - offset))
-        return self._read(offset, size) if size else b""
-
-    def whole(self) -> bytes | None:
-        """Every byte of the file, when it was small enough to be read whole; else None."""
+        size = max(0, min(size, self.size - offset))
+        if size == 0:
+            return b""
         with self._lock:
-            return self._blocks.whole()
-
-    def close(self) -> None:
-        if not self.closed:
-            self._close_fetcher()
-        super().close()
-
-    def _close_fetcher(self) -> None:
-        # Also called from __del__ of an instance whose __init__ failed half way.
-        if getattr(self, "_owns_fetcher", False) and hasattr(self, "fetcher"):
-            self.fetcher.close()
+            self.read_stats.reads += 1
+            data = self._ranges.get(offset, size)
+            if data is not None:
+                self.read_stats.index_hits += 1
+                return data
+            self.read_stats.block_reads += 1
+            data = super().read_at(offset, size)
+            if self._walk_indexes and data[:4] in INDEX_SIGNATURES and offset not in self._roots:
+                self._start_prefetch(offset, data)
+            return data
 
     # -- RangeFetcher protocol (so index parsers can read through the caches) -----------------
 
@@ -207,7 +150,7 @@ class RemoteFile(io.RawIOBase):
             missing = [i for i, b in enumerate(out) if b is None]
             if missing:
                 wanted = [ranges[i] for i in missing]
-                fetched = self.fetcher.fetch_many(wanted, max_gap=max_gap)
+                fetched = self.source.fetch_many(wanted, max_gap=max_gap)
                 for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)
                     out[i] = data
@@ -224,22 +167,9 @@ class RemoteFile(io.RawIOBase):
     # -- internals ----------------------------------------------------------------------------
 
     def _cached(self, offset: int, size: int) -> bytes | None:
-        size = max(0, min(size, self._size - offset))
+        size = max(0, min(size, self.size - offset))
         data = self._ranges.get(offset, size)
-        return data if data is not None else self._blocks.get(offset, size)
-
-    def _read(self, offset: int, size: int) -> bytes:
-        with self._lock:
-            self.read_stats.reads += 1
-            data = self._ranges.get(offset, size)
-            if data is not None:
-                self.read_stats.index_hits += 1
-                return data
-            self.read_stats.block_reads += 1
-            data = self._blocks.read(offset, size)
-            if self._prefetch and data[:4] in INDEX_SIGNATURES and offset not in self._roots:
-                self._start_prefetch(offset, data)
-            return data
+        return data if data is not None else self.peek_at(offset, size)
 
     def _start_prefetch(self, offset: int, data: bytes) -> None:
         walk = recognise_index(self.superblock, offset, data)

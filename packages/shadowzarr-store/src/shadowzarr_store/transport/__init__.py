@@ -1,7 +1,8 @@
 """The one transport: every byte the project reads from a file, a URL or an object store.
 
-`Transport` (async) and `RangeSource` (synchronous, for h5py's file object and tifffile) are the
-only ways the packages of this workspace make requests: chunk reads of `RfsStore`, the
+`Transport` (async), `RangeSource` (synchronous, for code that cannot await) and `RangeFile` (a
+seekable file object over a `RangeSource` for h5py and tifffile, with a pluggable read-ahead)
+are the only ways the packages of this workspace make requests: chunk reads of `RfsStore`, the
 generators' header and index reads, probes of a source's size and ETag, reference files,
 DANDI resolution, index arrays and Zarr sources.
 
@@ -19,7 +20,8 @@ for the process), `budget` (connections across origins), `proxies` (the one prox
 `object_store` (obstore) with `storage_options` (the spellings users bring), `local` (local
 files and their identity), `dandi` (DANDI download URLs), `multipart` (the one
 ``multipart/byteranges`` parser), `coalesce` (the one range-coalescing rule), `stats`,
-`client` (the facade) and `blocking` (the synchronous face on a private loop thread).
+`client` (the facade), `blocking` (the synchronous face on a private loop thread),
+`range_file` (the file object) and `read_ahead` (its policies).
 
 Why two HTTP clients. Object stores (``s3://``, ``gs://``, ``az://``) go through obstore, which
 signs requests and finds credentials the way their users expect; writing signing code is not
@@ -76,6 +78,8 @@ from shadowzarr_store.transport.object_store import (
 )
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.pools import OriginStats, close_all_pools, pool_stats
+from shadowzarr_store.transport.range_file import RangeFile
+from shadowzarr_store.transport.read_ahead import CachedBlocks, GrowingRuns, NoReadAhead, ReadAhead
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats, counted
 from shadowzarr_store.transport.storage_options import (
     MissingCredentialsError,
@@ -89,14 +93,19 @@ __all__ = [
     "AccessPolicy",
     "Answer",
     "AnswerTooLargeError",
+    "CachedBlocks",
     "ContentCodingError",
     "FramingError",
+    "GrowingRuns",
     "HeaderRules",
     "MissingCredentialsError",
+    "NoReadAhead",
     "OriginStats",
     "ProxyError",
+    "RangeFile",
     "RangeNotSatisfiable",
     "RangeSource",
+    "ReadAhead",
     "RedirectError",
     "SourceTimeoutError",
     "StatsSnapshot",
