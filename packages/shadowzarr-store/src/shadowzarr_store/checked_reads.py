@@ -1,7 +1,10 @@
-"""The logical bytes of one read plan, checked before any cache keeps them."""
+"""The bytes of one read plan, checked before zarr or any cache sees them."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -9,14 +12,79 @@ if TYPE_CHECKING:
     from shadowzarr_store.resolve import ReadPlan
     from shadowzarr_store.source_reader import SourceReader
 
-__all__ = ["read_plan"]
+__all__ = ["CheckedReads", "read_plan"]
+
+_CHECKED_SHARDS = 4096
+"""Shards remembered as checked per store (their partial reads then cost no check)."""
+
+
+class CheckedReads:
+    """Reads the bytes of read plans through one store's reader, checked first: a whole chunk
+    is decoded as zarr will; a partial read is raw bytes, except of a shard, whose inner chunks
+    zarr decodes: the whole shard is checked once before. Only bytes that pass every check
+    reach a cache."""
+
+    def __init__(self, reader: SourceReader) -> None:
+        self._reader = reader
+        self._lock = threading.Lock()
+        self._shards: OrderedDict[tuple[str, object], None] = OrderedDict()
+
+    async def read_checked(self, plan: ReadPlan, checks: ArrayChecks | None) -> bytes | memoryview:
+        """The logical bytes of ``plan``; ``checks``: those of its array (None: unchecked)."""
+        if checks is not None and plan.partial:
+            if checks.shards is not None:
+                await self._check_shard(plan, checks)
+            checks = None
+        if checks is not None and plan.stored_size is not None:
+            checks.check_stored_size(plan.stored_size, plan.key, plan.url)
+        raw: bytes | memoryview
+        if plan.inline is not None:
+            raw, cached = plan.inline, True  # the references' own bytes: no cache needed
+        elif plan.whole_file:
+            raw, cached = await self._reader.read_whole(plan.url)
+        elif plan.reads_nothing:
+            raw, cached = b"", True
+        else:
+            raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
+        data = plan.assemble(raw)
+        if checks is not None:
+            await self._verify(plan, data, checks)
+        if not cached and plan.complete(raw):
+            await self._reader.remember(plan.url, plan.start, plan.end, raw)
+        return data
+
+    async def _check_shard(self, plan: ReadPlan, shard: ArrayChecks) -> None:
+        """Check shard ``plan.key`` whole once (its index and every inner chunk), so that zarr
+        may read its inner chunks with partial reads."""
+        if plan.identity is None or not self._checked(plan.key, plan.identity):
+            await self.read_checked(plan.whole, shard)
+
+    async def _verify(self, plan: ReadPlan, data: bytes | memoryview, checks: ArrayChecks) -> None:
+        """Decode a whole chunk as zarr will; a shard once per content (then also per
+        reference: its partial reads cost no check)."""
+        if checks.shards is None:
+            await checks.verify(data, plan.key, plan.url)
+            return
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if not self._checked(plan.key, digest):
+            await checks.verify(data, plan.key, plan.url)
+        with self._lock:
+            for identity in (digest, plan.identity):
+                if identity is not None:
+                    self._shards[(plan.key, identity)] = None
+            while len(self._shards) > _CHECKED_SHARDS:
+                self._shards.popitem(last=False)
+
+    def _checked(self, key: str, identity: object) -> bool:
+        with self._lock:
+            return (key, identity) in self._shards
 
 
 async def read_plan(
     reader: SourceReader, plan: ReadPlan, checks: ArrayChecks | None = None
 ) -> bytes | memoryview:
-    """The logical bytes of ``plan``, checked (``checks``: the whole chunk is decoded as zarr
-    will) before they are cached; only bytes that pass every check reach a cache."""
+    """The logical bytes of a ranged ``plan``, checked (``checks``: the whole chunk is decoded
+    as zarr will) before they are cached; only bytes that pass every check reach a cache."""
     if plan.reads_nothing:
         data = plan.assemble(b"")
     else:
