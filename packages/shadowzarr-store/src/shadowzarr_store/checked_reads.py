@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,9 +10,6 @@ if TYPE_CHECKING:
     from shadowzarr_store.source_reader import SourceReader
 
 __all__ = ["CheckedReads", "read_plan"]
-
-_CHECKED_SHARDS = 4096
-"""Shards remembered as checked per store (their partial reads then cost no check)."""
 
 
 class CheckedReads:
@@ -26,8 +20,6 @@ class CheckedReads:
 
     def __init__(self, reader: SourceReader) -> None:
         self._reader = reader
-        self._lock = threading.Lock()
-        self._shards: OrderedDict[tuple[str, object], None] = OrderedDict()
 
     async def read_checked(self, plan: ReadPlan, checks: ArrayChecks | None) -> bytes | memoryview:
         """The logical bytes of ``plan``; ``checks``: those of its array (None: unchecked)."""
@@ -48,7 +40,7 @@ class CheckedReads:
             raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
         data = plan.assemble(raw)
         if checks is not None:
-            await self._verify(plan, data, checks)
+            await checks.verify(data, plan.key, plan.url, plan.identity)
         if not cached and plan.complete(raw):
             await self._reader.remember(plan.url, plan.start, plan.end, raw)
         return data
@@ -56,28 +48,8 @@ class CheckedReads:
     async def _check_shard(self, plan: ReadPlan, shard: ArrayChecks) -> None:
         """Check shard ``plan.key`` whole once (its index and every inner chunk), so that zarr
         may read its inner chunks with partial reads."""
-        if plan.identity is None or not self._checked(plan.key, plan.identity):
+        if plan.identity is None or not shard.shard_checked(plan.key, plan.identity):
             await self.read_checked(plan.whole, shard)
-
-    async def _verify(self, plan: ReadPlan, data: bytes | memoryview, checks: ArrayChecks) -> None:
-        """Decode a whole chunk as zarr will; a shard once per content (then also per
-        reference: its partial reads cost no check)."""
-        if checks.shards is None:
-            await checks.verify(data, plan.key, plan.url)
-            return
-        digest = hashlib.blake2b(data, digest_size=16).digest()
-        if not self._checked(plan.key, digest):
-            await checks.verify(data, plan.key, plan.url)
-        with self._lock:
-            for identity in (digest, plan.identity):
-                if identity is not None:
-                    self._shards[(plan.key, identity)] = None
-            while len(self._shards) > _CHECKED_SHARDS:
-                self._shards.popitem(last=False)
-
-    def _checked(self, key: str, identity: object) -> bool:
-        with self._lock:
-            return (key, identity) in self._shards
 
 
 async def read_plan(

@@ -271,13 +271,20 @@ def _plan_value(
             key, value.url, 0, -1, 0, 0, 0, 0, value.layout, file_size=value.file_size,
             byte_range=byte_range, whole_file=True, coords=coords,
         )  # fmt: skip
-    return plan_read(value, byte_range, coords)
+    return _plan_range(value, byte_range, coords)
 
 
 def plan_read(
     value: SourceValue, byte_range: ByteRequest | None, coords: tuple[int, ...] | None = None
 ) -> ReadPlan:
-    """Which physical bytes answer ``byte_range`` of a ranged value (offset and size known)."""
+    """Which physical bytes answer ``byte_range`` of a ranged value (offset and size known;
+    ``coords``: its chunk's, read from its key when not given)."""
+    return _plan_range(value, byte_range, _coords_of(value.key) if coords is None else coords)
+
+
+def _plan_range(
+    value: SourceValue, byte_range: ByteRequest | None, coords: tuple[int, ...]
+) -> ReadPlan:
     assert value.offset is not None
     assert value.size is not None
     layout = value.layout
@@ -292,8 +299,7 @@ def plan_read(
     data_len = (value.size // record) * kept
     length = data_len
     if layout is not None and layout.chunk_nbytes is not None:
-        at = coords if coords is not None else _coords_of(value.key)
-        layout.check_length(data_len, value.key, value.url, at)
+        layout.check_length(data_len, value.key, value.url, coords)
         length = layout.chunk_nbytes
     start, end = byte_window(byte_range, length)
     data_end = min(end, data_len)
@@ -316,7 +322,7 @@ def plan_read(
         chunk_offset=value.offset,
         file_size=value.file_size,
         byte_range=byte_range,
-        coords=() if coords is None else coords,
+        coords=coords,
         stored_size=value.size if layout is None else None,
         identity=(value.url, value.offset, value.size),
     )

@@ -11,7 +11,7 @@ from shadowzarr_spec import InlineRef
 from shadowzarr_spec.keys import parse_key
 
 from shadowzarr_store.metadata_gate import is_metadata_key
-from shadowzarr_store.resolve import SourceValue, byte_window, finish_whole, plan_read
+from shadowzarr_store.resolve import SourceValue, finish_whole, plan_read
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -147,9 +147,10 @@ class StoredReads:
             return None
         data: bytes | memoryview | None = None
         if parsed.metadata:
-            shown = self.shown_metadata(key, self._gate.serve(key, value))
-            start, end = byte_window(byte_range, len(shown))
-            data = shown[start:end]
+            shown = self._gate.serve(key, value)
+            for view in self._views:
+                shown = view.rewrite(key, shown)
+            value = InlineRef(shown)
         elif self.sharded is not None:
             data = await self.sharded.get_in_view(key, value, byte_range)
         if data is None:
