@@ -261,17 +261,42 @@ def _plan_value(
             else dataclasses.replace(layout, selection=None)
         )
         inline = bytes(value.data)
-        return ReadPlan(
-            key, "inline reference", 0, len(inline), 0, 0, 0, 0, plain,
-            byte_range=byte_range, inline=inline, coords=coords,
-            stored_size=len(inline),
-        )  # fmt: skip
+        return _read_whole(key, "inline reference", plain, byte_range, coords, inline=inline)
     if value.offset is None:
-        return ReadPlan(
-            key, value.url, 0, -1, 0, 0, 0, 0, value.layout, file_size=value.file_size,
-            byte_range=byte_range, whole_file=True, coords=coords,
-        )  # fmt: skip
+        return _read_whole(
+            key, value.url, value.layout, byte_range, coords, file_size=value.file_size
+        )
     return _plan_range(value, byte_range, coords)
+
+
+def _read_whole(
+    key: str,
+    url: str,
+    layout: ChunkLayout | None,
+    byte_range: ByteRequest | None,
+    coords: tuple[int, ...],
+    inline: bytes | None = None,
+    file_size: int | None = None,
+) -> ReadPlan:
+    """The plan of a value whose every byte is read (or held) before any is used: an inline
+    value, a whole file of unknown size."""
+    return ReadPlan(
+        key=key,
+        url=url,
+        start=0,
+        end=-1 if inline is None else len(inline),
+        logical_start=0,
+        want=0,
+        data_want=0,
+        skip=0,
+        layout=layout,
+        file_size=file_size,
+        byte_range=byte_range,
+        inline=inline,
+        whole_file=inline is None,
+        coords=coords,
+        stored_size=None if inline is None else len(inline),
+    )
 
 
 def plan_read(
