@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 SHAPE, SHARD, INNER = 256, 128, 16
 
 
-def _references(tmp_path: Path) -> tuple[dict, np.ndarray, list[Path]]:
-    """A zarr-python sharded array (zstd inner chunks) and references to its shard files."""
+def _references(tmp_path: Path, whole: bool = False) -> tuple[dict, np.ndarray, list[Path]]:
+    """A zarr-python sharded array (zstd inner chunks) and references to its shard files
+    (``whole``: whole-file references, whose size is known only once read)."""
     values = np.random.default_rng(7).integers(0, 50, SHAPE, dtype="<u4")
     written = zarr.create_array(
         zarr.storage.LocalStore(tmp_path / "written.zarr"),
@@ -38,7 +39,7 @@ def _references(tmp_path: Path) -> tuple[dict, np.ndarray, list[Path]]:
         "a/zarr.json": (root / "zarr.json").read_text(),
     }
     for i, shard in enumerate(shards):
-        refs[f"a/c/{i}"] = [str(shard), 0, shard.stat().st_size]
+        refs[f"a/c/{i}"] = [str(shard)] if whole else [str(shard), 0, shard.stat().st_size]
     return {"version": 1, "refs": refs}, values, shards
 
 
@@ -64,10 +65,11 @@ def test_inner_chunks_read_back_and_the_shard_is_checked_once(tmp_path: Path) ->
     assert 0 < store.stats.snapshot().bytes - first.bytes < shards[1].stat().st_size
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["range", "whole-file"])
 def test_a_damaged_inner_chunk_fails_every_partial_read_and_is_never_cached(
-    tmp_path: Path,
+    tmp_path: Path, whole: bool
 ) -> None:
-    document, values, shards = _references(tmp_path)
+    document, values, shards = _references(tmp_path, whole)
     _damage_inner_chunk(shards[0], 5)
     cache = MemoryCache()
     store = RfsStore(document, grouped_view=0, memory_cache=cache)
@@ -78,3 +80,14 @@ def test_a_damaged_inner_chunk_fails_every_partial_read_and_is_never_cached(
     assert cache.size_bytes == 0
     np.testing.assert_array_equal(array[SHARD:], values[SHARD:])  # the other shard reads
     assert cache.size_bytes == shards[1].stat().st_size
+
+
+def test_a_partial_read_of_a_whole_file_shard_reads_it_once(tmp_path: Path) -> None:
+    """The shard's bytes are checked whole and the part asked for comes from those bytes."""
+    document, values, shards = _references(tmp_path, whole=True)
+    store = RfsStore(document, grouped_view=0)
+    array = zarr.open_array(store, path="a", mode="r")
+    before = store.stats.snapshot()
+    np.testing.assert_array_equal(array[130:135], values[130:135])  # index, then one chunk
+    after = store.stats.snapshot()
+    assert after.bytes - before.bytes == 2 * shards[1].stat().st_size

@@ -23,12 +23,17 @@ class CheckedReads:
 
     async def read_checked(self, plan: ReadPlan, checks: ArrayChecks | None) -> bytes | memoryview:
         """The logical bytes of ``plan``; ``checks``: those of its array (None: unchecked)."""
+        checked = plan  # whose logical bytes are checked
         if checks is not None and plan.partial:
-            if checks.shards is not None:
+            if checks.shards is None:
+                checks = None  # zarr decodes no part of a chunk: raw bytes
+            elif plan.identity is not None:
                 await self._check_shard(plan, checks)
-            checks = None
-        if checks is not None and plan.stored_size is not None:
-            checks.check_stored_size(plan.stored_size, plan.key, plan.url)
+                checks = None
+            else:
+                checked = plan.whole  # read whole anyway (inline, a whole file): checked whole
+        if checks is not None and checked.stored_size is not None:
+            checks.check_stored_size(checked.stored_size, plan.key, plan.url)
         raw: bytes | memoryview
         if plan.inline is not None:
             raw, cached = plan.inline, True  # the references' own bytes: no cache needed
@@ -40,7 +45,8 @@ class CheckedReads:
             raw, cached = await self._reader.read(plan.url, plan.start, plan.end)
         data = plan.assemble(raw)
         if checks is not None:
-            await checks.verify(data, plan.key, plan.url, plan.identity)
+            whole = data if checked is plan else checked.assemble(raw)
+            await checks.verify(whole, plan.key, plan.url, checked.identity)
         if not cached and plan.complete(raw):
             await self._reader.remember(plan.url, plan.start, plan.end, raw)
         return data
@@ -48,7 +54,7 @@ class CheckedReads:
     async def _check_shard(self, plan: ReadPlan, shard: ArrayChecks) -> None:
         """Check shard ``plan.key`` whole once (its index and every inner chunk), so that zarr
         may read its inner chunks with partial reads."""
-        if plan.identity is None or not shard.shard_checked(plan.key, plan.identity):
+        if not shard.shard_checked(plan.key, plan.identity):
             await self.read_checked(plan.whole, shard)
 
 
