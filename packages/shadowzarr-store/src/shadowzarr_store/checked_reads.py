@@ -31,7 +31,7 @@ class CheckedReads:
                 await self._check_shard(plan, checks)
                 checks = None
             else:
-                checked = plan.whole  # read whole anyway (inline, a whole file): checked whole
+                checked = plan.whole()  # read whole anyway (inline, a whole file): checked whole
         if checks is not None and checked.stored_size is not None:
             checks.check_stored_size(checked.stored_size, plan.key, plan.url)
         raw: bytes | memoryview
@@ -55,7 +55,7 @@ class CheckedReads:
         """Check shard ``plan.key`` whole once (its index and every inner chunk), so that zarr
         may read its inner chunks with partial reads."""
         if not shard.shard_checked(plan.key, plan.identity):
-            await self.read_checked(plan.whole, shard)
+            await self.read_checked(plan.whole(), shard)
 
 
 async def read_plan(

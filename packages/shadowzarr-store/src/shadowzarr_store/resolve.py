@@ -151,8 +151,8 @@ class ReadPlan:
     identity: object = None
     """Names the stored bytes of a ranged reference (a shard checked once is not checked
     again); None for an inline value or a whole file (their bytes name themselves)."""
-    entire: ReadPlan | None = None
-    """The plan of the whole value, for a partial read (a shard is checked whole first)."""
+    value: InlineRef | SourceValue | None = None
+    """The reference planned (a partial read of a shard plans the whole value too)."""
 
     @property
     def partial(self) -> bool:
@@ -165,10 +165,11 @@ class ReadPlan:
         """True when every byte asked for is padding the reference itself proves."""
         return self.inline is None and not self.whole_file and self.end <= self.start
 
-    @property
     def whole(self) -> ReadPlan:
         """The plan of the whole value (a shard is checked whole before a partial read)."""
-        return self if self.entire is None else self.entire
+        if self.byte_range is None or self.value is None:
+            return self
+        return plan_value(self.key, self.value, None, self.layout, self.coords)
 
     def assemble(self, raw: bytes | memoryview) -> bytes | memoryview:
         """Logical bytes from what the source returned, padded where the reference is shorter
@@ -238,21 +239,7 @@ def plan_value(
     coords: tuple[int, ...],
 ) -> ReadPlan:
     """The plan of any reference of chunk ``key`` at ``coords``: held inline (``layout``: its
-    array's), a whole file of unknown size, or a range of a file (`plan_read`); a partial
-    read carries the plan of the whole value too."""
-    plan = _plan_value(key, value, byte_range, layout, coords)
-    if byte_range is None:
-        return plan
-    return dataclasses.replace(plan, entire=_plan_value(key, value, None, layout, coords))
-
-
-def _plan_value(
-    key: str,
-    value: InlineRef | SourceValue,
-    byte_range: ByteRequest | None,
-    layout: ChunkLayout | None,
-    coords: tuple[int, ...],
-) -> ReadPlan:
+    array's), a whole file of unknown size, or a range of a file (`plan_read`)."""
     if isinstance(value, InlineRef):
         # No selection: an inline value holds the chunk's own bytes (``add_inline_chunk``).
         plain = (
@@ -261,11 +248,9 @@ def _plan_value(
             else dataclasses.replace(layout, selection=None)
         )
         inline = bytes(value.data)
-        return _read_whole(key, "inline reference", plain, byte_range, coords, inline=inline)
+        return _read_whole(key, "inline reference", plain, byte_range, coords, value, inline)
     if value.offset is None:
-        return _read_whole(
-            key, value.url, value.layout, byte_range, coords, file_size=value.file_size
-        )
+        return _read_whole(key, value.url, value.layout, byte_range, coords, value)
     return _plan_range(value, byte_range, coords)
 
 
@@ -275,8 +260,8 @@ def _read_whole(
     layout: ChunkLayout | None,
     byte_range: ByteRequest | None,
     coords: tuple[int, ...],
+    value: InlineRef | SourceValue,
     inline: bytes | None = None,
-    file_size: int | None = None,
 ) -> ReadPlan:
     """The plan of a value whose every byte is read (or held) before any is used: an inline
     value, a whole file of unknown size."""
@@ -290,12 +275,13 @@ def _read_whole(
         data_want=0,
         skip=0,
         layout=layout,
-        file_size=file_size,
+        file_size=value.file_size if isinstance(value, SourceValue) else None,
         byte_range=byte_range,
         inline=inline,
         whole_file=inline is None,
         coords=coords,
         stored_size=None if inline is None else len(inline),
+        value=value,
     )
 
 
@@ -350,6 +336,7 @@ def _plan_range(
         coords=coords,
         stored_size=value.size if layout is None else None,
         identity=(value.url, value.offset, value.size),
+        value=value,
     )
 
 
@@ -383,7 +370,7 @@ def finish_inline(
     key: str, layout: ChunkLayout | None, inline: bytes, byte_range: ByteRequest | None
 ) -> bytes | memoryview:
     """The logical bytes of an inline value: a short uncompressed chunk padded like a file's."""
-    plan = _plan_value(key, InlineRef(inline), byte_range, layout, _coords_of(key))
+    plan = plan_value(key, InlineRef(inline), byte_range, layout, _coords_of(key))
     return plan.assemble(inline)
 
 
@@ -495,9 +482,9 @@ class Resolver:
         self, parsed: ParsedKey, value: InlineRef | SourceValue, byte_range: ByteRequest | None
     ) -> ReadPlan:
         """How ``byte_range`` of key ``parsed``, resolved to ``value``, is read."""
-        if parsed.array is None:
-            return plan_value(parsed.key, value, byte_range, None, ())
-        layout = self.layout_of_array(parsed.array) if isinstance(value, InlineRef) else None
+        layout = None
+        if parsed.array is not None and isinstance(value, InlineRef):
+            layout = self.layout_of_array(parsed.array)  # a source value carries its own
         return plan_value(parsed.key, value, byte_range, layout, parsed.coords)
 
     def layout_of_key(self, key: str) -> ChunkLayout | None:
