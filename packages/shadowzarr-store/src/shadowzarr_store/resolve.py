@@ -121,7 +121,8 @@ class SourceValue:
 class ReadPlan:
     """How one read of a key is answered: which physical bytes of ``url`` (``[start, end)``;
     the whole file when ``whole_file``; none when ``inline`` holds the value) and how they
-    become the logical bytes zarr decodes."""
+    become the logical bytes zarr decodes. ``logical_start``, ``want``, ``data_want`` and
+    ``skip`` place a ranged read; a value read whole is cut to ``byte_range`` once read."""
 
     key: str
     url: str
