@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 import posixpath
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from shadowzarr_spec.errors import UnsafePathError
 
 __all__ = [
+    "ParsedKey",
     "array_of_chunk_key",
     "check_key",
     "check_relative_path",
@@ -16,6 +18,7 @@ __all__ = [
     "chunk_key",
     "join",
     "metadata_key",
+    "parse_key",
 ]
 
 MAX_KEY_LENGTH = 4096
@@ -55,6 +58,25 @@ def array_of_chunk_key(key: str) -> tuple[str, tuple[int, ...]] | None:
     if all(_is_coordinate(part) for part in parts):
         return head, tuple(int(part) for part in parts)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedKey:
+    """A store key read once: a node's ``zarr.json``, a chunk of an array, or another key."""
+
+    key: str
+    array: str | None
+    """The array a chunk key belongs to (None: not a chunk key)."""
+    coords: tuple[int, ...] = ()
+    metadata: bool = False
+
+
+def parse_key(key: str) -> ParsedKey:
+    """What ``key`` names, so that later steps read this rather than the key's text."""
+    if key == "zarr.json" or key.endswith("/zarr.json"):
+        return ParsedKey(key, None, metadata=True)
+    split = array_of_chunk_key(key)
+    return ParsedKey(key, None) if split is None else ParsedKey(key, split[0], split[1])
 
 
 def _is_coordinate(part: str) -> bool:

@@ -24,9 +24,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import math
+import threading
 import warnings
-from dataclasses import dataclass, replace
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -152,13 +155,21 @@ class ArrayChecks:
                 "the references are damaged"
             )
 
-    async def verify(self, data: bytes | memoryview, key: str, where: str) -> None:
-        """Decode chunk ``key`` as zarr will, with bounds; `ChunkDecodeError` if it fails."""
+    def shard_checked(self, key: str, identity: object) -> bool:
+        """Whether shard ``key`` with the stored bytes ``identity`` names passed `verify`."""
+        return self.shards is not None and self.shards.checked.seen(key, identity)
+
+    async def verify(
+        self, data: bytes | memoryview, key: str, where: str, identity: object = None
+    ) -> None:
+        """Decode chunk ``key`` as zarr will, with bounds; `ChunkDecodeError` if it fails. A
+        shard is checked once per content (and ``identity``, the reference its bytes came
+        from, is remembered as checked: its partial reads then cost no check)."""
         if not self.verified:
             return
         raw = bytes(data)
         if self.shards is not None:
-            await self.shards.verify(raw, key, where)
+            await self.shards.verify_once(raw, key, where, identity)
             return
         if len(raw) <= INLINE_CHECK_BYTES:
             encoded = self._decode_layers(raw, key, where)
@@ -211,21 +222,18 @@ class ArrayChecks:
                     f"array {self.path!r} holds {elements} elements"
                 )
         elif self.serializer_name in ("vlen-utf8", "vlen-bytes"):
-            self._check_item_count(data, key, where)
+            # numcodecs allocates an object array of the item count a variable-length chunk's
+            # header states before it reads any item (8 bytes per item: 10**9 items are 8 GB):
+            # a count other than the chunk's elements, or more than its bytes hold, is refused.
+            elements = math.prod(self.layer_spec.shape)
+            count = int.from_bytes(data[:4], "little") if len(data) >= 4 else None
+            if count != elements or 4 + 4 * count > len(data):
+                raise ChunkDecodeError(
+                    f"{where}: chunk {key!r} of array {self.path!r} is not "
+                    f"{self.serializer_name} data of {elements} items (its header says {count}, "
+                    f"in {len(data)} bytes)"
+                )
         return data
-
-    def _check_item_count(self, data: bytes, key: str, where: str) -> None:
-        """numcodecs allocates an object array of the item count a variable-length chunk's
-        header states before it reads any item (8 bytes per item: 10**9 items are 8 GB): a
-        count other than the chunk's elements, or more than its bytes can hold, is refused
-        first."""
-        elements = math.prod(self.layer_spec.shape)
-        count = int.from_bytes(data[:4], "little") if len(data) >= 4 else None
-        if count != elements or 4 + 4 * count > len(data):
-            raise ChunkDecodeError(
-                f"{where}: chunk {key!r} of array {self.path!r} is not {self.serializer_name} "
-                f"data of {elements} items (its header says {count}, in {len(data)} bytes)"
-            )
 
 
 def _parse(path: str, document: Any) -> ArrayV3Metadata:
@@ -418,6 +426,28 @@ def _build_sharded(
 
 
 _MISSING: Final = 2**64 - 1
+_CHECKED_SHARDS: Final = 4096
+"""Shards remembered as checked per array (their partial reads then cost no check)."""
+
+
+class CheckedShards:
+    """The shards of one array that passed their checks, by content and by reference."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[tuple[str, object], None] = OrderedDict()
+
+    def seen(self, key: str, identity: object) -> bool:
+        with self._lock:
+            return (key, identity) in self._seen
+
+    def note(self, key: str, *identities: object) -> None:
+        with self._lock:
+            for identity in identities:
+                if identity is not None:
+                    self._seen[(key, identity)] = None
+            while len(self._seen) > _CHECKED_SHARDS:
+                self._seen.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,6 +460,14 @@ class ShardFormat:
     index_at_start: bool
     checksum: Codec | None
     big_endian: bool
+    checked: CheckedShards = field(default_factory=CheckedShards, compare=False)
+
+    async def verify_once(self, shard: bytes, key: str, where: str, identity: object) -> None:
+        """`verify` a shard unless one of the same bytes passed already."""
+        digest = hashlib.blake2b(shard, digest_size=16).digest()
+        if not self.checked.seen(key, digest):
+            await self.verify(shard, key, where)
+        self.checked.note(key, digest, identity)
 
     async def verify(self, shard: bytes, key: str, where: str) -> None:
         """Check a whole shard: its index, then every inner chunk it lists."""

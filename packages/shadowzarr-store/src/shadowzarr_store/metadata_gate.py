@@ -11,10 +11,8 @@ in the references themselves (inline); a ``zarr.json`` pointing into a source fi
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import warnings
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec import InlineRef, ReferenceFormatError, ShadowzarrError, parse_json
@@ -26,6 +24,9 @@ from shadowzarr_store.array_checks import METADATA_ERRORS, ArrayChecks
 
 if TYPE_CHECKING:
     from shadowzarr_spec import ReferenceFileSystem
+    from shadowzarr_spec.keys import ParsedKey
+
+    from shadowzarr_store.missing_codecs import MissingCodecs
 
 __all__ = ["MetadataGate", "is_metadata_key"]
 
@@ -35,15 +36,18 @@ def is_metadata_key(key: str) -> bool:
 
 
 class MetadataGate:
-    """The validated arrays of one reference file system, each checked once."""
+    """The validated arrays of one reference file system, each checked once; ``missing_codecs``:
+    the arrays that need a codec this install lacks (noted as their metadata is served)."""
 
-    def __init__(self, rfs: ReferenceFileSystem, max_chunk_bytes: int) -> None:
+    def __init__(
+        self, rfs: ReferenceFileSystem, max_chunk_bytes: int, missing_codecs: MissingCodecs
+    ) -> None:
         self._rfs = rfs
         self._max_chunk_bytes = max_chunk_bytes
+        self._missing_codecs = missing_codecs
         self._lock = threading.Lock()
         self._arrays: dict[str, ArrayChecks | ShadowzarrError | None] = {}
         self._served: dict[str, bytes] = {}
-        self._shards: OrderedDict[tuple[str, object], None] = OrderedDict()
 
     def array(self, path: str) -> ArrayChecks | None:
         """The checks of the array at ``path`` (None if there is no array there); raises the
@@ -67,31 +71,14 @@ class MetadataGate:
             return None
         return self.array(split[0])
 
-    def shard_verified(self, key: str, identity: object) -> bool:
-        """Whether shard ``key`` with these bytes (``identity``) was checked already."""
-        with self._lock:
-            return (key, identity) in self._shards
-
-    async def verify_shard(
-        self,
-        checks: ArrayChecks,
-        key: str,
-        data: bytes | memoryview,
-        where: str,
-        identity: object = None,
-    ) -> None:
-        """Check shard ``key`` whole once (its index and every inner chunk), so zarr may then
-        read its inner chunks with partial reads. ``identity`` names the bytes checked (a digest
-        of them when None)."""
-        if identity is None:
-            identity = hashlib.blake2b(data, digest_size=16).digest()
-        if self.shard_verified(key, identity):
-            return
-        await checks.verify(data, key, where)
-        with self._lock:
-            self._shards[(key, identity)] = None
-            while len(self._shards) > _VERIFIED_SHARDS:
-                self._shards.popitem(last=False)
+    def checks_of(self, parsed: ParsedKey) -> ArrayChecks | None:
+        """The checks of the array of chunk key ``parsed`` (None if it is no chunk key); the
+        array's error if it is refused: a codec it needs is not installed, or its metadata."""
+        if parsed.array is None:
+            return None
+        checks = self.array(parsed.array)
+        self._missing_codecs.check_array(parsed.array)
+        return checks
 
     def serve(self, key: str, ref: object) -> bytes:
         """What the store answers for metadata ``key`` held in ``ref``: the document itself for
@@ -101,6 +88,8 @@ class MetadataGate:
             raise ReferenceFormatError(
                 f"{key!r} must be held in the references themselves, not in a source file"
             )
+        # stand-ins for codecs this install lacks, before zarr or the gate parses it
+        self._missing_codecs.note_metadata(key, ref.data)
         with self._lock:
             served = self._served.get(key)
         if served is not None:
@@ -197,5 +186,3 @@ def _zarr_accepts_group(document: dict[str, Any]) -> bool:
 
 
 _UNSEEN: Any = object()
-_VERIFIED_SHARDS = 4096
-"""Shards remembered as checked per store (their partial reads then cost no check)."""

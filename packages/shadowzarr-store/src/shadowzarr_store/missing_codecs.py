@@ -98,8 +98,14 @@ class MissingCodecs:
         if not self._refused:
             return
         split = array_of_chunk_key(key)
-        if split is not None and split[0] in self._refused:
-            raise UnsupportedFeatureError(self._refused[split[0]])
+        if split is not None:
+            self.check_array(split[0])
+
+    def check_array(self, path: str) -> None:
+        """Raise `UnsupportedFeatureError` if the array at ``path`` is refused here."""
+        reason = self._refused.get(path)
+        if reason is not None:
+            raise UnsupportedFeatureError(reason)
 
 
 def _missing_in_chain(codecs: object) -> list[str]:

@@ -37,6 +37,7 @@ from zarr.core.dtype import get_data_type_from_json
 
 if TYPE_CHECKING:
     from shadowzarr_spec import ArrayInfo
+    from shadowzarr_spec.keys import ParsedKey
     from zarr.abc.store import ByteRequest
 
     from shadowzarr_store.chunk_indexes import ChunkIndexReader
@@ -51,6 +52,7 @@ __all__ = [
     "finish_inline",
     "finish_whole",
     "plan_read",
+    "plan_value",
 ]
 
 
@@ -68,9 +70,10 @@ class ChunkLayout:
     order: tuple[int, ...] = ()
     """The array's axes in the order a chunk stores them (its ``transpose`` codecs)."""
 
-    def check_length(self, length: int, key: str, where: str) -> None:
-        """Refuse ``length`` logical bytes for uncompressed chunk ``key`` unless it is the whole
-        chunk or leaves out only elements outside the array (`ChunkDecodeError`)."""
+    def check_length(self, length: int, key: str, where: str, coords: tuple[int, ...]) -> None:
+        """Refuse ``length`` logical bytes for uncompressed chunk ``key`` (at ``coords``) unless
+        it is the whole chunk or leaves out only elements outside the array
+        (`ChunkDecodeError`)."""
         full = self.chunk_nbytes
         if full is None or length == full:
             return
@@ -79,8 +82,6 @@ class ChunkLayout:
                 f"{where}: {_array_and_key(key)} holds {length} bytes, more than the {full} "
                 "bytes of a chunk"
             )
-        split = array_of_chunk_key(key)
-        coords = split[1] if split is not None else ()
         itemsize = len(self.fill)
         need = bytes_needed(self.shape, self.chunk_shape, self.order, itemsize, coords)
         if length < need:
@@ -89,6 +90,13 @@ class ChunkLayout:
                 f"of {full}; its elements inside the array need {need} (a chunk may be short "
                 "only by elements outside the array)"
             )
+
+
+def _coords_of(key: str) -> tuple[int, ...]:
+    """The coordinates of chunk ``key`` (none for another key), for callers that have not
+    parsed it."""
+    split = array_of_chunk_key(key)
+    return () if split is None else split[1]
 
 
 def _array_and_key(key: str) -> str:
@@ -111,10 +119,14 @@ class SourceValue:
 
 @dataclass(frozen=True, slots=True)
 class ReadPlan:
-    """Physical bytes ``[start, end)`` of ``url`` and how to turn them into the logical bytes."""
+    """How one read of a key is answered: which physical bytes of ``url`` (``[start, end)``;
+    the whole file when ``whole_file``; none when ``inline`` holds the value) and how they
+    become the logical bytes zarr decodes. ``logical_start``, ``want``, ``data_want`` and
+    ``skip`` place a ranged read; a value read whole is cut to ``byte_range`` once read."""
 
     key: str
     url: str
+    """The source read; ``"inline reference"`` for a value held in the references."""
     start: int
     end: int
     logical_start: int
@@ -125,16 +137,47 @@ class ReadPlan:
     chunk_offset: int = 0
     """Where the key's reference starts in the file."""
     file_size: int | None = None
+    byte_range: ByteRequest | None = None
+    """The part of the logical value asked for (None: all of it)."""
+    inline: bytes | None = None
+    """The value itself, when the references hold it: nothing is read."""
+    whole_file: bool = False
+    """The whole of ``url``, whose length is known only once it is read (``start, end`` are
+    ``0, -1``, as the caches name a whole file)."""
+    coords: tuple[int, ...] = ()
+    """The chunk's coordinates (a short uncompressed chunk is checked by them)."""
+    stored_size: int | None = None
+    """The bytes the reference holds, held against its array's bound before anything is read
+    (None: unknown, or not comparable: a selection or a padded uncompressed chunk)."""
+    identity: object = None
+    """Names the stored bytes of a ranged reference (a shard checked once is not checked
+    again); None for an inline value or a whole file (their bytes name themselves)."""
+    value: InlineRef | SourceValue | None = None
+    """The reference planned (a partial read of a shard plans the whole value too)."""
+
+    @property
+    def partial(self) -> bool:
+        """Whether only part of the value is asked for (zarr then decodes nothing of it, but
+        for a shard's inner chunks)."""
+        return self.byte_range is not None
 
     @property
     def reads_nothing(self) -> bool:
         """True when every byte asked for is padding the reference itself proves."""
-        return self.end <= self.start
+        return self.inline is None and not self.whole_file and self.end <= self.start
+
+    def whole(self) -> ReadPlan:
+        """The plan of the whole value (a shard is checked whole before a partial read)."""
+        if self.byte_range is None or self.value is None:
+            return self
+        return plan_value(self.key, self.value, None, self.layout, self.coords)
 
     def assemble(self, raw: bytes | memoryview) -> bytes | memoryview:
         """Logical bytes from what the source returned, padded where the reference is shorter
         than the chunk (`plan_read` has checked it may be); a source answering fewer bytes
         than the reference holds is a `SourceError`, never padding."""
+        if self.inline is not None or self.whole_file:
+            return _finish(self.key, self.url, self.layout, raw, self.byte_range, self.coords)
         selection = self.layout.selection if self.layout is not None else None
         data: bytes | memoryview = selection.apply(raw) if selection is not None else raw
         data = data[self.skip : self.skip + self.data_want]
@@ -159,7 +202,7 @@ class ReadPlan:
 
     def complete(self, raw: bytes | memoryview) -> bool:
         """Whether ``raw`` is every byte of ``[start, end)`` (safe to cache)."""
-        return len(raw) == self.end - self.start
+        return self.whole_file or len(raw) == self.end - self.start
 
 
 def fill_pattern(fill: bytes, position: int, count: int) -> bytes:
@@ -189,8 +232,71 @@ def byte_window(byte_range: ByteRequest | None, length: int) -> tuple[int, int]:
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
-def plan_read(value: SourceValue, byte_range: ByteRequest | None) -> ReadPlan:
-    """Which physical bytes answer ``byte_range`` of a ranged value (offset and size known)."""
+def plan_value(
+    key: str,
+    value: InlineRef | SourceValue,
+    byte_range: ByteRequest | None,
+    layout: ChunkLayout | None,
+    coords: tuple[int, ...],
+) -> ReadPlan:
+    """The plan of any reference of chunk ``key`` at ``coords``: held inline (``layout``: its
+    array's), a whole file of unknown size, or a range of a file (`plan_read`)."""
+    if isinstance(value, InlineRef):
+        # No selection: an inline value holds the chunk's own bytes (``add_inline_chunk``).
+        plain = (
+            None
+            if layout is None or layout.chunk_nbytes is None
+            else dataclasses.replace(layout, selection=None)
+        )
+        inline = bytes(value.data)
+        return _read_whole(key, "inline reference", plain, byte_range, coords, value, inline)
+    if value.offset is None:
+        return _read_whole(key, value.url, value.layout, byte_range, coords, value)
+    return _plan_range(value, byte_range, coords)
+
+
+def _read_whole(
+    key: str,
+    url: str,
+    layout: ChunkLayout | None,
+    byte_range: ByteRequest | None,
+    coords: tuple[int, ...],
+    value: InlineRef | SourceValue,
+    inline: bytes | None = None,
+) -> ReadPlan:
+    """The plan of a value whose every byte is read (or held) before any is used: an inline
+    value, a whole file of unknown size."""
+    return ReadPlan(
+        key=key,
+        url=url,
+        start=0,
+        end=-1 if inline is None else len(inline),
+        logical_start=0,
+        want=0,
+        data_want=0,
+        skip=0,
+        layout=layout,
+        file_size=value.file_size if isinstance(value, SourceValue) else None,
+        byte_range=byte_range,
+        inline=inline,
+        whole_file=inline is None,
+        coords=coords,
+        stored_size=None if inline is None else len(inline),
+        value=value,
+    )
+
+
+def plan_read(
+    value: SourceValue, byte_range: ByteRequest | None, coords: tuple[int, ...] | None = None
+) -> ReadPlan:
+    """Which physical bytes answer ``byte_range`` of a ranged value (offset and size known;
+    ``coords``: its chunk's, read from its key when not given)."""
+    return _plan_range(value, byte_range, _coords_of(value.key) if coords is None else coords)
+
+
+def _plan_range(
+    value: SourceValue, byte_range: ByteRequest | None, coords: tuple[int, ...]
+) -> ReadPlan:
     assert value.offset is not None
     assert value.size is not None
     layout = value.layout
@@ -205,7 +311,7 @@ def plan_read(value: SourceValue, byte_range: ByteRequest | None) -> ReadPlan:
     data_len = (value.size // record) * kept
     length = data_len
     if layout is not None and layout.chunk_nbytes is not None:
-        layout.check_length(data_len, value.key, value.url)
+        layout.check_length(data_len, value.key, value.url, coords)
         length = layout.chunk_nbytes
     start, end = byte_window(byte_range, length)
     data_end = min(end, data_len)
@@ -227,36 +333,46 @@ def plan_read(value: SourceValue, byte_range: ByteRequest | None) -> ReadPlan:
         layout=layout,
         chunk_offset=value.offset,
         file_size=value.file_size,
+        byte_range=byte_range,
+        coords=coords,
+        stored_size=value.size if layout is None else None,
+        identity=(value.url, value.offset, value.size),
+        value=value,
     )
+
+
+def _finish(
+    key: str,
+    where: str,
+    layout: ChunkLayout | None,
+    raw: bytes | memoryview,
+    byte_range: ByteRequest | None,
+    coords: tuple[int, ...],
+) -> bytes | memoryview:
+    """The logical bytes of a value read whole (a whole file, an inline value)."""
+    data: bytes | memoryview = raw
+    if layout is not None and layout.selection is not None:
+        data = layout.selection.apply(raw)
+    if layout is not None and layout.chunk_nbytes is not None:
+        layout.check_length(len(data), key, where, coords)
+        data = bytes(data) + fill_pattern(layout.fill, len(data), layout.chunk_nbytes - len(data))
+    start, end = byte_window(byte_range, len(data))
+    return data[start:end]
 
 
 def finish_whole(
     value: SourceValue, raw: bytes | memoryview, byte_range: ByteRequest | None
 ) -> bytes | memoryview:
     """The logical bytes of a whole-file reference, given the whole file."""
-    layout = value.layout
-    data: bytes | memoryview = raw
-    if layout is not None and layout.selection is not None:
-        data = layout.selection.apply(raw)
-    if layout is not None and layout.chunk_nbytes is not None:
-        layout.check_length(len(data), value.key, value.url)
-        data = bytes(data) + fill_pattern(layout.fill, len(data), layout.chunk_nbytes - len(data))
-    start, end = byte_window(byte_range, len(data))
-    return data[start:end]
+    return _finish(value.key, value.url, value.layout, raw, byte_range, _coords_of(value.key))
 
 
 def finish_inline(
     key: str, layout: ChunkLayout | None, inline: bytes, byte_range: ByteRequest | None
 ) -> bytes | memoryview:
-    """The logical bytes of an inline value: a short uncompressed chunk padded like a file's.
-
-    No selection: an inline value holds the chunk's own bytes (``add_inline_chunk``).
-    """
-    if layout is None or layout.chunk_nbytes is None:
-        start, end = byte_window(byte_range, len(inline))
-        return inline[start:end]
-    plain = dataclasses.replace(layout, selection=None)
-    return finish_whole(SourceValue(key, "inline reference", None, None, plain), inline, byte_range)
+    """The logical bytes of an inline value: a short uncompressed chunk padded like a file's."""
+    plan = plan_value(key, InlineRef(inline), byte_range, layout, _coords_of(key))
+    return plan.assemble(inline)
 
 
 def chunk_layout(info: ArrayInfo, selection: Selection | None) -> ChunkLayout | None:
@@ -363,11 +479,21 @@ class Resolver:
         shown = self.layout_of_key(key) if layout is None else layout
         return SourceValue(key, ref.url, offset, size, shown, file_size)  # type: ignore[arg-type]
 
+    def plan(
+        self, parsed: ParsedKey, value: InlineRef | SourceValue, byte_range: ByteRequest | None
+    ) -> ReadPlan:
+        """How ``byte_range`` of key ``parsed``, resolved to ``value``, is read."""
+        layout = None
+        if parsed.array is not None and isinstance(value, InlineRef):
+            layout = self.layout_of_array(parsed.array)  # a source value carries its own
+        return plan_value(parsed.key, value, byte_range, layout, parsed.coords)
+
     def layout_of_key(self, key: str) -> ChunkLayout | None:
         split = array_of_chunk_key(key)
-        if split is None:
-            return None
-        path = split[0]
+        return None if split is None else self.layout_of_array(split[0])
+
+    def layout_of_array(self, path: str) -> ChunkLayout | None:
+        """How the stored bytes of array ``path``'s chunks become what zarr decodes."""
         with self._lock:
             if path in self._layouts:
                 return self._layouts[path]

@@ -16,6 +16,7 @@ import numpy as np
 from shadowzarr_spec import ReferenceFileSystem
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
+from shadowzarr_store.checked_reads import CheckedReads
 from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.listing import MAX_LISTED_GEN_KEYS, SortedRefs, StoreListing
 from shadowzarr_store.loop_shutdown import note_loop
@@ -191,8 +192,9 @@ class RfsStore(Store):
             check=self._reader.check_index,
         )
         self._resolver = Resolver(self._rfs, self._indexes)
-        self._gate = MetadataGate(self._rfs, self._options.max_chunk_bytes)
         self._missing_codecs = MissingCodecs()
+        self._gate = MetadataGate(self._rfs, self._options.max_chunk_bytes, self._missing_codecs)
+        self._chunks = CheckedReads(self._reader)
         self._refs = SortedRefs(self._rfs)
         self._compose()
 
@@ -216,7 +218,7 @@ class RfsStore(Store):
             self._resolver,
             self._reader,
             gate,
-            missing,
+            self._chunks,
             sharded=None
             if sharded is None
             else ShardedReads(sharded, self._resolver, self._reader),

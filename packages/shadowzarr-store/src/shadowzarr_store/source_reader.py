@@ -61,6 +61,9 @@ class SourceReader:
             # Cache look-ups finish in worker threads at different times; wait for the stragglers.
             self.merge_options = dataclasses.replace(options, merge_window=_LOCAL_CACHE_WINDOW)
         self._lock = threading.Lock()
+        self._identities: dict[str, str] = {}
+        """The identity each source's bytes were read under (`identity`): constant per store,
+        as a local file's stamp is pinned at its first read."""
         self._mergers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RangeMerger] = (
             weakref.WeakKeyDictionary()
         )
@@ -88,7 +91,10 @@ class SourceReader:
         stamp = None
         if kind_of(location) == "local":
             stamp = await self.transport.local_stamp(location, self.source_info(url))
-        return self._identity(url, stamp)
+        identity = self._identity(url, stamp)
+        with self._lock:
+            self._identities[url] = identity
+        return identity
 
     def _identity(self, url: str, stamp: Stamp | None) -> str:
         info = self.source_info(url)
@@ -188,14 +194,12 @@ class SourceReader:
         if not self.caches:
             return
         options = self.options
-        location = self.absolute(url)
-        stamp = None
-        if kind_of(location) == "local":
-            # The stamp the bytes were read under, not the file's now (it may have changed since).
-            stamp = self.transport.pinned_stamp(location, self.source_info(url))
-            if stamp is None:
-                return
-        identity = self._identity(url, stamp)
+        # The identity the bytes were read under (every read through the caches looks it up
+        # first), not the file's now: it may have changed since.
+        with self._lock:
+            identity = self._identities.get(url)
+        if identity is None:
+            return
         blob = bytes(data)
         if options.memory_cache is not None:
             options.memory_cache.put(identity, start, end, blob)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 from shadowzarr_spec import InlineRef
+from shadowzarr_spec.keys import parse_key
 
-from shadowzarr_store.checked_reads import read_plan
 from shadowzarr_store.metadata_gate import is_metadata_key
-from shadowzarr_store.resolve import SourceValue, finish_inline, finish_whole, plan_read
+from shadowzarr_store.resolve import SourceValue, finish_whole, plan_read
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer, BufferPrototype
 
     from shadowzarr_store.array_checks import ArrayChecks
+    from shadowzarr_store.checked_reads import CheckedReads
     from shadowzarr_store.metadata_gate import MetadataGate
-    from shadowzarr_store.missing_codecs import MissingCodecs
     from shadowzarr_store.resolve import Resolver
     from shadowzarr_store.source_reader import SourceReader
 
@@ -75,8 +75,10 @@ class KeyReads(Protocol):
 
 class StoredReads:
     """Keys of one store read as their references say, checked before zarr or a cache sees
-    them; ``sharded``: the sharded view's reads, if it is on; ``views``: the views whose
-    metadata zarr is shown instead of the stored one."""
+    them. A read flows one way: the key is parsed once, its array's checks looked up
+    (`MetadataGate`), the key resolved and planned (`Resolver`), the plan read and checked
+    (`CheckedReads`). ``sharded``: the sharded view's reads, if it is on; ``views``: the views
+    whose metadata zarr is shown instead of the stored one."""
 
     def __init__(
         self,
@@ -84,7 +86,7 @@ class StoredReads:
         resolver: Resolver,
         reader: SourceReader,
         gate: MetadataGate,
-        missing_codecs: MissingCodecs,
+        chunks: CheckedReads,
         sharded: ChunkView | None = None,
         views: Sequence[MetadataView] = (),
     ) -> None:
@@ -92,7 +94,7 @@ class StoredReads:
         self._resolver = resolver
         self._reader = reader
         self._gate = gate
-        self._missing_codecs = missing_codecs
+        self._chunks = chunks
         self.sharded = sharded
         self._views = tuple(views)
 
@@ -129,12 +131,13 @@ class StoredReads:
     ) -> Buffer | None:
         """``key`` as stored (or as the sharded view shows it) (``resolved``: its reference,
         if known; ``array_checks``: its array's checks, if known, as for an inner chunk of a
-        shard whose array passed them: no key parsed again per inner chunk)."""
-        if array_checks is UNRESOLVED:
-            self._missing_codecs.check_chunk(key)  # an array whose codec is not installed
-            checks = self._gate.chunk_checks(key)  # a refused array's chunks are refused too
-        else:
-            checks = cast("ArrayChecks | None", array_checks)
+        shard whose array passed them)."""
+        parsed = parse_key(key)
+        checks = (
+            self._gate.checks_of(parsed)  # a refused array's chunks are refused too
+            if array_checks is UNRESOLVED
+            else cast("ArrayChecks | None", array_checks)
+        )
         value = (
             await self._resolver.resolve(key)
             if resolved is UNRESOLVED
@@ -142,61 +145,18 @@ class StoredReads:
         )
         if value is None:
             return None
-        if is_metadata_key(key):
-            if isinstance(value, InlineRef):
-                # stand-ins for codecs this install lacks, before zarr or the gate parses it
-                self._missing_codecs.note_metadata(key, value.data)
-            value = InlineRef(self.shown_metadata(key, self._gate.serve(key, value)))
-        if self.sharded is not None:
-            shown = await self.sharded.get_in_view(key, value, byte_range)
-            if shown is not None:
-                return prototype.buffer.from_array_like(np.frombuffer(shown, dtype=np.uint8))
-        data = await self._checked(key, value, byte_range, checks)
+        data: bytes | memoryview | None = None
+        if parsed.metadata:
+            shown = self._gate.serve(key, value)
+            for view in self._views:
+                shown = view.rewrite(key, shown)
+            value = InlineRef(shown)
+        elif self.sharded is not None:
+            data = await self.sharded.get_in_view(key, value, byte_range)
+        if data is None:
+            plan = self._resolver.plan(parsed, value, byte_range)
+            data = await self._chunks.read_checked(plan, checks)
         return prototype.buffer.from_array_like(np.frombuffer(data, dtype=np.uint8))
-
-    async def _checked(
-        self,
-        key: str,
-        value: InlineRef | SourceValue,
-        byte_range: ByteRequest | None,
-        checks: ArrayChecks | None,
-    ) -> bytes | memoryview:
-        """The bytes of ``value`` in ``byte_range``. A whole chunk is checked before zarr
-        decodes it. Partial reads are raw bytes, except of a shard, whose inner chunks zarr
-        decodes: the whole shard is checked once."""
-        whole = checks if byte_range is None else None
-        shard = checks if checks is not None and checks.shards is not None else None
-        data: bytes | memoryview
-        match value:
-            case InlineRef(data=inline):
-                data = finish_inline(key, self._resolver.layout_of_key(key), inline, byte_range)
-                if whole is not None:
-                    whole.check_stored_size(len(inline), key, "inline reference")
-                    await whole.verify(data, key, "inline reference")
-                elif shard is not None:
-                    await self._gate.verify_shard(shard, key, inline, "inline reference")
-            case SourceValue(offset=None):
-                raw, cached = await self._reader.read_whole(value.url)
-                data = finish_whole(value, raw, byte_range)
-                if whole is not None:
-                    await whole.verify(data, key, value.url)
-                elif shard is not None:
-                    await self._gate.verify_shard(
-                        shard, key, finish_whole(value, raw, None), value.url
-                    )
-                if not cached:
-                    await self._reader.remember(value.url, 0, -1, raw)
-            case SourceValue():
-                if whole is not None and value.layout is None and value.size is not None:
-                    whole.check_stored_size(value.size, key, value.url)
-                if shard is not None and whole is None:
-                    identity = (value.url, value.offset, value.size)
-                    if not self._gate.shard_verified(key, identity):
-                        shard.check_stored_size(value.size or 0, key, value.url)
-                        full = await read_plan(self._reader, plan_read(value, None))
-                        await self._gate.verify_shard(shard, key, full, value.url, identity)
-                data = await read_plan(self._reader, plan_read(value, byte_range), whole)
-        return data
 
     async def key_size(self, key: str) -> int:
         """The bytes ``key`` holds as stored (or as the sharded view shows it)."""
