@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 
-from shadowzarr_hdf5.emit.direct_encode import encode_directly
-from shadowzarr_hdf5.emit.inline import ZSTD_CODEC, _all_chunks, encode_with_zarr
+from shadowzarr_hdf5.plan.direct_encode import encode_directly
+from shadowzarr_hdf5.plan.encode import ZSTD_CODEC, _all_chunks, encode_with_zarr
 from shadowzarr_hdf5.zarr_memory import memory_array_store
 
 NUMERIC = st.sampled_from(

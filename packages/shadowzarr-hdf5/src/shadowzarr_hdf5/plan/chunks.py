@@ -1,17 +1,26 @@
 """Every stored chunk of a chunked dataset: parsed ahead, or h5py's ``chunk_iter`` relabelled where
-HDF5 mislabels it; the filter mask most chunks share."""
+HDF5 mislabels it; the filter mask most chunks share; which chunks are referenced where they are
+and which are re-encoded inline.
+
+Chunked datasets keep HDF5's chunk grid (HDF5 always stores whole chunks, so partial edge chunks
+read like Zarr's). Chunks whose filter mask differs from the array's codecs, and LZF chunks
+compressed beyond what ``imagecodecs_lzf`` decodes, are re-encoded and held inline."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import h5py
 import numpy as np
+from shadowzarr_spec import UnsupportedFeatureError
 
-from ..context import ChunkLocations, Source
+from ..context import ChunkLocations, Options, Source
+from .dataset_plan import StoredChunks
+from .encode import encode_chunks, lzf_literal_chunks
 
-__all__ = ["chunk_locations", "common_mask", "inside_grid"]
+__all__ = ["chunk_locations", "common_mask", "inside_grid", "stored_chunks"]
 
 
 def chunk_locations(dataset: h5py.Dataset, source: Source) -> ChunkLocations:
@@ -110,3 +119,77 @@ def inside_grid(coords: np.ndarray, shape: Sequence[int], chunk_shape: Sequence[
         return np.zeros(len(coords), dtype=bool)
     grid = np.array([-(-s // c) for s, c in zip(shape, chunk_shape, strict=False)], dtype=np.int64)
     return np.all(coords < grid, axis=1)
+
+
+def stored_chunks(
+    dataset: h5py.Dataset,
+    path: str,
+    source: Source,
+    options: Options,
+    *,
+    locations: ChunkLocations,
+    mask: int,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    data_type: Any,
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+    has_filters: bool,
+    rewrite: np.ndarray | None = None,
+) -> StoredChunks:
+    """The chunks of a chunked dataset whose codecs skip the filters of ``mask``, referenced
+    where they are; those with another mask, or flagged in ``rewrite``, read through h5py and
+    re-encoded to be held inline."""
+    extra = len(shape) - len(dataset.shape)
+    # Chunks that meet the HDF5 extent: a netCDF variable's shape may reach further (its
+    # unlimited dimension's length), but chunks past its extent are stale if they exist.
+    in_grid = inside_grid(locations.coords, tuple(dataset.shape), chunk_shape)
+    skipped = (locations.masks != mask) & has_filters & in_grid
+    if rewrite is not None:
+        skipped |= rewrite & in_grid
+    stored = in_grid & ~skipped
+    grid = tuple(-(-s // c) for s, c in zip(shape, chunk_shape, strict=True))
+    threshold = options.chunk_index_threshold
+    coords = locations.coords[stored]
+    if extra:
+        coords = np.concatenate([coords, np.zeros((len(coords), extra), dtype=np.int64)], axis=1)
+    inline: dict[tuple[int, ...], bytes] = {}
+    if skipped.any():
+        # Chunks written with other filters skipped: decode through h5py, re-encode inline.
+        regions = [tuple(c) + (0,) * extra for c in locations.coords[skipped].tolist()]
+        if codecs[-1].get("name") == "imagecodecs_lzf":
+            inline = lzf_literal_chunks(
+                _Padded(dataset, extra), regions, shape, data_type, chunk_shape, codecs, fill_value
+            )
+        else:
+            try:
+                inline = encode_chunks(
+                    _Padded(dataset, extra), shape=shape, data_type=data_type,
+                    chunk_shape=chunk_shape, codecs=codecs, fill_value=fill_value,
+                    regions=regions,
+                )  # fmt: skip
+            except (RuntimeError, ValueError) as exc:
+                raise UnsupportedFeatureError(
+                    f"dataset {path!r}: chunks skip different filters (HDF5 filter masks), and "
+                    f"re-encoding them failed: {exc}"
+                ) from exc
+    return StoredChunks(
+        url=source.url,
+        coords=coords,
+        offsets=locations.offsets[stored],
+        sizes=locations.sizes[stored],
+        as_index=threshold is not None and math.prod(grid) > threshold,
+        inline=inline,
+    )
+
+
+class _Padded:
+    """An h5py dataset sliced only on its own axes (array-type axes come whole)."""
+
+    def __init__(self, dataset: h5py.Dataset, extra: int) -> None:
+        self._dataset = dataset
+        self._extra = extra
+
+    def __getitem__(self, region: tuple[slice, ...]) -> np.ndarray:
+        own = region[: len(region) - self._extra] if self._extra else region
+        return np.asarray(self._dataset[own if own else ()])

@@ -4,6 +4,7 @@ names."""
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 from typing import Any
 
 import h5py
@@ -17,7 +18,7 @@ from ..header_reader.dataset import HeaderDataset
 from ..netcdf import is_netcdf_char, netcdf_attributes
 from .types import TypeKind, TypePlan, plan_type
 
-__all__ = ["describe_dataset", "dimension_names"]
+__all__ = ["Description", "describe_dataset", "dimension_names"]
 
 
 DTYPE_ATTR = "_DTYPE"
@@ -26,10 +27,20 @@ ENUM_ATTR = "_ENUM"
 ENUM_NAME_ATTR = "_ENUM_NAME"
 
 
+@dataclass(frozen=True, slots=True)
+class Description:
+    """What a dataset's array says besides its storage."""
+
+    type: TypePlan
+    attributes: dict[str, Any]
+    names: tuple[str | None, ...] | None
+    """Dimension names of the dataset's own axes (array-type axes have none)."""
+
+
 def describe_dataset(
     dataset: h5py.Dataset | HeaderDataset, path: str, source: Source
-) -> tuple[TypePlan, dict[str, Any], list[str | None] | None]:
-    """The storage plan, the attributes and the dimension names of a dataset's array."""
+) -> Description:
+    """The type plan, the attributes and the dimension names of a dataset's array."""
     if isinstance(dataset, HeaderDataset):
         stored_names, attributes = dataset.attribute_names, dict(dataset.attributes)
     else:
@@ -51,7 +62,8 @@ def describe_dataset(
         if name is not None:
             attributes[ENUM_NAME_ATTR] = name
     attributes.update(plan.attributes)
-    return plan, attributes, dimension_names(dataset, stored_names)
+    names = dimension_names(dataset, stored_names)
+    return Description(plan, attributes, None if names is None else tuple(names))
 
 
 def _numpy_type(dataset: h5py.Dataset | HeaderDataset, path: str) -> np.dtype:

@@ -10,14 +10,16 @@ import posixpath
 from urllib.parse import urljoin
 
 import h5py
+from shadowzarr_spec import UnsupportedFeatureError
 
 from ..context import Options, Source
 from ..header_reader.dataset import HeaderDataset
+from .dataset_plan import References, Slabs
 
 __all__ = [
     "contiguous_chunks",
-    "external_chunk_shape",
     "external_segments",
+    "plan_external",
     "slab_rows",
     "storage_layout",
 ]
@@ -64,7 +66,9 @@ def contiguous_chunks(shape: tuple[int, ...], itemsize: int, options: Options) -
     return (max(1, rows), *(max(1, s) for s in shape[1:]))
 
 
-def external_segments(dataset: h5py.Dataset, source: Source) -> list[tuple[str, int, int]]:
+def external_segments(
+    dataset: h5py.Dataset | HeaderDataset, source: Source
+) -> list[tuple[str, int, int]]:
     """(url, offset, size) of each external-storage segment, in order."""
     plist = dataset.id.get_create_plist()
     segments = []
@@ -75,15 +79,36 @@ def external_segments(dataset: h5py.Dataset, source: Source) -> list[tuple[str, 
     return segments
 
 
-def external_chunk_shape(
-    dataset: h5py.Dataset, source: Source, shape: tuple[int, ...], itemsize: int, options: Options
-) -> tuple[int, ...]:
+def plan_external(
+    dataset: h5py.Dataset | HeaderDataset,
+    path: str,
+    source: Source,
+    shape: tuple[int, ...],
+    itemsize: int,
+    options: Options,
+) -> tuple[tuple[int, ...], Slabs | References]:
+    """The chunk shape and references of data in external files: one segment is one contiguous
+    block (cut into slabs); several must each hold the same whole number of rows."""
     segments = external_segments(dataset, source)
     total = math.prod(shape) * itemsize
     if len(segments) == 1 or (segments and segments[0][2] >= total):
-        return contiguous_chunks(shape, itemsize, options)
+        url, offset, _ = segments[0]
+        return contiguous_chunks(shape, itemsize, options), Slabs(url, offset, itemsize)
     row_bytes = math.prod(shape[1:]) * itemsize if shape else itemsize
-    return (max(1, segments[0][2] // max(1, row_bytes)), *shape[1:])
+    sizes = {size for _, _, size in segments[:-1]}
+    if not shape or len(sizes) != 1 or next(iter(sizes)) % row_bytes:
+        raise UnsupportedFeatureError(
+            f"dataset {path!r}: external storage segments of sizes {sorted(sizes)} do not split "
+            "into whole rows of equal count"
+        )
+    rows = next(iter(sizes)) // row_bytes
+    references = []
+    for i, (url, offset, size) in enumerate(segments):
+        if i * rows >= shape[0]:
+            break
+        coords = (i, *(0 for _ in shape[1:]))
+        references.append((coords, url, offset, min(size, rows * row_bytes)))
+    return (max(1, rows), *shape[1:]), References(tuple(references))
 
 
 def _resolve(base: str, name: str) -> str:

@@ -1,22 +1,14 @@
-"""Where one dataset's stored values are, decided before anything is written: a plan.
+"""Where one dataset's stored values are, decided before anything is written.
 
 `plan_storage` reads what it needs (layout, filters, chunk locations, fill value; the values of
-small filtered datasets) and checks what it can (a first chunk against h5py, netCDF padding);
-it writes nothing. The result is a frozen `StoragePlan`: the array's metadata
-(`ArrayDescription`) and one `Placement` saying where its bytes come from.
-:mod:`..emit` writes the plan.
-
-::
-
-    HDF5 object ──plan_type──▶ TypePlan ──plan_storage──▶ StoragePlan ──emit──▶ references
-                               (dtype)     ArrayDescription + InlineValues | ContiguousBlock |
-                                           StoredChunks | ExternalSegments | VirtualSources
+small datasets) and checks what it can (a first chunk against h5py, netCDF padding); it writes
+nothing. Its result is the dataset's `DatasetPlan`: the array's metadata and where its chunks
+are (:mod:`.dataset_plan`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import h5py
@@ -27,88 +19,21 @@ from shadowzarr_spec.metadata import bytes_codec
 from ..context import ChunkLocations, Options, Source
 from ..header_reader.dataset import HeaderDataset
 from ..native_decode import decoded_values
-from ..netcdf_dimensions import check_padding
+from ..netcdf_dimensions import check_padding, padded
+from ..virtual_datasets import plan_virtual
 from ..zarr_memory import chunk_region
 from .chunk_decode import decode_stored_chunks
-from .chunks import chunk_locations, common_mask
+from .chunks import chunk_locations, common_mask, stored_chunks
+from .dataset_plan import DatasetPlan, InlineChunks, Placement, Slabs
+from .description import Description
+from .encode import held_inline
 from .fill_values import fill_is_undefined, stored_fill
-from .filters import codecs_for, overcompressed, read_filters
-from .layout import contiguous_chunks, external_chunk_shape, storage_layout
-from .types import TypePlan
+from .filters import codecs_for, lzf_rewrites, overcompressed, read_filters
+from .layout import contiguous_chunks, plan_external, storage_layout
+from .values import as_storage, read_values
 from .verify import needs_verification, verify_chunk
 
-__all__ = [
-    "ArrayDescription",
-    "ContiguousBlock",
-    "ExternalSegments",
-    "InlineValues",
-    "Placement",
-    "StoragePlan",
-    "StoredChunks",
-    "VirtualSources",
-    "fill_value",
-    "plan_storage",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ArrayDescription:
-    """What the array's ``zarr.json`` says."""
-
-    shape: tuple[int, ...]
-    data_type: np.dtype
-    chunk_shape: tuple[int, ...]
-    codecs: tuple[dict[str, Any], ...]
-    fill_value: Any
-
-
-@dataclass(frozen=True, slots=True)
-class InlineValues:
-    """Every value held in the references (compact data, small datasets)."""
-
-    decoded: Any = None
-    """Values decoded while planning (small filtered datasets); None: read when written."""
-
-
-@dataclass(frozen=True, slots=True)
-class ContiguousBlock:
-    """One contiguous block, cut into slabs through a gen entry."""
-
-    offset: int | None
-    """Absolute file offset (user-block shift added); None: never written (all fill)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChunks:
-    """HDF5's own chunks, referenced where they are."""
-
-    locations: ChunkLocations
-    mask: int
-    """The filter mask most chunks have: the codecs leave those filters out."""
-    has_filters: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalSegments:
-    """Raw data in the dataset's external files."""
-
-
-@dataclass(frozen=True, slots=True)
-class VirtualSources:
-    """A virtual dataset: its mappings reference its source files' chunks."""
-
-    data_type: np.dtype
-    fill_value: Any
-
-
-type Placement = InlineValues | ContiguousBlock | StoredChunks | ExternalSegments | VirtualSources
-
-
-@dataclass(frozen=True, slots=True)
-class StoragePlan:
-    array: ArrayDescription | None
-    """None for a virtual dataset, whose metadata comes from its sources."""
-    placement: Placement
+__all__ = ["fill_value", "plan_storage"]
 
 
 def plan_storage(
@@ -116,34 +41,51 @@ def plan_storage(
     path: str,
     source: Source,
     options: Options,
-    plan: TypePlan,
+    described: Description,
     shape: tuple[int, ...],
-) -> StoragePlan:
-    """Where the stored values of ``dataset`` (typed by ``plan``, of extent ``shape``) are."""
-    dtype: np.dtype = plan.storage
-    itemsize = dtype.itemsize * math.prod(plan.extra_shape)
-    nbytes = math.prod(dataset.shape) * itemsize
+    names: tuple[str | None, ...] | None,
+) -> DatasetPlan:
+    """The plan of ``dataset`` (stored as the file lays it out), of extent ``shape``."""
+    typed = described.type
+    dtype: np.dtype = typed.storage
+    extra = typed.extra_shape
+    nbytes = math.prod(dataset.shape) * dtype.itemsize * math.prod(extra)
     layout = storage_layout(dataset)
     fill = fill_value(dataset, dtype)
     plain_codecs = (bytes_codec(dtype),)
-    extra = plan.extra_shape
     extent = tuple(int(n) for n in dataset.shape) + extra
 
-    def array(chunk_shape: tuple[int, ...], codecs: tuple[dict[str, Any], ...]) -> ArrayDescription:
-        return ArrayDescription(shape, dtype, chunk_shape, codecs, fill)
+    def planned(
+        chunk_shape: tuple[int, ...], codecs: tuple[dict[str, Any], ...], placement: Placement
+    ) -> DatasetPlan:
+        return DatasetPlan(
+            path, shape, dtype, chunk_shape, codecs, fill, described.attributes, names, placement
+        )
 
-    def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> StoragePlan:
-        return StoragePlan(array(chunk_shape, plain_codecs), InlineValues(decoded))
+    def inline(chunk_shape: tuple[int, ...], decoded: Any = None) -> DatasetPlan:
+        found = read_values(dataset, source) if decoded is None else decoded
+        values = padded(as_storage(found, dtype), shape, fill)
+        chunks = held_inline(
+            values, shape=shape, data_type=dtype, chunk_shape=chunk_shape, codecs=plain_codecs,
+            fill_value=fill,
+        )  # fmt: skip
+        return planned(chunk_shape, plain_codecs, InlineChunks(chunks))
 
     if layout == "virtual":
         if extra:
             raise UnsupportedFeatureError(f"dataset {path!r}: a virtual dataset of array types")
-        return StoragePlan(None, VirtualSources(dtype, fill))
+        opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+        vds_shape = tuple(int(n) for n in opened.shape)
+        chunk_shape, vds_codecs, references = plan_virtual(opened, path, source, dtype, fill)
+        return DatasetPlan(
+            path, vds_shape, dtype, chunk_shape, vds_codecs, fill, described.attributes, names,
+            references,
+        )  # fmt: skip
     if layout == "compact":
         return inline(tuple(max(1, s) for s in shape))
     if layout == "external":
-        chunk_shape = external_chunk_shape(dataset, source, shape, dtype.itemsize, options)
-        return StoragePlan(array(chunk_shape, plain_codecs), ExternalSegments())
+        chunk_shape, segments = plan_external(dataset, path, source, shape, dtype.itemsize, options)
+        return planned(chunk_shape, plain_codecs, segments)
     if layout == "contiguous":
         offset = _contiguous_offset(dataset)
         if offset is None:
@@ -151,8 +93,10 @@ def plan_storage(
         if offset is not None and nbytes <= options.inline_threshold:
             return inline(tuple(max(1, s) for s in shape))
         chunk_shape = contiguous_chunks(shape, dtype.itemsize, options)
-        absolute = None if offset is None else int(offset) + source.offset_shift
-        return StoragePlan(array(chunk_shape, plain_codecs), ContiguousBlock(absolute))
+        if offset is None:  # never written: every element reads as the fill value
+            return planned(chunk_shape, plain_codecs, InlineChunks({}))
+        block = Slabs(source.url, int(offset) + source.offset_shift, dtype.itemsize)
+        return planned(chunk_shape, plain_codecs, block)
     # chunked
     chunk_shape = tuple(dataset.chunks) + extra
     filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
@@ -174,9 +118,15 @@ def plan_storage(
         path, source, locations, extent=extent, shape=shape, chunk_shape=chunk_shape,
         data_type=dtype, codecs=codecs, fill_value=fill,
     )  # fmt: skip
-    return StoragePlan(
-        array(chunk_shape, tuple(codecs)), StoredChunks(locations, mask, bool(filters))
-    )
+    chunk_bytes = math.prod(chunk_shape) * dtype.itemsize
+    filtered = locations.masks == mask
+    rewrite = lzf_rewrites(codecs, locations.sizes, filtered, chunk_bytes, path)
+    chunks = stored_chunks(
+        dataset, path, source, options, locations=locations, mask=mask, shape=shape,
+        chunk_shape=chunk_shape, data_type=dtype, codecs=codecs, fill_value=fill,
+        has_filters=bool(filters), rewrite=rewrite,
+    )  # fmt: skip
+    return planned(chunk_shape, tuple(codecs), chunks)
 
 
 def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:

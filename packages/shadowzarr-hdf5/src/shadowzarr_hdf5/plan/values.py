@@ -10,7 +10,7 @@ import numpy as np
 from ..context import Source
 from ..header_reader.dataset import HeaderDataset
 
-__all__ = ["read_values", "read_whole"]
+__all__ = ["as_storage", "read_values", "read_whole"]
 
 
 def read_whole(dataset: h5py.Dataset) -> Any:
@@ -33,3 +33,11 @@ def read_values(dataset: h5py.Dataset | HeaderDataset, source: Source) -> Any:
             return values
         dataset = dataset.h5py()
     return read_whole(dataset)
+
+
+def as_storage(values: Any, storage: np.dtype) -> np.ndarray:
+    """Values read by h5py in the array's stored type (records as raw bytes: a view)."""
+    array = np.asarray(values)
+    if storage.kind == "V" and storage.names is None and array.dtype.names is not None:
+        return np.ascontiguousarray(array).view(storage)
+    return array.astype(storage, copy=False)

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import zarr
-from shadowzarr_spec import RfsBuilder
 from shadowzarr_spec.metadata import VLEN_BYTES, default_codecs
 
 from ..zarr_memory import chunk_region, memory_array_store
@@ -24,9 +23,11 @@ from .direct_encode import encode_directly
 __all__ = [
     "ZSTD_CODEC",
     "ZSTD_THRESHOLD",
-    "add_inline",
     "encode_chunks",
     "encode_with_zarr",
+    "held_inline",
+    "literal_lzf",
+    "lzf_literal_chunks",
     "string_codecs",
     "vlen_bytes_codecs",
 ]
@@ -151,26 +152,75 @@ def vlen_bytes_codecs(values: np.ndarray, chunk_shape: Sequence[int]) -> list[di
     return plain
 
 
-def add_inline(
-    builder: RfsBuilder,
-    path: str,
+def held_inline(
     values: Any,
     *,
     shape: tuple[int, ...],
     data_type: Any,
     chunk_shape: tuple[int, ...],
-    codecs: list[dict[str, Any]],
+    codecs: Sequence[dict[str, Any]],
     fill_value: Any,
-) -> None:
-    """Every chunk of ``values`` held in the references."""
+) -> dict[tuple[int, ...], bytes]:
+    """Every chunk of ``values`` (of ``shape``), encoded to be held in the references."""
     if math.prod(shape) == 0:
-        return
-    encoded = encode_chunks(
+        return {}
+    return encode_chunks(
         np.asarray(values).reshape(shape),
         data_type=data_type,
         chunk_shape=chunk_shape,
-        codecs=codecs,
+        codecs=list(codecs),
         fill_value=fill_value,
     )
-    for coords, data in encoded.items():
-        builder.add_inline_chunk(path, coords, data)
+
+
+_LITERAL_RUN = 32  # an LZF control byte below 32 copies (byte + 1) literal bytes
+
+
+def literal_lzf(data: bytes) -> bytes:
+    """``data`` as an LZF stream of literal runs (decodes to ``data`` with any LZF decoder)."""
+    out = bytearray()
+    view = memoryview(data)
+    for start in range(0, len(view), _LITERAL_RUN):
+        block = view[start : start + _LITERAL_RUN]
+        out.append(len(block) - 1)
+        out += block
+    return bytes(out)
+
+
+def lzf_literal_chunks(
+    values: Any,
+    regions: list[tuple[int, ...]],
+    shape: tuple[int, ...],
+    data_type: Any,
+    chunk_shape: tuple[int, ...],
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+) -> dict[tuple[int, ...], bytes]:
+    """Chunks of an LZF array (``values``: anything sliceable) re-encoded as literal LZF;
+    chunks of only fill value left out."""
+    fill = np.asarray(
+        fill_value if fill_value is not None else np.zeros((), dtype=data_type), dtype=data_type
+    )
+    kept = [
+        coords
+        for coords in regions
+        if not _only_fill(np.asarray(values[chunk_region(coords, chunk_shape, shape)]), fill)
+    ]
+    encoded = encode_chunks(
+        values, shape=shape, data_type=data_type, chunk_shape=chunk_shape,
+        codecs=codecs[:-1], fill_value=fill_value, regions=kept,
+    )  # fmt: skip
+    return {c: literal_lzf(data) for c, data in encoded.items()}
+
+
+def _only_fill(block: np.ndarray, fill: np.ndarray) -> bool:
+    if block.dtype.kind == "V" or fill.dtype.kind == "V":
+        # records: h5py reads them structured, the array's type is raw bytes; compare bytes
+        whole = np.ascontiguousarray(block)
+        return (
+            whole.dtype.itemsize == fill.itemsize and whole.tobytes() == fill.tobytes() * whole.size
+        )
+    same = block == fill
+    if block.dtype.kind in "fc":
+        same |= np.isnan(block) & np.isnan(fill)
+    return bool(np.all(same))
