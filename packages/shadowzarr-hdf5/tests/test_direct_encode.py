@@ -10,9 +10,13 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 
-from shadowzarr_hdf5.plan.direct_encode import encode_directly
-from shadowzarr_hdf5.plan.encode import ZSTD_CODEC, _all_chunks, encode_with_zarr
-from shadowzarr_hdf5.zarr_memory import memory_array_store
+from shadowzarr_hdf5.plan.encode import (
+    ZSTD_CODEC,
+    _all_chunks,
+    encode_directly,
+    encode_with_zarr,
+    memory_array_store,
+)
 
 NUMERIC = st.sampled_from(
     ["<i1", "|u1", "<i2", ">i2", "<u4", ">u4", "<i8", ">u8", "<f2", ">f4", "<f8", ">f8", "|b1"]

@@ -9,16 +9,19 @@ compressed beyond what ``imagecodecs_lzf`` decodes, are re-encoded and held inli
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import h5py
 import numpy as np
+import zarr
 from shadowzarr_spec import UnsupportedFeatureError
+from shadowzarr_spec.keys import chunk_key
 
 from ..context import ChunkLocations, Options, Source
 from .dataset_plan import StoredChunks
-from .encode import encode_chunks, lzf_literal_chunks
+from .encode import chunk_region, encode_chunks, lzf_literal_chunks, memory_array_store
 
 __all__ = ["chunk_locations", "common_mask", "inside_grid", "stored_chunks"]
 
@@ -139,11 +142,18 @@ def stored_chunks(
 ) -> StoredChunks:
     """The chunks of a chunked dataset whose codecs skip the filters of ``mask``, referenced
     where they are; those with another mask, or flagged in ``rewrite``, read through h5py and
-    re-encoded to be held inline."""
+    re-encoded to be held inline. A chunk straddling the HDF5 extent of a netCDF variable that
+    reaches further must hold the fill value past it (or the array is refused)."""
     extra = len(shape) - len(dataset.shape)
     # Chunks that meet the HDF5 extent: a netCDF variable's shape may reach further (its
     # unlimited dimension's length), but chunks past its extent are stale if they exist.
     in_grid = inside_grid(locations.coords, tuple(dataset.shape), chunk_shape)
+    values = _Padded(dataset, extra)
+    _check_padding(
+        path, source, locations, extent=(*dataset.shape, *shape[len(dataset.shape) :]),
+        shape=shape, chunk_shape=chunk_shape, data_type=data_type, codecs=codecs,
+        fill_value=fill_value,
+    )  # fmt: skip
     skipped = (locations.masks != mask) & has_filters & in_grid
     if rewrite is not None:
         skipped |= rewrite & in_grid
@@ -159,12 +169,12 @@ def stored_chunks(
         regions = [tuple(c) + (0,) * extra for c in locations.coords[skipped].tolist()]
         if codecs[-1].get("name") == "imagecodecs_lzf":
             inline = lzf_literal_chunks(
-                _Padded(dataset, extra), regions, shape, data_type, chunk_shape, codecs, fill_value
+                values, regions, shape, data_type, chunk_shape, codecs, fill_value
             )
         else:
             try:
                 inline = encode_chunks(
-                    _Padded(dataset, extra), shape=shape, data_type=data_type,
+                    values, shape=shape, data_type=data_type,
                     chunk_shape=chunk_shape, codecs=codecs, fill_value=fill_value,
                     regions=regions,
                 )  # fmt: skip
@@ -193,3 +203,50 @@ class _Padded:
     def __getitem__(self, region: tuple[slice, ...]) -> np.ndarray:
         own = region[: len(region) - self._extra] if self._extra else region
         return np.asarray(self._dataset[own if own else ()])
+
+
+def _check_padding(
+    path: str,
+    source: Source,
+    locations: ChunkLocations,
+    *,
+    extent: tuple[int, ...],
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    data_type: np.dtype,
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+) -> None:
+    """Raise when a chunk straddling the HDF5 extent holds anything but fill past it."""
+    if extent == shape or source.read_bytes is None:
+        return
+    extra = (0,) * (len(shape) - locations.coords.shape[1])
+    fill = np.asarray(fill_value if fill_value is not None else 0).astype(data_type)
+    for coords, offset, size in zip(
+        locations.coords.tolist(), locations.offsets.tolist(), locations.sizes.tolist(),
+        strict=True,
+    ):  # fmt: skip
+        full = (*coords, *extra)
+        region = chunk_region(full, chunk_shape, shape)
+        if all(r.stop <= e for r, e in zip(region, extent, strict=True)):
+            continue  # inside the extent
+        if any(r.start >= e for r, e in zip(region, extent, strict=True)):
+            continue  # wholly past it: not referenced (stale if stored)
+        store = memory_array_store(
+            data_type=data_type, fill_value=fill_value, shape=shape, chunk_shape=chunk_shape,
+            codecs=codecs, chunks={chunk_key("", full): source.read_bytes(int(offset), int(size))},
+        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values = np.asarray(zarr.open_array(store, mode="r", zarr_format=3)[region])
+        inside = tuple(slice(0, max(0, e - r.start)) for r, e in zip(region, extent, strict=True))
+        beyond = np.ones(values.shape, dtype=bool)
+        beyond[inside] = False
+        same = values[beyond] == fill
+        if values.dtype.kind in "fc":
+            same |= np.isnan(values[beyond]) & np.isnan(fill)
+        if not np.all(same):
+            raise UnsupportedFeatureError(
+                f"dataset {path!r}: a chunk holds other values than the fill value past the "
+                "HDF5 extent, where netCDF readers give the fill value"
+            )

@@ -1,8 +1,15 @@
-"""Encode values into chunk bytes held in the references (strings, references, small data).
+"""Encode values into chunk bytes held in the references (strings, references, small data),
+and the in-memory zarr array that encoding and decoding share.
 
 The bytes come from zarr-python itself, writing an array with the very metadata the references
-describe into memory, so whatever reads the references decodes them the same way; the common
-chains (plain numbers, strings) take a direct path that produces the same bytes faster.
+describe into memory (`memory_array_store`), so whatever reads the references decodes them the
+same way. The chains inlining uses most (plain numbers: ``bytes``; strings: ``vlen-utf8``;
+variable-length bytes: ``vlen-bytes``; optionally ``zstd``) take a direct path with the very
+numcodecs objects zarr-python uses, so the bytes are the same, faster: going through a zarr
+Array costs milliseconds per dataset (metadata parsing, an event loop round trip), which is most
+of the time generation spends on an NWB file's thousands of small datasets (tests compare the
+two on random arrays). Zero-dimensional ``vlen-bytes`` arrays must go the direct way:
+zarr-python 3 cannot write them (numcodecs is handed the array instead of its item).
 """
 
 from __future__ import annotations
@@ -15,19 +22,24 @@ from typing import Any
 
 import numpy as np
 import zarr
-from shadowzarr_spec.metadata import VLEN_BYTES, default_codecs
-
-from ..zarr_memory import chunk_region, memory_array_store
-from .direct_encode import encode_directly
+from numcodecs.vlen import VLenBytes, VLenUTF8
+from numcodecs.zstd import Zstd
+from shadowzarr_spec.json_text import dumps_strict
+from shadowzarr_spec.metadata import VLEN_BYTES, array_metadata, default_codecs, zarr_data_type
+from zarr.core.buffer import Buffer, cpu
+from zarr.storage import MemoryStore
 
 __all__ = [
     "ZSTD_CODEC",
     "ZSTD_THRESHOLD",
+    "chunk_region",
     "encode_chunks",
+    "encode_directly",
     "encode_with_zarr",
     "held_inline",
     "literal_lzf",
     "lzf_literal_chunks",
+    "memory_array_store",
     "string_codecs",
     "vlen_bytes_codecs",
 ]
@@ -87,6 +99,7 @@ def encode_with_zarr(
     regions: Iterable[tuple[int, ...]] | None = None,
 ) -> dict[tuple[int, ...], bytes]:
     """:func:`encode_chunks` by writing a zarr Array in memory: any codec chain zarr knows."""
+    slabs = None if regions is None else [chunk_region(c, chunk_shape, shape) for c in regions]
     store = memory_array_store(
         data_type=data_type,
         fill_value=fill_value,
@@ -100,14 +113,13 @@ def encode_with_zarr(
         array = zarr.open_array(
             store, mode="r+", zarr_format=3, config={"write_empty_chunks": True}
         )
-        if regions is None:
+        if slabs is None:
             if len(shape) == 0:
                 array[()] = values
             else:
                 array[...] = values
         else:
-            for coords in regions:
-                region = chunk_region(coords, chunk_shape, shape)
+            for region in slabs:
                 array[region] = np.asarray(values[region])
     out: dict[tuple[int, ...], bytes] = {}
     for key, buffer in store._store_dict.items():
@@ -224,3 +236,141 @@ def _only_fill(block: np.ndarray, fill: np.ndarray) -> bool:
     if block.dtype.kind in "fc":
         same |= np.isnan(block) & np.isnan(fill)
     return bool(np.all(same))
+
+
+def chunk_region(
+    coords: Sequence[int], chunk_shape: Sequence[int], shape: tuple[int, ...]
+) -> tuple[slice, ...]:
+    """The part of an array of ``shape`` that the chunk at ``coords`` covers."""
+    return tuple(
+        slice(c * n, min((c + 1) * n, s))
+        for c, n, s in zip(coords, chunk_shape, shape, strict=True)
+    )
+
+
+def memory_array_store(
+    *,
+    data_type: Any,
+    fill_value: Any,
+    shape: tuple[int, ...],
+    chunk_shape: Sequence[int],
+    codecs: list[dict[str, Any]],
+    chunks: dict[str, bytes] | None = None,
+) -> MemoryStore:
+    """An in-memory Zarr store holding one array with the metadata the references describe
+    (and optionally some encoded chunks), for zarr-python to encode or decode exactly as readers
+    of the references will."""
+    json_type, json_fill = zarr_data_type(data_type, fill_value)
+    document = array_metadata(
+        shape=shape,
+        data_type=json_type,
+        chunk_shape=chunk_shape,
+        fill_value=json_fill,
+        codecs=codecs,
+        attributes={},
+        dimension_names=None,
+    )
+    contents: dict[str, Buffer] = {
+        "zarr.json": cpu.Buffer.from_bytes(dumps_strict(document).encode())
+    }
+    for key, data in (chunks or {}).items():
+        contents[key] = cpu.Buffer.from_bytes(data)
+    return MemoryStore(contents)
+
+
+_VLEN_UTF8 = VLenUTF8()
+_VLEN_BYTES = VLenBytes()
+
+
+def encode_directly(
+    values: np.ndarray,
+    *,
+    data_type: Any,
+    chunk_shape: Sequence[int],
+    codecs: list[dict[str, Any]],
+    fill_value: Any,
+    regions: Iterable[tuple[int, ...]],
+) -> dict[tuple[int, ...], bytes] | None:
+    """Chunk coordinates → bytes, or None when this chain is left to zarr-python."""
+    encode = _chunk_encoder(values, data_type, codecs, fill_value)
+    if encode is None:
+        return None
+    out: dict[tuple[int, ...], bytes] = {}
+    for coords in regions:
+        out[tuple(coords)] = encode(_padded_chunk(values, coords, chunk_shape, encode.fill))
+    return out
+
+
+class _Encoder:
+    """One chunk (padded to the full chunk shape) → its stored bytes."""
+
+    def __init__(self, fill: Any, steps: list[Any]) -> None:
+        self.fill = fill
+        self._steps = steps
+
+    def __call__(self, chunk: np.ndarray) -> bytes:
+        data: Any = chunk
+        for step in self._steps:
+            data = step(data)
+        return bytes(data)
+
+
+def _chunk_encoder(
+    values: np.ndarray, data_type: Any, codecs: list[dict[str, Any]], fill_value: Any
+) -> _Encoder | None:
+    names = [c.get("name") for c in codecs]
+    if isinstance(data_type, str) and data_type == "string":
+        if names == ["vlen-utf8"] or names == ["vlen-utf8", "zstd"]:
+            steps: list[Any] = [_vlen_utf8]
+            if names[-1] == "zstd":
+                steps.append(_zstd(codecs[-1]))
+            return _Encoder("" if fill_value is None else str(fill_value), steps)
+        return None
+    if isinstance(data_type, str) and data_type == VLEN_BYTES:
+        if names == ["vlen-bytes"] or names == ["vlen-bytes", "zstd"]:
+            steps = [_vlen_bytes]
+            if names[-1] == "zstd":
+                steps.append(_zstd(codecs[-1]))
+            return _Encoder(b"" if fill_value is None else bytes(fill_value), steps)
+        return None
+    if isinstance(data_type, str):
+        return None
+    dtype = np.dtype(data_type)
+    if names != ["bytes"] or dtype.kind not in "biuf" or dtype.subdtype is not None:
+        return None
+    if values.dtype != dtype:
+        return None
+    endian = codecs[0].get("configuration", {}).get("endian", "little")
+    stored = dtype.newbyteorder("<" if endian == "little" else ">")
+    fill = np.zeros((), dtype) if fill_value is None else np.asarray(fill_value, dtype=dtype)
+    return _Encoder(fill, [lambda chunk: np.ascontiguousarray(chunk, dtype=stored).tobytes()])
+
+
+def _vlen_utf8(chunk: np.ndarray) -> Any:
+    """numcodecs' bytearray, like `_vlen_bytes`."""
+    return _VLEN_UTF8.encode(np.ascontiguousarray(chunk.astype(object)))
+
+
+def _vlen_bytes(chunk: np.ndarray) -> Any:
+    """numcodecs' bytearray (the encoder takes ``bytes`` of the last step)."""
+    return _VLEN_BYTES.encode(np.ascontiguousarray(chunk.astype(object)).reshape(-1))
+
+
+def _zstd(codec: dict[str, Any]) -> Any:
+    config = codec.get("configuration", {})
+    compressor = Zstd(level=int(config.get("level", 0)), checksum=bool(config.get("checksum")))
+    return compressor.encode
+
+
+def _padded_chunk(
+    values: np.ndarray, coords: Sequence[int], chunk_shape: Sequence[int], fill: Any
+) -> np.ndarray:
+    """The chunk's values, padded with the fill value to the full chunk shape as zarr does."""
+    if values.ndim == 0:
+        return values.reshape(())
+    part = values[chunk_region(coords, chunk_shape, values.shape)]
+    if part.shape == tuple(chunk_shape):
+        return part
+    padded = np.full(tuple(chunk_shape), fill, dtype=part.dtype)
+    padded[tuple(slice(0, s) for s in part.shape)] = part
+    return padded

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import posixpath
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import h5py
@@ -17,15 +18,59 @@ from ..header_reader.dataset import HeaderDataset
 from .dataset_plan import References, Slabs
 
 __all__ = [
+    "StorageLayout",
     "contiguous_chunks",
+    "contiguous_offset",
     "external_segments",
     "plan_external",
+    "read_layout",
     "slab_rows",
     "storage_layout",
 ]
 
 _SLAB_DIVISOR_TOLERANCE = 0.25
 """A divisor of the first axis within this fraction below the target slab height is used."""
+
+
+@dataclass(frozen=True, slots=True)
+class StorageLayout:
+    """How a dataset is laid out, and the chunk grid its references use."""
+
+    kind: str
+    """'chunked', 'contiguous', 'compact', 'external' or 'virtual'."""
+    chunk_shape: tuple[int, ...]
+    """HDF5's chunks (chunked), slabs of the first axis (contiguous, external), the whole array
+    (compact); empty for a virtual dataset, whose sources decide."""
+    block: Slabs | References | None = None
+    """A written contiguous block, or the external segments; None otherwise."""
+
+
+def read_layout(
+    dataset: h5py.Dataset,
+    path: str,
+    source: Source,
+    shape: tuple[int, ...],
+    itemsize: int,
+    extra: tuple[int, ...],
+    options: Options,
+) -> StorageLayout:
+    """The layout of ``dataset`` (its array of ``shape`` holds elements of ``itemsize`` bytes;
+    ``extra``: the trailing axes of an HDF5 array type)."""
+    kind = storage_layout(dataset)
+    if kind == "virtual":
+        return StorageLayout(kind, ())
+    if kind == "compact":
+        return StorageLayout(kind, tuple(max(1, s) for s in shape))
+    if kind == "external":
+        chunk_shape, segments = plan_external(dataset, path, source, shape, itemsize, options)
+        return StorageLayout(kind, chunk_shape, segments)
+    if kind == "contiguous":
+        offset = contiguous_offset(dataset)
+        block = (
+            None if offset is None else Slabs(source.url, offset + source.offset_shift, itemsize)
+        )
+        return StorageLayout(kind, contiguous_chunks(shape, itemsize, options), block)
+    return StorageLayout("chunked", tuple(dataset.chunks) + extra)
 
 
 def storage_layout(dataset: h5py.Dataset | HeaderDataset) -> str:
@@ -117,3 +162,11 @@ def _resolve(base: str, name: str) -> str:
     if os.path.isabs(name):
         return name
     return posixpath.normpath(os.path.join(base, name))
+
+
+def contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
+    """Where contiguous data starts (relative address; None when never written)."""
+    if isinstance(dataset, HeaderDataset):
+        return dataset.layout.address
+    offset = dataset.id.get_offset()
+    return None if offset is None else int(offset)
