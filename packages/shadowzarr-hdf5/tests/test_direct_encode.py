@@ -12,6 +12,7 @@ from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 
 from shadowzarr_hdf5.plan.encode import (
     ZSTD_CODEC,
+    MemoryArray,
     _all_chunks,
     encode_directly,
     encode_with_zarr,
@@ -48,10 +49,7 @@ def decode_with_zarr(
 ) -> np.ndarray:
     """The array zarr-python reads from ``chunks`` (a 0-d array's one chunk is key ``c``)."""
     stored = {"/".join(["c", *map(str, coords)]): data for coords, data in chunks.items()}
-    store = memory_array_store(
-        data_type=data_type, fill_value=None, shape=shape, chunk_shape=shape, codecs=codecs,
-        chunks=stored,
-    )  # fmt: skip
+    store = memory_array_store(MemoryArray(shape, data_type, shape, codecs, None), stored)
     return np.asarray(zarr.open_array(store, mode="r", zarr_format=3)[...])
 
 

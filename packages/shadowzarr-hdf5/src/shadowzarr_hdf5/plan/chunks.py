@@ -8,6 +8,7 @@ compressed beyond what ``imagecodecs_lzf`` decodes, are re-encoded and held inli
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Sequence
@@ -16,14 +17,23 @@ from typing import Any
 import h5py
 import numpy as np
 import zarr
-from shadowzarr_spec import UnsupportedFeatureError
+from shadowzarr_spec import SourceError, UnsupportedFeatureError
 from shadowzarr_spec.keys import chunk_key
 
 from ..context import ChunkLocations, Options, Source
+from ..native_decode import load_filter_plugins
 from .dataset_plan import StoredChunks
-from .encode import chunk_region, encode_chunks, lzf_literal_chunks, memory_array_store
+from .encode import (
+    MemoryArray,
+    chunk_region,
+    encode_chunks,
+    lzf_literal_chunks,
+    memory_array_store,
+)
 
 __all__ = ["chunk_locations", "common_mask", "inside_grid", "stored_chunks"]
+
+logger = logging.getLogger(__name__)
 
 
 def chunk_locations(dataset: h5py.Dataset, source: Source) -> ChunkLocations:
@@ -142,17 +152,20 @@ def stored_chunks(
 ) -> StoredChunks:
     """The chunks of a chunked dataset whose codecs skip the filters of ``mask``, referenced
     where they are; those with another mask, or flagged in ``rewrite``, read through h5py and
-    re-encoded to be held inline. A chunk straddling the HDF5 extent of a netCDF variable that
-    reaches further must hold the fill value past it (or the array is refused)."""
+    re-encoded to be held inline. Chunks that would be misread are refused first
+    (`_check_stored`)."""
     extra = len(shape) - len(dataset.shape)
     # Chunks that meet the HDF5 extent: a netCDF variable's shape may reach further (its
     # unlimited dimension's length), but chunks past its extent are stale if they exist.
     in_grid = inside_grid(locations.coords, tuple(dataset.shape), chunk_shape)
     values = _Padded(dataset, extra)
-    _check_padding(
-        path, source, locations, extent=(*dataset.shape, *shape[len(dataset.shape) :]),
-        shape=shape, chunk_shape=chunk_shape, data_type=data_type, codecs=codecs,
-        fill_value=fill_value,
+    readable = locations.masks == mask
+    if rewrite is not None:
+        readable &= ~rewrite
+    _check_stored(
+        dataset, path, source, locations, readable=readable,
+        extent=(*dataset.shape, *shape[len(dataset.shape) :]), shape=shape,
+        chunk_shape=chunk_shape, data_type=data_type, codecs=codecs, fill_value=fill_value,
     )  # fmt: skip
     skipped = (locations.masks != mask) & has_filters & in_grid
     if rewrite is not None:
@@ -205,11 +218,17 @@ class _Padded:
         return np.asarray(self._dataset[own if own else ()])
 
 
-def _check_padding(
+_CHECKED = ("imagecodecs_", "shadowzarr.")
+"""Codecs outside zarr-python's own set: their handling of HDF5's framing varies by data type."""
+
+
+def _check_stored(
+    dataset: h5py.Dataset,
     path: str,
     source: Source,
     locations: ChunkLocations,
     *,
+    readable: np.ndarray,
     extent: tuple[int, ...],
     shape: tuple[int, ...],
     chunk_shape: tuple[int, ...],
@@ -217,11 +236,52 @@ def _check_padding(
     codecs: list[dict[str, Any]],
     fill_value: Any,
 ) -> None:
-    """Raise when a chunk straddling the HDF5 extent holds anything but fill past it."""
-    if extent == shape or source.read_bytes is None:
+    """Refuse the array rather than let its stored chunks be misread: the first chunk that
+    codecs outside zarr-python's own set read (among ``readable``) must decode to h5py's values,
+    and a chunk straddling the HDF5 ``extent`` of a netCDF variable that reaches further must
+    hold the fill value past it (HDF5 initialises new chunks with it)."""
+    read_bytes = source.read_bytes
+    if read_bytes is None:
         return
     extra = (0,) * (len(shape) - locations.coords.shape[1])
+    usable = np.flatnonzero(readable)
+    if usable.size and any(str(c.get("name", "")).startswith(_CHECKED) for c in codecs):
+        i = int(usable[0])
+        coords = (*locations.coords[i].tolist(), *extra)
+        region = chunk_region(coords, chunk_shape, shape)
+        stored = {
+            chunk_key("", coords): read_bytes(int(locations.offsets[i]), int(locations.sizes[i]))
+        }
+        store = memory_array_store(MemoryArray(shape, data_type, chunk_shape, codecs, None), stored)
+        own = region[: dataset.ndim]
+        load_filter_plugins()
+        try:
+            expected = np.asarray(dataset[own] if own else dataset[()])
+        except SourceError:
+            raise
+        except OSError:
+            # HDF5 has no plugin for a filter here, so nothing to compare with: the codecs are
+            # the ones the test suite checks against the filters' own plugins.
+            logger.info("%s: not verified, HDF5 cannot decode its chunks here", path)
+        else:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    actual = zarr.open_array(store, mode="r", zarr_format=3)[region]
+            except Exception as exc:
+                raise UnsupportedFeatureError(
+                    f"dataset {path!r}: the codecs {[c['name'] for c in codecs]} fail on its "
+                    f"chunks: {exc}"
+                ) from exc
+            if expected.tobytes() != np.asarray(actual).astype(expected.dtype).tobytes():
+                raise UnsupportedFeatureError(
+                    f"dataset {path!r}: the codecs {[c['name'] for c in codecs]} decode its "
+                    "chunks to other values than HDF5's filters"
+                )
+    if extent == shape:
+        return
     fill = np.asarray(fill_value if fill_value is not None else 0).astype(data_type)
+    array = MemoryArray(shape, data_type, chunk_shape, codecs, fill_value)
     for coords, offset, size in zip(
         locations.coords.tolist(), locations.offsets.tolist(), locations.sizes.tolist(),
         strict=True,
@@ -232,10 +292,7 @@ def _check_padding(
             continue  # inside the extent
         if any(r.start >= e for r, e in zip(region, extent, strict=True)):
             continue  # wholly past it: not referenced (stale if stored)
-        store = memory_array_store(
-            data_type=data_type, fill_value=fill_value, shape=shape, chunk_shape=chunk_shape,
-            codecs=codecs, chunks={chunk_key("", full): source.read_bytes(int(offset), int(size))},
-        )  # fmt: skip
+        store = memory_array_store(array, {chunk_key("", full): read_bytes(int(offset), int(size))})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             values = np.asarray(zarr.open_array(store, mode="r", zarr_format=3)[region])

@@ -122,7 +122,7 @@ def plan_decoded(dataset: h5py.Dataset | HeaderDataset, path: str, source: Sourc
         (*chunks, *typed.extra_shape) if chunks is not None else tuple(max(1, n) for n in shape)
     )
     codecs = (bytes_codec(typed.storage),)
-    fill = fill_value(opened, typed.storage)
+    fill = fill_value(opened, typed.storage, path)
     held = held_inline(
         values, shape=shape, data_type=typed.storage, chunk_shape=chunk_shape, codecs=codecs,
         fill_value=fill,

@@ -18,6 +18,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from zarr.storage import MemoryStore
 __all__ = [
     "ZSTD_CODEC",
     "ZSTD_THRESHOLD",
+    "MemoryArray",
     "chunk_region",
     "encode_chunks",
     "encode_directly",
@@ -101,11 +103,7 @@ def encode_with_zarr(
     """:func:`encode_chunks` by writing a zarr Array in memory: any codec chain zarr knows."""
     slabs = None if regions is None else [chunk_region(c, chunk_shape, shape) for c in regions]
     store = memory_array_store(
-        data_type=data_type,
-        fill_value=fill_value,
-        shape=shape,
-        chunk_shape=chunk_shape,
-        codecs=codecs,
+        MemoryArray(shape, data_type, tuple(chunk_shape), codecs, fill_value)
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zarr's "unstable data type" notes for raw bytes
@@ -248,25 +246,28 @@ def chunk_region(
     )
 
 
-def memory_array_store(
-    *,
-    data_type: Any,
-    fill_value: Any,
-    shape: tuple[int, ...],
-    chunk_shape: Sequence[int],
-    codecs: list[dict[str, Any]],
-    chunks: dict[str, bytes] | None = None,
-) -> MemoryStore:
-    """An in-memory Zarr store holding one array with the metadata the references describe
+@dataclass(frozen=True, slots=True)
+class MemoryArray:
+    """The metadata of one array as the references describe it, for zarr-python in memory."""
+
+    shape: tuple[int, ...]
+    data_type: Any
+    chunk_shape: tuple[int, ...]
+    codecs: Sequence[dict[str, Any]]
+    fill_value: Any
+
+
+def memory_array_store(array: MemoryArray, chunks: dict[str, bytes] | None = None) -> MemoryStore:
+    """An in-memory Zarr store holding ``array`` with the metadata the references describe
     (and optionally some encoded chunks), for zarr-python to encode or decode exactly as readers
     of the references will."""
-    json_type, json_fill = zarr_data_type(data_type, fill_value)
+    json_type, json_fill = zarr_data_type(array.data_type, array.fill_value)
     document = array_metadata(
-        shape=shape,
+        shape=array.shape,
         data_type=json_type,
-        chunk_shape=chunk_shape,
+        chunk_shape=array.chunk_shape,
         fill_value=json_fill,
-        codecs=codecs,
+        codecs=list(array.codecs),
         attributes={},
         dimension_names=None,
     )

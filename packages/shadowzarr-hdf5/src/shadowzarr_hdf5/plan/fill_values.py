@@ -11,7 +11,7 @@ from shadowzarr_spec import SourceError, UnsupportedFeatureError
 
 from ..header_reader.dataset import HeaderDataset
 
-__all__ = ["check_unwritten_readable", "fill_is_undefined", "fill_value", "stored_fill"]
+__all__ = ["fill_is_undefined", "fill_value", "stored_fill"]
 
 
 def stored_fill(dataset: h5py.Dataset | HeaderDataset) -> Any:
@@ -32,9 +32,38 @@ def fill_is_undefined(dataset: h5py.Dataset | HeaderDataset) -> bool:
     return bool(opened.id.get_create_plist().fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED)
 
 
-def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
-    """The Zarr fill value of a dataset stored as ``storage`` (raw bytes for records)."""
-    fill = stored_fill(dataset)
+def fill_value(
+    dataset: h5py.Dataset, storage: np.dtype, path: str, *, unwritten: bool = False
+) -> Any:
+    """The Zarr fill value of a dataset stored as ``storage`` (raw bytes for records).
+
+    ``unwritten``: nothing of the dataset is written. It is refused when its fill value is
+    undefined and HDF5 refuses to read it ("dataset doesn't exist, no data can be read"): its
+    references would otherwise serve zeros where h5py serves an error. One element read tells,
+    without any I/O."""
+    unreadable: Exception | None = None
+    try:
+        fill = dataset.fillvalue
+    except (RuntimeError, OSError) as exc:
+        fill, unreadable = None, exc
+    if unreadable is not None or unwritten:
+        opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
+        plist = opened.id.get_create_plist()
+        undefined = plist.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED
+        if unreadable is not None:
+            if not undefined:
+                raise unreadable
+            fill = np.zeros((), dataset.dtype)[()]  # what h5py reads there: see stored_fill
+        if unwritten and undefined:
+            try:
+                opened[(0,) * opened.ndim]
+            except SourceError:
+                raise
+            except OSError as exc:
+                raise UnsupportedFeatureError(
+                    f"dataset {path!r}: never written, with an undefined fill value: HDF5 reads "
+                    "no values from it"
+                ) from exc
     array = np.asarray(fill)
     if array.dtype.names is not None or array.dtype.kind == "V":
         if not array.tobytes().strip(b"\x00"):
@@ -46,25 +75,7 @@ def fill_value(dataset: h5py.Dataset, storage: np.dtype) -> Any:
         flat = array.ravel()
         if not np.all(flat == flat[0]):
             raise UnsupportedFeatureError(
-                f"dataset {dataset.name!r}: a fill value that differs along its array type axes"
+                f"dataset {path!r}: a fill value that differs along its array type axes"
             )
         return flat[0].item()
     return array.item()
-
-
-def check_unwritten_readable(dataset: h5py.Dataset | HeaderDataset, path: str) -> None:
-    """Refuse a dataset with nothing written whose fill value is undefined when HDF5 refuses
-    to read it ("dataset doesn't exist, no data can be read"): its references would otherwise
-    serve zeros where h5py serves an error. One element read tells, without any I/O."""
-    if not fill_is_undefined(dataset):
-        return
-    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
-    try:
-        opened[(0,) * opened.ndim]
-    except SourceError:
-        raise
-    except OSError as exc:
-        raise UnsupportedFeatureError(
-            f"dataset {path!r}: never written, with an undefined fill value: HDF5 reads no "
-            "values from it"
-        ) from exc

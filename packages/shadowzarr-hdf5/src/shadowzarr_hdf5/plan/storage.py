@@ -20,12 +20,17 @@ from shadowzarr_spec.metadata import bytes_codec
 from ..context import Options, Source
 from ..header_reader.dataset import HeaderDataset
 from ..virtual_datasets import plan_virtual
-from .chunk_decode import small_filtered_values, verify_first_chunk
 from .chunks import chunk_locations, common_mask, stored_chunks
 from .dataset_plan import DatasetPlan, InlineChunks, Placement
 from .encode import held_inline
-from .fill_values import check_unwritten_readable, fill_value
-from .filters import FilterSpec, codecs_for, lzf_rewrites, read_filters
+from .fill_values import fill_value
+from .filters import (
+    FilterSpec,
+    filter_codecs,
+    lzf_rewrites,
+    read_filters,
+    small_filtered_values,
+)
 from .layout import read_layout
 from .types import TypePlan
 from .values import as_storage, padded, read_values
@@ -61,12 +66,17 @@ def plan_storage(
     if layout.kind == "chunked" and (filters or not small):
         locations = chunk_locations(dataset, source)
         mask = common_mask(locations, dataset.shape, dataset.chunks) if filters else 0
-    fill = fill_value(dataset, dtype)
-    if (layout.kind == "contiguous" and layout.block is None) or (
+    unwritten = (layout.kind == "contiguous" and layout.block is None) or (
         locations is not None and not len(locations.offsets)
-    ):
-        check_unwritten_readable(dataset, path)
+    )
+    fill = fill_value(dataset, dtype, path, unwritten=unwritten)
     plain_codecs = (bytes_codec(dtype),)
+    codecs = list(plain_codecs)
+    rewrite = None
+    if locations is not None and not small:
+        codecs += filter_codecs(filters, dtype, path, skip_mask=mask)
+        chunk_bytes = math.prod(chunk_shape) * dtype.itemsize
+        rewrite = lzf_rewrites(codecs, locations.sizes, locations.masks == mask, chunk_bytes, path)
 
     def planned(
         chunk_shape: tuple[int, ...], codecs: tuple[dict[str, Any], ...], placement: Placement
@@ -109,15 +119,9 @@ def plan_storage(
     if small:
         decoded = small_filtered_values(
             dataset, path, source, filters, locations, shape=extent, chunk_shape=chunk_shape,
-            data_type=dtype, fill_value=fill,
+            data_type=dtype, fill_value=fill, plain_codecs=plain_codecs,
         )  # fmt: skip
         return inline(chunk_shape, decoded)
-    codecs = codecs_for(filters, dtype, path, skip_mask=mask)
-    chunk_bytes = math.prod(chunk_shape) * dtype.itemsize
-    rewrite = lzf_rewrites(codecs, locations.sizes, locations.masks == mask, chunk_bytes, path)
-    verify_first_chunk(
-        dataset, path, source, locations, mask, rewrite, dtype, extent, chunk_shape, codecs
-    )
     chunks = stored_chunks(
         dataset, path, source, options, locations=locations, mask=mask, shape=shape,
         chunk_shape=chunk_shape, data_type=dtype, codecs=codecs, fill_value=fill,
