@@ -34,9 +34,10 @@ def load_filter_plugins() -> bool:
     return True
 
 
-def decoded_values(dataset: h5py.Dataset, path: str, filters: tuple[FilterSpec, ...]) -> Any:
-    """``dataset[()]``, read by HDF5 (``filters``: its pipeline); a filter HDF5 cannot apply
-    raises UnsupportedFeatureError naming the dataset and its filters."""
+def decoded_values(dataset: Any, path: str, filters: tuple[FilterSpec, ...]) -> Any:
+    """``dataset[()]`` (an h5py dataset, or a header reader's that reads through one), read by
+    HDF5 (``filters``: its pipeline); a filter HDF5 cannot apply raises UnsupportedFeatureError
+    naming the dataset and its filters."""
     ending = [f"{_PROCESS_ENDING[s.code]} ({s.code})" for s in filters if s.code in _PROCESS_ENDING]
     if ending:
         raise UnsupportedFeatureError(

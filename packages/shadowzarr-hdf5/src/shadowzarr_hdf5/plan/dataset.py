@@ -26,7 +26,7 @@ from ..virtual_datasets import check_sources_present
 from .dataset_plan import DatasetPlan, InlineChunks
 from .encode import held_inline, string_codecs, vlen_bytes_codecs
 from .fill_values import fill_value
-from .filters import read_filters
+from .layout import read_filters
 from .storage import plan_storage
 from .types import TypeKind, TypePlan, plan_type
 from .values import as_storage, convert_values, padded, read_values

@@ -60,7 +60,6 @@ __all__ = [
     "filter_codecs",
     "lzf_rewrites",
     "overcompressed",
-    "read_filters",
     "small_filtered_values",
 ]
 
@@ -79,17 +78,6 @@ _KNOWN_NAMES = {
 _NBIT_ATOMIC = 1
 _BLOSC_COMPRESSORS = {0: "blosclz", 1: "lz4", 2: "lz4hc", 3: "snappy", 4: "zlib", 5: "zstd"}
 _BLOSC_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
-
-
-def read_filters(dataset: Any) -> tuple[FilterSpec, ...]:
-    """The filter pipeline of an h5py dataset, in the order HDF5 applies it when writing."""
-    plist = dataset.id.get_create_plist()
-    filters = []
-    for i in range(plist.get_nfilters()):
-        code, flags, values, name = plist.get_filter(i)
-        text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-        filters.append(FilterSpec(int(code), int(flags), tuple(int(v) for v in values), text))
-    return tuple(filters)
 
 
 def codecs_for(
@@ -330,5 +318,4 @@ def small_filtered_values(
         raise  # the source could not be read: not a property of the dataset
     except Exception:  # any codec's failure (zlib.error, ...): HDF5 decides
         pass  # no codec reads these chunks here: HDF5 decodes them (or says it cannot)
-    opened = dataset.h5py() if isinstance(dataset, HeaderDataset) else dataset
-    return decoded_values(opened, path, filters)
+    return decoded_values(dataset, path, filters)  # (a HeaderDataset reads through h5py)

@@ -1,5 +1,6 @@
-"""A dataset's storage layout and the chunk grid its references use: chunked, contiguous (cut
-into slabs along the first axis), compact, external (the segments' files and offsets), virtual.
+"""A dataset's storage layout and the chunk grid its references use: chunked (with its filter
+pipeline), contiguous (cut into slabs along the first axis), compact, external (the segments'
+files and offsets), virtual.
 """
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ import math
 import os
 import posixpath
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin
 
 import h5py
 from shadowzarr_spec import UnsupportedFeatureError
 
 from ..context import Options, Source
+from ..format.messages import FilterSpec
 from ..header_reader.dataset import HeaderDataset
 from .dataset_plan import References, Slabs
 
@@ -23,6 +26,7 @@ __all__ = [
     "contiguous_offset",
     "external_segments",
     "plan_external",
+    "read_filters",
     "read_layout",
     "slab_rows",
     "storage_layout",
@@ -43,6 +47,8 @@ class StorageLayout:
     (compact); empty for a virtual dataset, whose sources decide."""
     block: Slabs | References | None = None
     """A written contiguous block, or the external segments; None otherwise."""
+    filters: tuple[FilterSpec, ...] = ()
+    """The filter pipeline of a chunked dataset, in the order HDF5 applies it when writing."""
 
 
 def read_layout(
@@ -70,7 +76,8 @@ def read_layout(
             None if offset is None else Slabs(source.url, offset + source.offset_shift, itemsize)
         )
         return StorageLayout(kind, contiguous_chunks(shape, itemsize, options), block)
-    return StorageLayout("chunked", tuple(dataset.chunks) + extra)
+    filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
+    return StorageLayout("chunked", tuple(dataset.chunks) + extra, filters=filters)
 
 
 def storage_layout(dataset: h5py.Dataset | HeaderDataset) -> str:
@@ -170,3 +177,14 @@ def contiguous_offset(dataset: h5py.Dataset | HeaderDataset) -> int | None:
         return dataset.layout.address
     offset = dataset.id.get_offset()
     return None if offset is None else int(offset)
+
+
+def read_filters(dataset: Any) -> tuple[FilterSpec, ...]:
+    """The filter pipeline of an h5py dataset, in the order HDF5 applies it when writing."""
+    plist = dataset.id.get_create_plist()
+    filters = []
+    for i in range(plist.get_nfilters()):
+        code, flags, values, name = plist.get_filter(i)
+        text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+        filters.append(FilterSpec(int(code), int(flags), tuple(int(v) for v in values), text))
+    return tuple(filters)

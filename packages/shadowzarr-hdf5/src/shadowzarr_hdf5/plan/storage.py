@@ -25,10 +25,8 @@ from .dataset_plan import DatasetPlan, InlineChunks, Placement
 from .encode import held_inline
 from .fill_values import fill_value
 from .filters import (
-    FilterSpec,
     filter_codecs,
     lzf_rewrites,
-    read_filters,
     small_filtered_values,
 )
 from .layout import read_layout
@@ -58,9 +56,7 @@ def plan_storage(
     # Read first, in one pass: layout, filters, chunk locations, fill value.
     layout = read_layout(dataset, path, source, shape, dtype.itemsize, extra, options)
     chunk_shape = layout.chunk_shape
-    filters: tuple[FilterSpec, ...] = ()
-    if layout.kind == "chunked":
-        filters = dataset.filters if isinstance(dataset, HeaderDataset) else read_filters(dataset)
+    filters = layout.filters
     locations = None
     mask = 0
     if layout.kind == "chunked" and (filters or not small):

@@ -19,15 +19,16 @@ from .types import TypeKind, TypePlan
 __all__ = ["as_storage", "convert_values", "padded", "read_values", "read_whole"]
 
 
-def read_whole(dataset: h5py.Dataset) -> Any:
+def read_whole(dataset: h5py.Dataset | HeaderDataset) -> Any:
     """``dataset[()]`` through the low-level read (h5py's selection machinery costs more than
-    the read itself for the small datasets that are inlined)."""
-    dtype = dataset.dtype
-    shape = dataset.shape
+    the read itself for the small datasets that are inlined); the type and shape are h5py's
+    own (a `HeaderDataset` hands its h5py dataset's ``id`` over)."""
+    oid = dataset.id
+    dtype, shape = oid.dtype, oid.shape
     if shape is None or dtype.subdtype is not None:
         return dataset[()]
     values = np.zeros(shape, dtype=dtype)
-    dataset.id.read(h5py.h5s.ALL, h5py.h5s.ALL, values, mtype=h5py.h5t.py_create(dtype))
+    oid.read(h5py.h5s.ALL, h5py.h5s.ALL, values, mtype=h5py.h5t.py_create(dtype))
     return values
 
 
@@ -37,7 +38,6 @@ def read_values(dataset: h5py.Dataset | HeaderDataset, source: Source) -> Any:
         values = dataset.read_whole(lambda address: source.paths.at_address(address) is not None)
         if values is not None:
             return values
-        dataset = dataset.h5py()
     return read_whole(dataset)
 
 
