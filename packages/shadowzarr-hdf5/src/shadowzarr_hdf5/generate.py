@@ -50,7 +50,7 @@ from .netcdf import is_netcdf4, unlimited_lengths
 from .netcdf3 import add_netcdf3, is_netcdf3
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
-from .plan.layout import storage_layout
+from .plan.storage import storage_layout
 from .unsupported import (
     warn_conventions,
     warn_omitted,

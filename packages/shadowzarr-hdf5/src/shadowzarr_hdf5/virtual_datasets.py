@@ -24,11 +24,10 @@ from shadowzarr_store.transport import is_local
 
 from .context import Source
 from .object_paths import ObjectPaths
-from .plan.chunks import chunk_locations
+from .plan.chunks import chunk_locations, read_filters
 from .plan.dataset_plan import References
 from .plan.fill_values import stored_fill
 from .plan.filters import codecs_for
-from .plan.layout import read_filters
 
 __all__ = ["VirtualMapping", "check_sources_present", "plan_virtual"]
 

@@ -1,5 +1,6 @@
-"""Every stored chunk of a chunked dataset: parsed ahead, or h5py's ``chunk_iter`` relabelled where
-HDF5 mislabels it; the filter mask most chunks share; which chunks are referenced where they are
+"""Every stored chunk of a chunked dataset: the filter pipeline they went through; where each is
+(parsed ahead, or h5py's ``chunk_iter`` relabelled where HDF5 mislabels it); the filter mask most
+chunks share; which chunks are referenced where they are
 and which are re-encoded inline.
 
 Chunked datasets keep HDF5's chunk grid (HDF5 always stores whole chunks, so partial edge chunks
@@ -21,6 +22,7 @@ from shadowzarr_spec import SourceError, UnsupportedFeatureError
 from shadowzarr_spec.keys import chunk_key
 
 from ..context import ChunkLocations, Options, Source
+from ..format.messages import FilterSpec
 from ..native_decode import load_filter_plugins
 from .dataset_plan import StoredChunks
 from .encode import (
@@ -31,9 +33,20 @@ from .encode import (
     memory_array_store,
 )
 
-__all__ = ["chunk_locations", "common_mask", "inside_grid", "stored_chunks"]
+__all__ = ["chunk_locations", "common_mask", "inside_grid", "read_filters", "stored_chunks"]
 
 logger = logging.getLogger(__name__)
+
+
+def read_filters(dataset: Any) -> tuple[FilterSpec, ...]:
+    """The filter pipeline of an h5py dataset, in the order HDF5 applies it when writing."""
+    plist = dataset.id.get_create_plist()
+    filters = []
+    for i in range(plist.get_nfilters()):
+        code, flags, values, name = plist.get_filter(i)
+        text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+        filters.append(FilterSpec(int(code), int(flags), tuple(int(v) for v in values), text))
+    return tuple(filters)
 
 
 def chunk_locations(dataset: h5py.Dataset, source: Source) -> ChunkLocations:

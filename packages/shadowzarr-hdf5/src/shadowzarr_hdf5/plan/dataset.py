@@ -23,10 +23,10 @@ from ..header_reader.dataset import HeaderDataset
 from ..native_decode import decoded_values
 from ..netcdf import is_netcdf_char, netcdf_attributes, netcdf_enum_name, netcdf_shape
 from ..virtual_datasets import check_sources_present
+from .chunks import read_filters
 from .dataset_plan import DatasetPlan, InlineChunks
 from .encode import held_inline, string_codecs, vlen_bytes_codecs
 from .fill_values import fill_value
-from .layout import read_filters
 from .storage import plan_storage
 from .types import TypeKind, TypePlan, plan_type
 from .values import as_storage, convert_values, padded, read_values
@@ -72,36 +72,36 @@ def plan_dataset(
         return DatasetPlan(
             path, shape, data_type, chunk_shape, None, None, attributes, names, InlineChunks({})
         )
-    if typed.stored:
-        return plan_storage(dataset, path, source, options, typed, shape, attributes, names)
-    # Strings, references and compounds holding them: values converted and held inline.
-    scalar = scalar_strings and typed.kind is TypeKind.STRING and shape == (1,)
-    chunk_shape = ()
-    if shape and not scalar:
-        row = max(1, math.prod(shape[1:]))
-        rows = min(max(1, shape[0]), max(1, _INLINE_CHUNK_ELEMENTS // row))
-        chunk_shape = (rows, *(max(1, s) for s in shape[1:]))
-    values = convert_values(read_values(dataset, source), typed, source.paths, dataset)
-    if values.shape != shape:  # a netCDF variable on a longer unlimited dimension
-        values = padded(values, shape, "" if typed.kind is TypeKind.STRING else None)
-    if scalar:
-        values, shape, names = values.reshape(()), (), None
-    if typed.kind is TypeKind.CONVERTED_COMPOUND:
-        data_type = values.dtype
-        codecs = [bytes_codec(values.dtype)]
-        fill = None
-    elif typed.kind is TypeKind.VLEN_SEQUENCE:
-        data_type, codecs, fill = VLEN_BYTES, vlen_bytes_codecs(values, chunk_shape), None
-    else:
-        data_type, codecs, fill = "string", string_codecs(values, chunk_shape), ""
-    chunks = held_inline(
-        values, shape=shape, data_type=data_type, chunk_shape=chunk_shape, codecs=codecs,
-        fill_value=fill,
-    )  # fmt: skip
-    return DatasetPlan(
-        path, shape, data_type, chunk_shape, tuple(codecs), fill, attributes, names,
-        InlineChunks(chunks),
-    )  # fmt: skip
+    if not typed.stored:
+        # Strings, references and compounds holding them: values converted and held inline.
+        scalar = scalar_strings and typed.kind is TypeKind.STRING and shape == (1,)
+        chunk_shape = ()
+        if shape and not scalar:
+            row = max(1, math.prod(shape[1:]))
+            rows = min(max(1, shape[0]), max(1, _INLINE_CHUNK_ELEMENTS // row))
+            chunk_shape = (rows, *(max(1, s) for s in shape[1:]))
+        values = convert_values(read_values(dataset, source), typed, source.paths, dataset)
+        if values.shape != shape:  # a netCDF variable on a longer unlimited dimension
+            values = padded(values, shape, "" if typed.kind is TypeKind.STRING else None)
+        if scalar:
+            values, shape, names = values.reshape(()), (), None
+        if typed.kind is TypeKind.CONVERTED_COMPOUND:
+            data_type = values.dtype
+            codecs = [bytes_codec(values.dtype)]
+            fill = None
+        elif typed.kind is TypeKind.VLEN_SEQUENCE:
+            data_type, codecs, fill = VLEN_BYTES, vlen_bytes_codecs(values, chunk_shape), None
+        else:
+            data_type, codecs, fill = "string", string_codecs(values, chunk_shape), ""
+        chunks = held_inline(
+            values, shape=shape, data_type=data_type, chunk_shape=chunk_shape, codecs=codecs,
+            fill_value=fill,
+        )  # fmt: skip
+        return DatasetPlan(
+            path, shape, data_type, chunk_shape, tuple(codecs), fill, attributes, names,
+            InlineChunks(chunks),
+        )  # fmt: skip
+    return plan_storage(dataset, path, source, options, typed, shape, attributes, names)
 
 
 def plan_decoded(dataset: h5py.Dataset | HeaderDataset, path: str, source: Source) -> DatasetPlan:
