@@ -16,7 +16,7 @@ variable's own HDF5 extent as its fill value; HDF5 only extends each dataset as 
 written. The references give such a variable the dimension's length too (so xarray finds one
 size per dimension): chunks past the HDF5 extent are not stored and read as the fill value, and
 a chunk that straddles the extent is checked to hold the fill value past it (HDF5 initialises
-new chunks with it; :func:`.plan.chunk_decode.check_padding`).
+new chunks with it; :func:`.plan.chunks.stored_chunks`).
 """
 
 from __future__ import annotations
