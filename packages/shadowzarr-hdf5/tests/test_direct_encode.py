@@ -10,9 +10,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from shadowzarr_spec.metadata import VLEN_BYTES, bytes_codec
 
-from shadowzarr_hdf5.emit.direct_encode import encode_directly
-from shadowzarr_hdf5.emit.inline import ZSTD_CODEC, _all_chunks, encode_with_zarr
-from shadowzarr_hdf5.zarr_memory import memory_array_store
+from shadowzarr_hdf5.plan.encode import (
+    ZSTD_CODEC,
+    MemoryArray,
+    _all_chunks,
+    encode_directly,
+    encode_with_zarr,
+    memory_array_store,
+)
 
 NUMERIC = st.sampled_from(
     ["<i1", "|u1", "<i2", ">i2", "<u4", ">u4", "<i8", ">u8", "<f2", ">f4", "<f8", ">f8", "|b1"]
@@ -44,10 +49,7 @@ def decode_with_zarr(
 ) -> np.ndarray:
     """The array zarr-python reads from ``chunks`` (a 0-d array's one chunk is key ``c``)."""
     stored = {"/".join(["c", *map(str, coords)]): data for coords, data in chunks.items()}
-    store = memory_array_store(
-        data_type=data_type, fill_value=None, shape=shape, chunk_shape=shape, codecs=codecs,
-        chunks=stored,
-    )  # fmt: skip
+    store = memory_array_store(MemoryArray(shape, data_type, shape, codecs, None), stored)
     return np.asarray(zarr.open_array(store, mode="r", zarr_format=3)[...])
 
 

@@ -26,8 +26,8 @@ from shadowzarr_hdf5.format.messages import stored_attributes
 from shadowzarr_hdf5.header_reader import HeaderFile
 from shadowzarr_hdf5.header_reader.attributes import json_attributes
 from shadowzarr_hdf5.object_paths import ObjectPaths
-from shadowzarr_hdf5.plan.filters import read_filters
-from shadowzarr_hdf5.plan.layout import storage_layout
+from shadowzarr_hdf5.plan.chunks import read_filters
+from shadowzarr_hdf5.plan.storage import storage_layout
 from shadowzarr_hdf5.plan.values import read_whole
 from shadowzarr_hdf5.walker import _links
 

@@ -12,6 +12,7 @@ convention: a float32 ``scale_factor``, a one-element array).
 from __future__ import annotations
 
 import logging
+import posixpath
 from typing import Any
 
 import h5py
@@ -27,6 +28,7 @@ __all__ = [
     "attribute_names",
     "bytes_or_text",
     "decoded_name",
+    "dimension_names",
     "nested",
     "read_attributes",
 ]
@@ -214,3 +216,28 @@ def nested(flat: list[Any], shape: tuple[int, ...]) -> Any:
         return flat
     step = len(flat) // shape[0] if shape[0] else 0
     return [nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def dimension_names(
+    dataset: h5py.Dataset, stored_names: list[bytes] | None = None
+) -> list[str | None] | None:
+    """Names from attached dimension scales (netCDF-4 dimensions) or dimension labels
+    (``stored_names``: the dataset's attribute names, when the caller has them)."""
+    keys = set(attribute_names(dataset) if stored_names is None else stored_names)
+    if not keys & _DIMENSION_ATTRIBUTES or dataset.shape is None:
+        return None
+    if dataset.ndim == 0:
+        return None
+    names: list[str | None] = []
+    is_scale = h5py.h5ds.is_scale(dataset.id)
+    for axis, dim in enumerate(dataset.dims):
+        if is_scale and axis == 0:
+            names.append(posixpath.basename(dataset.name or ""))
+        elif len(dim):
+            names.append(posixpath.basename(dim[0].name or ""))
+        else:
+            names.append(dim.label or None)
+    return names if any(n is not None for n in names) else None
+
+
+_DIMENSION_ATTRIBUTES = frozenset({b"DIMENSION_LIST", b"DIMENSION_LABELS", b"CLASS"})

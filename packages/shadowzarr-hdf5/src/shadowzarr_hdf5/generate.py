@@ -46,12 +46,11 @@ from .format.errors import Hdf5FormatError, NotNative
 from .header_reader import HeaderFile
 from .header_reader.dataset import HeaderDataset
 from .matlab import userblock_offset_shift
-from .netcdf import is_netcdf4
+from .netcdf import is_netcdf4, unlimited_lengths
 from .netcdf3 import add_netcdf3, is_netcdf3
-from .netcdf_dimensions import unlimited_lengths
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
-from .plan.layout import storage_layout
+from .plan.storage import storage_layout
 from .unsupported import (
     warn_conventions,
     warn_omitted,

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 from typing import Any
 
 import h5py
 from shadowzarr_spec import SourceError, UnsupportedFeatureError
 
-from .plan.filters import read_filters
+from .format.messages import FilterSpec
 
 __all__ = ["decoded_values", "load_filter_plugins"]
 
@@ -35,20 +34,16 @@ def load_filter_plugins() -> bool:
     return True
 
 
-def decoded_values(dataset: h5py.Dataset, path: str) -> Any:
-    """``dataset[()]``, read by HDF5; a filter HDF5 cannot apply raises
-    UnsupportedFeatureError naming the dataset and its filters."""
-    filters = read_filters(dataset)
+def decoded_values(dataset: Any, path: str, filters: tuple[FilterSpec, ...]) -> Any:
+    """``dataset[()]`` (an h5py dataset, or a header reader's that reads through one), read by
+    HDF5 (``filters``: its pipeline); a filter HDF5 cannot apply raises UnsupportedFeatureError
+    naming the dataset and its filters."""
     ending = [f"{_PROCESS_ENDING[s.code]} ({s.code})" for s in filters if s.code in _PROCESS_ENDING]
     if ending:
         raise UnsupportedFeatureError(
             f"dataset {path!r}: the {', '.join(ending)} filter plugin ends the process on data "
             "it rejects, so it is not run to decode the values"
         )
-    if dataset.is_virtual:
-        from .virtual_datasets import check_sources_present
-
-        check_sources_present(dataset, path, os.path.dirname(dataset.file.filename))
     load_filter_plugins()
     try:
         return dataset[()]

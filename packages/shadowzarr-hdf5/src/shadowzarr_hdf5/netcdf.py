@@ -9,6 +9,14 @@ netCDF stores every attribute as a one-dimensional array, and netCDF readers (ne
 h5netcdf, so xarray) hand an array of one element over as that element: ``scale_factor`` is
 0.5, not [0.5]. The references do the same, so ``xr.open_zarr`` decodes as ``xr.open_dataset``
 does. Only netCDF-4 files get this: h5py (and HDMF, for NWB) keep one-element arrays as arrays.
+
+Unlimited dimensions: netCDF-C and h5netcdf give a variable on an unlimited dimension the
+dimension's length (the longest extent of any variable on it), reading the rows beyond the
+variable's own HDF5 extent as its fill value; HDF5 only extends each dataset as far as it was
+written. The references give such a variable the dimension's length too (so xarray finds one
+size per dimension): chunks past the HDF5 extent are not stored and read as the fill value, and
+a chunk that straddles the extent is checked to hold the fill value past it (HDF5 initialises
+new chunks with it; :func:`.plan.chunks.stored_chunks`).
 """
 
 from __future__ import annotations
@@ -16,17 +24,24 @@ from __future__ import annotations
 import base64
 import itertools
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 import h5py
 import numpy as np
 from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY
 
+from .context import Source
+from .object_paths import object_address
+
 __all__ = [
     "is_netcdf4",
     "is_netcdf_char",
     "is_placeholder_dimension",
     "netcdf_attributes",
+    "netcdf_enum_name",
+    "netcdf_shape",
+    "unlimited_lengths",
     "xarray_fill_value",
 ]
 
@@ -97,3 +112,62 @@ def xarray_fill_value(value: Any, dtype: np.dtype) -> Any:
     if dtype.kind == "b":
         return bool(value)
     return value
+
+
+def netcdf_enum_name(dataset: h5py.Dataset) -> str | None:
+    """The name netCDF readers give a dataset's enum type (``enum_name``): netCDF-4 commits
+    every enum type in a group and gives its variables a copy, so the name is that of the
+    first equal committed type in the dataset's group or one above it, as netCDF-C finds it.
+    None where no committed type is equal (h5py's own enums)."""
+    try:
+        kind = dataset.id.get_type()
+        group = dataset.parent
+        while True:
+            for name in group:
+                if group.get(name, getclass=True, getlink=True) is not h5py.HardLink:
+                    continue
+                if group.get(name, getclass=True) is h5py.Datatype and group[name].id == kind:
+                    return str(name)
+            if group.name == "/":
+                return None
+            group = group.parent
+    except (OSError, ValueError, RuntimeError, KeyError):
+        return None
+
+
+def unlimited_lengths(datasets: Iterable[Any]) -> dict[int, int]:
+    """Dimension scale address → the length of its (unlimited) dimension."""
+    lengths: dict[int, int] = {}
+    for dataset in datasets:
+        maxshape = getattr(dataset, "maxshape", None) or ()
+        if dataset.shape is None or None not in maxshape:
+            continue
+        opened = dataset.h5py() if hasattr(dataset, "h5py") else dataset
+        if h5py.h5ds.is_scale(opened.id):
+            address = object_address(opened)
+            lengths[address] = max(lengths.get(address, 0), int(opened.shape[0]))
+        for axis, limit in enumerate(maxshape):
+            if limit is not None:
+                continue
+            for scale in opened.dims[axis].values():
+                address = object_address(scale)
+                lengths[address] = max(lengths.get(address, 0), int(opened.shape[axis]))
+    return lengths
+
+
+def netcdf_shape(dataset: Any, source: Source) -> tuple[int, ...]:
+    """The variable's shape as netCDF readers give it."""
+    shape = [int(n) for n in dataset.shape]
+    maxshape = dataset.maxshape or ()
+    if not source.netcdf_lengths or None not in maxshape:
+        return tuple(shape)
+    opened = dataset.h5py() if hasattr(dataset, "h5py") else dataset
+    is_scale = h5py.h5ds.is_scale(opened.id)
+    for axis, limit in enumerate(maxshape):
+        if limit is not None:
+            continue
+        scales = [object_address(opened)] if is_scale and axis == 0 else []
+        scales += [object_address(s) for s in opened.dims[axis].values()]
+        for address in scales:
+            shape[axis] = max(shape[axis], source.netcdf_lengths.get(address, 0))
+    return tuple(shape)

@@ -19,16 +19,17 @@ from typing import Any
 
 import h5py
 import numpy as np
-from shadowzarr_spec import RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec import UnsupportedFeatureError
 from shadowzarr_store.transport import is_local
 
 from .context import Source
 from .object_paths import ObjectPaths
-from .plan.chunks import chunk_locations
+from .plan.chunks import chunk_locations, read_filters
+from .plan.dataset_plan import References
 from .plan.fill_values import stored_fill
-from .plan.filters import codecs_for, read_filters
+from .plan.filters import codecs_for
 
-__all__ = ["VirtualMapping", "add_virtual", "check_sources_present"]
+__all__ = ["VirtualMapping", "check_sources_present", "plan_virtual"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +45,11 @@ class VirtualMapping:
     source_block: tuple[int, ...] | None
 
 
-def add_virtual(
-    builder: RfsBuilder,
-    path: str,
-    dataset: h5py.Dataset,
-    source: Source,
-    *,
-    data_type: np.dtype,
-    fill_value: Any,
-    attributes: dict[str, Any],
-    names: list[str | None] | None,
-) -> None:
-    """Add a VDS whose mappings are regular, referencing its sources' chunks."""
+def plan_virtual(
+    dataset: h5py.Dataset, path: str, source: Source, data_type: np.dtype, fill_value: Any
+) -> tuple[tuple[int, ...], tuple[dict[str, Any], ...], References]:
+    """The chunk shape, codecs and chunk references of a VDS whose mappings are regular: its
+    sources' chunks."""
     shape = tuple(int(n) for n in dataset.shape)
     mappings = [_mapping(m, path) for m in dataset.virtual_sources()]
     if not mappings:
@@ -63,30 +57,28 @@ def add_virtual(
     opened: dict[str, tuple[h5py.File | None, Source]] = {}
     try:
         pieces = [_piece(m, path, dataset, source, shape, opened) for m in mappings]
-        chunk_shape = _common(path, [p.chunk_shape for p in pieces], "chunk shapes")
-        codecs = _common(path, [p.codecs for p in pieces], "filter pipelines")
-        for piece in pieces:
-            if piece.dtype != np.dtype(data_type):
-                raise _refusal(path, f"a source of type {piece.dtype}, not {data_type}")
-            if not piece.complete and not _same_fill(piece.fill, fill_value, data_type):
-                raise _refusal(
-                    path, "a source with unwritten chunks whose fill value differs from the VDS's"
-                )
-        builder.add_array(
-            path, shape=shape, data_type=data_type, chunk_shape=chunk_shape, codecs=codecs,
-            fill_value=fill_value, attributes=attributes, dimension_names=names,
-        )  # fmt: skip
-        taken: set[tuple[int, ...]] = set()
-        for piece in pieces:
-            for coords, url, offset, size in piece.chunks:
-                if coords in taken:
-                    raise _refusal(path, "mappings that overlap")
-                taken.add(coords)
-                builder.add_chunk(path, coords, url, offset, size)
     finally:
         for file, _ in opened.values():
             if file is not None:
                 file.close()
+    chunk_shape = _common(path, [p.chunk_shape for p in pieces], "chunk shapes")
+    codecs = _common(path, [p.codecs for p in pieces], "filter pipelines")
+    for piece in pieces:
+        if piece.dtype != np.dtype(data_type):
+            raise _refusal(path, f"a source of type {piece.dtype}, not {data_type}")
+        if not piece.complete and not _same_fill(piece.fill, fill_value, data_type):
+            raise _refusal(
+                path, "a source with unwritten chunks whose fill value differs from the VDS's"
+            )
+    taken: set[tuple[int, ...]] = set()
+    references = []
+    for piece in pieces:
+        for coords, url, offset, size in piece.chunks:
+            if coords in taken:
+                raise _refusal(path, "mappings that overlap")
+            taken.add(coords)
+            references.append((coords, url, offset, size))
+    return chunk_shape, tuple(codecs), References(tuple(references))
 
 
 def check_sources_present(dataset: h5py.Dataset, path: str, base: str) -> None:

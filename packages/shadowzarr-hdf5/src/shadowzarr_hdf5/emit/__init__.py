@@ -1,2 +1,2 @@
-"""Write only: a dataset's plan becomes its array's metadata and references in the builder
-(chunked, contiguous, inline, external); nothing here decides where bytes are."""
+"""Write only: a dataset's plan (:class:`..plan.dataset_plan.DatasetPlan`) becomes its array's
+metadata and references in the builder; nothing here reads the file or decides anything."""

@@ -18,7 +18,7 @@ from shadowzarr_spec import DatasetNotFoundError, RfsBuilder
 from shadowzarr_store.transport import redact
 
 from ..context import Options
-from ..plan.layout import contiguous_chunks
+from ..plan.storage import contiguous_chunks
 from .attributes import attribute_values, variable_fill
 from .header import read_header
 from .layout import VariableLayout, place_variables

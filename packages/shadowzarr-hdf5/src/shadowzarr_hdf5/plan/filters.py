@@ -24,25 +24,43 @@ Blosc2             32026   ``shadowzarr.hdf5_blosc2`` (B2ND frames)
 
 The ``shadowzarr.*`` codecs live in shadowzarr-store (:mod:`shadowzarr_store.hdf5_codecs`).
 Filters whose output no codec reads are refused with an error naming the dataset and filter.
+
+Codecs outside zarr-python's own set (imagecodecs) handle HDF5's framing differently by data
+type: the first chunk they read is checked against h5py's values (:mod:`.chunks`). Small
+datasets are inlined as plain values: reading them through h5py needs every filter's HDF5
+plugin loaded in this process, while the codecs the references name read the same chunk bytes
+without any plugin, so their values are decoded by those codecs (`small_filtered_values`), as a
+reader of the references would get them.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import warnings
 from typing import Any
 
+import h5py
 import numpy as np
-from shadowzarr_spec import UnsupportedFeatureError
+import zarr
+from shadowzarr_spec import SourceError, UnsupportedFeatureError
+from shadowzarr_spec.keys import chunk_key
 from shadowzarr_spec.metadata import bytes_codec
 
+from ..context import ChunkLocations, Source
 from ..format.messages import FilterSpec
+from ..header_reader.dataset import HeaderDataset
+from ..native_decode import decoded_values
+from .encode import MemoryArray, chunk_region, memory_array_store
 
 __all__ = [
     "LZF_MAX_RATIO",
     "FilterSpec",
     "codecs_for",
+    "filter_codecs",
     "lzf_rewrites",
     "overcompressed",
-    "read_filters",
+    "small_filtered_values",
 ]
 
 DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
@@ -62,21 +80,18 @@ _BLOSC_COMPRESSORS = {0: "blosclz", 1: "lz4", 2: "lz4hc", 3: "snappy", 4: "zlib"
 _BLOSC_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
 
-def read_filters(dataset: Any) -> tuple[FilterSpec, ...]:
-    """The filter pipeline of an h5py dataset, in the order HDF5 applies it when writing."""
-    plist = dataset.id.get_create_plist()
-    filters = []
-    for i in range(plist.get_nfilters()):
-        code, flags, values, name = plist.get_filter(i)
-        text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-        filters.append(FilterSpec(int(code), int(flags), tuple(int(v) for v in values), text))
-    return tuple(filters)
-
-
 def codecs_for(
     filters: tuple[FilterSpec, ...], dtype: np.dtype, path: str, *, skip_mask: int = 0
 ) -> list[dict[str, Any]]:
-    """The Zarr v3 codecs reading chunks written through ``filters``.
+    """The Zarr v3 codecs reading chunks written through ``filters``: the ``bytes`` codec,
+    then :func:`filter_codecs`."""
+    return [bytes_codec(dtype), *filter_codecs(filters, dtype, path, skip_mask=skip_mask)]
+
+
+def filter_codecs(
+    filters: tuple[FilterSpec, ...], dtype: np.dtype, path: str, *, skip_mask: int = 0
+) -> list[dict[str, Any]]:
+    """The codecs after ``bytes`` that read chunks written through ``filters``.
 
     ``skip_mask`` has bit i set when filter i was skipped for a chunk (HDF5's filter mask).
     """
@@ -87,7 +102,7 @@ def codecs_for(
         codec = _codec(spec, dtype, path, first=not after)
         if codec is not None:
             after.append(codec)
-    return [bytes_codec(dtype), *after]
+    return after
 
 
 def _codec(spec: FilterSpec, dtype: np.dtype, path: str, *, first: bool) -> dict[str, Any] | None:
@@ -239,3 +254,68 @@ def lzf_rewrites(
 
 _LZF_INLINE_LIMIT = 64 * 2**20
 """At most this many bytes of LZF chunks are rewritten into the references."""
+
+
+# -- decoding stored chunks in memory through the codecs --------------------------------
+
+logger = logging.getLogger(__name__)
+
+
+def small_filtered_values(
+    dataset: h5py.Dataset | HeaderDataset,
+    path: str,
+    source: Source,
+    filters: tuple[FilterSpec, ...],
+    locations: ChunkLocations,
+    *,
+    shape: tuple[int, ...],
+    chunk_shape: tuple[int, ...],
+    data_type: np.dtype,
+    fill_value: Any,
+    plain_codecs: tuple[dict[str, Any], ...],
+) -> Any:
+    """The values of a small filtered dataset (its stored chunks at ``locations``), decoded by
+    the codecs its references would use (``plain_codecs``, then the filters'), else by HDF5
+    with hdf5plugin's filters (never h5py's "can't open directory" error)."""
+    read_bytes = source.read_bytes
+    values: np.ndarray | None = None
+    extra = (0,) * (len(shape) - locations.coords.shape[1])
+    grid = [math.ceil(s / c) for s, c in zip(shape, chunk_shape, strict=True)]
+    try:
+        # Chunks that skipped a filter (HDF5's filter mask) decode with that filter left out.
+        for mask in np.unique(locations.masks).tolist() or [0]:
+            codecs = [*plain_codecs, *filter_codecs(filters, data_type, path, skip_mask=int(mask))]
+            if read_bytes is None:
+                break
+            chosen = locations.masks == mask
+            regions = [
+                chunk_region((*c, *extra), chunk_shape, shape)
+                for c in locations.coords[chosen].tolist()
+            ]
+            stored: dict[str, bytes] = {}
+            for coords, offset, size in zip(
+                locations.coords[chosen].tolist(), locations.offsets[chosen].tolist(),
+                locations.sizes[chosen].tolist(), strict=True,
+            ):  # fmt: skip
+                full = (*coords, *extra)
+                if any(c >= g for c, g in zip(full, grid, strict=True)):
+                    continue  # a chunk of a shrunk dataset, outside the current extent
+                stored[chunk_key("", full)] = read_bytes(int(offset), int(size))
+            store = memory_array_store(
+                MemoryArray(shape, data_type, chunk_shape, codecs, fill_value), stored
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # zarr's notes on unstable data types
+                part = np.asarray(zarr.open_array(store, mode="r", zarr_format=3)[...])
+            if values is None:
+                values = part
+                continue
+            for region in regions:
+                values[region] = part[region]
+        else:
+            return values
+    except SourceError:
+        raise  # the source could not be read: not a property of the dataset
+    except Exception:  # any codec's failure (zlib.error, ...): HDF5 decides
+        pass  # no codec reads these chunks here: HDF5 decodes them (or says it cannot)
+    return decoded_values(dataset, path, filters)  # (a HeaderDataset reads through h5py)

@@ -1,11 +1,11 @@
-"""HDF5 types (as h5py reports them) → the type a Zarr array stores, and value conversion.
+"""HDF5 types (as h5py reports them) → the type a Zarr array stores.
 
 Numbers, booleans, enums (their base integers), complex, opaque, fixed-shape array types and
 compounds of those are stored in the file exactly as a Zarr data type lays them out, so chunks
 can point into the file. Strings, object and region references, and compounds holding either
 live in heaps or hold file addresses: their values are converted (strings to UTF-8, references to
 target paths) and stored inline, following the unified convention (``_DTYPE`` "str" /
-"object_reference", ``_REFERENCE_FIELDS``).
+"object_reference", ``_REFERENCE_FIELDS``): :func:`.values.convert_values`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,7 @@ from shadowzarr_spec.metadata import VLEN_BYTES
 from shadowzarr_spec.nwb_convention import OBJECT_REFERENCE_DTYPE, STRING_DTYPE
 from shadowzarr_spec.region_references import REGION_REFERENCE_DTYPE
 
-from ..object_paths import ObjectPaths
-from ..region_references import region_reference
-
-__all__ = ["TypeKind", "TypePlan", "convert_values", "plan_type"]
+__all__ = ["TypeKind", "TypePlan", "plan_type"]
 
 
 class TypeKind(Enum):
@@ -114,8 +111,13 @@ def plan_type(dtype: np.dtype, path: str) -> TypePlan:
 
 
 def _plan_compound(dtype: np.dtype, path: str) -> TypePlan:
-    if _has_array_field(dtype):
-        return _raw_records(dtype, path)
+    if not _has_array_field(dtype):
+        return _plan_fields(dtype, path)
+    return _raw_records(dtype, path)
+
+
+def _plan_fields(dtype: np.dtype, path: str) -> TypePlan:
+    """A compound whose fields Zarr structured types hold, or whose values are converted."""
     fields: list[tuple[str, Any]] = []
     references: list[str] = []
     converted = not _is_packed(dtype)
@@ -204,93 +206,3 @@ def _is_packed(dtype: np.dtype) -> bool:
             return False
         offset += field_dtype.itemsize
     return offset == dtype.itemsize
-
-
-def _reference_paths(
-    array: np.ndarray, paths: ObjectPaths, dataset: h5py.Dataset | None
-) -> list[str]:
-    """Target paths of object references, dereferencing each distinct target once.
-
-    Tables of references (an NWB electrodes table's group column) point at a few objects many
-    times; the stored addresses tell which references are the same.
-    """
-    flat = array.ravel()
-    addresses = None
-    if array.dtype.kind == "u":  # the header reader's stored addresses, each one reachable
-        addresses = flat
-    elif dataset is not None and h5py.check_ref_dtype(dataset.dtype) is h5py.Reference:
-        raw = np.empty(dataset.shape, dtype="<u8")
-        try:
-            dataset.id.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=h5py.h5t.STD_REF_OBJ)
-            addresses = raw.ravel()
-        except (OSError, TypeError, ValueError):
-            addresses = None
-    if addresses is None or len(addresses) != len(flat):
-        return [paths(v) for v in flat]
-    unique, first, inverse = np.unique(addresses, return_index=True, return_inverse=True)
-    names = [paths.resolve(int(a), flat[i]) for a, i in zip(unique, first, strict=True)]
-    return [names[i] for i in inverse.ravel()]
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes | np.bytes_):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return raw.decode("latin-1")
-    return str(value)
-
-
-def convert_values(
-    values: Any, plan: TypePlan, paths: ObjectPaths, dataset: h5py.Dataset | None = None
-) -> np.ndarray:
-    """Values read by h5py as the array the Zarr array holds (strings, paths, structs).
-
-    ``dataset`` (the values' source) lets object references be resolved once per target."""
-    array = np.asarray(values)
-    if plan.kind is TypeKind.STRING:
-        flat = [_text(v) for v in array.ravel().tolist()]
-        return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
-    if plan.kind is TypeKind.REFERENCE:
-        flat = _reference_paths(array, paths, dataset)
-        return np.array(flat, dtype=np.dtypes.StringDType()).reshape(array.shape)
-    if plan.kind is TypeKind.REGION_REFERENCE:
-        texts = [region_reference(v, paths.file, paths).text() for v in array.ravel()]
-        return np.array(texts, dtype=np.dtypes.StringDType()).reshape(array.shape)
-    if plan.kind is TypeKind.CONVERTED_COMPOUND:
-        return _convert_compound(array, paths)
-    if plan.kind is TypeKind.VLEN_SEQUENCE:
-        base = np.dtype(dict(plan.attributes)[VLEN_DTYPE_ATTR])
-        out = np.empty(array.shape, dtype=object)
-        for index, item in np.ndenumerate(array):
-            out[index] = np.asarray(item, dtype=base).tobytes()
-        return out
-    return array
-
-
-def _convert_compound(array: np.ndarray, paths: ObjectPaths) -> np.ndarray:
-    """A struct array whose string and reference fields become fixed-width unicode."""
-    fields: list[tuple[str, Any]] = []
-    columns: dict[str, np.ndarray] = {}
-    for name in array.dtype.names or ():
-        field_dtype = array.dtype.fields[name][0]  # type: ignore[index]
-        column = array[name]
-        if h5py.check_ref_dtype(field_dtype) is not None:
-            texts = [paths(v) for v in column.ravel()]
-            column = np.array(texts or [""], dtype=str)[: len(texts)].reshape(column.shape)
-            column = column.astype(f"U{max(1, column.dtype.itemsize // 4)}")
-        elif h5py.check_string_dtype(field_dtype) is not None:
-            texts = [_text(v) for v in column.ravel().tolist()]
-            width = max([1, *(len(t) for t in texts)])
-            column = np.array(texts, dtype=f"U{width}").reshape(column.shape)
-        elif field_dtype.names is not None:
-            column = _convert_compound(column, paths)
-        else:
-            column = column.astype(np.dtype(field_dtype.str).newbyteorder("<"))
-        fields.append((name, column.dtype))
-        columns[name] = column
-    out = np.empty(array.shape, dtype=np.dtype(fields))
-    for name, column in columns.items():
-        out[name] = column
-    return out
