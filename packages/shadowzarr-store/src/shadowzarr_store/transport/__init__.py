@@ -76,6 +76,8 @@ from shadowzarr_store.transport.object_store import (
 )
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.pools import OriginStats, close_all_pools, pool_stats
+from shadowzarr_store.transport.prefault import PrefaultStats, populate
+from shadowzarr_store.transport.prefault import stats as prefault_stats
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats, counted
 from shadowzarr_store.transport.storage_options import (
     MissingCredentialsError,
@@ -94,6 +96,7 @@ __all__ = [
     "HeaderRules",
     "MissingCredentialsError",
     "OriginStats",
+    "PrefaultStats",
     "ProxyError",
     "RangeNotSatisfiable",
     "RangeSource",
@@ -118,6 +121,8 @@ __all__ = [
     "local_path",
     "obstore_for",
     "pool_stats",
+    "populate",
+    "prefault_stats",
     "probe_local",
     "put_objects",
     "redact",

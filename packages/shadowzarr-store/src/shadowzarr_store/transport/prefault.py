@@ -1,0 +1,163 @@
+"""Fresh buffers' pages faulted in by a helper thread while their bytes are still on the way.
+
+A fresh process has no freed memory to reuse: every large buffer of its first read (an answer's
+body, a shard's packed value) is new pages, which the kernel must zero (and a VM's host must
+supply) on first touch. Touched by ``recv_into`` or a copy, that work lands on the event loop's
+thread, the one that bounds a sequential read; a warm process's allocator hands back pages it
+already holds. `populate` hands a buffer to one daemon thread, started when a store opens, that
+asks the kernel to map its pages writable (``madvise(MADV_POPULATE_WRITE)``, Linux 5.14) while
+the answer's bytes are still arriving or its request is still in flight. Populating writes no
+byte, so it may run while the buffer is being written; pages already mapped (a warm process's)
+cost nothing. Elsewhere (no such ``madvise``), or with ``SHADOWZARR_PREFAULT=0`` in the
+environment, `populate` does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import itertools
+import mmap
+import os
+import queue
+import sys
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "MIN_BYTES",
+    "PrefaultStats",
+    "populate",
+    "populate_now",
+    "prepared",
+    "start",
+    "stats",
+    "supported",
+]
+
+MIN_BYTES = 1 << 20
+"""Smaller buffers are left to the allocator (their pages are few, or reused)."""
+
+_MADV_POPULATE_WRITE = 23
+_PAGE = mmap.PAGESIZE
+
+
+@dataclass(slots=True)
+class PrefaultStats:
+    """What the helper thread was given and did (counts, for tests and diagnostics)."""
+
+    submitted: int = 0
+    """Buffers handed to the helper thread."""
+    prepared: int = 0
+    """Of those, bodies made before their request left (`prepared`) ..."""
+    received_into: int = 0
+    """... and of these, bodies that came as long as asked and went into them."""
+    populated: int = 0
+    bytes: int = 0
+    failed: int = 0
+    threads_started: int = 0
+
+    @property
+    def pending(self) -> int:
+        return self.submitted - self.populated - self.failed
+
+
+_stats = PrefaultStats()
+_jobs: queue.PriorityQueue[tuple[int, int, np.ndarray]] = queue.PriorityQueue()
+_order = itertools.count()
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+_pid = 0
+_madvise: ctypes._CFuncPtr | None = None  # type: ignore[name-defined]
+_supported: bool | None = None
+
+
+def stats() -> PrefaultStats:
+    return _stats
+
+
+def supported() -> bool:
+    """Whether this kernel populates pages on request (probed once, on a page of our own)."""
+    global _supported, _madvise
+    if _supported is None:
+        _supported = False
+        if sys.platform.startswith("linux") and os.environ.get("SHADOWZARR_PREFAULT") != "0":
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+                call = libc.madvise
+                call.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+                call.restype = ctypes.c_int
+                probe = mmap.mmap(-1, _PAGE)
+                address = ctypes.addressof(ctypes.c_char.from_buffer(probe))
+                _supported = call(address, _PAGE, _MADV_POPULATE_WRITE) == 0
+                _madvise = call if _supported else None
+                del address
+                probe.close()
+            except (OSError, AttributeError, BufferError):
+                _supported = False
+    return _supported
+
+
+def start() -> bool:
+    """Start the helper thread (once per process; again in a forked child). Called when a
+    store opens, so a first read does not pay it; returns whether populating is supported."""
+    global _thread, _pid
+    if not supported():
+        return False
+    with _lock:
+        if _thread is None or _pid != os.getpid() or not _thread.is_alive():
+            _pid = os.getpid()
+            _thread = threading.Thread(target=_work, name="shadowzarr-prefault", daemon=True)
+            _thread.start()
+            _stats.threads_started += 1
+    return True
+
+
+def populate(buffer: np.ndarray, *, later: bool = False) -> bool:
+    """Have ``buffer``'s pages mapped by the helper thread, in the order handed over, those
+    needed ``later`` (a shard's value, written once all its bytes are in) after those needed
+    first (answers' bodies); returns whether it was handed over (``MIN_BYTES`` or more,
+    contiguous, and a kernel that can). The thread holds the buffer until it is done."""
+    if buffer.nbytes < MIN_BYTES or not buffer.flags.c_contiguous or not start():
+        return False
+    _stats.submitted += 1
+    _jobs.put((int(later), next(_order), buffer))
+    return True
+
+
+def prepared(nbytes: int | None) -> np.ndarray | None:
+    """A fresh buffer of ``nbytes`` whose pages the helper thread maps meanwhile (made when a
+    request of that many bytes leaves, so its round trip hides the work), or None: too small
+    to be worth it, or populating unsupported (the receiver then allocates as it did)."""
+    if nbytes is None or nbytes < MIN_BYTES or not supported():
+        return None
+    buffer = np.empty(nbytes, dtype=np.uint8)
+    if not populate(buffer):
+        return None
+    _stats.prepared += 1
+    return buffer
+
+
+def populate_now(buffer: np.ndarray) -> bool:
+    """Map ``buffer``'s whole pages writable now, in this thread (the helper's work)."""
+    if not supported() or _madvise is None:
+        return False
+    address = buffer.ctypes.data
+    first = -(-address // _PAGE) * _PAGE  # whole pages inside the buffer only
+    length = (address + buffer.nbytes - first) // _PAGE * _PAGE
+    if length <= 0:
+        return False
+    return bool(_madvise(first, length, _MADV_POPULATE_WRITE) == 0)
+
+
+def _work() -> None:
+    while True:
+        _, _, buffer = _jobs.get()
+        if populate_now(buffer):  # ctypes lets go of the GIL meanwhile
+            _stats.populated += 1
+            _stats.bytes += buffer.nbytes
+        else:
+            _stats.failed += 1
+        del buffer
