@@ -8,10 +8,15 @@ cell pays), then opens again and reads again in the same process (the warm read)
 too, after its own import of aiohttp, so both sides pay the same process start. Medians over
 runs, the share of the limit per run, and every run's values checked against the source.
 
-``--variant name=json`` runs the child with `RfsStore` options (several variants alternate
-run by run, so a loaded machine loads them alike); ``--profile DIR`` writes one cProfile of the
-first read and one of the warm read per variant; ``--importtime DIR`` one ``python -X
-importtime`` log per variant.
+Each read also counts the minor page faults its own threads took (all but the page helper's,
+`shadowzarr_store.transport.prefault`): fresh pages zeroed on the read's path, a count that a
+loaded machine does not blur as it blurs times.
+
+``--variant name=json`` runs the child with `RfsStore` options, and environment variables
+under the key ``env`` (``'off={"env": {"SHADOWZARR_PREFAULT": "0"}}'``: the page helper off);
+several variants alternate run by run, so a loaded machine loads them alike. ``--profile DIR``
+writes one cProfile of the first read and one of the warm read per variant; ``--importtime
+DIR`` one ``python -X importtime`` log per variant.
 
     uv run python tools/bench/fresh_read.py                 # 20 s x 64 channels, 7 runs
     uv run python tools/bench/fresh_read.py --quick         # 3 s, 2 runs (the smoke test)
@@ -33,19 +38,27 @@ sys.path.insert(0, str(Path(__file__).parent))
 import reads
 
 CHILD = """
-import json, resource, sys, time
+import json, resource, sys, threading, time
 started = time.perf_counter()
 from shadowzarr_store import open_rfs
 imported = time.perf_counter() - started
 remote, path, options, profile = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 
+def helper_faults():
+    # minor faults taken by the page helper thread (off the read's path), from /proc
+    for thread in threading.enumerate():
+        if thread.name == "shadowzarr-prefault" and thread.native_id is not None:
+            stat = open(f"/proc/self/task/{thread.native_id}/stat").read()
+            return int(stat[stat.rindex(")") + 2 :].split()[7])
+    return 0
+
 faults = []
 
 def read():
     wall, cpu = time.perf_counter(), time.process_time()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - helper_faults()
     values = open_rfs(remote, **options)[path][:]
-    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - helper_faults() - before)
     return values, time.perf_counter() - wall, time.process_time() - cpu
 
 def profiled(name):
@@ -70,6 +83,9 @@ print(json.dumps({"import": imported, "first": first_s, "first_cpu": first_cpu,
                   "warm": warm_s, "warm_cpu": warm_cpu, "first_faults": faults[0],
                   "warm_faults": faults[1], "equal": equal}))
 """
+"""One fresh process: import, then open and read twice (``first`` and ``warm``), each with its
+wall time, CPU (all threads) and minor page faults on every thread but the page helper's (the
+faults the read's own threads took)."""
 
 LIMIT = """
 import json, resource, sys, time
@@ -152,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             folder.mkdir(parents=True, exist_ok=True)
     measured: dict[str, list[dict[str, Any]]] = {"limit": [], **{name: [] for name in variants}}
     here = str(Path(__file__).parent)
-    with reads.served_recording(sizes, args.latency, "shadowzarr-fresh-") as (server, refs, _):
+    with reads.served_recording(sizes, args.latency, "shadowzarr-fresh-") as (_server, refs, _):
         size = refs["size"]
         for i in range(runs):
             measured["limit"].append(child(LIMIT, refs["url"], str(size), here))
@@ -161,11 +177,20 @@ def main(argv: list[str] | None = None) -> int:
                 env = base.pop("env", {})
                 profile = str(args.profile / name) if args.profile and i == 0 else ""
                 log = args.importtime / f"{name}.log" if args.importtime and i == 0 else None
-                found = child(CHILD, refs["remote"], reads.RECORDING, json.dumps(base), profile,
-                              importtime=log, env=env)
+                found = child(
+                    CHILD,
+                    refs["remote"],
+                    reads.RECORDING,
+                    json.dumps(base),
+                    profile,
+                    importtime=log,
+                    env=env,
+                )
                 measured[name].append(found)
-                print(f"run {i} {name}: " + ", ".join(f"{c} {found[c]:.3f}" for c in COLUMNS),
-                      flush=True)
+                print(
+                    f"run {i} {name}: " + ", ".join(f"{c} {found[c]:.3f}" for c in COLUMNS),
+                    flush=True,
+                )
     limit = statistics.median(r["first"] for r in measured["limit"])
     document: dict[str, Any] = {
         "file_bytes": size,
@@ -174,9 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
         "limit": summary(measured["limit"], None, size),
-        "variants": {
-            name: summary(measured[name], limit, size) for name in variants
-        },
+        "variants": {name: summary(measured[name], limit, size) for name in variants},
         "measured": measured,
     }
     print_table(document)
@@ -187,15 +210,35 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_table(document: dict[str, Any]) -> None:
     limit = document["limit"]
-    print(f"limit (plain concurrent ranges, fresh processes): first {limit['first'] * 1000:.0f} "
-          f"ms ({limit['first_MBps']:.0f} MB/s), warm {limit['warm'] * 1000:.0f} ms")
-    print(f"{'variant':<24}{'import':>9}{'first':>9}{'cpu':>9}{'warm':>9}{'cpu':>9}"
-          f"{'first/warm':>12}{'first % limit':>15}{'warm % limit':>14}  equal")
+    print(
+        f"limit (plain concurrent ranges, fresh processes): first {limit['first'] * 1000:.0f} ms"
+        f" ({limit['first_MBps']:.0f} MB/s), warm {limit['warm'] * 1000:.0f} ms; medians of "
+        f"{document['runs']} runs, load average {document['load_average'][0]:.1f}"
+    )
+    head = ("variant", "import", "first", "cpu", "faults", "warm", "cpu", "faults")
+    print(
+        f"{head[0]:<16}" + "".join(f"{h:>9}" for h in head[1:]) + "  first/warm  "
+        "first MB/s  % limit  equal"
+    )
     for name, v in document["variants"].items():
-        print(f"{name:<24}{v['import'] * 1000:>7.0f}ms{v['first'] * 1000:>7.0f}ms"
-              f"{v['first_cpu'] * 1000:>7.0f}ms{v['warm'] * 1000:>7.0f}ms{v['warm_cpu'] * 1000:>7.0f}ms"
-              f"{v['first_over_warm']:>12.2f}{v['first_share_of_limit'] * 100:>14.0f}%"
-              f"{v['warm_share_of_limit'] * 100:>13.0f}%  {v['equal']}")
+        cells = [
+            v["import"],
+            v["first"],
+            v["first_cpu"],
+            v["first_faults"],
+            v["warm"],
+            v["warm_cpu"],
+            v["warm_faults"],
+        ]
+        shown = [
+            f"{x * 1000:.0f}ms" if i not in (3, 6) else f"{x:.0f}" for i, x in enumerate(cells)
+        ]
+        print(
+            f"{name:<16}"
+            + "".join(f"{c:>9}" for c in shown)
+            + f"{v['first_over_warm']:>12.2f}{v['first_MBps']:>12.0f}"
+            + f"{v['first_share_of_limit'] * 100:>8.0f}%  {v['equal']}"
+        )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ environment, `populate` does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import itertools
 import mmap
 import os
@@ -69,9 +68,18 @@ _jobs: queue.PriorityQueue[tuple[int, int, np.ndarray]] = queue.PriorityQueue()
 _order = itertools.count()
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-_pid = 0
 _madvise: ctypes._CFuncPtr | None = None  # type: ignore[name-defined]
 _supported: bool | None = None
+
+
+def _forget_after_fork() -> None:
+    """A forked child has no helper thread, and a lock or queue its parent held mid-use."""
+    global _jobs, _lock, _thread
+    _jobs, _lock, _thread = queue.PriorityQueue(), threading.Lock(), None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def stats() -> PrefaultStats:
@@ -85,8 +93,7 @@ def supported() -> bool:
         _supported = False
         if sys.platform.startswith("linux") and os.environ.get("SHADOWZARR_PREFAULT") != "0":
             try:
-                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-                call = libc.madvise
+                call = ctypes.CDLL(None, use_errno=True).madvise  # libc, already loaded
                 call.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
                 call.restype = ctypes.c_int
                 probe = mmap.mmap(-1, _PAGE)
@@ -103,12 +110,13 @@ def supported() -> bool:
 def start() -> bool:
     """Start the helper thread (once per process; again in a forked child). Called when a
     store opens, so a first read does not pay it; returns whether populating is supported."""
-    global _thread, _pid
+    global _thread
     if not supported():
         return False
+    if _thread is not None:
+        return True
     with _lock:
-        if _thread is None or _pid != os.getpid() or not _thread.is_alive():
-            _pid = os.getpid()
+        if _thread is None:
             _thread = threading.Thread(target=_work, name="shadowzarr-prefault", daemon=True)
             _thread.start()
             _stats.threads_started += 1
