@@ -43,7 +43,7 @@ def test_a_populated_buffer_is_written_without_page_faults() -> None:
 def test_the_helper_thread_populates_what_it_is_handed() -> None:
     stats = prefault_stats()
     before = (stats.submitted, stats.populated, stats.bytes)
-    buffers = [np.empty(2 * MiB, dtype=np.uint8) for _ in range(3)]
+    buffers = [np.empty(n * MiB + 100, dtype=np.uint8) for n in (5, 2, 2)]  # 5 MiB: 3 steps
     assert all(prefault_module.populate(b, later=i == 0) for i, b in enumerate(buffers))
     assert not prefault_module.populate(np.empty(MiB - 1, dtype=np.uint8))  # too small
     assert not prefault_module.populate(np.empty((4, MiB), dtype=np.uint8)[:, ::2])  # strided
@@ -52,9 +52,9 @@ def test_the_helper_thread_populates_what_it_is_handed() -> None:
     assert (stats.submitted, stats.populated, stats.bytes) == (
         before[0] + 3,
         before[1] + 3,
-        before[2] + 6 * MiB,
+        before[2] + 9 * MiB + 300,
     )
-    assert sum(_faults_writing(b) for b in buffers) <= 3
+    assert sum(_faults_writing(b) for b in buffers) <= 8  # the buffers' first and last pages
 
 
 @pytest.mark.network

@@ -64,7 +64,12 @@ class PrefaultStats:
 
 
 _stats = PrefaultStats()
-_jobs: queue.PriorityQueue[tuple[int, int, np.ndarray]] = queue.PriorityQueue()
+STEP = 2 << 20
+"""Bytes mapped per call (a huge page): between steps a buffer needed sooner goes first."""
+
+type _Job = tuple[int, int, int, np.ndarray]
+"""(rank: 0 first, 1 later; order handed over; bytes of it done; the buffer)."""
+_jobs: queue.PriorityQueue[_Job] = queue.PriorityQueue()
 _order = itertools.count()
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
@@ -131,7 +136,7 @@ def populate(buffer: np.ndarray, *, later: bool = False) -> bool:
     if buffer.nbytes < MIN_BYTES or not buffer.flags.c_contiguous or not start():
         return False
     _stats.submitted += 1
-    _jobs.put((int(later), next(_order), buffer))
+    _jobs.put((int(later), next(_order), 0, buffer))
     return True
 
 
@@ -148,24 +153,31 @@ def prepared(nbytes: int | None) -> np.ndarray | None:
     return buffer
 
 
-def populate_now(buffer: np.ndarray) -> bool:
-    """Map ``buffer``'s whole pages writable now, in this thread (the helper's work)."""
+def populate_now(buffer: np.ndarray, start: int = 0, stop: int | None = None) -> bool:
+    """Map writable, now and in this thread, ``buffer``'s whole pages from byte ``start`` to
+    ``stop`` counted from its first whole page (the helper's work, a step at a time; ctypes
+    lets go of the GIL meanwhile)."""
     if not supported() or _madvise is None:
         return False
     address = buffer.ctypes.data
-    first = -(-address // _PAGE) * _PAGE  # whole pages inside the buffer only
-    length = (address + buffer.nbytes - first) // _PAGE * _PAGE
+    pages = -(-address // _PAGE) * _PAGE  # whole pages inside the buffer only, counted from
+    end = address + buffer.nbytes  # its first, so that steps meet
+    first = pages + start
+    last = min(end, first + (stop - start)) if stop is not None else end
+    length = (last - first) // _PAGE * _PAGE
     if length <= 0:
-        return False
+        return True  # no whole page left to map
     return bool(_madvise(first, length, _MADV_POPULATE_WRITE) == 0)
 
 
 def _work() -> None:
     while True:
-        _, _, buffer = _jobs.get()
-        if populate_now(buffer):  # ctypes lets go of the GIL meanwhile
+        rank, order, done, buffer = _jobs.get()
+        if not populate_now(buffer, done, done + STEP):
+            _stats.failed += 1
+        elif done + STEP < buffer.nbytes:
+            _jobs.put((rank, order, done + STEP, buffer))  # the rest, after anything sooner
+        else:
             _stats.populated += 1
             _stats.bytes += buffer.nbytes
-        else:
-            _stats.failed += 1
         del buffer
