@@ -55,6 +55,10 @@ def test_the_helper_thread_populates_what_it_is_handed() -> None:
         before[2] + 9 * MiB + 300,
     )
     assert sum(_faults_writing(b) for b in buffers) <= 8  # the buffers' first and last pages
+    dropped = stats.dropped
+    assert prefault_module.populate(np.empty(4 * MiB, dtype=np.uint8))  # no one keeps it
+    _wait_populated()
+    assert stats.dropped == dropped + 1
 
 
 @pytest.mark.network

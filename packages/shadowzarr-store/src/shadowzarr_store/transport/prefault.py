@@ -56,11 +56,13 @@ class PrefaultStats:
     populated: int = 0
     bytes: int = 0
     failed: int = 0
+    dropped: int = 0
+    """Buffers let go of by everyone else before they were done (not worth mapping)."""
     threads_started: int = 0
 
     @property
     def pending(self) -> int:
-        return self.submitted - self.populated - self.failed
+        return self.submitted - self.populated - self.failed - self.dropped
 
 
 _stats = PrefaultStats()
@@ -173,7 +175,9 @@ def populate_now(buffer: np.ndarray, start: int = 0, stop: int | None = None) ->
 def _work() -> None:
     while True:
         rank, order, done, buffer = _jobs.get()
-        if not populate_now(buffer, done, done + STEP):
+        if sys.getrefcount(buffer) <= 2:  # ours and the call's: its reader is done with it
+            _stats.dropped += 1
+        elif not populate_now(buffer, done, done + STEP):
             _stats.failed += 1
         elif done + STEP < buffer.nbytes:
             _jobs.put((rank, order, done + STEP, buffer))  # the rest, after anything sooner
