@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     limit = statistics.median(r["first"] for r in measured["limit"])
     document: dict[str, Any] = {
+        "command": ["tools/bench/fresh_read.py", *(sys.argv[1:] if argv is None else argv)],
         "file_bytes": size,
         "latency_ms": args.latency,
         "runs": runs,
