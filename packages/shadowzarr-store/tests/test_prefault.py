@@ -61,6 +61,13 @@ def test_the_helper_thread_populates_what_it_is_handed() -> None:
     assert stats.dropped == dropped + 1
 
 
+def test_a_body_too_large_for_memory_is_left_to_the_receiver() -> None:
+    made = prefault_stats().prepared
+    assert prefault_module.prepared(1 << 62) is None  # the receiver refuses it, typed
+    assert prefault_module.prepared(MiB - 1) is None
+    assert prefault_stats().prepared == made
+
+
 @pytest.mark.network
 def test_a_range_is_received_into_the_buffer_made_when_it_left(nginx) -> None:  # type: ignore[no-untyped-def]
     data = np.random.default_rng(5).integers(0, 256, 3 * MiB, dtype=np.uint8)

@@ -148,7 +148,10 @@ def prepared(nbytes: int | None) -> np.ndarray | None:
     to be worth it, or populating unsupported (the receiver then allocates as it did)."""
     if nbytes is None or nbytes < MIN_BYTES or not supported():
         return None
-    buffer = np.empty(nbytes, dtype=np.uint8)
+    try:
+        buffer = np.empty(nbytes, dtype=np.uint8)
+    except (MemoryError, ValueError):
+        return None  # the receiver's own allocation says what went wrong
     if not populate(buffer):
         return None
     _stats.prepared += 1
