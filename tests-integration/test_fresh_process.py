@@ -56,3 +56,48 @@ def test_first_read_of_a_fresh_process_imports_nothing(
     assert found["sum"] == int(data.sum(dtype="i8"))
     assert found["heavy"] == []  # imported by nothing `import shadowzarr_store` runs
     assert found["new"] == []  # the first open and read import nothing
+
+
+SET_UP_AT_OPEN = """
+import json, sys, threading
+from shadowzarr_store import open_rfs
+from shadowzarr_store.transport import prefault_stats
+helpers = lambda: [t.name for t in threading.enumerate() if t.name == "shadowzarr-prefault"]
+array = open_rfs(sys.argv[1])["data"]
+stats = prefault_stats()
+at_open = {"helpers": helpers(), "started": stats.threads_started, "prepared": stats.prepared}
+values = array[:]
+print(json.dumps({"at_open": at_open, "helpers": helpers(), "started": stats.threads_started,
+                  "prepared": stats.prepared, "received_into": stats.received_into,
+                  "sum": int(values.sum(dtype="i8"))}))
+"""
+
+
+def test_opening_starts_the_page_helper_and_the_first_read_receives_into_its_buffers(
+    nginx: NginxServer, nginx_root: Path
+) -> None:
+    """The set-up a first read would pay is done at open: the thread that maps fresh buffers'
+    pages is running before the read, which starts none, and the read's large range answers
+    (1 MiB and more) are received into buffers made, and mapped, while their requests were
+    out."""
+    data = np.arange(1024 * 1024, dtype="<i4").reshape(1024, 1024)
+    with h5py.File(nginx_root / "fresh-large.h5", "w") as f:
+        f.create_dataset("data", data=data, chunks=(64, 1024))
+    rfs = generate_rfs(
+        nginx.url("fresh-large.h5"), local_hdf5_path=nginx_root / "fresh-large.h5", progress=False
+    )
+    write_rfs(rfs, nginx_root / "fresh-large.shadowzarr")
+    done = subprocess.run(
+        [sys.executable, "-c", SET_UP_AT_OPEN, nginx.url("fresh-large.shadowzarr")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    assert found["sum"] == int(data.sum(dtype="i8"))
+    assert found["at_open"] == {"helpers": ["shadowzarr-prefault"], "started": 1, "prepared": 0}
+    assert found["helpers"] == ["shadowzarr-prefault"]
+    assert found["started"] == 1  # none started by the read
+    assert found["prepared"] >= 1  # 4 MiB of 256 KiB chunks: merged ranges of 1 MiB and more
+    assert found["received_into"] == found["prepared"]

@@ -78,6 +78,8 @@ from shadowzarr_store.transport.object_store import (
 )
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.pools import OriginStats, close_all_pools, pool_stats
+from shadowzarr_store.transport.prefault import PrefaultStats, populate
+from shadowzarr_store.transport.prefault import stats as prefault_stats
 from shadowzarr_store.transport.range_file import RangeFile
 from shadowzarr_store.transport.read_ahead import CachedBlocks, GrowingRuns, NoReadAhead, ReadAhead
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats, counted
@@ -101,6 +103,7 @@ __all__ = [
     "MissingCredentialsError",
     "NoReadAhead",
     "OriginStats",
+    "PrefaultStats",
     "ProxyError",
     "RangeFile",
     "RangeNotSatisfiable",
@@ -127,6 +130,8 @@ __all__ = [
     "local_path",
     "obstore_for",
     "pool_stats",
+    "populate",
+    "prefault_stats",
     "probe_local",
     "put_objects",
     "redact",

@@ -44,6 +44,7 @@ from shadowzarr_store.transport.http1 import (
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import boundary_of, parse_byteranges
 from shadowzarr_store.transport.pools import pools
+from shadowzarr_store.transport.prefault import start as start_prefault
 from shadowzarr_store.transport.proxies import Proxy, ProxyConfig
 from shadowzarr_store.transport.redirects import MAX_REDIRECTS, check_chain, redirect_target
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
@@ -71,6 +72,7 @@ class HttpBackend:
         self.proxies = ProxyConfig.resolve(options.proxy)
         self._hops: dict[str, tuple[URL, dict[str, str], Proxy | None]] = {}
         self._client_timeout: aiohttp.ClientTimeout | None = None
+        start_prefault()  # at open: the first read's fresh buffers are populated off its path
 
     @property
     def _timeout(self) -> aiohttp.ClientTimeout:
@@ -237,7 +239,12 @@ class HttpBackend:
         ``memoryview`` it was received into."""
         try:
             head, body = await self._ask(
-                url, {"Range": f"bytes={start}-{end - 1}"}, etag, shown, end - start
+                url,
+                {"Range": f"bytes={start}-{end - 1}"},
+                etag,
+                shown,
+                end - start,
+                expected=end - start,
             )
         except AnswerTooLong as exc:
             ignored = " (the server ignored the Range header: 200, not 206)"
@@ -360,13 +367,16 @@ class HttpBackend:
         etag: str | None,
         shown: str,
         most: int | None = None,
+        *,
+        expected: int | None = None,
     ) -> tuple[Head, memoryview]:
         """One GET of ``url`` on our connections with the user's headers bound to it (and
-        ``If-Match``); `AnswerTooLong` for a body past ``most`` bytes."""
+        ``If-Match``); `AnswerTooLong` for a body past ``most`` bytes; ``expected``: the
+        body's length if all goes well."""
         address, bound, proxy = self._hop(url)
         pool = self._pool(address, proxy)
         sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
-        return await pool.request(pool.head(address, sent, shown), shown, most)
+        return await pool.request(pool.head(address, sent, shown), shown, most, expected)
 
     def _redirect(self, url: str, head: Head, shown: str, chain: tuple[str, ...]) -> str | None:
         """Where a redirect answer leads (None for any other answer); `RedirectError` for a

@@ -30,8 +30,10 @@ from shadowzarr_store.transport.head_values import check_connect, check_request
 from shadowzarr_store.transport.http1_bodies import AnswerTooLong
 from shadowzarr_store.transport.http1_connection import Connection
 from shadowzarr_store.transport.http1_heads import Head, content_length
+from shadowzarr_store.transport.prefault import prepared
 
 if TYPE_CHECKING:
+    import numpy as np
     from yarl import URL
 
     from shadowzarr_store.transport.proxies import Proxy
@@ -125,11 +127,13 @@ class OriginPool:
         return "\r\n".join(lines).encode("utf-8")
 
     async def request(
-        self, head: bytes, shown: str, most: int | None = None
+        self, head: bytes, shown: str, most: int | None = None, expected: int | None = None
     ) -> tuple[Head, memoryview]:
         """The answer to ``head``: (head, body); ``most``: the most body bytes it may have (an
-        error page may have up to 64 KiB)."""
+        error page may have up to 64 KiB); ``expected``: the body's length if all goes well
+        (a range's), whose buffer is made and its pages mapped while the request is out."""
         async with self._slots:
+            body = prepared(expected)
             connection = None
             while self._idle and connection is None:
                 candidate = self._idle.pop()
@@ -141,7 +145,7 @@ class OriginPool:
                 if connection is None:
                     connection = await self._connect(shown)
                 self.requests += 1
-                answer = await self._exchange(connection, head, shown, most)
+                answer = await self._exchange(connection, head, shown, most, body)
             finally:
                 if connection is not None:
                     if connection.reusable and connection.usable and not self._budget.wanted:
@@ -298,11 +302,16 @@ class OriginPool:
             return self._addresses
 
     async def _exchange(
-        self, connection: Connection, head: bytes, shown: str, most: int | None
+        self,
+        connection: Connection,
+        head: bytes,
+        shown: str,
+        most: int | None,
+        body: np.ndarray | None = None,
     ) -> tuple[Head, memoryview]:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[tuple[Head, memoryview]] = loop.create_future()
-        connection.send(head, waiter, most)
+        connection.send(head, waiter, most, body=body)
         # A stall (no bytes for ``timeout`` seconds) fails the request; one timer per request,
         # looked at every ``timeout`` seconds, not one per piece received.
         seen = [connection.progress]

@@ -18,6 +18,8 @@ from shadowzarr_store.transport.http1_heads import (
     content_length,
     parse_head,
 )
+from shadowzarr_store.transport.prefault import populate
+from shadowzarr_store.transport.prefault import stats as prefault_stats
 
 __all__ = ["Connection"]
 
@@ -52,6 +54,7 @@ class Connection(asyncio.BufferedProtocol):
         self._lost = False
         self._most: int | None = None
         self._tunnel = False
+        self._prepared: np.ndarray | None = None
         self.idle_since = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -69,11 +72,14 @@ class Connection(asyncio.BufferedProtocol):
         most: int | None = None,
         *,
         tunnel: bool = False,
+        body: np.ndarray | None = None,
     ) -> None:
         """Write a request; ``most``: the most body bytes its answer may have (a longer one,
         such as a whole object from a server ignoring ``Range``, fails before it is read:
-        `AnswerTooLong`). ``tunnel``: a CONNECT to a proxy, whose answer is its head alone."""
+        `AnswerTooLong`). ``tunnel``: a CONNECT to a proxy, whose answer is its head alone.
+        ``body``: a fresh buffer for a body of exactly its length (`prefault.prepared`)."""
         assert self.transport is not None
+        self._prepared = body
         self._waiter, self._head, self.reusable = waiter, None, False
         self._most, self._interim, self._tunnel = most, 0, tunnel
         self.transport.write(head)
@@ -178,11 +184,16 @@ class Connection(asyncio.BufferedProtocol):
         if len(already) > size:
             self._fail(FramingError("more bytes than Content-Length said"))
             return
-        try:
-            body = np.empty(size, dtype=np.uint8)
-        except (MemoryError, ValueError):
-            self._fail(FramingError(f"an answer of {length} bytes, more than memory holds"))
-            return
+        body, self._prepared = self._prepared, None
+        if body is not None and len(body) == size:
+            prefault_stats().received_into += 1
+        else:
+            try:
+                body = np.empty(size, dtype=np.uint8)
+            except (MemoryError, ValueError):
+                self._fail(FramingError(f"an answer of {length} bytes, more than memory holds"))
+                return
+            populate(body)  # its pages mapped by another thread while the bytes arrive
         self._body = memoryview(body).cast("B")
         self._body[: len(already)] = already
         self._received, self._filled = len(already), 0
@@ -207,6 +218,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _finish(self) -> None:
         body, self._body, self._growing = self._body, None, None
+        self._prepared = None
         assert body is not None
         assert self._head is not None
         self.reusable = self._keep  # only once the whole answer is in
@@ -229,6 +241,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _fail(self, exc: Exception) -> None:
         self._body, self._growing, self._filled = None, None, 0
+        self._prepared = None
         waiter, self._waiter = self._waiter, None
         self.reusable = False
         if waiter is not None and not waiter.done():

@@ -16,6 +16,7 @@ from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store.merge import gathered_reads
 from shadowzarr_store.resolve import byte_window, fill_element, fill_pattern
+from shadowzarr_store.transport.prefault import populate
 from shadowzarr_store.views.packed_reads import read_runs
 
 if TYPE_CHECKING:
@@ -208,6 +209,7 @@ class GroupedReads:
             if all((a, b) == (0, index.sizes[j]) for j, a, b in touched):
                 # whole inner chunks (zarr's usual ask): packed straight into the answer
                 answer = np.empty(end - start, dtype=np.uint8)
+                populate(answer, later=True)  # mapped by another thread while the bytes come
                 answer[: len(head)] = np.frombuffer(head, dtype=np.uint8)
                 body = answer[len(head) :].reshape(len(packed), -1)
                 await self._read_packs(key, layout, index, packed, checks, into=body)
