@@ -400,11 +400,6 @@ class Transport:
             raise changed_under(redact(url), pinned, now)
         return pinned
 
-    def pinned_stamp(self, url: str, expect: SourceInfo | None = None) -> Stamp | None:
-        """The stamp of local file ``url`` its reads so far came from (None: none read)."""
-        with self._lock:
-            return self._pinned.get((url, expect or _UNKNOWN))
-
     async def _remote[T](self, url: str, shown: str, attempt: Callable[[str], Awaitable[T]]) -> T:
         """``attempt(physical URL)`` with retries and a deadline, after the ``resolve_url``
         hook and DANDI resolution; an expired or refused presigned URL is resolved again once."""
