@@ -625,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sparse = [int(float(n)) for n in args.sparse_n.split(",") if n.strip()]
         started = time.perf_counter()
-        rows += sparse_reads.run(sparse, args.latency)
+        rows += sparse_reads.run(sparse, args.latency, skip=skip)
         seconds += time.perf_counter() - started
     print_table(rows)
     json_sizes = [

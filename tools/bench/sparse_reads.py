@@ -53,16 +53,21 @@ def _picks(n: int, run: int) -> np.ndarray:
     return (chunks[:, None] * CHUNK + np.arange(CHUNK)).ravel()
 
 
-def run(sizes: list[int], latency_ms: float, runs: int = 1) -> list[dict[str, Any]]:
-    """Rows of every reader at every N (each N's file written, served and read in turn)."""
+def run(
+    sizes: list[int], latency_ms: float, runs: int = 1, skip: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """Rows of every reader at every N (each N's file written, served and read in turn), but
+    those whose names contain a word of ``skip``."""
     rows: list[dict[str, Any]] = []
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="shadowzarr-sparse-") as folder:
-            rows += _one_size(Path(folder), n, latency_ms, runs)
+            rows += _one_size(Path(folder), n, latency_ms, runs, skip)
     return rows
 
 
-def _one_size(www: Path, n: int, latency_ms: float, runs: int) -> list[dict[str, Any]]:
+def _one_size(
+    www: Path, n: int, latency_ms: float, runs: int, skip: tuple[str, ...]
+) -> list[dict[str, Any]]:
     from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_spec import write_rfs
     from shadowzarr_store import open_rfs
@@ -120,6 +125,8 @@ def _one_size(www: Path, n: int, latency_ms: float, runs: int) -> list[dict[str,
         ]
         for name, own, reader in readers:
             row = Row("reads", case, name, ours=own)
+            if any(word in name for word in skip):
+                reader = "skipped by --skip"
             if isinstance(reader, str):
                 rows.append(not_run(row, reader).to_json())
                 continue

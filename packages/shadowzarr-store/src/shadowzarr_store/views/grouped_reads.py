@@ -155,7 +155,16 @@ class GroupedReads:
         """Bytes ``byte_range`` of a shard: the index, then its stored chunks' logical bytes,
         each inner chunk read through the stored path (checks, padding, caches as unsharded),
         all at once so the merger can join them."""
-        return (await self.get_shard_ranges(key, group, [byte_range], prototype))[0]
+        index = await self._checked_index(key, group)
+        if index.empty:
+            return None
+        if index.members > 1:
+            window = byte_window(byte_range, index.total)
+            if is_narrow(index, *window):
+                cut = await self._narrow(key, group[2], index, [window])
+                if cut is not None:
+                    return prototype.buffer.from_bytes(cut[0])
+        return await self._shard_range(key, group[2], index, prototype, byte_range)
 
     async def get_shard_ranges(
         self,
@@ -182,6 +191,12 @@ class GroupedReads:
             else:
                 for i, data in zip(narrow, cut, strict=True):
                     answers[i] = prototype.buffer.from_bytes(data)
+        if not narrow:  # zarr's usual ask: whole inner chunks
+            return list(
+                await asyncio.gather(
+                    *(self._shard_range(key, layout, index, prototype, r) for r in byte_ranges)
+                )
+            )
         rest = sorted(set(range(len(byte_ranges))) - set(narrow))
         found = await asyncio.gather(
             *(self._shard_range(key, layout, index, prototype, byte_ranges[i]) for i in rest)

@@ -37,7 +37,7 @@ __all__ = [
     "sparse_enough",
 ]
 
-SPARSE_SHARE = 8
+SPARSE_SHARE = 32
 """A selection is read sparsely when it picks at most 1 / this of a shard's elements."""
 SPARSE_GAP = 1024
 """The largest gap a sparse selection's reads join across: per stored chunk touched, at most
