@@ -142,7 +142,8 @@ def test_narrow_ranges_of_a_packed_shard_match_its_whole_value(files) -> None:
     store = RfsStore(generate_rfs(files / "table.h5"), grouped_view="auto")
     prototype = default_buffer_prototype()
     layout = store.grouped_layout("table")
-    assert layout is not None and layout.members > 1
+    assert layout is not None
+    assert layout.members > 1
 
     async def check() -> None:
         whole = (await store.get("table/c/0/0", prototype)).to_bytes()
