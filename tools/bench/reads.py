@@ -604,6 +604,12 @@ def main(argv: list[str] | None = None) -> int:
         help="sparse reads of 1,000 random 16 B chunks out of these numbers of chunks (comma "
         "list, e.g. 1e4,1e5,1e6,1e7; see sparse_reads.py), one run each",
     )
+    parser.add_argument(
+        "--sparse-files",
+        type=Path,
+        default=None,
+        help="keep the sparse reads' files (and references) in this folder, reused when there",
+    )
     args = parser.parse_args(argv)
     sizes = Sizes.quick() if args.quick else Sizes()
     STORE_OPTIONS.update(json.loads(args.store_options))
@@ -625,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sparse = [int(float(n)) for n in args.sparse_n.split(",") if n.strip()]
         started = time.perf_counter()
-        rows += sparse_reads.run(sparse, args.latency, skip=skip)
+        rows += sparse_reads.run(sparse, args.latency, skip=skip, keep=args.sparse_files)
         seconds += time.perf_counter() - started
     print_table(rows)
     json_sizes = [

@@ -1,6 +1,6 @@
 """Sparse reads (issue 43): 1,000 random chunks of 16 B out of N, at N = 10^4 ... 10^7.
 
-One HDF5 file per N: a float32 array of N chunks of 4 values (16 B each; fixed-array chunk
+One HDF5 file per N: an int32 array of N chunks of 4 values (16 B each; fixed-array chunk
 index), served by the single-range server at 20 ms per request. Each reader opens afresh and
 reads 1,000 chunks picked at random (all 4 values of each, one ``vindex`` selection for zarr
 readers, a chunk at a time for h5py), and the values are checked. The target: bytes fetched
@@ -27,7 +27,7 @@ from server import BenchServer
 __all__ = ["CASE", "run"]
 
 CASE = "1,000 random chunks of 16 B out of"
-CHUNK = 4  # float32 values: 16 B
+CHUNK = 4  # int32 values: 16 B (exact up to 2^31, unlike float32 past 2^24)
 PICKED = 1000
 BOUND = 4 * PICKED * CHUNK * 4 + (1 << 20)
 """Bytes a sparse read may fetch: 4 x the stored bytes touched + 1 MiB."""
@@ -38,13 +38,17 @@ JSON_UP_TO = 1_000_000
 
 
 def _write(folder: Path, n: int) -> Path:
+    """The file of ``n`` chunks in ``folder`` (kept there: one written before is reused)."""
     path = folder / f"sparse-{n}.h5"
-    with h5py.File(path, "w", libver="latest") as f:
-        data = f.create_dataset("data", shape=(CHUNK * n,), dtype="<f4", chunks=(CHUNK,))
+    if path.exists():
+        return path
+    with h5py.File(path.with_suffix(".partial"), "w", libver="latest") as f:
+        data = f.create_dataset("data", shape=(CHUNK * n,), dtype="<i4", chunks=(CHUNK,))
         step = CHUNK * 1_000_000
         for start in range(0, CHUNK * n, step):
             stop = min(start + step, CHUNK * n)
-            data[start:stop] = np.arange(start, stop, dtype="<f4")
+            data[start:stop] = np.arange(start, stop, dtype="<i4")
+    path.with_suffix(".partial").rename(path)
     return path
 
 
@@ -54,12 +58,21 @@ def _picks(n: int, run: int) -> np.ndarray:
 
 
 def run(
-    sizes: list[int], latency_ms: float, runs: int = 1, skip: tuple[str, ...] = ()
+    sizes: list[int],
+    latency_ms: float,
+    runs: int = 1,
+    skip: tuple[str, ...] = (),
+    keep: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of every reader at every N (each N's file written, served and read in turn), but
-    those whose names contain a word of ``skip``."""
+    those whose names contain a word of ``skip``; files kept in ``keep`` (and reused from it)
+    if given, else in a temporary folder."""
     rows: list[dict[str, Any]] = []
     for n in sizes:
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            rows += _one_size(keep, n, latency_ms, runs, skip)
+            continue
         with tempfile.TemporaryDirectory(prefix="shadowzarr-sparse-") as folder:
             rows += _one_size(Path(folder), n, latency_ms, runs, skip)
     return rows
@@ -79,9 +92,9 @@ def _one_size(
     with BenchServer(www, latency=latency_ms / 1000, bandwidth=None, kind="s3") as server:
         url = server.url(local.name)
         rfs = generate_rfs(url, local_hdf5_path=local, progress=False)
-        write_rfs(rfs, www / "refs.shadowzarr")
+        write_rfs(rfs, www / f"sparse-{n}.shadowzarr")
         if n <= JSON_UP_TO:
-            write_rfs(rfs, www / "refs.json")
+            write_rfs(rfs, www / f"sparse-{n}.json")
         del rfs
         kerchunk = kerchunk_refs(local, url) if n <= KERCHUNK_UP_TO else None
         case = f"{CASE} {n:,}"
@@ -92,7 +105,7 @@ def _one_size(
             state["picks"] = _picks(n, state["run"])
 
         def check(values: Any) -> bool:
-            return np.array_equal(np.asarray(values), state["picks"].astype("<f4"))
+            return np.array_equal(np.asarray(values), state["picks"].astype("<i4"))
 
         def ours(name: str) -> Any:
             def read() -> Any:
@@ -110,11 +123,11 @@ def _one_size(
             return kerchunk_group(kerchunk)["data"].vindex[state["picks"]]
 
         readers: list[tuple[str, bool, Any]] = [
-            ("shadowzarr open_rfs, directory refs remote", True, ours("refs.shadowzarr")),
+            ("shadowzarr open_rfs, directory refs remote", True, ours(f"sparse-{n}.shadowzarr")),
             (
                 "shadowzarr open_rfs, JSON refs remote",
                 True,
-                ours("refs.json") if n <= JSON_UP_TO else f"not above {JSON_UP_TO:,} chunks",
+                ours(f"sparse-{n}.json") if n <= JSON_UP_TO else f"not above {JSON_UP_TO:,} chunks",
             ),
             (
                 "kerchunk + zarr (fsspec ReferenceFileSystem)",
