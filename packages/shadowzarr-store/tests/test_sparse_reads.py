@@ -38,6 +38,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     table = (np.arange(ROWS * COLUMNS, dtype=np.float64).reshape(ROWS, COLUMNS) / 4).astype("<f4")
     with h5py.File(root / "table.h5", "w") as f:
         f.create_dataset("table", data=table, chunks=TABLE_CHUNK)
+    with h5py.File(root / "zipped.h5", "w", libver="latest") as f:  # packs the store decodes
+        values = np.random.default_rng(1).integers(0, 50, size=64 * 20_000).astype("<i4")
+        f.create_dataset("data", data=values, chunks=(64,), compression="gzip")
     return root
 
 
@@ -46,7 +49,7 @@ def served(files: Path, make_proxy) -> tuple[LatencyProxy, dict[str, str]]:
     """Directory and JSON references of every file, behind a single-range server at 20 ms."""
     proxy = make_proxy(latency=LATENCY, ranges="s3", root=files)
     refs = {}
-    for name in [f"chunks-{n}" for n in SIZES] + ["table"]:
+    for name in [f"chunks-{n}" for n in SIZES] + ["table", "zipped"]:
         rfs = generate_rfs(proxy.url(f"{name}.h5"), local_hdf5_path=files / f"{name}.h5")
         for form, suffix in (("directory", ".shadowzarr"), ("json", ".json")):
             target = files / f"{name}-{proxy.port}{suffix}"
@@ -118,6 +121,27 @@ def test_scattered_points_of_a_table_read_their_stored_chunks(files, served) -> 
     np.testing.assert_array_equal(values, _h5(files, "table", "table", ())[rows, columns])
     _, fetched = _data_costs(proxy, "table.h5")
     assert fetched <= 4 * touched * 1024 + (1 << 20)
+
+
+def test_scattered_points_of_compressed_chunks_decode_only_their_stored_chunks(
+    files, served
+) -> None:
+    """Compressed stored chunks packed and decoded by the store: points read and decode the
+    stored chunks they lie in, not their packs."""
+    proxy, refs = served
+    store = RfsStore(refs["zipped directory"])
+    layout = store.grouped_layout("data")
+    assert layout is not None
+    assert layout.decoded
+    array = open_rfs(refs["zipped directory"])["data"]
+    picks = np.sort(np.random.default_rng(9).choice(64 * 20_000, size=200, replace=False))
+    proxy.wait_idle()
+    proxy.reset()
+    np.testing.assert_array_equal(array.vindex[picks], _h5(files, "zipped", "data", picks))
+    _, fetched = _data_costs(proxy, "zipped.h5")
+    with h5py.File(files / "zipped.h5") as f:
+        stored = f["data"].id.get_storage_size()
+    assert fetched < stored / 4  # 200 chunks of 20,000 (and the budget's gaps), not the file
 
 
 @pytest.mark.parametrize("form", ["directory", "json"])
