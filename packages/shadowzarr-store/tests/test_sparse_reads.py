@@ -180,3 +180,37 @@ def test_narrow_ranges_of_a_packed_shard_match_its_whole_value(files) -> None:
         assert [found[i] for i in range(len(asks))] == [whole[r.start : r.end] for r in asks]
 
     asyncio.run(check())
+
+
+def test_every_kind_of_sparse_selection_reads_what_h5py_reads(tmp_path: Path) -> None:
+    """Big-endian items in packs of stored chunks along both axes: points, masks, orthogonal
+    integer arrays (unsorted, repeated) and strides, each picking few of a shard's elements,
+    read what h5py reads."""
+    rng = np.random.default_rng(0)
+    values = rng.integers(-1000, 1000, size=(40_000, 12)).astype(">i2")
+    with h5py.File(tmp_path / "points.h5", "w") as f:
+        f.create_dataset("t", data=values, chunks=(16, 4))
+        f.create_dataset("v", data=values[:, 0].copy(), chunks=(8,))
+    root = open_rfs(generate_rfs(tmp_path / "points.h5"))
+    assert root.store.grouped_layout("t").members > 1
+    t, v = root["t"], root["v"]
+    rows = np.sort(rng.choice(40_000, 50, replace=False))
+    columns = np.array([1, 7, 11])[rows % 3]
+    mask = np.zeros(40_000, dtype=bool)
+    mask[rows] = True
+    points = mask[:, None] & (np.arange(12) == 5)
+    repeated = np.array([39_999, 5, 5, 20_000])
+    cases = [
+        (t.oindex[rows, [1, 7, 11]], values[np.ix_(rows, [1, 7, 11])]),
+        (t.oindex[mask, 2], values[mask, 2]),
+        (t.vindex[rows, columns], values[rows, columns]),
+        (t.vindex[points], values[points]),
+        (t[::997, 3], values[::997, 3]),
+        (t[5::1500, 2:9:3], values[5::1500, 2:9:3]),
+        (v.oindex[repeated], values[repeated, 0]),
+        (v.vindex[rows[::-1]], values[rows[::-1], 0]),
+        (v.oindex[mask], values[mask, 0]),
+        (v[1::333], values[1::333, 0]),
+    ]
+    for found, expected in cases:
+        np.testing.assert_array_equal(found, expected)
