@@ -598,6 +598,18 @@ def main(argv: list[str] | None = None) -> int:
         help="version-1 JSON open/write against kerchunk at these numbers of refs (comma list; "
         "default 100000,1000000, with --quick 10000; 0: none)",
     )
+    parser.add_argument(
+        "--sparse-n",
+        default="",
+        help="sparse reads of 1,000 random 16 B chunks out of these numbers of chunks (comma "
+        "list, e.g. 1e4,1e5,1e6,1e7; see sparse_reads.py), one run each",
+    )
+    parser.add_argument(
+        "--sparse-files",
+        type=Path,
+        default=None,
+        help="keep the sparse reads' files (and references) in this folder, reused when there",
+    )
     args = parser.parse_args(argv)
     sizes = Sizes.quick() if args.quick else Sizes()
     STORE_OPTIONS.update(json.loads(args.store_options))
@@ -614,6 +626,13 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             rows = run(server, refs, sizes, runs, skip, scratch, args.build_venvs, args.cases)
             seconds = time.perf_counter() - started
+    if args.sparse_n:
+        import sparse_reads
+
+        sparse = [int(float(n)) for n in args.sparse_n.split(",") if n.strip()]
+        started = time.perf_counter()
+        rows += sparse_reads.run(sparse, args.latency, skip=skip, keep=args.sparse_files)
+        seconds += time.perf_counter() - started
     print_table(rows)
     json_sizes = [
         int(n)

@@ -35,6 +35,11 @@ with NginxServer(root) as nginx, LatencyProxy(
                               "max_concurrent": proxy.max_concurrent,
                               "connections": proxy.connections,
                               "round_trips": proxy.round_trips()}), flush=True)
+        elif command[0] == "file":  # the counts of one file's requests
+            proxy.wait_idle(timeout=60)
+            print(json.dumps({"requests": proxy.count(path_prefix=command[1]),
+                              "bytes": proxy.bytes_sent(command[1]),
+                              "round_trips": proxy.round_trips(command[1])}), flush=True)
         elif command[0] == "reset":
             proxy.wait_idle(timeout=60)
             proxy.reset()
@@ -112,6 +117,12 @@ class BenchServer:
     def counts(self) -> ProxyCounts:
         self._send("stats")
         return ProxyCounts(**json.loads(self._readline()))
+
+    def file_counts(self, name: str) -> dict[str, int]:
+        """Requests, bytes and round trips of the requests for file ``name`` since the last
+        reset."""
+        self._send(f"file {name}")
+        return dict(json.loads(self._readline()))
 
     def close(self) -> None:
         if self._process.poll() is None:

@@ -19,6 +19,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_store.merge import (
     HEAD_START_BYTES,
     RangeMerger,
+    bounded_gaps,
     gathered_reads,
     head_start,
     plan_runs,
@@ -240,3 +241,23 @@ async def test_the_stores_gathered_reads_get_no_head_start_and_zarrs_do() -> Non
     assert b"".join(bytes(part) for part in found) == data
     first_wave = 10 * piece
     assert sorted(asked)[:2] == [(0, 3 * piece), (3 * piece, first_wave)]
+
+
+async def test_bounded_reads_join_only_the_gaps_their_budget_pays_for() -> None:
+    """A sparse selection's reads (`bounded_gaps`) join the smallest gaps first while all the
+    joined gaps stay within 3 x their bytes + the allowance each; unbounded reads join any gap
+    up to merge_gap."""
+    data = bytes(range(256)) * 256
+    fetch, asked = _served(data)
+    merger = RangeMerger(fetch, StoreOptions(), StoreStats())
+    # four reads of 16 B, gaps of 100, 5000 and 300 B: the budget is 4 x (48 + 100) = 592
+    spans = [(0, 16), (116, 132), (5132, 5148), (5448, 5464)]
+    with bounded_gaps(100):
+        found = await merger.read_many("file.h5", spans)
+    assert [bytes(part) for part in found] == [data[a:b] for a, b in spans]
+    assert sorted(asked) == [(0, 132), (5132, 5464)]  # 100 + 300 joined; 5000 left
+    fetched = sum(b - a for a, b in asked)
+    assert fetched <= 4 * 64 + 4 * 100
+    asked.clear()
+    await merger.read_many("file.h5", spans)  # not bounded: every gap under merge_gap
+    assert asked == [(0, 5464)]

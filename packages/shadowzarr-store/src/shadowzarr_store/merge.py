@@ -38,7 +38,15 @@ if TYPE_CHECKING:
     from shadowzarr_store.options import StoreOptions
     from shadowzarr_store.transport.stats import StoreStats
 
-__all__ = ["HEAD_START_BYTES", "RangeMerger", "Span", "gathered_reads", "head_start", "plan_runs"]
+__all__ = [
+    "HEAD_START_BYTES",
+    "RangeMerger",
+    "Span",
+    "bounded_gaps",
+    "gathered_reads",
+    "head_start",
+    "plan_runs",
+]
 
 HEAD_START_BYTES = 1024 * 1024
 """Throttled runs of at least twice this many bytes are split into a head start and the rest."""
@@ -46,6 +54,7 @@ HEAD_START_BYTES = 1024 * 1024
 type Fetch = Callable[[str, int, int], Awaitable[bytes | memoryview]]
 
 _GATHERED: ContextVar[bool] = ContextVar("shadowzarr_gathered_reads", default=False)
+_GAP: ContextVar[int | None] = ContextVar("shadowzarr_bounded_gaps", default=None)
 
 
 @contextlib.contextmanager
@@ -58,6 +67,19 @@ def gathered_reads() -> Iterator[None]:
         yield
     finally:
         _GATHERED.reset(token)
+
+
+@contextlib.contextmanager
+def bounded_gaps(allowance: int) -> Iterator[None]:
+    """Reads started inside join their neighbours only while the gaps joined stay within a
+    budget: three times the bytes of these reads plus ``allowance`` bytes each, smallest gaps
+    first (a sparse selection's reads, whose bytes must stay in proportion to what it touches,
+    not to the gaps between). Reads of one flush share the budget."""
+    token = _GAP.set(allowance)
+    try:
+        yield
+    finally:
+        _GAP.reset(token)
 
 
 class Span(Protocol):
@@ -76,6 +98,9 @@ class _Pending:
     start: int
     end: int
     future: asyncio.Future[bytes | memoryview]
+    gap: int | None = None
+    """This read's allowance of gap bytes (`bounded_gaps`; None: any gap up to the store's
+    ``merge_gap``)."""
 
 
 def plan_runs[T: Span](reads: list[T], merge_gap: int, max_merge_size: int) -> list[list[T]]:
@@ -142,7 +167,7 @@ class RangeMerger:
 
     def _park(self, url: str, start: int, end: int) -> asyncio.Future[bytes | memoryview]:
         future: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Pending(url, start, end, future))
+        self._pending.append(_Pending(url, start, end, future, _GAP.get()))
         if not _GATHERED.get():
             # only zarr's own reads hold its slots: the store's gathered reads (a shard's
             # stored chunks) finish together whatever goes first, so they never throttle
@@ -173,7 +198,7 @@ class RangeMerger:
         pending.sort(key=lambda read: (read.url, read.start))
         for _, group in groupby(pending, key=lambda read: read.url):
             reads = list(group)
-            for run in plan_runs(reads, self._options.merge_gap, self._options.max_merge_size):
+            for run in _plan_pending(reads, self._options.merge_gap, self._options.max_merge_size):
                 for piece in head_start(run) if throttled else [run]:
                     task = asyncio.get_running_loop().create_task(self._serve(piece))
                     self._tasks.add(task)
@@ -211,6 +236,42 @@ class RangeMerger:
             return
         if not read.future.done():
             read.future.set_result(data)
+
+
+def _plan_pending(reads: list[_Pending], merge_gap: int, max_size: int) -> list[list[_Pending]]:
+    """`plan_runs` of parked reads (sorted by start). Where a read is bounded
+    (`bounded_gaps`), the gaps next to it are joined smallest first while the bytes of all
+    joined gaps stay within the budget of the bounded reads: three times their bytes plus
+    their allowance each."""
+    if all(read.gap is None for read in reads):
+        return plan_runs(reads, merge_gap, max_size)
+    budget = sum(3 * (r.end - r.start) + r.gap for r in reads if r.gap is not None)
+    joins = [False] * len(reads)  # joins[i]: read i joins the run of read i - 1
+    bounded: list[tuple[int, int]] = []  # (gap, i)
+    end = 0
+    for i, read in enumerate(reads):
+        gap = read.start - end
+        if i and gap <= merge_gap:
+            if gap <= 0 or (read.gap is None and reads[i - 1].gap is None):
+                joins[i] = True
+            else:
+                bounded.append((gap, i))
+        end = max(end, read.end) if i else read.end
+    for gap, i in sorted(bounded):
+        if gap > budget:
+            break
+        budget -= gap
+        joins[i] = True
+    runs: list[list[_Pending]] = []
+    start = end = 0
+    for read, join in zip(reads, joins, strict=True):
+        if runs and join and max(end, read.end) - start <= max_size:
+            runs[-1].append(read)
+            end = max(end, read.end)
+            continue
+        runs.append([read])
+        start, end = read.start, read.end
+    return runs
 
 
 def _fail(future: asyncio.Future[bytes | memoryview], exc: BaseException) -> None:

@@ -23,7 +23,10 @@ index go one step further: each inner chunk of a shard packs a block of stored c
 ``PACK_BYTES``, 1 MiB, trailing axes first), their bytes rearranged here into one C-order
 block. zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms each), so reading
 4 KiB chunks one by one ran at a few MB/s; packed, that cost is paid once per ``PACK_BYTES``.
-The price is a bounded read-ahead: a selection touching one stored chunk reads its pack.
+The price is a bounded read-ahead: a run of rows touching one stored chunk reads its pack. A
+selection of scattered points or strides that picks few of a shard's elements reads only the
+stored chunks it touches (`sparse_selection`, `narrow_ranges`), so its bytes follow what it
+touches, not the number of packs.
 Compressed chunks (byte codecs over ``bytes``) are packed too, decoded by the store: the view's
 inner chunks are then plain ``bytes``, the stored codecs undone (``GroupLayout.decoded``).
 

@@ -17,6 +17,7 @@ from zarr.core.buffer import default_buffer_prototype
 from shadowzarr_store.merge import gathered_reads
 from shadowzarr_store.resolve import byte_window, fill_element, fill_pattern
 from shadowzarr_store.transport.prefault import populate
+from shadowzarr_store.views.narrow_ranges import is_narrow, plan_narrow
 from shadowzarr_store.views.packed_reads import read_runs
 
 if TYPE_CHECKING:
@@ -158,6 +159,12 @@ class GroupedReads:
         index = await self._checked_index(key, group)
         if index.empty:
             return None
+        if index.members > 1:
+            window = byte_window(byte_range, index.total)
+            if is_narrow(index, *window):
+                cut = await self._narrow(key, group[2], index, [window])
+                if cut is not None:
+                    return prototype.buffer.from_bytes(cut[0])
         return await self._shard_range(key, group[2], index, prototype, byte_range)
 
     async def get_shard_ranges(
@@ -167,15 +174,100 @@ class GroupedReads:
         byte_ranges: Sequence[ByteRequest | None],
         prototype: BufferPrototype,
     ) -> list[Buffer | None]:
-        """Ranges of one shard: its index once, then every range at once."""
+        """Ranges of one shard: its index once, then every range at once (the narrow ranges
+        of packed inner chunks from just the stored chunks they lie in, `narrow_ranges`)."""
         index = await self._checked_index(key, group)
         if index.empty:
             return [None] * len(byte_ranges)
-        return list(
-            await asyncio.gather(
-                *(self._shard_range(key, group[2], index, prototype, r) for r in byte_ranges)
+        layout = group[2]
+        narrow: list[int] = []
+        if index.members > 1:
+            windows = [byte_window(r, index.total) for r in byte_ranges]
+            narrow = [i for i, (a, b) in enumerate(windows) if is_narrow(index, a, b)]
+        answers: list[Buffer | None] = [None] * len(byte_ranges)
+        if narrow:
+            cut = await self._narrow(key, layout, index, [windows[i] for i in narrow])
+            if cut is None:
+                narrow = []
+            else:
+                for i, data in zip(narrow, cut, strict=True):
+                    answers[i] = prototype.buffer.from_bytes(data)
+        if not narrow:  # zarr's usual ask: whole inner chunks
+            return list(
+                await asyncio.gather(
+                    *(self._shard_range(key, layout, index, prototype, r) for r in byte_ranges)
+                )
             )
+        rest = sorted(set(range(len(byte_ranges))) - set(narrow))
+        found = await asyncio.gather(
+            *(self._shard_range(key, layout, index, prototype, byte_ranges[i]) for i in rest)
         )
+        for i, buffer in zip(rest, found, strict=True):
+            answers[i] = buffer
+        return answers
+
+    async def _narrow(
+        self, key: str, layout: GroupLayout, index: ShardIndex, windows: list[tuple[int, int]]
+    ) -> list[bytes] | None:
+        """Narrow ranges of packed inner chunks, cut from the stored chunks they lie in (read
+        at once); None when they trace to too many elements (then whole packs)."""
+        plan = plan_narrow(layout, index, windows)
+        if plan is None:
+            return None
+        checks = self._gate.chunk_checks(key)
+        block = await self._read_members(key, layout, index, plan.positions, checks)
+        return plan.answers(block, layout.itemsize)
+
+    async def _read_members(
+        self,
+        key: str,
+        layout: GroupLayout,
+        index: ShardIndex,
+        wanted: np.ndarray,
+        checks: ArrayChecks | None,
+    ) -> np.ndarray:
+        """Stored chunks ``wanted`` (positions in the shard) of a packed shard as (chunks,
+        bytes of one), read at once (and decoded, for decoded packs); one not stored is the
+        fill."""
+        nbytes = layout.chunk_nbytes
+        block = np.empty((len(wanted), nbytes), dtype=np.uint8)
+        stored = index.stored[wanted]
+        if not stored.all():
+            fill = fill_pattern(self._pack_fill(key), 0, nbytes)
+            block[~stored] = np.frombuffer(fill, dtype=np.uint8)
+        positions = wanted[stored]
+        if not len(positions):
+            return block
+        if layout.decoded:
+            assert checks is not None
+            encoded = await read_runs(
+                self._reader, index.entries, positions, None, checks.stored_bound
+            )
+            if encoded is None:
+                reads = [(index.keys[i], None, index.values[i]) for i in positions.tolist()]
+                parts = await self._stored_parts(key, reads, default_buffer_prototype(), checks)
+                encoded = [part.as_numpy_array().data for part in parts]
+            names = [str(index.keys[i]) for i in positions.tolist()]
+            url = index.entries[0] if index.entries is not None else key
+            decoded = await asyncio.to_thread(_decode_members, checks, encoded, names, url)
+            block[stored] = np.frombuffer(decoded, dtype=np.uint8).reshape(-1, nbytes)
+            return block
+        fetched = await read_runs(self._reader, index.entries, positions, nbytes)
+        if fetched is not None:
+            pieces = cast("list[np.ndarray]", fetched)
+            block[stored] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            return block
+        reads = [(index.keys[i], None, index.values[i]) for i in positions.tolist()]
+        parts = await self._stored_parts(key, reads, default_buffer_prototype(), checks)
+        rows = np.flatnonzero(stored)
+        for row, (i, part) in zip(
+            rows.tolist(), zip(positions.tolist(), parts, strict=True), strict=True
+        ):
+            data = part.as_numpy_array().view(np.uint8)
+            if len(data) != nbytes:
+                raise self._wrong_size(index.keys[i], len(data), nbytes)
+            block[row] = data
+        return block
 
     async def _checked_index(self, key: str, group: Group) -> ShardIndex:
         self._missing_codecs.check_chunk(key)
@@ -302,10 +394,7 @@ class GroupedReads:
             for row, (i, part) in enumerate(zip(positions.tolist(), parts, strict=True)):
                 data = part.as_numpy_array().view(np.uint8)
                 if len(data) != nbytes:
-                    raise ChunkDecodeError(
-                        f"{self._owner!r}: stored chunk {index.keys[i]!r} holds {len(data)} "
-                        f"bytes; an uncompressed chunk of its array holds {nbytes}"
-                    )
+                    raise self._wrong_size(index.keys[i], len(data), nbytes)
                 block[np.flatnonzero(stored)[row]] = data
         elif bool(stored.all()):
             # no copy to join the answers: each is rearranged straight from its own bytes
@@ -329,6 +418,12 @@ class GroupedReads:
             found = (fill_element(info) if info is not None else None) or b""
             self._pack_fills[split[0]] = found
         return found
+
+    def _wrong_size(self, inner: str | None, size: int, nbytes: int) -> ChunkDecodeError:
+        return ChunkDecodeError(
+            f"{self._owner!r}: stored chunk {inner!r} holds {size} bytes; an uncompressed "
+            f"chunk of its array holds {nbytes}"
+        )
 
     def _vanished(self, inner: str, key: str) -> ReferenceFormatError:
         return ReferenceFormatError(

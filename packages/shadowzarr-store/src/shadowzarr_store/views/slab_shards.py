@@ -12,8 +12,9 @@ rows, with any slices of the other axes (a sequential read, a time window of som
 this codec reads the index, then those inner chunks in one read (the ones zarr reads), and
 decodes them as one chunk: a view of the bytes the store returned (of just the selected columns
 when fewer are asked for), so the only copy left is zarr's own into the result.
-Any other selection, and any shard whose inner chunks are missing or out of order, goes through
-zarr's decode.
+A selection that picks few scattered points of a shard reads only the byte runs of its inner
+chunks that hold them (`views.sparse_selection`). Any other selection, and any shard whose inner
+chunks are missing or out of order, goes through zarr's decode.
 
 The format is exactly ``sharding_indexed``: the name only tells zarr to use this decoder for
 the shards the store synthesizes (`sharded_view`, `grouped_view`). zarr finds it through the
@@ -25,24 +26,36 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import numpy as np
 from zarr.abc.store import RangeByteRequest
 from zarr.codecs.bytes import BytesCodec
-from zarr.codecs.sharding import ShardingCodec
+from zarr.codecs.sharding import ShardingCodec, _ShardingByteGetter
 from zarr.core.array_spec import ArraySpec
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.chunk_grids import ChunkGrid
 from zarr.core.common import parse_named_configuration
+from zarr.core.indexing import get_indexer
 from zarr.registry import register_codec
+from zarr.storage import StorePath
+
+from shadowzarr_store.merge import bounded_gaps
+from shadowzarr_store.views.sparse_selection import (
+    SPARSE_GAP,
+    element_runs,
+    picks_points,
+    sparse_enough,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Self
 
     from zarr.abc.store import ByteGetter
-    from zarr.core.buffer import NDBuffer
+    from zarr.core.buffer import Buffer, NDBuffer
     from zarr.core.common import JSON
-    from zarr.core.indexing import SelectorTuple
+    from zarr.core.indexing import Indexer, SelectorTuple
 
 __all__ = ["SLAB_SHARDING", "SlabShardingCodec", "slab_inner_shape"]
 
@@ -89,11 +102,118 @@ class SlabShardingCodec(ShardingCodec):
     async def _decode_partial_single(
         self, byte_getter: ByteGetter, selection: SelectorTuple, shard_spec: ArraySpec
     ) -> NDBuffer | None:
-        run = _row_run(selection, shard_spec.shape) if self._slabs(shard_spec) else None
-        found = _ZARRS if run is None else await self._rows(byte_getter, shard_spec, *run)
-        if found is _ZARRS:
+        if self._slabs(shard_spec):
+            run = _row_run(selection, shard_spec.shape)
+            if run is not None:
+                found = await self._rows(byte_getter, shard_spec, *run)
+                if found is not _ZARRS:
+                    return found
+            elif picks_points(selection):
+                return await self._points(byte_getter, selection, shard_spec)
+        return await super()._decode_partial_single(byte_getter, selection, shard_spec)
+
+    async def _points(
+        self, byte_getter: ByteGetter, selection: SelectorTuple, shard_spec: ArraySpec
+    ) -> NDBuffer | None:
+        """A selection of points or strides: when it picks few of the shard's elements, only
+        the byte runs holding them (`views.sparse_selection`), its reads joined across small
+        gaps only; else zarr's decode."""
+        indexer = get_indexer(
+            selection,
+            shape=shard_spec.shape,
+            chunk_grid=ChunkGrid.from_sizes(shard_spec.shape, self.chunk_shape),
+        )
+        if not sparse_enough(indexer, shard_spec.shape):
             return await super()._decode_partial_single(byte_getter, selection, shard_spec)
-        return found
+        itemsize = shard_spec.dtype.to_native_dtype().itemsize
+        projections = list(indexer)
+        plan: dict[tuple[int, ...], np.ndarray | None] = {}
+        for coords, chunk_selection, _, _ in projections:
+            key = tuple(int(c) for c in coords)
+            if key not in plan:
+                plan[key] = element_runs(indexer, chunk_selection, self.chunk_shape, itemsize)
+        with bounded_gaps(SPARSE_GAP):
+            if not isinstance(byte_getter, StorePath) or all(r is None for r in plan.values()):
+                return await super()._decode_partial_single(byte_getter, selection, shard_spec)
+            return await self._read_points(
+                byte_getter, selection, shard_spec, indexer, projections, plan
+            )
+
+    async def _read_points(
+        self,
+        byte_getter: StorePath,
+        selection: SelectorTuple,
+        shard_spec: ArraySpec,
+        indexer: Indexer,
+        projections: list[Any],
+        plan: dict[tuple[int, ...], np.ndarray | None],
+    ) -> NDBuffer | None:
+        """The index, then in one `get_ranges` each planned inner chunk's runs (or the whole
+        of it), decoded by zarr's inner pipeline. A ranged inner chunk's bytes outside its runs
+        are zeros: zarr copies only the picked elements out of it."""
+        per_shard = tuple(s // c for s, c in zip(shard_spec.shape, self.chunk_shape, strict=True))
+        count = math.prod(per_shard)
+        prototype = default_buffer_prototype()
+        head = await byte_getter.get(
+            prototype=prototype, byte_range=RangeByteRequest(0, 16 * count)
+        )
+        if head is None:
+            return None  # no shard: the fill
+        raw = head.as_numpy_array().view(np.uint8)
+        if raw.ndim != 1 or len(raw) != 16 * count:
+            return await super()._decode_partial_single(byte_getter, selection, shard_spec)
+        table = raw.view("<u8").reshape(count, 2)
+        inner = math.prod(self.chunk_shape) * shard_spec.dtype.to_native_dtype().itemsize
+        asks: list[RangeByteRequest] = []
+        parts: list[tuple[tuple[int, ...], np.ndarray | None, int, int]] = []
+        for coords, runs in plan.items():
+            offset, length = (int(v) for v in table[int(np.ravel_multi_index(coords, per_shard))])
+            if offset == _EMPTY and length == _EMPTY:
+                continue  # not stored: zarr reads the fill
+            first = len(asks)
+            if runs is None or length != inner:
+                asks.append(RangeByteRequest(offset, offset + length))
+                runs = None
+            else:
+                asks += [RangeByteRequest(offset + a, offset + b) for a, b in runs.tolist()]
+            parts.append((coords, runs, first, len(asks)))
+        answers: list[Buffer | None] = [None] * len(asks)
+        async for group in byte_getter.store.get_ranges(
+            byte_getter.path, asks, prototype=prototype, max_gap_bytes=SPARSE_GAP
+        ):
+            for i, found in group:
+                answers[i] = found
+        shard_dict: dict[tuple[int, ...], Buffer] = {}
+        for coords, runs, first, last in parts:
+            got = answers[first:last]
+            if any(found is None for found in got):
+                return None  # the shard vanished while it was read, as zarr takes it
+            if runs is None:
+                shard_dict[coords] = cast("Buffer", got[0])
+                continue
+            block = np.zeros(inner, dtype=np.uint8)
+            for (a, b), found in zip(runs.tolist(), got, strict=True):
+                data = cast("Buffer", found).as_numpy_array().view(np.uint8)
+                if len(data) != b - a:  # a short answer: zarr's decode, and its error
+                    return await super()._decode_partial_single(byte_getter, selection, shard_spec)
+                block[a:b] = data
+            shard_dict[coords] = prototype.buffer.from_array_like(block)
+        out = shard_spec.prototype.nd_buffer.empty(
+            shape=indexer.shape,
+            dtype=shard_spec.dtype.to_native_dtype(),
+            order=shard_spec.order,
+        )
+        chunk_spec = self._get_chunk_spec(shard_spec)
+        await self._get_inner_pipeline(shard_spec).read(
+            [
+                (_ShardingByteGetter(shard_dict, coords), chunk_spec, chunk_sel, out_sel, done)
+                for coords, chunk_sel, out_sel, done in projections
+            ],
+            out,
+        )
+        if hasattr(indexer, "sel_shape"):
+            return out.reshape(indexer.sel_shape)
+        return out
 
     async def _rows(
         self,
@@ -158,6 +278,10 @@ class SlabShardingCodec(ShardingCodec):
             and getattr(self.index_location, "value", self.index_location) == "start"
             and _slab_shapes(self.chunk_shape, shard_spec.shape)
         )
+
+
+_EMPTY = (1 << 64) - 1
+"""Offset and length of an inner chunk that is not stored, in a shard index."""
 
 
 class _Fallback(enum.Enum):
