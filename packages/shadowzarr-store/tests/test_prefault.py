@@ -5,6 +5,7 @@ only when the answer is as long as asked."""
 from __future__ import annotations
 
 import asyncio
+import mmap
 import resource
 import time
 
@@ -18,9 +19,9 @@ MiB = 1 << 20
 
 
 def _faults_writing(buffer: np.ndarray) -> int:
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
     buffer[...] = 7
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
 
 
 def _wait_populated(timeout: float = 30.0) -> None:
@@ -32,8 +33,9 @@ def _wait_populated(timeout: float = 30.0) -> None:
 
 def test_a_populated_buffer_is_written_without_page_faults() -> None:
     assert prefault_module.supported()  # Linux 5.14 or later: MADV_POPULATE_WRITE
-    fresh = np.empty(8 * MiB, dtype=np.uint8)
-    populated = np.empty(8 * MiB, dtype=np.uint8)
+    # Fresh anonymous mappings: malloc may hand back memory an earlier test already touched.
+    fresh = np.frombuffer(mmap.mmap(-1, 8 * MiB), dtype=np.uint8)
+    populated = np.frombuffer(mmap.mmap(-1, 8 * MiB), dtype=np.uint8)
     assert prefault_module.populate_now(populated)
     assert _faults_writing(populated) <= 2  # the odd page of the interpreter's own
     assert _faults_writing(fresh) >= 4  # at least one per huge page, 512 per small one
