@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from shadowzarr_spec import (
+    MISSING_CHUNK,
     ChunkDecodeError,
     FileRef,
     InlineRef,
@@ -31,6 +32,7 @@ from shadowzarr_spec import (
     array_info,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs
 from shadowzarr_spec.short_chunks import bytes_needed, stored_order
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.dtype import get_data_type_from_json
@@ -50,6 +52,7 @@ __all__ = [
     "fill_element",
     "finish_inline",
     "finish_whole",
+    "listed_table",
     "plan_read",
 ]
 
@@ -295,6 +298,21 @@ def fill_element(info: ArrayInfo) -> bytes | None:
         ) from exc
 
 
+def listed_table(rfs: ReferenceFileSystem, path: str) -> ChunkColumns | None:
+    """`Resolver.listed_table`, not kept (it scans the keys that are not in columns)."""
+    refs = rfs.refs
+    if (
+        not isinstance(refs, ListedRefs)
+        or rfs.gen
+        or path not in refs.columns
+        or path in rfs.indexes
+        or path in rfs.selections
+    ):
+        return None
+    found = refs.only_columns(path)
+    return found if found is not None and len(found.urls) == 1 else None
+
+
 class Resolver:
     """Key → reference, in the order refs, gen, chunk index; never expands gen or indexes."""
 
@@ -302,7 +320,45 @@ class Resolver:
         self._rfs = rfs
         self._indexes = indexes
         self._layouts: dict[str, ChunkLayout | None] = {}
+        self._listed: dict[str, ChunkColumns | None] = {}
         self._lock = threading.Lock()
+
+    def listed_table(self, path: str) -> ChunkColumns | None:
+        """The columns that hold every chunk reference of array ``path`` (a version-1 file's
+        listed chunks, `ListedRefs`), all into one file, with no gen entry, chunk index or
+        selection to override or change one; None otherwise. Such an array reads like one with
+        a chunk index: `entries` picks its chunks out with numpy, no object per chunk."""
+        refs = self._rfs.refs
+        held = refs.columns.get(path) if isinstance(refs, ListedRefs) else None
+        if held is None:
+            return None
+        with self._lock:
+            if path in self._listed and self._listed[path] is held:
+                return held
+        found = listed_table(self._rfs, path)
+        with self._lock:
+            self._listed[path] = found
+        return found
+
+    async def entries(
+        self, path: str, points: np.ndarray
+    ) -> tuple[str, np.ndarray, np.ndarray]:
+        """(url, offsets, sizes) of chunks ``points`` ((n, ndim) coordinates) of an array whose
+        chunk references are one table of entries: its `listed_table`, else its chunk index.
+        Offsets and sizes are uint64 arrays, both `MISSING_CHUNK` for a chunk not there."""
+        columns = self.listed_table(path)
+        if columns is None:
+            assert self._indexes is not None
+            offsets, sizes = await self._indexes.entries(path, points)
+            return self._rfs.indexes[path].url, offsets, sizes
+        rows = columns.rows_of(points)
+        found = rows >= 0
+        offsets = np.full(len(rows), MISSING_CHUNK, dtype=np.uint64)
+        sizes = offsets.copy()
+        held = rows[found]
+        offsets[found] = columns.offsets[held]
+        sizes[found] = columns.sizes[held]
+        return columns.urls[0], offsets, sizes
 
     def find(self, key: str) -> InlineRef | FileRef | None:
         """The reference of ``key`` from refs or gen (no I/O); None if neither holds it."""
