@@ -87,7 +87,6 @@ def test_the_json_form_reads_as_the_directory_form(
     for form, url in refs.items():
         values, counted[form] = _read(proxy, url, selection)
         np.testing.assert_array_equal(values, expected, err_msg=f"{case}, {form} form")
-    requests, trips, nbytes = counted["json"]
-    # the directory form's reads may include its chunk index's (carried in refs.json here)
+    # (the directory form's chunk index is carried in its refs.json: no read of its own)
     assert counted["json"] == counted["directory"], counted
-    assert requests >= 1 and trips >= 1 and nbytes >= expected.nbytes // (CHUNK[0] * CHUNK[1])
+    assert min(counted["json"]) >= 1

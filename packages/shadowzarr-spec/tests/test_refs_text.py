@@ -8,8 +8,15 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from shadowzarr_spec import ReferenceFormatError, RfsBuilder, parse_json, rfs_from_json, write_rfs
-from shadowzarr_spec import refs_text
+
+from shadowzarr_spec import (
+    ReferenceFormatError,
+    RfsBuilder,
+    parse_json,
+    refs_text,
+    rfs_from_json,
+    write_rfs,
+)
 from shadowzarr_spec.listed_refs import ListedRefs
 from shadowzarr_spec.refs_text import rfs_from_json_text
 
@@ -51,10 +58,11 @@ def test_sliced_parse_equals_whole(spaced: bool) -> None:
     sliced = rfs_from_json_text(text, base="/x")
     assert sliced is not None
     whole = rfs_from_json(parse_json(text), base="/x")
-    assert isinstance(sliced.refs, ListedRefs) and sliced.refs.columns
+    assert isinstance(sliced.refs, ListedRefs)
+    assert sliced.refs.columns
     assert list(sliced.refs) == list(whole.refs)  # same keys in the same order
     assert dict(sliced.refs.items()) == dict(whole.refs.items())
-    assert sliced.base == whole.base and sliced.version == whole.version
+    assert (sliced.base, sliced.version) == (whole.base, whole.version)
 
 
 @pytest.mark.usefixtures("small_slices")
@@ -129,5 +137,6 @@ def test_a_large_file_never_holds_every_entry_as_objects(tmp_path: Any) -> None:
 
     sliced, sliced_peak = peak(lambda: rfs_from_json_text(text))
     whole, whole_peak = peak(lambda: rfs_from_json(parse_json(text)))
-    assert sliced is not None and sliced.refs == whole.refs
+    assert sliced is not None
+    assert sliced.refs == whole.refs
     assert sliced_peak < whole_peak / 3, (sliced_peak, whole_peak)

@@ -89,7 +89,7 @@ class ChunkColumns:
         shape = lookup[1]
         linear = 0
         for c, extent in zip(coords, shape, strict=True):
-            if c >= extent:
+            if not 0 <= c < extent:
                 return None
             linear = linear * extent + c
         if lookup[0] == "dense":
@@ -104,9 +104,11 @@ class ChunkColumns:
     def rows_of(self, points: np.ndarray) -> np.ndarray:
         """`row` of many chunks at once: ``points`` (n, rank) integer coordinates; an int64
         array of rows, -1 for a chunk not held (never a Python object per chunk)."""
-        points = np.asarray(points, dtype=np.int64).reshape(len(points), -1)
         rows = np.full(len(points), -1, dtype=np.int64)
-        if not len(points) or points.shape[1] != self.coords.shape[1] or not len(self):
+        if not len(points) or not len(self):
+            return rows
+        points = np.asarray(points, dtype=np.int64).reshape(len(points), -1)
+        if points.shape[1] != self.coords.shape[1]:
             return rows
         lookup = self._lookup
         if lookup is None:

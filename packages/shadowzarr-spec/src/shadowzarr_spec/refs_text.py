@@ -37,7 +37,7 @@ _SLICE_BYTES = 1 << 20
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _VALUES = msgspec.json.Decoder()
 _SEARCH_BYTES = 1 << 16
-_CLOSE, _COMMA = ord("]"), ord(",")
+_CLOSE, _COMMA, _OPEN, _END = ord("]"), ord(","), ord("{"), ord("}")
 
 
 class _Refused(Exception):
@@ -58,7 +58,7 @@ def rfs_from_json_text(text: bytes, base: str | None = None) -> ReferenceFileSys
     if raw_refs is None or ("version" not in top and len(top) == 1):
         return None
     refs_text = memoryview(raw_refs)
-    if len(refs_text) < SLICED_FROM_BYTES or refs_text[:1] != b"{" or refs_text[-1:] != b"}":
+    if len(refs_text) < SLICED_FROM_BYTES or refs_text[0] != _OPEN or refs_text[-1] != _END:
         return None
     document: dict[str, Any] = {
         key: {} if key == "refs" else parse_json(bytes(value)) for key, value in top.items()

@@ -320,7 +320,8 @@ class Resolver:
         self._rfs = rfs
         self._indexes = indexes
         self._layouts: dict[str, ChunkLayout | None] = {}
-        self._listed: dict[str, ChunkColumns | None] = {}
+        self._only: dict[str, tuple[ChunkColumns, ChunkColumns | None]] = {}
+        """Array path -> (its columns, `ListedRefs.only_columns`), kept while refs hold them."""
         self._lock = threading.Lock()
 
     def listed_table(self, path: str) -> ChunkColumns | None:
@@ -328,21 +329,12 @@ class Resolver:
         listed chunks, `ListedRefs`), all into one file, with no gen entry, chunk index or
         selection to override or change one; None otherwise. Such an array reads like one with
         a chunk index: `entries` picks its chunks out with numpy, no object per chunk."""
-        refs = self._rfs.refs
-        held = refs.columns.get(path) if isinstance(refs, ListedRefs) else None
-        if held is None:
+        columns = self._columns_of(path)
+        if columns is None or len(columns.urls) != 1 or self._rfs.gen:
             return None
-        with self._lock:
-            if path in self._listed and self._listed[path] is held:
-                return held
-        found = listed_table(self._rfs, path)
-        with self._lock:
-            self._listed[path] = found
-        return found
+        return None if path in self._rfs.indexes or path in self._rfs.selections else columns
 
-    async def entries(
-        self, path: str, points: np.ndarray
-    ) -> tuple[str, np.ndarray, np.ndarray]:
+    async def entries(self, path: str, points: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
         """(url, offsets, sizes) of chunks ``points`` ((n, ndim) coordinates) of an array whose
         chunk references are one table of entries: its `listed_table`, else its chunk index.
         Offsets and sizes are uint64 arrays, both `MISSING_CHUNK` for a chunk not there."""
@@ -386,7 +378,7 @@ class Resolver:
         index read once for all of them."""
         prefix = chunk_key(path, ()) + "/"
         keys = [None if c is None else prefix + "/".join(map(str, c)) for c in chunks]
-        refs: list[InlineRef | FileRef | None] = [None if k is None else self.find(k) for k in keys]
+        refs = self._listed_refs(path, chunks, keys)
         if path in self._rfs.indexes and self._indexes is not None:
             wanted = [i for i, (c, r) in enumerate(zip(chunks, refs, strict=True)) if c and not r]
             coords = [chunks[i] or () for i in wanted]
@@ -397,6 +389,41 @@ class Resolver:
             None if k is None else self._value(k, r, layout)
             for k, r in zip(keys, refs, strict=True)
         ]
+
+    def _listed_refs(
+        self, path: str, chunks: list[tuple[int, ...] | None], keys: list[str | None]
+    ) -> list[InlineRef | FileRef | None]:
+        """`find` of each of ``keys``: from the columns of ``path`` at once (rows picked with
+        numpy, no key parsed) when no other refs key lies under its chunks, else key by key."""
+        columns = self._columns_of(path)
+        if columns is None:
+            return [None if k is None else self.find(k) for k in keys]
+        found: list[InlineRef | FileRef | None] = [None] * len(keys)
+        wanted = [i for i, c in enumerate(chunks) if c is not None]
+        points = np.array([chunks[i] for i in wanted], dtype=np.int64)
+        for i, row in zip(wanted, columns.rows_of(points).tolist(), strict=True):
+            if row >= 0:
+                found[i] = columns.ref(row)
+            elif self._rfs.gen:  # a chunk not listed may be a gen entry's
+                found[i] = self.find(keys[i])  # type: ignore[arg-type]
+        return found
+
+    def _columns_of(self, path: str) -> ChunkColumns | None:
+        """`ListedRefs.only_columns` of ``path``, kept (None when refs are a plain dict)."""
+        refs = self._rfs.refs
+        if not isinstance(refs, ListedRefs):
+            return None
+        held = refs.columns.get(path)
+        if held is None:
+            return None
+        with self._lock:
+            kept = self._only.get(path)
+        if kept is not None and kept[0] is held:
+            return kept[1]
+        found = refs.only_columns(path)
+        with self._lock:
+            self._only[path] = (held, found)
+        return found
 
     def _value(
         self, key: str, ref: InlineRef | FileRef | None, layout: object = None

@@ -122,8 +122,9 @@ class ShardIndexes:
     ) -> ShardIndex | None:
         """The shard index straight from the chunk index's arrays (no object per chunk), for an
         array whose every chunk reference is in its chunk index, or in a version-1 file's
-        listed columns (`Resolver.entries`), and has no selection; None otherwise. ``points``: the shard's stored chunks (`GroupLayout.inner_points`). Inner
-        chunks are resolved again only when read."""
+        listed columns (`Resolver.entries`), and has no selection; None otherwise. ``points``:
+        the shard's stored chunks (`GroupLayout.inner_points`). Inner chunks are resolved again
+        only when read."""
         inside = points[:, 0] >= 0
         if not self._refs.chunk_index_only(path) or not inside.any():
             return None
