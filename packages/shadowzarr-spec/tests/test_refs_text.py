@@ -18,6 +18,7 @@ from shadowzarr_spec import (
     write_rfs,
 )
 from shadowzarr_spec.listed_refs import ListedRefs
+from shadowzarr_spec.plain_slice import plain_slice
 from shadowzarr_spec.refs_text import rfs_from_json_text
 
 URL = "https://example.org/data.bin"
@@ -140,3 +141,72 @@ def test_a_large_file_never_holds_every_entry_as_objects(tmp_path: Any) -> None:
     assert sliced is not None
     assert sliced.refs == whole.refs
     assert sliced_peak < whole_peak / 3, (sliced_peak, whole_peak)
+
+
+def _chunks_document(keys: list[str], url: str = URL, offsets: Any = None) -> dict[str, Any]:
+    meta = '{"zarr_format": 3, "node_type": "group"}'
+    sizes = offsets if offsets is not None else [7 * i + 1 for i in range(len(keys))]
+    refs: dict[str, Any] = {"zarr.json": meta}
+    for i, (key, size) in enumerate(zip(keys, sizes, strict=True)):
+        refs[key] = [url, 10**12 + i, size]
+    return {"version": 1, "refs": refs}
+
+
+_PLAIN = [f"a/c/{i}" for i in range(300)]
+
+
+@pytest.mark.usefixtures("small_slices")
+@pytest.mark.parametrize("spaced", [False, True])
+@pytest.mark.parametrize(
+    ("keys", "url", "sliced_parse"),
+    [
+        (_PLAIN, URL, True),
+        ([f"x2/c/{i}/{j}" for i in range(60) for j in range(5)], "s3://b2/f10.bin", True),
+        ([f"c/{i}/0/{j}" for i in range(100) for j in range(3)], "{{u}}", True),  # the root
+        (_PLAIN[:150] + [f"b/c/{i}/1" for i in range(150)], URL, True),  # two arrays
+        (_PLAIN[:150] + [f"a/c/0{i}" for i in range(150)], URL, None),  # keys led by 0
+        (_PLAIN[:150] + [f"a/c/{i}/1" for i in range(150)], URL, False),  # two ranks
+    ],
+)
+def test_slices_of_chunk_references_read_as_a_whole_parse(
+    spaced: bool, keys: list[str], url: str, sliced_parse: bool | None
+) -> None:
+    """Slices of nothing but chunk references are read with numpy (`plain_slice`); the
+    references always equal the whole parse's, whatever the keys, spacing and URLs (or, with
+    many chunk keys beside the columns, the whole parse is made instead)."""
+    document = _chunks_document(keys, url)
+    document["templates"] = {"u": URL}
+    text = _text(document, spaced)
+    sliced = rfs_from_json_text(text)
+    whole = rfs_from_json(parse_json(text))
+    if sliced_parse is not None:
+        assert (sliced is not None) == sliced_parse
+    if sliced is not None:
+        assert list(sliced.refs) == list(whole.refs)
+        assert dict(sliced.refs.items()) == dict(whole.refs.items())
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_a_slice_of_chunk_references_is_read_with_numpy(spaced: bool) -> None:
+    entries = {f"t/c/{i}/{j}": [URL, 4096 * (3 * i + j), 4096] for i in range(50) for j in range(3)}
+    separators = (", ", ": ") if spaced else (",", ":")
+    piece = json.dumps(entries, separators=separators).encode()[1:-1]
+    plain = plain_slice(piece)
+    assert plain is not None
+    assert (plain.path, plain.first_key, plain.url) == ("t", "t/c/0/0", URL)
+    assert plain.coords.tolist() == [[int(k.split("/")[2]), int(k.split("/")[3])] for k in entries]
+    assert plain.offsets.tolist() == [v[1] for v in entries.values()]
+    assert plain.sizes.tolist() == [4096] * len(entries)
+    for other in (
+        piece.replace(b"4096]", b"4096.0]", 1),  # a float
+        piece.replace(b"t/c/7/1", b"t/c/07/1"),  # not canonical
+        piece.replace(b"t/c/7/1", b"u/c/7/1"),  # another array
+        piece.replace(b"t/c/7/1", b"t/c/7/1/0"),  # another rank
+        piece.replace(b"t/c/7/1", b"t/c/7//1"),
+        piece.replace(URL.encode(), b"https://other.bin", 1),  # another URL
+        piece.replace(b"t/c/7/1", b"t/c/7/\\u0031"),  # an escape
+        piece[:-1] + b", 3]",  # a longer list
+        piece.replace(b"]", b" ]", 1),  # other spacing
+        piece.replace(b"t/c/7/1", b"t/c/7/" + b"1" * 19),  # too long a number
+    ):
+        assert plain_slice(other) is None, other[:200]

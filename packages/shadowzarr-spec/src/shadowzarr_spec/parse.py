@@ -36,6 +36,7 @@ from shadowzarr_spec.model import (
     UnsupportedDataset,
     checked_file_ref,
 )
+from shadowzarr_spec.plain_slice import PlainSlice
 
 __all__ = ["DuplicateRefsKey", "parse_ref", "rfs_from_json", "rfs_from_parts"]
 
@@ -167,6 +168,34 @@ def _parse_refs(
     last_url: str | None = None
     last_position = 0
     for key, value in raw_refs:
+        if key is PLAIN_SLICE:
+            head = value.path
+            chunks = listed.get(head)
+            if chunks is None:
+                check_key(value.first_key)
+                chunks = listed[head] = _Listed(value.coords.shape[1])
+            if chunks.rank != value.coords.shape[1]:  # as the loop would: kept in the dict
+                for other_key, ref in _plain_pairs(value):
+                    if other_key in other:
+                        raise DuplicateRefsKey(other_key)
+                    other[other_key] = parse_ref(other_key, ref, templates)
+                if run is None and order:
+                    current[1] += len(value.offsets)
+                else:
+                    current = [None, len(value.offsets)]
+                    order.append(current)
+                    run = None
+                chunks = None
+                continue
+            _add_plain(chunks, value, templates, expanded)
+            if run == head and order:
+                current[1] += len(value.offsets)
+            else:
+                current = [head, len(value.offsets)]
+                order.append(current)
+                run = head
+            last_url = None
+            continue
         if type(value) is list and len(value) == 3 and type(key) is str:
             url, offset, size = value
             if (
@@ -243,6 +272,40 @@ def _parse_refs(
     return _listed_refs(other, listed, order)
 
 
+PLAIN_SLICE = object()
+"""The key of an item of ``refs`` entries whose value is a `PlainSlice` (many chunks at once)."""
+
+
+def _add_plain(
+    chunks: _Listed, plain: PlainSlice, templates: Mapping[str, str], expanded: dict[str, str]
+) -> None:
+    """The chunks of ``plain`` appended to ``chunks`` (entries the loop would have added one by
+    one; anything it would refuse makes the caller parse the whole document)."""
+    offsets, sizes = plain.offsets, plain.sizes
+    if int((offsets + sizes).max()) > MAX_MAGNITUDE:
+        raise DuplicateRefsKey(plain.path)  # (out of range: the whole parse words it)
+    full = expanded.get(plain.url)
+    if full is None:
+        full = expanded[plain.url] = sys.intern(_expand(plain.url, templates))
+    position = chunks.urls.get(full)
+    if position is None:
+        position = chunks.urls[full] = len(chunks.urls)
+    count = len(offsets)
+    chunks.coords.frombytes(np.ascontiguousarray(plain.coords, dtype=np.int64).tobytes())
+    chunks.url_index.frombytes(np.full(count, position, dtype=np.int64).tobytes())
+    chunks.offsets.frombytes(offsets.astype(np.int64).tobytes())
+    chunks.sizes.frombytes(sizes.astype(np.int64).tobytes())
+
+
+def _plain_pairs(plain: PlainSlice) -> Iterator[tuple[str, list[Any]]]:
+    """The entries of ``plain`` as the text wrote them (key, [url, offset, size])."""
+    prefix = f"{plain.path}/c/" if plain.path else "c/"
+    for coords, offset, size in zip(
+        plain.coords.tolist(), plain.offsets.tolist(), plain.sizes.tolist(), strict=True
+    ):
+        yield prefix + "/".join(map(str, coords)), [plain.url, offset, size]
+
+
 _MOST_CHECKED_OTHERS = 64
 """Most keys outside the columns that look like their chunks checked one by one for repeats;
 more make the caller parse the whole document."""
@@ -261,7 +324,7 @@ def _refuse_repeats(other: dict[str, Ref], listed: dict[str, _Listed]) -> None:
     for path, chunks in listed.items():
         n = len(chunks.offsets)
         coords = np.frombuffer(chunks.coords, dtype=np.int64).reshape(n, chunks.rank)
-        ordered = coords[np.lexsort(coords.T[::-1])]
+        ordered = np.sort(coords, axis=0) if chunks.rank == 1 else coords[np.lexsort(coords.T)]
         if n > 1 and bool((ordered[1:] == ordered[:-1]).all(axis=1).any()):
             raise DuplicateRefsKey(path)
         for point in found.get(path, ()):

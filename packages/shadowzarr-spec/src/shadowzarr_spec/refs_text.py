@@ -4,7 +4,7 @@ Decoding a file that lists 10**6 chunks into one dict makes about 5 million Pyth
 (keys, lists, URL strings, integers: 300 MB) that live only until the chunks are copied into
 columns (`shadowzarr_spec.listed_refs`). Here the top level is decoded with each value left as
 raw text (msgspec validates all of it), and the text of ``refs`` is cut between entries into
-slices of about a MiB, each decoded and moved to columns before the next: the peak is the file's
+slices of about 256 KiB, each decoded and moved to columns before the next: the peak is the file's
 text, the columns and one slice's objects.
 
 A slice ends after a ``],`` found past its target size. A cut anywhere but between two entries
@@ -27,13 +27,14 @@ from shadowzarr_spec.errors import ShadowzarrError
 from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.json_text import parse_json
 from shadowzarr_spec.model import ReferenceFileSystem
-from shadowzarr_spec.parse import DuplicateRefsKey, rfs_from_parts
+from shadowzarr_spec.parse import PLAIN_SLICE, DuplicateRefsKey, rfs_from_parts
+from shadowzarr_spec.plain_slice import plain_slice
 
 __all__ = ["SLICED_FROM_BYTES", "rfs_from_json_text"]
 
 SLICED_FROM_BYTES = 1 << 22
 """Texts whose ``refs`` are at least this long are parsed a slice at a time; smaller ones whole."""
-_SLICE_BYTES = 1 << 20
+_SLICE_BYTES = 1 << 18
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _VALUES = msgspec.json.Decoder()
 _SEARCH_BYTES = 1 << 16
@@ -79,6 +80,12 @@ def _entries(text: memoryview) -> Iterator[tuple[Any, Any]]:
     start, end = 1, len(text) - 1  # inside the braces
     while start < end:
         reach = _SLICE_BYTES
+        stop = _cut_after(characters, start + reach, end)
+        plain = plain_slice(bytes(text[start:stop]))
+        if plain is not None:  # chunk references of one array only: read with numpy
+            yield PLAIN_SLICE, plain
+            start = stop + 1
+            continue
         while True:
             stop = _cut_after(characters, start + reach, end)
             try:
