@@ -32,7 +32,7 @@ from shadowzarr_spec.plain_slice import plain_slice
 
 __all__ = ["SLICED_FROM_BYTES", "rfs_from_json_text"]
 
-SLICED_FROM_BYTES = 1 << 22
+SLICED_FROM_BYTES = 1 << 20
 """Texts whose ``refs`` are at least this long are parsed a slice at a time; smaller ones whole."""
 _SLICE_BYTES = 1 << 18
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
