@@ -1,7 +1,7 @@
 """The JSON form of references reads like the directory form (issue 43): a version-1 ``.json``
-listing every chunk costs the same requests, round trips and bytes as a reference directory
-with a chunk index for 20k rows of one column, of 32 columns and 1,000 scattered chunks,
-counted at a single-range latency proxy (as S3 answers), and both equal h5py's read.
+listing every chunk costs the same requests and bytes as a reference directory with a chunk
+index for 20k rows of one column, of 32 columns and 1,000 scattered chunks, counted at a
+single-range latency proxy (as S3 answers), and both equal h5py's read.
 
 A listed array's chunks are held as columns (`shadowzarr_spec.listed_refs`), and the grouped
 view takes a shard's entries from them with numpy as it does from a chunk index, instead of
@@ -88,5 +88,7 @@ def test_the_json_form_reads_as_the_directory_form(
         values, counted[form] = _read(proxy, url, selection)
         np.testing.assert_array_equal(values, expected, err_msg=f"{case}, {form} form")
     # (the directory form's chunk index is carried in its refs.json: no read of its own)
-    assert counted["json"] == counted["directory"], counted
-    assert min(counted["json"]) >= 1
+    requests, trips, nbytes = counted["json"]
+    assert (requests, nbytes) == (counted["directory"][0], counted["directory"][2]), counted
+    # whether two requests overlap in time is the machine's doing: at most one trip each
+    assert 1 <= trips <= requests, counted

@@ -78,7 +78,8 @@ def _read_local(path: Path) -> bytes:
 def _from_text(data: bytes, base: str | None) -> ReferenceFileSystem:
     """References from the text of a ``.json`` file: a large one with Zarr v3 keys a slice of
     ``refs`` at a time (`rfs_from_json_text`), any other whole (Zarr v2 keys rewritten)."""
-    sliced = rfs_from_json_text(data, base)
+    # Zarr v2 keys (kerchunk's usual files) have no root zarr.json: parsed whole and rewritten
+    sliced = rfs_from_json_text(data, base) if b'"zarr.json"' in data else None
     if sliced is not None and "zarr.json" in sliced.refs:  # v3 keys: nothing to rewrite
         return sliced
     del sliced
