@@ -13,13 +13,17 @@ Zarr v3 keys (``data/c/<i>``). Columns:
 Every open runs in a fresh child process, so its memory is its own: peak (the kernel's
 high-water mark of the resident set, reset when the open starts, minus the size at that moment)
 and held (the resident set once open, after a garbage collection, minus that size).
-Run with ``uv run python tools/bench/json_refs.py [--refs 100000,1000000] [--runs 3]``; the
-lead's read benchmark calls `run` and prints `table`.
+``--baseline DIR`` also opens our file with the packages of another checkout (``git worktree
+add DIR <commit>``: its ``packages/*/src`` go first on the child's path), in the same run, so a
+change is measured against what it changes on the same loaded machine; ``--json FILE`` writes
+the rows. Run with ``uv run python tools/bench/json_refs.py [--refs 100000,1000000] [--runs 3]``;
+the lead's read benchmark calls `run` and prints `table`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -52,6 +56,9 @@ class JsonRow:
     ours_write_s: float
     kerchunk_write_s: float
     file_mb: float
+    baseline_open_s: float | None = None
+    baseline_open_mb: float | None = None
+    baseline_kept_mb: float | None = None
 
 
 def _builder_rfs(n: int) -> Any:
@@ -110,13 +117,21 @@ def _write_times(n: int, folder: Path, runs: int) -> tuple[Path, float, float]:
     return ours_path, statistics.median(ours), statistics.median(theirs)
 
 
-def _open_in_child(how: str, path: Path, n: int) -> tuple[float, float, float]:
-    """(seconds, peak MB, MB still held once open) of one open in a fresh process."""
+def _open_in_child(
+    how: str, path: Path, n: int, packages: Path | None = None
+) -> tuple[float, float, float]:
+    """(seconds, peak MB, MB still held once open) of one open in a fresh process;
+    ``packages``: a checkout's ``packages`` folder whose sources the child imports instead."""
+    env = None
+    if packages is not None:
+        sources = [str(src) for src in sorted(packages.glob("*/src"))]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sources)}
     output = subprocess.run(
         [sys.executable, __file__, "--child", how, str(path), str(n)],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     ).stdout
     seconds, peak, kept = output.split()[-3:]
     return float(seconds), float(peak), float(kept)
@@ -178,18 +193,29 @@ def _high_water_mark() -> int:
     return 0
 
 
-def run(sizes: list[int], runs: int = 1, folder: Path | None = None) -> list[JsonRow]:
-    """Measure every size; files go to ``folder`` (a temporary folder when None)."""
+def run(
+    sizes: list[int], runs: int = 1, folder: Path | None = None, baseline: Path | None = None
+) -> list[JsonRow]:
+    """Measure every size; files go to ``folder`` (a temporary folder when None);
+    ``baseline``: a checkout whose packages open our file too (the baseline columns)."""
     with tempfile.TemporaryDirectory(prefix="json-refs-") as scratch:
         where = Path(scratch) if folder is None else folder
         rows = []
         for n in sizes:
             path, ours_write, kerchunk_write = _write_times(n, where, runs)
             kerchunk_path = where / f"kerchunk-{n}.json"
-            opens: dict[str, list[tuple[float, float, float]]] = {"ours": [], "kerchunk": []}
+            opens: dict[str, list[tuple[float, float, float]]] = {
+                "ours": [],
+                "kerchunk": [],
+                "baseline": [],
+            }
             for _ in range(runs):
                 opens["ours"].append(_open_in_child("ours", path, n))
                 opens["kerchunk"].append(_open_in_child("kerchunk", kerchunk_path, n))
+                if baseline is not None:
+                    packages = baseline / "packages"
+                    opens["baseline"].append(_open_in_child("ours", path, n, packages))
+            before = opens["baseline"]
             rows.append(
                 JsonRow(
                     refs=n,
@@ -202,6 +228,9 @@ def run(sizes: list[int], runs: int = 1, folder: Path | None = None) -> list[Jso
                     ours_write_s=ours_write,
                     kerchunk_write_s=kerchunk_write,
                     file_mb=path.stat().st_size / 1e6,
+                    baseline_open_s=statistics.median(s for s, _, _ in before) if before else None,
+                    baseline_open_mb=before[0][1] if before else None,
+                    baseline_kept_mb=before[0][2] if before else None,
                 )
             )
             print(f"  {n:,} refs measured", file=sys.stderr, flush=True)
@@ -222,6 +251,19 @@ def table(rows: list[JsonRow]) -> str:
             f"| {r.kerchunk_open_mb:.0f} / {r.kerchunk_kept_mb:.0f} | {r.ours_write_s:.2f} "
             f"| {r.kerchunk_write_s:.2f} |"
         )
+    measured = [r for r in rows if r.baseline_open_s is not None]
+    if measured:
+        lines += [
+            "",
+            "| refs | baseline open s | peak / held MB | shadowzarr open s | peak / held MB |",
+            "| ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in measured:
+            lines.append(
+                f"| {r.refs:,} | {r.baseline_open_s:.2f} "
+                f"| {r.baseline_open_mb:.0f} / {r.baseline_kept_mb:.0f} | {r.ours_open_s:.2f} "
+                f"| {r.ours_open_mb:.0f} / {r.ours_kept_mb:.0f} |"
+            )
     return "\n".join(lines)
 
 
@@ -229,16 +271,30 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--refs", default="100000,1000000", help="comma list of sizes")
     parser.add_argument("--runs", type=int, default=1, help="runs per measurement (median)")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="a checkout to open our file with too"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child[0], args.child[1], int(args.child[2]))
         return
     sizes = [int(s) for s in args.refs.split(",")]
-    rows = run(sizes, args.runs)
+    start_load = os.getloadavg()
+    rows = run(sizes, args.runs, baseline=args.baseline)
     load = os.getloadavg()
     print(table(rows))
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if args.json is not None:
+        document = {
+            "command": " ".join(["tools/bench/json_refs.py", *(argv or sys.argv[1:])]),
+            "runs": args.runs,
+            "load_average": {"start": start_load, "end": load},
+            "rows": [dataclasses.asdict(r) for r in rows],
+        }
+        args.json.write_text(json.dumps(document, indent=1))
+        print(f"written to {args.json}")
 
 
 if __name__ == "__main__":

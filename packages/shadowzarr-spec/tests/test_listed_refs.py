@@ -240,3 +240,43 @@ def test_chunks_of_a_grid_too_large_for_one_index_are_found() -> None:
     assert parsed[f"a/c/{big + 3}/{big - 3}"] == FileRef(URL, 3, 1)
     assert f"a/c/{big + 3}/{big - 4}" not in parsed
     assert parsed == one_at_a_time(document)
+
+
+@pytest.mark.parametrize(
+    "points",
+    [
+        [(i, j) for i in range(30) for j in range(4)],  # dense: a lookup table
+        [(7 * i, 1000 * j) for i in range(30) for j in range(4)],  # sparse: a sorted search
+        [(2**40 * i, 2**40 * j) for i in range(30) for j in range(4)],  # past int64: a dict
+    ],
+)
+def test_rows_of_many_chunks_are_row_of_each(points: list[tuple[int, int]]) -> None:
+    """`ChunkColumns.rows_of` finds the rows `row` finds, -1 where `row` finds none."""
+    shuffled = [points[i] for i in np.random.default_rng(3).permutation(len(points))]
+    refs = {f"a/c/{i}/{j}": ["u", 10 * n, 10] for n, (i, j) in enumerate(shuffled)} | {
+        "a/zarr.json": "{}"
+    }
+    listed = rfs_from_json({"version": 1, "refs": refs}).refs
+    assert isinstance(listed, ListedRefs)
+    columns = listed.columns["a"]
+    asked = [*points, (1, 10**6), (-1, 0), (0, 2**62), (5, 5)]
+    rows = columns.rows_of(np.array(asked, dtype=np.int64))
+    assert rows.tolist() == [-1 if columns.row(p) is None else columns.row(p) for p in asked]
+    assert [columns.ref(r) for r in rows[: len(points)].tolist()] == [
+        listed[f"a/c/{i}/{j}"] for i, j in points
+    ]
+    assert columns.rows_of(np.zeros((0, 2), dtype=np.int64)).tolist() == []
+    assert columns.rows_of(np.zeros((3, 1), dtype=np.int64)).tolist() == [-1] * 3  # other rank
+
+
+def test_only_columns_when_no_other_key_lies_under_the_chunks() -> None:
+    refs: dict[str, Any] = {f"a/c/{i}": ["u", i, 1] for i in range(100)}
+    plain = rfs_from_json({"version": 1, "refs": refs}).refs
+    assert isinstance(plain, ListedRefs)
+    assert plain.only_columns("a") is plain.columns["a"]
+    assert plain.only_columns("b") is None
+    refs["a/c/100"] = "base64:AAEC"  # an inline chunk beside the columns
+    mixed = rfs_from_json({"version": 1, "refs": refs}).refs
+    assert isinstance(mixed, ListedRefs)
+    assert "a" in mixed.columns
+    assert mixed.only_columns("a") is None

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shadowzarr_spec import ChunkDecodeError, Selection, SourceError
+from shadowzarr_spec import (
+    MISSING_CHUNK,
+    ChunkDecodeError,
+    ReferenceFileSystem,
+    Selection,
+    SourceError,
+    rfs_from_json,
+)
+from shadowzarr_spec.listed_refs import ListedRefs
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from shadowzarr_store.merge import plan_runs
 from shadowzarr_store.resolve import (
     ChunkLayout,
+    Resolver,
     SourceValue,
     byte_window,
     fill_pattern,
@@ -118,3 +130,66 @@ def test_any_range_equals_the_slice_of_the_whole(data, record: int, records: int
     b = data.draw(st.integers(0, chunk_nbytes + 3))
     part = plan_read(value, RangeByteRequest(a, b))
     assert part.assemble(raw[part.start : part.end]) == logical[a : max(a, b)]
+
+
+def _listed(extra: dict[str, object], urls: int = 1, gen: bool = False) -> ReferenceFileSystem:
+    """Array ``a`` of 200 chunks of 4 bytes listed in a version-1 document (held as columns)."""
+    meta = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [800],
+        "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    }
+    refs: dict[str, object] = {"zarr.json": '{"zarr_format":3,"node_type":"group"}'}
+    refs["a/zarr.json"] = json.dumps(meta)
+    refs |= {f"a/c/{i}": [f"https://h/{i % urls}.bin", 16 * i, 4] for i in range(0, 200)}
+    refs |= extra
+    document: dict[str, object] = {"version": 1, "refs": refs}
+    if gen:
+        document["gen"] = [
+            {
+                "key": "a/c/{{i}}",
+                "url": "https://h/gen.bin",
+                "offset": "{{4 * i}}",
+                "length": 4,
+                "dimensions": {"i": {"start": 200, "stop": 210}},
+            }
+        ]
+    return rfs_from_json(document)
+
+
+@pytest.mark.parametrize(
+    ("extra", "urls", "gen", "table"),
+    [
+        ({}, 1, False, True),  # every chunk in columns of one file: a table of entries
+        ({}, 2, False, False),  # two files
+        ({"a/c/150": "base64:AAECAw=="}, 1, False, False),  # an inline chunk beside
+        ({}, 1, True, False),  # a gen entry lists more chunks
+    ],
+)
+def test_listed_chunks_resolve_from_their_columns(
+    extra: dict[str, object], urls: int, gen: bool, table: bool
+) -> None:
+    """`Resolver.resolve_chunks` of listed chunks equals `resolve` of each; `entries` gives
+    the same offsets and sizes from the columns when they hold every chunk of one file."""
+    rfs = _listed(extra, urls, gen)
+    assert isinstance(rfs.refs, ListedRefs)
+    resolver = Resolver(rfs, None)
+    assert (resolver.listed_table("a") is not None) == table
+    chunks: list[tuple[int, ...] | None] = [(i,) for i in (0, 150, 199, 205, 300)] + [None]
+    keys, values = asyncio.run(resolver.resolve_chunks("a", chunks))
+    assert keys == [f"a/c/{i}" for i in (0, 150, 199, 205, 300)] + [None]
+    expected = [asyncio.run(resolver.resolve(k)) if k else None for k in keys]
+    assert values == expected
+    assert (values[3] is not None) == gen  # chunk 205: the gen entry's
+    if table:
+        points = np.array([[0], [150], [199], [205], [-1]], dtype=np.int64)
+        url, offsets, sizes = asyncio.run(resolver.entries("a", points))
+        assert url == "https://h/0.bin"
+        missing = int(MISSING_CHUNK)
+        assert offsets.tolist() == [0, 2400, 3184, missing, missing]
+        assert sizes.tolist() == [4, 4, 4, missing, missing]

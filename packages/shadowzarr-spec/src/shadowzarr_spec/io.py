@@ -29,6 +29,7 @@ from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
 from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
 from shadowzarr_spec.model import FileRef, IndexRef, Ref, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
+from shadowzarr_spec.refs_text import rfs_from_json_text
 from shadowzarr_spec.serialize import rfs_to_json
 
 __all__ = [
@@ -147,9 +148,14 @@ def read_local_rfs(source: str | os.PathLike[str] | dict[str, Any]) -> Reference
         refs_path = local
         base = local.parent
     try:
-        document = parse_json(refs_path.read_bytes())  # the text is freed once parsed
+        data = refs_path.read_bytes()
     except FileNotFoundError:
         raise SourceNotFoundError(f"no reference file at {refs_path}") from None
+    sliced = rfs_from_json_text(data, base=str(base.resolve()))  # large refs: a slice at a time
+    if sliced is not None:
+        return sliced
+    document = parse_json(data)
+    del data  # the text is freed once parsed
     return rfs_from_json(document, base=str(base.resolve()))
 
 

@@ -89,7 +89,7 @@ class ChunkColumns:
         shape = lookup[1]
         linear = 0
         for c, extent in zip(coords, shape, strict=True):
-            if c >= extent:
+            if not 0 <= c < extent:
                 return None
             linear = linear * extent + c
         if lookup[0] == "dense":
@@ -100,6 +100,33 @@ class ChunkColumns:
         ordered, order = lookup[2], lookup[3]
         at = int(np.searchsorted(ordered, linear))
         return int(order[at]) if at < len(ordered) and int(ordered[at]) == linear else None
+
+    def rows_of(self, points: np.ndarray) -> np.ndarray:
+        """`row` of many chunks at once: ``points`` (n, rank) integer coordinates; an int64
+        array of rows, -1 for a chunk not held (never a Python object per chunk)."""
+        rows = np.full(len(points), -1, dtype=np.int64)
+        if not len(points) or not len(self):
+            return rows
+        points = np.asarray(points, dtype=np.int64).reshape(len(points), -1)
+        if points.shape[1] != self.coords.shape[1]:
+            return rows
+        lookup = self._lookup
+        if lookup is None:
+            lookup = self._lookup = self._make_lookup()
+        shape = lookup[1]
+        inside = ((points >= 0) & (points < np.array(shape, dtype=np.int64))).all(axis=1)
+        held = points[inside]
+        if lookup[0] == "dict":
+            rows[inside] = [lookup[2].get(tuple(p), -1) for p in held.tolist()]
+            return rows
+        linear = np.ravel_multi_index(tuple(held.T), shape) if len(shape) > 1 else held[:, 0]
+        if lookup[0] == "dense":
+            rows[inside] = lookup[2][linear]
+            return rows
+        ordered, order = lookup[2], lookup[3]
+        at = np.minimum(np.searchsorted(ordered, linear), len(ordered) - 1)
+        rows[inside] = np.where(ordered[at] == linear, order[at], -1)
+        return rows
 
     def _make_lookup(self) -> tuple[Any, ...]:
         shape = tuple(int(e) + 1 for e in self.coords.max(axis=0).tolist())
@@ -148,6 +175,15 @@ class ListedRefs(MutableMapping[str, Ref]):
         return self._columns
 
     # -- reading ---------------------------------------------------------------------------
+    def only_columns(self, path: str) -> ChunkColumns | None:
+        """The columns of array ``path`` when every key under its chunk prefix is in them (no
+        key of the dict lies there); None otherwise. Scans the dict: callers keep the answer."""
+        columns = self._columns.get(path)
+        if columns is None:
+            return None
+        prefix = columns.key_prefix()
+        return None if any(key.startswith(prefix) for key in self._other) else columns
+
     def __getitem__(self, key: str) -> Ref:
         try:
             return self._other[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -18,7 +18,12 @@ from shadowzarr_spec.gc_pause import paused_gc
 from shadowzarr_spec.gen import GenEntry
 from shadowzarr_spec.gen_expr import MAX_MAGNITUDE, expand_named_templates
 from shadowzarr_spec.json_text import json_integer
-from shadowzarr_spec.keys import MAX_KEY_LENGTH, check_key, check_relative_path
+from shadowzarr_spec.keys import (
+    MAX_KEY_LENGTH,
+    array_of_chunk_key,
+    check_key,
+    check_relative_path,
+)
 from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs
 from shadowzarr_spec.model import (
     FileRef,
@@ -31,8 +36,9 @@ from shadowzarr_spec.model import (
     UnsupportedDataset,
     checked_file_ref,
 )
+from shadowzarr_spec.plain_slice import PlainSlice
 
-__all__ = ["parse_ref", "rfs_from_json"]
+__all__ = ["DuplicateRefsKey", "parse_ref", "rfs_from_json", "rfs_from_parts"]
 
 _KNOWN_KEYS = {
     "version",
@@ -48,6 +54,17 @@ _KNOWN_KEYS = {
 
 def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem:
     """Parse a loaded reference document (kerchunk version 0, 1 or our version 2)."""
+    return rfs_from_parts(document, base)
+
+
+def rfs_from_parts(
+    document: Any,
+    base: str | None = None,
+    refs_items: Iterable[tuple[Any, Any]] | None = None,
+) -> ReferenceFileSystem:
+    """`rfs_from_json`, with the entries of ``refs`` from ``refs_items`` when given (the
+    document's own ``refs`` is then not read): a large file's entries arrive a slice at a time
+    (`shadowzarr_spec.refs_text`). A key met twice among them is `DuplicateRefsKey`."""
     if not isinstance(document, dict):
         raise ReferenceFormatError("a reference file must hold a JSON object")
     if "refs" not in document and "version" not in document:
@@ -59,11 +76,14 @@ def rfs_from_json(document: Any, base: str | None = None) -> ReferenceFileSystem
     if unknown:
         raise ReferenceFormatError(f"unknown top-level keys in reference file: {sorted(unknown)}")
     templates = _parse_templates(document.get("templates", {}))
-    raw_refs = document.get("refs", {})
-    if not isinstance(raw_refs, dict):
-        raise ReferenceFormatError("'refs' must be an object")
+    sliced = refs_items is not None
+    if refs_items is None:
+        raw_refs = document.get("refs", {})
+        if not isinstance(raw_refs, dict):
+            raise ReferenceFormatError("'refs' must be an object")
+        refs_items = raw_refs.items()
     with paused_gc():
-        refs = _parse_refs(raw_refs, templates)
+        refs = _parse_refs(refs_items, templates, check_unique=sliced)
     raw_gen = document.get("gen", [])
     if not isinstance(raw_gen, list):
         raise ReferenceFormatError("'gen' must be a list")
@@ -125,12 +145,18 @@ class _Listed:
     urls: dict[str, int] = field(default_factory=dict)
 
 
+class DuplicateRefsKey(Exception):
+    """A key met twice in entries that arrive a slice at a time: the caller parses the whole
+    document instead, where the last value wins in the first one's place as JSON has it."""
+
+
 def _parse_refs(
-    raw_refs: dict[str, Any], templates: Mapping[str, str]
+    raw_refs: Iterable[tuple[Any, Any]], templates: Mapping[str, str], check_unique: bool = False
 ) -> dict[str, Ref] | ListedRefs:
     """Every entry of ``refs``: chunk references ``[url, offset, size]`` under canonical chunk
     keys go to columns; any other entry, or one that may be invalid, takes `parse_ref`'s path
-    (with `check_key` first), so values and errors are those of parsing one entry at a time."""
+    (with `check_key` first), so values and errors are those of parsing one entry at a time.
+    ``check_unique``: the entries may repeat a key (`DuplicateRefsKey`)."""
     other: dict[str, Ref] = {}
     listed: dict[str, _Listed] = {}
     order: list[list[Any]] = []  # [path or None, count]: runs of keys in file order
@@ -141,7 +167,35 @@ def _parse_refs(
     chunks: _Listed | None = None
     last_url: str | None = None
     last_position = 0
-    for key, value in raw_refs.items():
+    for key, value in raw_refs:
+        if key is PLAIN_SLICE:
+            head = value.path
+            chunks = listed.get(head)
+            if chunks is None:
+                check_key(value.first_key)
+                chunks = listed[head] = _Listed(value.coords.shape[1])
+            if chunks.rank != value.coords.shape[1]:  # as the loop would: kept in the dict
+                for other_key, ref in _plain_pairs(value):
+                    if other_key in other:
+                        raise DuplicateRefsKey(other_key)
+                    other[other_key] = parse_ref(other_key, ref, templates)
+                if run is None and order:
+                    current[1] += len(value.offsets)
+                else:
+                    current = [None, len(value.offsets)]
+                    order.append(current)
+                    run = None
+                chunks = None
+                continue
+            _add_plain(chunks, value, templates, expanded)
+            if run == head and order:
+                current[1] += len(value.offsets)
+            else:
+                current = [head, len(value.offsets)]
+                order.append(current)
+                run = head
+            last_url = None
+            continue
         if type(value) is list and len(value) == 3 and type(key) is str:
             url, offset, size = value
             if (
@@ -201,6 +255,8 @@ def _parse_refs(
                             run = head
                         continue
         check_key(key)
+        if key in other:
+            raise DuplicateRefsKey(key)  # (entries of one dict never repeat a key)
         other[key] = parse_ref(key, value, templates)
         if run is None and order:
             current[1] += 1
@@ -211,7 +267,69 @@ def _parse_refs(
             chunks = None
     if not listed:
         return other
+    if check_unique:
+        _refuse_repeats(other, listed)
     return _listed_refs(other, listed, order)
+
+
+PLAIN_SLICE = object()
+"""The key of an item of ``refs`` entries whose value is a `PlainSlice` (many chunks at once)."""
+
+
+def _add_plain(
+    chunks: _Listed, plain: PlainSlice, templates: Mapping[str, str], expanded: dict[str, str]
+) -> None:
+    """The chunks of ``plain`` appended to ``chunks`` (entries the loop would have added one by
+    one; anything it would refuse makes the caller parse the whole document)."""
+    offsets, sizes = plain.offsets, plain.sizes
+    if int((offsets + sizes).max()) > MAX_MAGNITUDE:
+        raise DuplicateRefsKey(plain.path)  # (out of range: the whole parse words it)
+    full = expanded.get(plain.url)
+    if full is None:
+        full = expanded[plain.url] = sys.intern(_expand(plain.url, templates))
+    position = chunks.urls.get(full)
+    if position is None:
+        position = chunks.urls[full] = len(chunks.urls)
+    count = len(offsets)
+    chunks.coords.frombytes(np.ascontiguousarray(plain.coords, dtype=np.int64).tobytes())
+    chunks.url_index.frombytes(np.full(count, position, dtype=np.int64).tobytes())
+    chunks.offsets.frombytes(offsets.astype(np.int64).tobytes())
+    chunks.sizes.frombytes(sizes.astype(np.int64).tobytes())
+
+
+def _plain_pairs(plain: PlainSlice) -> Iterator[tuple[str, list[Any]]]:
+    """The entries of ``plain`` as the text wrote them (key, [url, offset, size])."""
+    prefix = f"{plain.path}/c/" if plain.path else "c/"
+    for coords, offset, size in zip(
+        plain.coords.tolist(), plain.offsets.tolist(), plain.sizes.tolist(), strict=True
+    ):
+        yield prefix + "/".join(map(str, coords)), [plain.url, offset, size]
+
+
+_MOST_CHECKED_OTHERS = 64
+"""Most keys outside the columns that look like their chunks checked one by one for repeats;
+more make the caller parse the whole document."""
+
+
+def _refuse_repeats(other: dict[str, Ref], listed: dict[str, _Listed]) -> None:
+    """`DuplicateRefsKey` if a chunk was listed twice (entries that arrived a slice at a time):
+    its coordinates twice in its array's columns, or both there and among the other keys."""
+    found: dict[str, list[tuple[int, ...]]] = {}
+    for key in other:
+        split = array_of_chunk_key(key)
+        if split is not None and split[0] in listed:
+            found.setdefault(split[0], []).append(split[1])
+    if sum(len(v) for v in found.values()) > _MOST_CHECKED_OTHERS:
+        raise DuplicateRefsKey("many keys beside the columns")
+    for path, chunks in listed.items():
+        n = len(chunks.offsets)
+        coords = np.frombuffer(chunks.coords, dtype=np.int64).reshape(n, chunks.rank)
+        ordered = np.sort(coords, axis=0) if chunks.rank == 1 else coords[np.lexsort(coords.T)]
+        if n > 1 and bool((ordered[1:] == ordered[:-1]).all(axis=1).any()):
+            raise DuplicateRefsKey(path)
+        for point in found.get(path, ()):
+            if len(point) == chunks.rank and bool((coords == point).all(axis=1).any()):
+                raise DuplicateRefsKey(path)
 
 
 def _coords(tail: str) -> int | tuple[int, ...] | None:

@@ -15,6 +15,8 @@ from shadowzarr_spec import (
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key, join
 
+from shadowzarr_store.resolve import listed_table
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
@@ -82,8 +84,9 @@ class SortedRefs:
         return position < len(keys) and keys[position].startswith(prefix)
 
     def chunk_index_only(self, path: str) -> bool:
-        """Whether every chunk reference of ``path`` comes from its chunk index (no refs or gen
-        entry can override one, no selection applies)."""
+        """Whether every chunk reference of ``path`` comes from one table of (offset, size)
+        entries: its chunk index (no refs or gen entry can override one, no selection applies)
+        or its listed chunks held as columns, into one file (`listed_table`)."""
         found = self._index_only.get(path)
         if found is None:
             rfs = self._rfs
@@ -92,7 +95,7 @@ class SortedRefs:
                 and not rfs.gen
                 and path not in rfs.selections
                 and not self.any_under(chunk_key(path, ()) + "/")
-            )
+            ) or listed_table(rfs, path) is not None
         return found
 
     def node_paths(self) -> frozenset[str]:

@@ -25,6 +25,7 @@ from shadowzarr_spec import (
 from shadowzarr_spec import write_rfs as write_local_rfs
 from shadowzarr_spec.io import INLINE_INDEX_BYTES, reference_files, refs_url_of
 from shadowzarr_spec.parse import rfs_from_json
+from shadowzarr_spec.refs_text import rfs_from_json_text
 
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.transport import kind_of, put_objects, redact, run_blocking, transport_for
@@ -51,11 +52,7 @@ def load_rfs(
     if kind_of(text) == "local":
         local = Path(unquote(urlsplit(text).path) if text.startswith("file://") else text)
         if local.is_file():  # a JSON file may be kerchunk's or LINDI's, with Zarr v2 keys
-            try:
-                document = parse_json(local.read_bytes())
-            except FileNotFoundError:
-                raise SourceNotFoundError(f"no reference file at {local}") from None
-            return rfs_from_json(_as_v3(document), base=str(local.parent.resolve()))
+            return _from_text(_read_local(local), str(local.parent.resolve()))
         return read_local_rfs(text)
     refs_url, base = refs_url_of(text)
     transport = transport_for(StoreOptions.from_kwargs(options).transport(allow_local_files=False))
@@ -68,7 +65,27 @@ def load_rfs(
         finally:
             await transport.aclose()
 
-    return rfs_from_json(_as_v3(parse_json(run_blocking(read()))), base=base)
+    return _from_text(run_blocking(read()), base)
+
+
+def _read_local(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise SourceNotFoundError(f"no reference file at {path}") from None
+
+
+def _from_text(data: bytes, base: str | None) -> ReferenceFileSystem:
+    """References from the text of a ``.json`` file: a large one with Zarr v3 keys a slice of
+    ``refs`` at a time (`rfs_from_json_text`), any other whole (Zarr v2 keys rewritten)."""
+    # Zarr v2 keys (kerchunk's usual files) have no root zarr.json: parsed whole and rewritten
+    sliced = rfs_from_json_text(data, base) if b'"zarr.json"' in data else None
+    if sliced is not None and "zarr.json" in sliced.refs:  # v3 keys: nothing to rewrite
+        return sliced
+    del sliced
+    document = parse_json(data)
+    del data
+    return rfs_from_json(_as_v3(document), base=base)
 
 
 def _as_v3(document: Any) -> Any:

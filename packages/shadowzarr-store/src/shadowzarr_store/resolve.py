@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from shadowzarr_spec import (
+    MISSING_CHUNK,
     ChunkDecodeError,
     FileRef,
     InlineRef,
@@ -31,6 +32,7 @@ from shadowzarr_spec import (
     array_info,
 )
 from shadowzarr_spec.keys import array_of_chunk_key, chunk_key
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs
 from shadowzarr_spec.short_chunks import bytes_needed, stored_order
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.dtype import get_data_type_from_json
@@ -51,6 +53,7 @@ __all__ = [
     "fill_element",
     "finish_inline",
     "finish_whole",
+    "listed_table",
     "plan_read",
     "plan_value",
 ]
@@ -411,6 +414,21 @@ def fill_element(info: ArrayInfo) -> bytes | None:
         ) from exc
 
 
+def listed_table(rfs: ReferenceFileSystem, path: str) -> ChunkColumns | None:
+    """`Resolver.listed_table`, not kept (it scans the keys that are not in columns)."""
+    refs = rfs.refs
+    if (
+        not isinstance(refs, ListedRefs)
+        or rfs.gen
+        or path not in refs.columns
+        or path in rfs.indexes
+        or path in rfs.selections
+    ):
+        return None
+    found = refs.only_columns(path)
+    return found if found is not None and len(found.urls) == 1 else None
+
+
 class Resolver:
     """Key → reference, in the order refs, gen, chunk index; never expands gen or indexes."""
 
@@ -418,7 +436,37 @@ class Resolver:
         self._rfs = rfs
         self._indexes = indexes
         self._layouts: dict[str, ChunkLayout | None] = {}
+        self._only: dict[str, tuple[ChunkColumns, ChunkColumns | None]] = {}
+        """Array path -> (its columns, `ListedRefs.only_columns`), kept while refs hold them."""
         self._lock = threading.Lock()
+
+    def listed_table(self, path: str) -> ChunkColumns | None:
+        """The columns that hold every chunk reference of array ``path`` (a version-1 file's
+        listed chunks, `ListedRefs`), all into one file, with no gen entry, chunk index or
+        selection to override or change one; None otherwise. Such an array reads like one with
+        a chunk index: `entries` picks its chunks out with numpy, no object per chunk."""
+        columns = self._columns_of(path)
+        if columns is None or len(columns.urls) != 1 or self._rfs.gen:
+            return None
+        return None if path in self._rfs.indexes or path in self._rfs.selections else columns
+
+    async def entries(self, path: str, points: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
+        """(url, offsets, sizes) of chunks ``points`` ((n, ndim) coordinates) of an array whose
+        chunk references are one table of entries: its `listed_table`, else its chunk index.
+        Offsets and sizes are uint64 arrays, both `MISSING_CHUNK` for a chunk not there."""
+        columns = self.listed_table(path)
+        if columns is None:
+            assert self._indexes is not None
+            offsets, sizes = await self._indexes.entries(path, points)
+            return self._rfs.indexes[path].url, offsets, sizes
+        rows = columns.rows_of(points)
+        found = rows >= 0
+        offsets = np.full(len(rows), MISSING_CHUNK, dtype=np.uint64)
+        sizes = offsets.copy()
+        held = rows[found]
+        offsets[found] = columns.offsets[held]
+        sizes[found] = columns.sizes[held]
+        return columns.urls[0], offsets, sizes
 
     def find(self, key: str) -> InlineRef | FileRef | None:
         """The reference of ``key`` from refs or gen (no I/O); None if neither holds it."""
@@ -446,7 +494,7 @@ class Resolver:
         index read once for all of them."""
         prefix = chunk_key(path, ()) + "/"
         keys = [None if c is None else prefix + "/".join(map(str, c)) for c in chunks]
-        refs: list[InlineRef | FileRef | None] = [None if k is None else self.find(k) for k in keys]
+        refs = self._listed_refs(path, chunks, keys)
         if path in self._rfs.indexes and self._indexes is not None:
             wanted = [i for i, (c, r) in enumerate(zip(chunks, refs, strict=True)) if c and not r]
             coords = [chunks[i] or () for i in wanted]
@@ -457,6 +505,41 @@ class Resolver:
             None if k is None else self._value(k, r, layout)
             for k, r in zip(keys, refs, strict=True)
         ]
+
+    def _listed_refs(
+        self, path: str, chunks: list[tuple[int, ...] | None], keys: list[str | None]
+    ) -> list[InlineRef | FileRef | None]:
+        """`find` of each of ``keys``: from the columns of ``path`` at once (rows picked with
+        numpy, no key parsed) when no other refs key lies under its chunks, else key by key."""
+        columns = self._columns_of(path)
+        if columns is None:
+            return [None if k is None else self.find(k) for k in keys]
+        found: list[InlineRef | FileRef | None] = [None] * len(keys)
+        wanted = [i for i, c in enumerate(chunks) if c is not None]
+        points = np.array([chunks[i] for i in wanted], dtype=np.int64)
+        for i, row in zip(wanted, columns.rows_of(points).tolist(), strict=True):
+            if row >= 0:
+                found[i] = columns.ref(row)
+            elif self._rfs.gen:  # a chunk not listed may be a gen entry's
+                found[i] = self.find(keys[i])  # type: ignore[arg-type]
+        return found
+
+    def _columns_of(self, path: str) -> ChunkColumns | None:
+        """`ListedRefs.only_columns` of ``path``, kept (None when refs are a plain dict)."""
+        refs = self._rfs.refs
+        if not isinstance(refs, ListedRefs):
+            return None
+        held = refs.columns.get(path)
+        if held is None:
+            return None
+        with self._lock:
+            kept = self._only.get(path)
+        if kept is not None and kept[0] is held:
+            return kept[1]
+        found = refs.only_columns(path)
+        with self._lock:
+            self._only[path] = (held, found)
+        return found
 
     def _value(
         self, key: str, ref: InlineRef | FileRef | None, layout: object = None

@@ -121,9 +121,10 @@ class ShardIndexes:
         self, path: str, points: np.ndarray, packing: _Packing
     ) -> ShardIndex | None:
         """The shard index straight from the chunk index's arrays (no object per chunk), for an
-        array whose every chunk reference is in its chunk index and has no selection; None
-        otherwise. ``points``: the shard's stored chunks (`GroupLayout.inner_points`). Inner
-        chunks are resolved again only when read."""
+        array whose every chunk reference is in its chunk index, or in a version-1 file's
+        listed columns (`Resolver.entries`), and has no selection; None otherwise. ``points``:
+        the shard's stored chunks (`GroupLayout.inner_points`). Inner chunks are resolved again
+        only when read."""
         inside = points[:, 0] >= 0
         if not self._refs.chunk_index_only(path) or not inside.any():
             return None
@@ -132,7 +133,7 @@ class ShardIndexes:
         full = None if chunk_layout is None else chunk_layout.chunk_nbytes
         whole = bool(inside.all())  # the usual shard: no stored chunk past the array's end
         where = np.arange(len(points)) if whole else np.flatnonzero(inside)
-        offsets, sizes = await self._indexes.entries(path, points if whole else points[where])
+        url, offsets, sizes = await self._resolver.entries(path, points if whole else points[where])
         present = ((offsets != _MISSING_ENTRY) | (sizes != _MISSING_ENTRY)) & (
             (offsets != 0) | (sizes != 0)  # offset 0, size 0: a missing chunk too
         )
@@ -158,7 +159,7 @@ class ShardIndexes:
         every_offset = np.full(len(points), _MISSING_ENTRY, dtype=np.uint64)
         every_size = every_offset.copy()
         every_offset[where], every_size[where] = offsets, sizes
-        entries = (self._rfs.indexes[path].url, every_offset, every_size)
+        entries = (url, every_offset, every_size)
         return ShardIndex.build(
             keys, lengths, (UNRESOLVED,) * len(points), entries=entries, **packing
         )
