@@ -21,7 +21,7 @@ from ..format.superblock import Superblock
 from ..format.superblock_extension import read_superblock
 from ..h5py_glue import read_chunk_tables
 from .block_cache import BlockCache
-from .prefetch import INDEX_SIGNATURES, RangeCache, recognise_index
+from .prefetch import INDEX_SIGNATURES, ConnectionsAhead, RangeCache, recognise_index
 
 if TYPE_CHECKING:
     from collections.abc import Buffer
@@ -97,6 +97,7 @@ class RemoteFile(io.RawIOBase):
         if self._size <= whole_file_below:
             self._blocks.load_rest()
         self._roots: set[int] = set()
+        self._ahead = ConnectionsAhead(self.fetcher.transport.options.max_connections)
         self._superblock: Superblock | None = None
         self._lock = threading.RLock()
         self.read_stats = ReadStats()
@@ -196,6 +197,12 @@ class RemoteFile(io.RawIOBase):
         shortest = min((n for _, n in ranges), default=0)
         return self._fetch(ranges, max(0, min(DEFAULT_MAX_GAP, shortest)))
 
+    def expect_round(self, requests: int) -> None:
+        """A round of about ``requests`` node reads is coming (the widest level of the indexes
+        about to be walked): the next, narrower round opens connections for it
+        (`ConnectionsAhead`)."""
+        self._ahead.expect(requests)
+
     def _fetch(self, ranges: list[tuple[int, int]], max_gap: int | None) -> list[bytes]:
         with self._lock:
             out: list[bytes | None] = [self._cached(o, n) for o, n in ranges]
@@ -207,6 +214,8 @@ class RemoteFile(io.RawIOBase):
             missing = [i for i, b in enumerate(out) if b is None]
             if missing:
                 wanted = [ranges[i] for i in missing]
+                if max_gap is not None:  # a level of an index
+                    self.fetcher.warm(self._ahead.before_round(len(wanted)))
                 fetched = self.fetcher.fetch_many(wanted, max_gap=max_gap)
                 for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)
