@@ -99,7 +99,8 @@ def test_connections_are_opened_in_one_round_ahead_of_the_widest_level(
     """Each connection's set-up costs a round trip (``connect_latency``); opened when a level
     needs them, every level wider than the one before pays one more. The first index round
     opens the connections the widest level will use, so the later rounds open (almost) none:
-    connection set-up is paid once, beside a round already paid for."""
+    connection set-up is paid once, beside a round already paid for. The multi-range question
+    goes beside that round too."""
     path = nginx_root / "deep.h5"
     _deep_file(path)
     levels = _levels(path)
@@ -129,3 +130,11 @@ def test_connections_are_opened_in_one_round_ahead_of_the_widest_level(
     assert opened[first] >= 200, opened
     assert sum(opened[first + 1 :]) <= 8, opened
     assert proxy.connections <= GENERATION_CONNECTIONS + 2, proxy.connections
+    # Whether the server answers multi-range requests (S3 does not) is asked beside that first
+    # round, not in a round trip of its own before it: its nodes are asked for before the
+    # question is answered.
+    (probe,) = [e for e in log if "," in (e["range"] or "")]
+    a, b = [*rounds, len(log)][first : first + 2]
+    nodes = [e for e in log[a:b] if e is not probe and e["range"] != "bytes=0-0"]
+    assert nodes, opened
+    assert min(e["started"] for e in nodes) < probe["started"] + probe["duration"]

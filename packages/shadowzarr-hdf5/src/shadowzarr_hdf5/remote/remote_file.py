@@ -214,9 +214,15 @@ class RemoteFile(io.RawIOBase):
             missing = [i for i, b in enumerate(out) if b is None]
             if missing:
                 wanted = [ranges[i] for i in missing]
+                singles = False
                 if max_gap is not None:  # a level of an index
-                    self.fetcher.warm(self._ahead.before_round(len(wanted)))
-                fetched = self.fetcher.fetch_many(wanted, max_gap=max_gap)
+                    # Whether the server answers multi-range requests is asked beside this
+                    # level, not in a round of its own before it.
+                    singles = len(wanted) > 1 and self.fetcher.probe_multi_range()
+                    ahead = self._ahead.before_round(len(wanted))
+                    if not self.fetcher.transport.multi_range_known(self.fetcher.url):
+                        self.fetcher.warm(ahead)  # a multi-range server needs few requests
+                fetched = self.fetcher.fetch_many(wanted, max_gap=max_gap, singles=singles)
                 for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)
                     out[i] = data

@@ -69,6 +69,13 @@ def run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
+async def _after_the_round() -> None:
+    """Let the round the caller sends next (`fetch_many`, scheduled just after) start its
+    requests first: its first steps start them, a step of this loop each."""
+    for _ in range(2):
+        await asyncio.sleep(0)
+
+
 class RangeSource:
     """Ranges of one file (local path, URL or object-store URL), read synchronously.
 
@@ -101,6 +108,8 @@ class RangeSource:
         self._expect = expect or SourceInfo()
         self._closed = False
         self._warming: list[concurrent.futures.Future[object]] = []
+        """Connections being opened (`warm`) and the multi-range question (`_probing`)."""
+        self._probing: concurrent.futures.Future[object] | None = None
         self._stamp: Stamp | None = None
         if self._kind == "local":
             self._expect, self._stamp = identify_local(self.url)
@@ -138,10 +147,11 @@ class RangeSource:
     # -- reading --------------------------------------------------------------------------------
 
     def fetch_many(
-        self, ranges: list[tuple[int, int]], *, max_gap: int | None = None
+        self, ranges: list[tuple[int, int]], *, max_gap: int | None = None, singles: bool = False
     ) -> list[bytes]:
         """The bytes of each ``(offset, size)``, clipped at the end of the file, in one round;
-        ranges closer than ``max_gap`` (default: the source's) share a request."""
+        ranges closer than ``max_gap`` (default: the source's) share a request. ``singles``:
+        never a multi-range request (see `Transport.read_many`)."""
         if self._closed:
             raise SourceError(f"{redact(self.url)} is closed")
         size = self._expect.size
@@ -163,6 +173,7 @@ class RangeSource:
                 spans,
                 expect=self._expect,
                 max_gap=self._max_gap if max_gap is None else max_gap,
+                singles=singles,
             )
         )
         self._learn(answers)
@@ -181,10 +192,35 @@ class RangeSource:
         expect, url, transport = self._expect, self.url, self._transport
 
         async def opened() -> object:
+            await _after_the_round()
             reads = (transport.read(url, 0, 1, expect=expect) for _ in range(connections))
             return await asyncio.gather(*reads, return_exceptions=True)
 
         self._warming.append(asyncio.run_coroutine_threadsafe(opened(), _loop_thread()))
+
+    def probe_multi_range(self) -> bool:
+        """Start asking an HTTP source, in the background, whether it answers multi-range
+        requests with their parts, so that a round can go out beside the question instead of
+        after it (`fetch_many` with ``singles``). False: nothing to ask (known already, not
+        HTTP, multi-range requests off)."""
+        transport = self._transport
+        if self._closed or self._kind != "http" or not transport.options.multi_range:
+            return False
+        if transport.multi_range_known(self.url) is not None:
+            return False
+        if self._probing is not None and not self._probing.done():
+            return True  # asked already, not answered yet
+        expect, url = self._expect, self.url
+
+        async def probe() -> object:
+            await _after_the_round()
+            with contextlib.suppress(SourceError):  # unanswered: the next round asks again
+                await transport.probe_multi_range(url, expect)
+            return None
+
+        self._probing = asyncio.run_coroutine_threadsafe(probe(), _loop_thread())
+        self._warming.append(self._probing)
+        return True
 
     def read(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` (fewer at the end of the file)."""
@@ -213,8 +249,8 @@ class RangeSource:
         self._closed = True
         for warming in self._warming:
             warming.cancel()
-            with contextlib.suppress(concurrent.futures.CancelledError, TimeoutError):
-                warming.result(timeout=5)  # its connections are back in the pool, or closed
+        # Their connections back in the pool, or closed, before the transport closes.
+        concurrent.futures.wait(self._warming, timeout=5)
         if self._kind != "local" and _loop is not None and _loop.is_running():
             run_blocking(self._transport.aclose())
 
