@@ -92,6 +92,12 @@ class RangeCache:
         return None
 
 
+WARM_ABOVE = 0.08
+"""Seconds of the first request (set-up and a round trip) above which `ConnectionsAhead` opens
+connections ahead: about 40 ms of latency. Below it, on the benchmark's loopback, opening them
+early gained nothing measurable (their CPU lands on the round before the leaves)."""
+
+
 class ConnectionsAhead:
     """How many connections to open ahead of an index's widest level, and when.
 
@@ -102,8 +108,11 @@ class ConnectionsAhead:
     the leaves) opens the connections the wide one will use, in parallel with its own
     requests, so that set-up overlaps a round already paid for."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, first_round: float = 1.0) -> None:
         self._limit = limit
+        # Where the first request (a connection's set-up and one round trip) took less than
+        # this, set-up is cheap next to the CPU the extra connections cost: none ahead.
+        self._worth = first_round >= WARM_ABOVE
         self._expected = 0
 
     def expect(self, requests: int) -> None:
@@ -114,7 +123,7 @@ class ConnectionsAhead:
         """Connections to open now, beside a round of ``requests`` requests: room up to the
         limit for the wide round, leaving this round's requests (and the connection that is
         already open) their own; then nothing until told of another wide round."""
-        if self._expected <= requests:
+        if self._expected <= requests or not self._worth:
             return 0
         wanted = min(self._limit, self._expected) - requests - 1
         self._expected = 0

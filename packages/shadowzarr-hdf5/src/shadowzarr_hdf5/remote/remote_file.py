@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +85,9 @@ class RemoteFile(io.RawIOBase):
         # The first block answers h5py's first reads and, through Content-Range, the size:
         # no separate HEAD round trip.
         try:
+            started = time.monotonic()
             (head,) = self.fetcher.fetch_many([(0, block_size)])
+            first_round = time.monotonic() - started
             self._size = self.fetcher.size
         except BaseException:
             self._close_fetcher()
@@ -97,7 +100,7 @@ class RemoteFile(io.RawIOBase):
         if self._size <= whole_file_below:
             self._blocks.load_rest()
         self._roots: set[int] = set()
-        self._ahead = ConnectionsAhead(self.fetcher.transport.options.max_connections)
+        self._ahead = ConnectionsAhead(self.fetcher.transport.options.max_connections, first_round)
         self._superblock: Superblock | None = None
         self._lock = threading.RLock()
         self.read_stats = ReadStats()
@@ -221,7 +224,8 @@ class RemoteFile(io.RawIOBase):
                     singles = len(wanted) > 1 and self.fetcher.probe_multi_range()
                     ahead = self._ahead.before_round(len(wanted))
                     if not self.fetcher.transport.multi_range_known(self.fetcher.url):
-                        self.fetcher.warm(ahead)  # a multi-range server needs few requests
+                        # (a multi-range server needs few requests)
+                        self.fetcher.warm(ahead, after=len(wanted))
                 fetched = self.fetcher.fetch_many(wanted, max_gap=max_gap, singles=singles)
                 for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)

@@ -21,6 +21,7 @@ from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo
 from shadowzarr_store.transport.client import Transport, same_etag, transport_for
 from shadowzarr_store.transport.local import Stamp, identify_local, read_local
 from shadowzarr_store.transport.locations import kind_of, redact
+from shadowzarr_store.transport.pools import pool_stats
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 
 if TYPE_CHECKING:
@@ -67,6 +68,20 @@ def run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
         coro.close()
         raise RuntimeError("run_blocking was called from the transport's own loop thread")
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+def _sent_so_far() -> int:
+    """Requests sent on the transport's own connections, every origin."""
+    return sum(origin.requests for origin in pool_stats().values())
+
+
+async def _sent(count: int) -> None:
+    """Wait until `_sent_so_far` reaches ``count`` (at most a second: a round answered from
+    elsewhere, aiohttp or an object store, is not counted there)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 1.0
+    while _sent_so_far() < count and loop.time() < deadline:
+        await asyncio.sleep(0.001)
 
 
 async def _after_the_round() -> None:
@@ -179,20 +194,23 @@ class RangeSource:
         self._learn(answers)
         return [bytes(answer.data) for answer in answers]  # bytes already: no copy
 
-    def warm(self, connections: int) -> None:
+    def warm(self, connections: int, *, after: int = 0) -> None:
         """Open about ``connections`` more kept-alive connections to the source now, without
         waiting for them: a caller that will soon send a wide round (the leaves of a chunk
         index) pays their set-up (TCP, TLS: a round trip or two each) during the narrow round
         before it, in parallel, instead of at its start. Each connection carries a one-byte
         read (at 0, held to the size and ETag seen), which is also what proves it works. At
         most `max_connections` are open at once: a caller leaves room for the requests it
-        sends meanwhile. HTTP only; failures are ignored (the round then opens its own)."""
+        sends meanwhile, and ``after``: how many requests it sends next, which go out first
+        (each set-up costs CPU; those requests are the round being waited for). HTTP only;
+        failures are ignored (the round then opens its own)."""
         if self._closed or self._kind != "http" or connections < 1:
             return
         expect, url, transport = self._expect, self.url, self._transport
 
         async def opened() -> object:
-            await _after_the_round()
+            # Half of them: nearby ranges may share a request, and the rest are under way.
+            await _sent(_sent_so_far() + after // 2)
             reads = (transport.read(url, 0, 1, expect=expect) for _ in range(connections))
             return await asyncio.gather(*reads, return_exceptions=True)
 
