@@ -4,6 +4,7 @@ level wider than the connections), never node by node or dataset by dataset."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import h5py
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_hdf5.generate import GENERATION_CONNECTIONS
 from shadowzarr_hdf5.h5py_glue import dataset_address
 from shadowzarr_hdf5.remote import RemoteFile
 
@@ -87,3 +89,52 @@ def test_generation_costs_a_few_round_trips_per_index_level(
     # or connection wave by connection wave several per level.
     waves = proxy.round_trips()
     assert waves <= 3 * len(levels) + 3, (waves, levels)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_connections_are_opened_in_one_round_ahead_of_the_widest_level(
+    nginx_root: Path, nginx, make_proxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each connection's set-up costs a round trip (``connect_latency``); opened when a level
+    needs them, every level wider than the one before pays one more. The first index round
+    opens the connections the widest level will use, so the later rounds open (almost) none:
+    connection set-up is paid once, beside a round already paid for. The multi-range question
+    goes beside that round too."""
+    path = nginx_root / "deep.h5"
+    _deep_file(path)
+    levels = _levels(path)
+    proxy = make_proxy(
+        nginx.url(""), ranges="s3", root=nginx_root, latency=LATENCY, connect_latency=LATENCY
+    )
+    rounds: list[int] = []  # the proxy's request count when each index round starts
+    fetch_nodes = RemoteFile.fetch_nodes
+
+    def counted(remote: RemoteFile, ranges: list[tuple[int, int]]) -> list[bytes]:
+        rounds.append(proxy.requests)
+        return fetch_nodes(remote, ranges)
+
+    monkeypatch.setattr(RemoteFile, "fetch_nodes", counted)
+    rfs = generate_rfs(proxy.url("deep.h5"), progress=False, chunk_index_threshold=None)
+    proxy.wait_idle()
+    assert len([k for k in rfs.refs if k.startswith("a/c/")]) == CHUNKS
+    assert len(rounds) == len(levels), (rounds, levels)
+    log = proxy.log
+    bounds = pairwise([*rounds, len(log)])
+    opened = [sum(entry["new_connection"] for entry in log[a:b]) for a, b in bounds]
+    first = next(i for i, n in enumerate(opened) if n)
+    # Before: the rounds of levels of 24, 164 and 1,143 nodes opened 29, 191 and 32
+    # connections, each round a set-up longer. Now a few at most: the one the multi-range
+    # probe closed (S3 answers it with the whole object), and those warm-up reads found idle
+    # instead of opening them (3 to 7 in runs).
+    assert opened[first] >= 200, opened
+    assert sum(opened[first + 1 :]) <= 8, opened
+    assert proxy.connections <= GENERATION_CONNECTIONS + 2, proxy.connections
+    # Whether the server answers multi-range requests (S3 does not) is asked beside that first
+    # round, not in a round trip of its own before it: its nodes are asked for before the
+    # question is answered.
+    (probe,) = [e for e in log if "," in (e["range"] or "")]
+    a, b = [*rounds, len(log)][first : first + 2]
+    nodes = [e for e in log[a:b] if e is not probe and e["range"] != "bytes=0-0"]
+    assert nodes, opened
+    assert min(e["started"] for e in nodes) < probe["started"] + probe["duration"]

@@ -155,11 +155,29 @@ def read_chunk_tables_at(
     indexes = read_dataset_indexes(source, sb, addresses)
     walks = [index_walk(sb, i.layout, len(i.dataspace.shape)) for i in indexes]
     fetch_nodes = getattr(source, "fetch_nodes", source.fetch_many)  # RemoteFile's node gaps
+    expect_round = getattr(source, "expect_round", None)  # RemoteFile: connections opened ahead
+    if expect_round is not None:
+        expect_round(widest_round(sb, indexes))
     results = iter(drive([w for w in walks if w is not None], fetch_nodes))
     return [
         _table(sb, index, next(results) if walk is not None else None)
         for index, walk in zip(indexes, walks, strict=True)
     ]
+
+
+def widest_round(sb: Superblock, indexes: list[DatasetIndex]) -> int:
+    """About how many requests the widest level of these indexes' lockstep walks needs, known
+    before any node is read: a v1 B-tree's leaves each hold at most 2K chunks, so the chunks
+    of the current extent (all allocated, as most files have them) need at least that many
+    leaves. Other kinds: 0 (their levels are a few blocks, read with few requests)."""
+    leaves = 0
+    for index in indexes:
+        if index.layout.kind != IndexKind.BTREE_V1:
+            continue
+        shape, chunks = index.dataspace.shape, index.layout.chunk_shape
+        count = math.prod(-(-n // max(1, c)) for n, c in zip(shape, chunks, strict=False))
+        leaves += -(-count // (2 * sb.chunk_btree_k))
+    return leaves
 
 
 def _superblock_of(source: RangeFetcher) -> Superblock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from ..format.index_walk import drive
 from ..format.superblock import Superblock
 from ..format.superblock_extension import read_superblock
 from ..h5py_glue import read_chunk_tables
-from .prefetch import INDEX_SIGNATURES, RangeCache, recognise_index
+from .prefetch import INDEX_SIGNATURES, ConnectionsAhead, RangeCache, recognise_index
 
 if TYPE_CHECKING:
     from shadowzarr_store.transport import TransportOptions
@@ -73,6 +74,7 @@ class RemoteFile(RangeFile):
     ) -> None:
         # The first block answers h5py's first reads and, through Content-Range, the size:
         # no separate HEAD round trip.
+        started = time.monotonic()
         super().__init__(
             source,
             read_ahead=GrowingRuns(max_run_blocks),
@@ -81,6 +83,7 @@ class RemoteFile(RangeFile):
             head=block_size,
             cache_bytes=1 << 30,
         )
+        first_round = time.monotonic() - started
         try:
             if self.size <= whole_file_below:
                 self.prefetch([(0, self.size)])
@@ -90,6 +93,7 @@ class RemoteFile(RangeFile):
         self._walk_indexes = prefetch
         self._ranges = RangeCache()
         self._roots: set[int] = set()
+        self._ahead = ConnectionsAhead(self.source.transport.options.max_connections, first_round)
         self._superblock: Superblock | None = None
         self._lock = threading.RLock()
         self.read_stats = ReadStats()
@@ -139,6 +143,12 @@ class RemoteFile(RangeFile):
         shortest = min((n for _, n in ranges), default=0)
         return self._fetch(ranges, max(0, min(DEFAULT_MAX_GAP, shortest)))
 
+    def expect_round(self, requests: int) -> None:
+        """A round of about ``requests`` node reads is coming (the widest level of the indexes
+        about to be walked): the next, narrower round opens connections for it
+        (`ConnectionsAhead`)."""
+        self._ahead.expect(requests)
+
     def _fetch(self, ranges: list[tuple[int, int]], max_gap: int | None) -> list[bytes]:
         with self._lock:
             out: list[bytes | None] = [self._cached(o, n) for o, n in ranges]
@@ -150,7 +160,16 @@ class RemoteFile(RangeFile):
             missing = [i for i, b in enumerate(out) if b is None]
             if missing:
                 wanted = [ranges[i] for i in missing]
-                fetched = self.source.fetch_many(wanted, max_gap=max_gap)
+                singles = False
+                if max_gap is not None:  # a level of an index
+                    # Whether the server answers multi-range requests is asked beside this
+                    # level, not in a round of its own before it.
+                    singles = len(wanted) > 1 and self.source.probe_multi_range()
+                    ahead = self._ahead.before_round(len(wanted))
+                    if not self.source.transport.multi_range_known(self.source.url):
+                        # (a multi-range server needs few requests)
+                        self.source.warm(ahead, after=len(wanted))
+                fetched = self.source.fetch_many(wanted, max_gap=max_gap, singles=singles)
                 for i, (offset, _), data in zip(missing, wanted, fetched, strict=True):
                     self._ranges.add(offset, data)
                     out[i] = data

@@ -10,6 +10,8 @@ reads it raises `SourceChangedError`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,7 @@ from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo
 from shadowzarr_store.transport.client import Transport, same_etag, transport_for
 from shadowzarr_store.transport.local import Stamp, identify_local, read_local
 from shadowzarr_store.transport.locations import kind_of, redact
+from shadowzarr_store.transport.pools import pool_stats
 from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
 
 if TYPE_CHECKING:
@@ -67,6 +70,27 @@ def run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
+def _sent_so_far() -> int:
+    """Requests sent on the transport's own connections, every origin."""
+    return sum(origin.requests for origin in pool_stats().values())
+
+
+async def _sent(count: int) -> None:
+    """Wait until `_sent_so_far` reaches ``count`` (at most a second: a round answered from
+    elsewhere, aiohttp or an object store, is not counted there)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 1.0
+    while _sent_so_far() < count and loop.time() < deadline:
+        await asyncio.sleep(0.001)
+
+
+async def _after_the_round() -> None:
+    """Let the round the caller sends next (`fetch_many`, scheduled just after) start its
+    requests first: its first steps start them, a step of this loop each."""
+    for _ in range(2):
+        await asyncio.sleep(0)
+
+
 class RangeSource:
     """Ranges of one file (local path, URL or object-store URL), read synchronously.
 
@@ -98,6 +122,9 @@ class RangeSource:
         self._max_gap = max_gap
         self._expect = expect or SourceInfo()
         self._closed = False
+        self._warming: list[concurrent.futures.Future[object]] = []
+        """Connections being opened (`warm`) and the multi-range question (`_probing`)."""
+        self._probing: concurrent.futures.Future[object] | None = None
         self._stamp: Stamp | None = None
         if self._kind == "local":
             self._expect, self._stamp = identify_local(self.url)
@@ -135,10 +162,11 @@ class RangeSource:
     # -- reading --------------------------------------------------------------------------------
 
     def fetch_many(
-        self, ranges: list[tuple[int, int]], *, max_gap: int | None = None
+        self, ranges: list[tuple[int, int]], *, max_gap: int | None = None, singles: bool = False
     ) -> list[bytes]:
         """The bytes of each ``(offset, size)``, clipped at the end of the file, in one round;
-        ranges closer than ``max_gap`` (default: the source's) share a request."""
+        ranges closer than ``max_gap`` (default: the source's) share a request. ``singles``:
+        never a multi-range request (see `Transport.read_many`)."""
         if self._closed:
             raise SourceError(f"{redact(self.url)} is closed")
         size = self._expect.size
@@ -160,10 +188,57 @@ class RangeSource:
                 spans,
                 expect=self._expect,
                 max_gap=self._max_gap if max_gap is None else max_gap,
+                singles=singles,
             )
         )
         self._learn(answers)
         return [bytes(answer.data) for answer in answers]  # bytes already: no copy
+
+    def warm(self, connections: int, *, after: int = 0) -> None:
+        """Open about ``connections`` more kept-alive connections to the source now, without
+        waiting for them: a caller that will soon send a wide round (the leaves of a chunk
+        index) pays their set-up (TCP, TLS: a round trip or two each) during the narrow round
+        before it, in parallel, instead of at its start. Each connection carries a one-byte
+        read (at 0, held to the size and ETag seen), which is also what proves it works. At
+        most `max_connections` are open at once: a caller leaves room for the requests it
+        sends meanwhile, and ``after``: how many requests it sends next, which go out first
+        (each set-up costs CPU; those requests are the round being waited for). HTTP only;
+        failures are ignored (the round then opens its own)."""
+        if self._closed or self._kind != "http" or connections < 1:
+            return
+        expect, url, transport = self._expect, self.url, self._transport
+
+        async def opened() -> object:
+            # Half of them: nearby ranges may share a request, and the rest are under way.
+            await _sent(_sent_so_far() + after // 2)
+            reads = (transport.read(url, 0, 1, expect=expect) for _ in range(connections))
+            return await asyncio.gather(*reads, return_exceptions=True)
+
+        self._warming.append(asyncio.run_coroutine_threadsafe(opened(), _loop_thread()))
+
+    def probe_multi_range(self) -> bool:
+        """Start asking an HTTP source, in the background, whether it answers multi-range
+        requests with their parts, so that a round can go out beside the question instead of
+        after it (`fetch_many` with ``singles``). False: nothing to ask (known already, not
+        HTTP, multi-range requests off)."""
+        transport = self._transport
+        if self._closed or self._kind != "http" or not transport.options.multi_range:
+            return False
+        if transport.multi_range_known(self.url) is not None:
+            return False
+        if self._probing is not None and not self._probing.done():
+            return True  # asked already, not answered yet
+        expect, url = self._expect, self.url
+
+        async def probe() -> object:
+            await _after_the_round()
+            with contextlib.suppress(SourceError):  # unanswered: the next round asks again
+                await transport.probe_multi_range(url, expect)
+            return None
+
+        self._probing = asyncio.run_coroutine_threadsafe(probe(), _loop_thread())
+        self._warming.append(self._probing)
+        return True
 
     def read(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` (fewer at the end of the file)."""
@@ -190,6 +265,10 @@ class RangeSource:
         if self._closed:
             return
         self._closed = True
+        for warming in self._warming:
+            warming.cancel()
+        # Their connections back in the pool, or closed, before the transport closes.
+        concurrent.futures.wait(self._warming, timeout=5)
         if self._kind != "local" and _loop is not None and _loop.is_running():
             run_blocking(self._transport.aclose())
 

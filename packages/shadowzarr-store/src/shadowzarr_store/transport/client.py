@@ -234,13 +234,16 @@ class Transport:
         expect: SourceInfo | None = None,
         max_gap: int = 0,
         max_span: int | None = None,
+        singles: bool = False,
     ) -> list[Answer]:
         """The answers for each ``[start, end)`` range, read concurrently in one round.
 
         Ranges closer than ``max_gap`` bytes share a request (up to ``max_span`` bytes each);
         over HTTP several runs go in one multi-range request while the server answers them with
         their parts. A server that does not (S3's 200 with the whole object) is asked that once
-        per source, without its body being read, and singly from then on.
+        per source, without its body being read, and singly from then on. ``singles``: each run
+        in a request of its own whatever the server answers (a caller that asks the question
+        beside this round with `probe_multi_range`, instead of before it).
         """
         expect = expect or _UNKNOWN
         self.access.check(url)
@@ -255,7 +258,7 @@ class Transport:
             shown = redact(url)
             spans: list[tuple[int, int | None]] = [(r.start, r.end) for r in runs]
             answers = await asyncio.to_thread(self._read_local_many, url, spans, expect, shown)
-        elif kind == "http" and self.options.multi_range and len(runs) > 1:
+        elif kind == "http" and self.options.multi_range and len(runs) > 1 and not singles:
             answers = await self._read_multi(url, runs, expect)
         else:
             answers = await self._read_singles(url, runs, expect)
@@ -328,6 +331,16 @@ class Transport:
         finally:
             self.stats.add(requests=len(counted), bytes=sum(counted))
 
+    async def probe_multi_range(self, url: str, expect: SourceInfo | None = None) -> None:
+        """Ask ``url`` once whether it answers multi-range requests with their parts (two
+        one-byte ranges; S3's whole object is closed unread), unless that is known."""
+        if self.multi_range_known(url) is not None or not self.options.multi_range:
+            return
+        if kind_of(url) != "http" or (expect is not None and (expect.size or 0) < 3):
+            return
+        parts = await self._ask_multi(url, [(0, 1), (2, 3)], expect or _UNKNOWN, redact(url))
+        self.stats.add(requests=1, bytes=sum(len(part.data) for part in parts or ()))
+
     def multi_range_known(self, url: str) -> bool | None:
         """Whether ``url`` answered a multi-range request with its parts (None: not asked)."""
         with self._lock:
@@ -338,6 +351,20 @@ class Transport:
             return await self._read_singles(url, runs, expect)
         spans = [(r.start, r.end) for r in runs]
         shown = f"{redact(url)} ({len(runs)} ranges from {runs[0].start} to {runs[-1].end - 1})"
+        parts = await self._ask_multi(url, spans, expect, shown)
+        if parts is None:
+            self.stats.add(requests=1)
+            return await self._read_singles(url, runs, expect)
+        for part in parts:
+            self._check(part, expect, shown)
+        self.stats.add(requests=1, bytes=sum(len(part.data) for part in parts))
+        return parts
+
+    async def _ask_multi(
+        self, url: str, spans: list[tuple[int, int]], expect: SourceInfo, shown: str
+    ) -> list[Answer] | None:
+        """The parts of one multi-range request, or None where the server does not answer
+        with them (noted for ``url``)."""
 
         async def attempt(target: str) -> list[Answer] | None:
             if kind_of(target) != "http":
@@ -350,12 +377,6 @@ class Transport:
         parts = await self._remote(url, shown, attempt)
         with self._lock:
             self._single_range[url] = parts is not None
-        if parts is None:
-            self.stats.add(requests=1)
-            return await self._read_singles(url, runs, expect)
-        for part in parts:
-            self._check(part, expect, shown)
-        self.stats.add(requests=1, bytes=sum(len(part.data) for part in parts))
         return parts
 
     # -- backends -------------------------------------------------------------------------------
