@@ -66,7 +66,7 @@ export class GroupedShards {
   readonly #shards = new Map<string, ShardEntry>();
 
   /** Bytes `range` of the shard at `shard` of `array` (undefined: no chunk of it is stored). */
-  async read(
+  read(
     key: string,
     array: GroupedArray,
     shard: readonly number[],
@@ -74,7 +74,19 @@ export class GroupedShards {
     signal?: AbortSignal,
   ): Promise<Uint8Array | undefined> {
     const entry = this.#shard(key, array, shard);
-    const built = entry.value ?? (await entry.promise);
+    const built = entry.value;
+    if (built === undefined || range === null || !("start" in range)) {
+      return entry.promise.then((value) => this.#read(value, array, range, signal));
+    }
+    return this.#read(built, array, range, signal);
+  }
+
+  async #read(
+    built: Shard,
+    array: GroupedArray,
+    range: ValueRange,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array | undefined> {
     const index = built.index;
     if (index.empty) return undefined;
     const [start, end] = window(range, index.total);

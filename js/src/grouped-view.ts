@@ -304,6 +304,7 @@ export function indexOnly(references: References, path: string, withRefs: Set<st
 /** The indexed arrays some of whose chunk keys (`path/c/…`) are also in `refs`. */
 export function indexedWithRefs(references: References): Set<string> {
   const out = new Set<string>();
+  if (references.indexes.size === 0) return out;
   const indexed = [...references.indexes.keys()].map((p) => [p, p === "" ? "c/" : `${p}/c/`]);
   for (const key of Object.keys(references.refs)) {
     for (const [path, prefix] of indexed)
