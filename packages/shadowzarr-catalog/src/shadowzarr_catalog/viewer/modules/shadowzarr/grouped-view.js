@@ -151,51 +151,64 @@ export class GroupLayout {
         }
         return out;
     }
-    /** The stored chunk coordinates of inner chunk `j` of `shard` (`innerChunks`, one part). */
-    membersOf(shard, j) {
-        const outer = new Array(this.packs.length).fill(0);
-        let rest = j;
-        for (let axis = this.packs.length - 1; axis >= 0; axis--) {
-            const n = this.packs[axis];
-            outer[axis] = rest % n;
-            rest = Math.floor(rest / n);
-        }
-        return cOrder(this.pack).map((m) => {
-            const point = shard.map((s, i) => s * this.factors[i] +
-                outer[i] * this.pack[i] +
-                m[i]);
-            return point.some((p, i) => p >= this.grid[i]) ? null : point;
-        });
-    }
     /**
      * An inner chunk's bytes from its members' (each `chunkNbytes`, C order over `pack`): the
      * block of `innerShape` in C order. A row of a stored chunk (its last axis) moves whole.
      */
     packBytes(members) {
+        const out = new Uint8Array(this.members * this.chunkNbytes);
+        members.forEach((source, n) => this.packInto(out, n, source));
+        return out;
+    }
+    /**
+     * Put member `n`'s bytes (`chunkNbytes`, C order) where they go in the pack `out` (an inner
+     * chunk's `members * chunkNbytes` bytes): in one piece when the pack stacks its members along
+     * the first axis only, else row by row (a row: the stored chunk's last axis).
+     */
+    packInto(out, n, source) {
+        const place = (this.#placement ??= this.#place());
+        const base = place.bases[n];
+        if (place.rows === null) {
+            out.set(source, base);
+            return;
+        }
+        const rowBytes = place.rowBytes;
+        const rows = place.rows;
+        for (let k = 0, from = 0; k < rows.length; k++, from += rowBytes) {
+            const at = base + rows[k];
+            if (rowBytes > 64)
+                out.set(source.subarray(from, from + rowBytes), at);
+            else
+                for (let b = 0; b < rowBytes; b++)
+                    out[at + b] = source[from + b];
+        }
+    }
+    #placement;
+    /** Where each member starts in a pack, and each of its rows relative to that (once). */
+    #place() {
         const ndim = this.chunkShape.length;
         const rowBytes = this.chunkShape[ndim - 1] * this.itemsize;
-        const out = new Uint8Array(this.members * this.chunkNbytes);
         // byte strides of the packed block (innerShape in C order)
         const strides = new Array(ndim).fill(this.itemsize);
         for (let axis = ndim - 2; axis >= 0; axis--) {
             strides[axis] = strides[axis + 1] * this.innerShape[axis + 1];
         }
-        const rows = cOrder(this.chunkShape.slice(0, -1));
-        cOrder(this.pack).forEach((m, n) => {
-            const source = members[n];
-            // member m starts at m[i] * chunkShape[i] along each axis of the block
+        const bases = cOrder(this.pack).map((m) => {
             let base = 0;
             for (let axis = 0; axis < ndim; axis++) {
                 base += m[axis] * this.chunkShape[axis] * strides[axis];
             }
-            rows.forEach((r, k) => {
-                let at = base;
-                for (let axis = 0; axis < ndim - 1; axis++)
-                    at += r[axis] * strides[axis];
-                out.set(source.subarray(k * rowBytes, (k + 1) * rowBytes), at);
-            });
+            return base;
         });
-        return out;
+        if (this.pack.every((p, axis) => axis === 0 || p === 1))
+            return { bases, rows: null, rowBytes };
+        const rows = cOrder(this.chunkShape.slice(0, -1)).map((r) => {
+            let at = 0;
+            for (let axis = 0; axis < ndim - 1; axis++)
+                at += r[axis] * strides[axis];
+            return at;
+        });
+        return { bases, rows, rowBytes };
     }
 }
 /**
@@ -274,6 +287,8 @@ export function indexOnly(references, path, withRefs) {
 /** The indexed arrays some of whose chunk keys (`path/c/…`) are also in `refs`. */
 export function indexedWithRefs(references) {
     const out = new Set();
+    if (references.indexes.size === 0)
+        return out;
     const indexed = [...references.indexes.keys()].map((p) => [p, p === "" ? "c/" : `${p}/c/`]);
     for (const key of Object.keys(references.refs)) {
         for (const [path, prefix] of indexed)
