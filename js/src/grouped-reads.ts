@@ -81,14 +81,15 @@ export class GroupedShards {
     return this.#read(built, array, range, signal);
   }
 
-  async #read(
+  /** (Not async: zarrita's read of one inner chunk goes straight to its stored chunk's.) */
+  #read(
     built: Shard,
     array: GroupedArray,
     range: ValueRange,
     signal?: AbortSignal,
   ): Promise<Uint8Array | undefined> {
     const index = built.index;
-    if (index.empty) return undefined;
+    if (index.empty) return Promise.resolve(undefined);
     const [start, end] = window(range, index.total);
     const first = Math.max(0, lastAtOrBefore(index.offsets, start));
     const size0 = index.sizes[first] as number;
@@ -96,6 +97,19 @@ export class GroupedShards {
       // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
       return this.#inner(array, built.chunks, first, size0, signal);
     }
+    return this.#parts(built, array, start, end, first, signal);
+  }
+
+  /** Bytes [start, end) of the shard's value: parts of the index and of inner chunks. */
+  async #parts(
+    built: Shard,
+    array: GroupedArray,
+    start: number,
+    end: number,
+    first: number,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array> {
+    const index = built.index;
     const out = new Uint8Array(end - start);
     const head = index.index;
     const tail = index.total - head.length;
@@ -158,21 +172,17 @@ export class GroupedShards {
     return { index, chunks: located };
   }
 
-  /**
-   * Inner chunk `j`'s bytes: its one stored chunk as read, or its members read together and
-   * each put in its place in one buffer as it arrives.
-   */
-  async #inner(
+  /** Inner chunk `j`'s bytes: its one stored chunk as read, or the pack of its members. */
+  #inner(
     array: GroupedArray,
     chunks: readonly (StoredChunk | null)[],
     j: number,
     size: number,
     signal?: AbortSignal,
   ): Promise<Uint8Array> {
-    const layout = array.layout;
-    if (layout.members === 1) {
-      const chunk = chunks[j] as StoredChunk;
-      const bytes = await array.read(chunk, signal);
+    if (array.layout.members > 1) return this.#pack(array, chunks, j, signal);
+    const chunk = chunks[j] as StoredChunk;
+    return array.read(chunk, signal).then((bytes) => {
       if (bytes === undefined || bytes.length !== size) {
         throw new ChunkDecodeError(
           `stored chunk ${chunk.key} of array ${array.path} changed size while read ` +
@@ -180,7 +190,17 @@ export class GroupedShards {
         );
       }
       return bytes;
-    }
+    });
+  }
+
+  /** A pack: its members read together, each put in its place in one buffer as it arrives. */
+  async #pack(
+    array: GroupedArray,
+    chunks: readonly (StoredChunk | null)[],
+    j: number,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array> {
+    const layout = array.layout;
     const out = new Uint8Array(layout.members * layout.chunkNbytes);
     const place = (m: number, key: string, bytes: Uint8Array): void => {
       if (bytes.length !== layout.chunkNbytes) {

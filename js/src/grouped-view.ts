@@ -147,18 +147,22 @@ export class GroupLayout {
     ) {
       return new Array<null>(total).fill(null);
     }
-    const outer = cOrder(this.packs);
     const inner = cOrder(this.pack);
     const out: (number[] | null)[] = [];
-    for (const o of outer) {
+    for (const o of cOrder(this.packs)) {
+      // the first stored chunk of inner chunk o, then its members at offsets m
+      const corner = shard.map(
+        (s, i) => s * (this.factors[i] as number) + (o[i] as number) * (this.pack[i] as number),
+      );
       for (const m of inner) {
-        const point = shard.map(
-          (s, i) =>
-            s * (this.factors[i] as number) +
-            (o[i] as number) * (this.pack[i] as number) +
-            (m[i] as number),
-        );
-        out.push(point.some((p, i) => p >= (this.grid[i] as number)) ? null : point);
+        const point = new Array<number>(ndim);
+        let outside = false;
+        for (let i = 0; i < ndim; i++) {
+          const p = (corner[i] as number) + (m[i] as number);
+          point[i] = p;
+          if (p >= (this.grid[i] as number)) outside = true;
+        }
+        out.push(outside ? null : point);
       }
     }
     return out;
@@ -432,8 +436,6 @@ export interface ShardIndex {
   readonly empty: boolean;
 }
 
-const EMPTY = 0xffffffffffffffffn;
-
 /**
  * The index of a shard from its stored chunks' logical lengths (-1: not stored), as Python's
  * `ShardIndex.build`: inner chunks one after the other after the index, in C order; an inner
@@ -459,8 +461,15 @@ export function buildShardIndex(
     }
     offsets.push(at);
     sizes.push(size);
-    view.setBigUint64(16 * j, present ? BigInt(at) : EMPTY, true);
-    view.setBigUint64(16 * j + 8, present ? BigInt(size) : EMPTY, true);
+    // uint64 as two uint32 halves (no BigInt per entry); every value is below 2^53
+    if (present) {
+      view.setUint32(16 * j, at % 2 ** 32, true);
+      view.setUint32(16 * j + 4, Math.floor(at / 2 ** 32), true);
+      view.setUint32(16 * j + 8, size % 2 ** 32, true);
+      view.setUint32(16 * j + 12, Math.floor(size / 2 ** 32), true);
+    } else {
+      index.fill(0xff, 16 * j, 16 * j + 16);
+    }
     at += size;
     if (!Number.isSafeInteger(at + 16 * count)) {
       throw new ReferenceFormatError(

@@ -192,24 +192,28 @@ export class ReferenceStore implements AsyncReadable {
     return this.#read(key, null, opts?.signal);
   }
 
-  async getRange(
+  getRange(
     key: AbsolutePath | string,
     range: RangeQuery,
     opts?: GetOptions,
   ): Promise<Uint8Array | undefined> {
-    const logical: LogicalRange =
-      "suffixLength" in range
-        ? { suffix: range.suffixLength }
-        : { start: range.offset, end: range.offset + range.length };
-    if (this.#shardBytes > 0) {
-      // zarrita reads a shard's inner chunks here: answered without the steps of #read
-      const raw = key.startsWith("/") ? key.slice(1) : key;
-      const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
-      if (shard !== undefined) {
-        return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
+    // not async: zarrita reads a shard's inner chunks here, one call per stored chunk
+    try {
+      const logical: LogicalRange =
+        "suffixLength" in range
+          ? { suffix: range.suffixLength }
+          : { start: range.offset, end: range.offset + range.length };
+      if (this.#shardBytes > 0) {
+        const raw = key.startsWith("/") ? key.slice(1) : key;
+        const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
+        if (shard !== undefined) {
+          return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
+        }
       }
+      return this.#read(key, logical, opts?.signal);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return this.#read(key, logical, opts?.signal);
   }
 
   async #read(

@@ -28,10 +28,11 @@ export class GroupedShards {
         }
         return this.#read(built, array, range, signal);
     }
-    async #read(built, array, range, signal) {
+    /** (Not async: zarrita's read of one inner chunk goes straight to its stored chunk's.) */
+    #read(built, array, range, signal) {
         const index = built.index;
         if (index.empty)
-            return undefined;
+            return Promise.resolve(undefined);
         const [start, end] = window(range, index.total);
         const first = Math.max(0, lastAtOrBefore(index.offsets, start));
         const size0 = index.sizes[first];
@@ -39,6 +40,11 @@ export class GroupedShards {
             // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
             return this.#inner(array, built.chunks, first, size0, signal);
         }
+        return this.#parts(built, array, start, end, first, signal);
+    }
+    /** Bytes [start, end) of the shard's value: parts of the index and of inner chunks. */
+    async #parts(built, array, start, end, first, signal) {
+        const index = built.index;
         const out = new Uint8Array(end - start);
         const head = index.index;
         const tail = index.total - head.length;
@@ -91,21 +97,22 @@ export class GroupedShards {
         const index = buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
         return { index, chunks: located };
     }
-    /**
-     * Inner chunk `j`'s bytes: its one stored chunk as read, or its members read together and
-     * each put in its place in one buffer as it arrives.
-     */
-    async #inner(array, chunks, j, size, signal) {
-        const layout = array.layout;
-        if (layout.members === 1) {
-            const chunk = chunks[j];
-            const bytes = await array.read(chunk, signal);
+    /** Inner chunk `j`'s bytes: its one stored chunk as read, or the pack of its members. */
+    #inner(array, chunks, j, size, signal) {
+        if (array.layout.members > 1)
+            return this.#pack(array, chunks, j, signal);
+        const chunk = chunks[j];
+        return array.read(chunk, signal).then((bytes) => {
             if (bytes === undefined || bytes.length !== size) {
                 throw new ChunkDecodeError(`stored chunk ${chunk.key} of array ${array.path} changed size while read ` +
                     `(${bytes?.length ?? "missing"} bytes, ${size} in its shard's index)`);
             }
             return bytes;
-        }
+        });
+    }
+    /** A pack: its members read together, each put in its place in one buffer as it arrives. */
+    async #pack(array, chunks, j, signal) {
+        const layout = array.layout;
         const out = new Uint8Array(layout.members * layout.chunkNbytes);
         const place = (m, key, bytes) => {
             if (bytes.length !== layout.chunkNbytes) {

@@ -138,15 +138,21 @@ export class GroupLayout {
             shard.some((s, i) => s < 0 || s * this.factors[i] >= this.grid[i])) {
             return new Array(total).fill(null);
         }
-        const outer = cOrder(this.packs);
         const inner = cOrder(this.pack);
         const out = [];
-        for (const o of outer) {
+        for (const o of cOrder(this.packs)) {
+            // the first stored chunk of inner chunk o, then its members at offsets m
+            const corner = shard.map((s, i) => s * this.factors[i] + o[i] * this.pack[i]);
             for (const m of inner) {
-                const point = shard.map((s, i) => s * this.factors[i] +
-                    o[i] * this.pack[i] +
-                    m[i]);
-                out.push(point.some((p, i) => p >= this.grid[i]) ? null : point);
+                const point = new Array(ndim);
+                let outside = false;
+                for (let i = 0; i < ndim; i++) {
+                    const p = corner[i] + m[i];
+                    point[i] = p;
+                    if (p >= this.grid[i])
+                        outside = true;
+                }
+                out.push(outside ? null : point);
             }
         }
         return out;
@@ -402,7 +408,6 @@ function factorsOf(grid, budget) {
     }
     return factors;
 }
-const EMPTY = 0xffffffffffffffffn;
 /**
  * The index of a shard from its stored chunks' logical lengths (-1: not stored), as Python's
  * `ShardIndex.build`: inner chunks one after the other after the index, in C order; an inner
@@ -425,8 +430,16 @@ export function buildShardIndex(lengths, members, innerNbytes) {
         }
         offsets.push(at);
         sizes.push(size);
-        view.setBigUint64(16 * j, present ? BigInt(at) : EMPTY, true);
-        view.setBigUint64(16 * j + 8, present ? BigInt(size) : EMPTY, true);
+        // uint64 as two uint32 halves (no BigInt per entry); every value is below 2^53
+        if (present) {
+            view.setUint32(16 * j, at % 2 ** 32, true);
+            view.setUint32(16 * j + 4, Math.floor(at / 2 ** 32), true);
+            view.setUint32(16 * j + 8, size % 2 ** 32, true);
+            view.setUint32(16 * j + 12, Math.floor(size / 2 ** 32), true);
+        }
+        else {
+            index.fill(0xff, 16 * j, 16 * j + 16);
+        }
         at += size;
         if (!Number.isSafeInteger(at + 16 * count)) {
             throw new ReferenceFormatError(`a shard's stored chunks hold more than 2^53 - 1 bytes together: the references are damaged`);

@@ -104,19 +104,24 @@ export class ReferenceStore {
     async get(key, opts) {
         return this.#read(key, null, opts?.signal);
     }
-    async getRange(key, range, opts) {
-        const logical = "suffixLength" in range
-            ? { suffix: range.suffixLength }
-            : { start: range.offset, end: range.offset + range.length };
-        if (this.#shardBytes > 0) {
-            // zarrita reads a shard's inner chunks here: answered without the steps of #read
-            const raw = key.startsWith("/") ? key.slice(1) : key;
-            const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
-            if (shard !== undefined) {
-                return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
+    getRange(key, range, opts) {
+        // not async: zarrita reads a shard's inner chunks here, one call per stored chunk
+        try {
+            const logical = "suffixLength" in range
+                ? { suffix: range.suffixLength }
+                : { start: range.offset, end: range.offset + range.length };
+            if (this.#shardBytes > 0) {
+                const raw = key.startsWith("/") ? key.slice(1) : key;
+                const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
+                if (shard !== undefined) {
+                    return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
+                }
             }
+            return this.#read(key, logical, opts?.signal);
         }
-        return this.#read(key, logical, opts?.signal);
+        catch (error) {
+            return Promise.reject(error);
+        }
     }
     async #read(rawKey, range, signal) {
         let key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
