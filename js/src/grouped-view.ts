@@ -147,41 +147,25 @@ export class GroupLayout {
     ) {
       return new Array<null>(total).fill(null);
     }
-    const outer = cOrder(this.packs);
     const inner = cOrder(this.pack);
     const out: (number[] | null)[] = [];
-    for (const o of outer) {
+    for (const o of cOrder(this.packs)) {
+      // the first stored chunk of inner chunk o, then its members at offsets m
+      const corner = shard.map(
+        (s, i) => s * (this.factors[i] as number) + (o[i] as number) * (this.pack[i] as number),
+      );
       for (const m of inner) {
-        const point = shard.map(
-          (s, i) =>
-            s * (this.factors[i] as number) +
-            (o[i] as number) * (this.pack[i] as number) +
-            (m[i] as number),
-        );
-        out.push(point.some((p, i) => p >= (this.grid[i] as number)) ? null : point);
+        const point = new Array<number>(ndim);
+        let outside = false;
+        for (let i = 0; i < ndim; i++) {
+          const p = (corner[i] as number) + (m[i] as number);
+          point[i] = p;
+          if (p >= (this.grid[i] as number)) outside = true;
+        }
+        out.push(outside ? null : point);
       }
     }
     return out;
-  }
-
-  /** The stored chunk coordinates of inner chunk `j` of `shard` (`innerChunks`, one part). */
-  membersOf(shard: readonly number[], j: number): (number[] | null)[] {
-    const outer: number[] = new Array<number>(this.packs.length).fill(0);
-    let rest = j;
-    for (let axis = this.packs.length - 1; axis >= 0; axis--) {
-      const n = this.packs[axis] as number;
-      outer[axis] = rest % n;
-      rest = Math.floor(rest / n);
-    }
-    return cOrder(this.pack).map((m) => {
-      const point = shard.map(
-        (s, i) =>
-          s * (this.factors[i] as number) +
-          (outer[i] as number) * (this.pack[i] as number) +
-          (m[i] as number),
-      );
-      return point.some((p, i) => p >= (this.grid[i] as number)) ? null : point;
-    });
   }
 
   /**
@@ -189,30 +173,58 @@ export class GroupLayout {
    * block of `innerShape` in C order. A row of a stored chunk (its last axis) moves whole.
    */
   packBytes(members: readonly Uint8Array[]): Uint8Array {
+    const out = new Uint8Array(this.members * this.chunkNbytes);
+    members.forEach((source, n) => this.packInto(out, n, source));
+    return out;
+  }
+
+  /**
+   * Put member `n`'s bytes (`chunkNbytes`, C order) where they go in the pack `out` (an inner
+   * chunk's `members * chunkNbytes` bytes): in one piece when the pack stacks its members along
+   * the first axis only, else row by row (a row: the stored chunk's last axis).
+   */
+  packInto(out: Uint8Array, n: number, source: Uint8Array): void {
+    const place = (this.#placement ??= this.#place());
+    const base = place.bases[n] as number;
+    if (place.rows === null) {
+      out.set(source, base);
+      return;
+    }
+    const rowBytes = place.rowBytes;
+    const rows = place.rows;
+    for (let k = 0, from = 0; k < rows.length; k++, from += rowBytes) {
+      const at = base + (rows[k] as number);
+      if (rowBytes > 64) out.set(source.subarray(from, from + rowBytes), at);
+      else for (let b = 0; b < rowBytes; b++) out[at + b] = source[from + b] as number;
+    }
+  }
+
+  #placement: { bases: number[]; rows: number[] | null; rowBytes: number } | undefined;
+
+  /** Where each member starts in a pack, and each of its rows relative to that (once). */
+  #place(): { bases: number[]; rows: number[] | null; rowBytes: number } {
     const ndim = this.chunkShape.length;
     const rowBytes = (this.chunkShape[ndim - 1] as number) * this.itemsize;
-    const out = new Uint8Array(this.members * this.chunkNbytes);
     // byte strides of the packed block (innerShape in C order)
     const strides = new Array<number>(ndim).fill(this.itemsize);
     for (let axis = ndim - 2; axis >= 0; axis--) {
       strides[axis] = (strides[axis + 1] as number) * (this.innerShape[axis + 1] as number);
     }
-    const rows = cOrder(this.chunkShape.slice(0, -1));
-    cOrder(this.pack).forEach((m, n) => {
-      const source = members[n] as Uint8Array;
-      // member m starts at m[i] * chunkShape[i] along each axis of the block
+    const bases = cOrder(this.pack).map((m) => {
       let base = 0;
       for (let axis = 0; axis < ndim; axis++) {
         base += (m[axis] as number) * (this.chunkShape[axis] as number) * (strides[axis] as number);
       }
-      rows.forEach((r, k) => {
-        let at = base;
-        for (let axis = 0; axis < ndim - 1; axis++)
-          at += (r[axis] as number) * (strides[axis] as number);
-        out.set(source.subarray(k * rowBytes, (k + 1) * rowBytes), at);
-      });
+      return base;
     });
-    return out;
+    if (this.pack.every((p, axis) => axis === 0 || p === 1)) return { bases, rows: null, rowBytes };
+    const rows = cOrder(this.chunkShape.slice(0, -1)).map((r) => {
+      let at = 0;
+      for (let axis = 0; axis < ndim - 1; axis++)
+        at += (r[axis] as number) * (strides[axis] as number);
+      return at;
+    });
+    return { bases, rows, rowBytes };
   }
 }
 
@@ -296,6 +308,7 @@ export function indexOnly(references: References, path: string, withRefs: Set<st
 /** The indexed arrays some of whose chunk keys (`path/c/…`) are also in `refs`. */
 export function indexedWithRefs(references: References): Set<string> {
   const out = new Set<string>();
+  if (references.indexes.size === 0) return out;
   const indexed = [...references.indexes.keys()].map((p) => [p, p === "" ? "c/" : `${p}/c/`]);
   for (const key of Object.keys(references.refs)) {
     for (const [path, prefix] of indexed)
@@ -423,8 +436,6 @@ export interface ShardIndex {
   readonly empty: boolean;
 }
 
-const EMPTY = 0xffffffffffffffffn;
-
 /**
  * The index of a shard from its stored chunks' logical lengths (-1: not stored), as Python's
  * `ShardIndex.build`: inner chunks one after the other after the index, in C order; an inner
@@ -450,8 +461,15 @@ export function buildShardIndex(
     }
     offsets.push(at);
     sizes.push(size);
-    view.setBigUint64(16 * j, present ? BigInt(at) : EMPTY, true);
-    view.setBigUint64(16 * j + 8, present ? BigInt(size) : EMPTY, true);
+    // uint64 as two uint32 halves (no BigInt per entry); every value is below 2^53
+    if (present) {
+      view.setUint32(16 * j, at % 2 ** 32, true);
+      view.setUint32(16 * j + 4, Math.floor(at / 2 ** 32), true);
+      view.setUint32(16 * j + 8, size % 2 ** 32, true);
+      view.setUint32(16 * j + 12, Math.floor(size / 2 ** 32), true);
+    } else {
+      index.fill(0xff, 16 * j, 16 * j + 16);
+    }
     at += size;
     if (!Number.isSafeInteger(at + 16 * count)) {
       throw new ReferenceFormatError(

@@ -23,7 +23,12 @@ import { createDandiResolver, type FetchFunction, type UrlResolver } from "./dan
 import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader, type SourceInfo } from "./http.js";
 import { fletcher32 } from "./fletcher32.js";
-import { type GroupedArray, GroupedShards, undoByteCodecs } from "./grouped-reads.js";
+import {
+  type GroupedArray,
+  GroupedShards,
+  type StoredChunk,
+  byteDecoder,
+} from "./grouped-reads.js";
 import {
   fillChunk,
   type GroupedViewSetting,
@@ -187,16 +192,28 @@ export class ReferenceStore implements AsyncReadable {
     return this.#read(key, null, opts?.signal);
   }
 
-  async getRange(
+  getRange(
     key: AbsolutePath | string,
     range: RangeQuery,
     opts?: GetOptions,
   ): Promise<Uint8Array | undefined> {
-    const logical: LogicalRange =
-      "suffixLength" in range
-        ? { suffix: range.suffixLength }
-        : { start: range.offset, end: range.offset + range.length };
-    return this.#read(key, logical, opts?.signal);
+    // not async: zarrita reads a shard's inner chunks here, one call per stored chunk
+    try {
+      const logical: LogicalRange =
+        "suffixLength" in range
+          ? { suffix: range.suffixLength }
+          : { start: range.offset, end: range.offset + range.length };
+      if (this.#shardBytes > 0) {
+        const raw = key.startsWith("/") ? key.slice(1) : key;
+        const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
+        if (shard !== undefined) {
+          return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
+        }
+      }
+      return this.#read(key, logical, opts?.signal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   async #read(
@@ -236,6 +253,16 @@ export class ReferenceStore implements AsyncReadable {
     if (this.#options.structAsBytes) key = this.#storedKey(key);
     const ref =
       this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+    return this.#readFound(key, ref, range, signal);
+  }
+
+  /** A stored key's bytes from its reference (undefined: not stored). */
+  async #readFound(
+    key: string,
+    ref: Reference | undefined,
+    range: LogicalRange,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array | undefined> {
     const array = this.#arrayOf(key);
     if (ref === undefined || isEmptyReference(key, ref)) return this.#missing(key, array, range);
     if (array?.info.checksummed && this.#isChunkKey(array.info, key)) {
@@ -437,6 +464,7 @@ export class ReferenceStore implements AsyncReadable {
       fillValue: document.fill_value,
     };
     const fill = fillChunk(document, layout);
+    const decode = byteDecoder(codecs, meta);
     array = {
       path,
       layout,
@@ -446,9 +474,9 @@ export class ReferenceStore implements AsyncReadable {
           : coords.join(info.separator);
         return path === "" ? tail : `${path}/${tail}`;
       },
-      lengthOf: (key) => this.#storedLength(key),
-      read: (key, signal) => this.#readStored(key, null, signal),
-      decode: (key, bytes) => undoByteCodecs(codecs, meta, bytes, `chunk ${key}`),
+      locate: (key) => this.#locateStored(key),
+      read: (chunk, signal) => this.#readFound(chunk.key, chunk.ref as Reference, null, signal),
+      decode: (key, bytes) => decode(bytes, `chunk ${key}`),
       fill: () => fill,
     };
     this.#groupedArrays.set(path, array);
@@ -456,13 +484,30 @@ export class ReferenceStore implements AsyncReadable {
   }
 
   /**
-   * A stored chunk's logical length (what `get` returns for it), from its reference where that
-   * says it; read otherwise (a whole file of unknown size). -1: not stored.
+   * A stored chunk of a shard of the grouped view: its reference and logical length (what `get`
+   * returns for it), found once; null: not stored. Synchronous unless it is in a chunk index.
    */
-  async #storedLength(key: string): Promise<number> {
-    const ref =
-      this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
-    if (ref === undefined || isEmptyReference(key, ref)) return -1;
+  #locateStored(key: string): StoredChunk | null | Promise<StoredChunk | null> {
+    const ref = this.references.lookup(key) ?? this.references.generate(key);
+    if (ref !== undefined) return this.#located(key, ref);
+    if (this.references.indexes.size === 0) return null;
+    return this.#fromIndex(key).then((found) =>
+      found === undefined ? null : this.#located(key, found),
+    );
+  }
+
+  #located(key: string, ref: Reference): StoredChunk | null | Promise<StoredChunk | null> {
+    if (isEmptyReference(key, ref)) return null;
+    const length = this.#knownLength(key, ref);
+    if (length !== undefined) return { key, ref, length };
+    // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
+    return this.#readFound(key, ref, null).then((bytes) =>
+      bytes === undefined ? null : { key, ref, length: bytes.length },
+    );
+  }
+
+  /** A stored chunk's logical length from its reference, where that says it. */
+  #knownLength(key: string, ref: Reference): number | undefined {
     const array = this.#arrayOf(key);
     const info = array?.info;
     let size: number | undefined;
@@ -473,10 +518,7 @@ export class ReferenceStore implements AsyncReadable {
       if (recorded !== undefined) size = logicalSize(recorded, array?.selection);
     }
     if (info?.checksummed && size !== undefined) size = size >= 4 ? size - 4 : undefined;
-    if (size === undefined) {
-      // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
-      return (await this.#readStored(key, null))?.length ?? -1;
-    }
+    if (size === undefined) return undefined;
     const full = info?.padding?.chunkBytes;
     return full !== undefined && size <= full ? full : size;
   }

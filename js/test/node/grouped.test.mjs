@@ -102,13 +102,27 @@ test("packs are the C-order block of their stored chunks", () => {
   const overhang = new GroupLayout([2, 3], [3, 1], [4, 1], [2, 1], 1, "plain");
   assert.deepEqual(overhang.innerChunks([0, 0]), [[0, 0], [1, 0], [2, 0], null]);
   assert.deepEqual(overhang.innerChunks([1, 0]), [null, null, null, null]);
-  // one inner chunk's members are its part of innerChunks
-  const layout3 = new GroupLayout([1, 5, 6], [7, 10, 10], [8, 10, 4], [2, 5, 2], 2, "plain");
-  const all = layout3.innerChunks([0, 0, 1]);
-  assert.ok(all.includes(null)); // row 7 lies past the array
-  for (let j = 0; j < layout3.count; j++) {
-    const part = all.slice(j * layout3.members, (j + 1) * layout3.members);
-    assert.deepEqual(layout3.membersOf([0, 0, 1], j), part);
+  // a pack stacked along the first axis only takes each member whole, in order
+  const stacked = new GroupLayout([2, 3], [4, 1], [4, 1], [4, 1], 1, "plain");
+  const four = [0, 1, 2, 3].map((m) => Uint8Array.from({ length: 6 }, (_, e) => m * 10 + e));
+  assert.deepEqual(
+    [...stacked.packBytes(four)],
+    four.flatMap((m) => [...m]),
+  );
+  // long rows (over 64 bytes) move as one piece: the same block
+  const wide = new GroupLayout([2, 40], [2, 2], [2, 2], [2, 2], 2, "plain");
+  const wideMembers = [0, 1, 2, 3].map((m) =>
+    Uint8Array.from({ length: 160 }, (_, e) => (m * 160 + e) % 251),
+  );
+  const block = wide.packBytes(wideMembers);
+  for (let m = 0; m < 4; m++) {
+    for (let row = 0; row < 2; row++) {
+      const at = ((m >> 1) * 2 + row) * 160 + (m & 1) * 80;
+      assert.deepEqual(
+        [...block.subarray(at, at + 80)],
+        [...wideMembers[m].subarray(row * 80, row * 80 + 80)],
+      );
+    }
   }
 });
 

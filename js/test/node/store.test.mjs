@@ -358,7 +358,11 @@ describe("chunk index with several index chunks", () => {
       const result = await zarr.get(array, [zarr.slice(...rows), zarr.slice(...cols)]);
       assert.equal(compareResult(result, expected, entry.shape, [rows[0], cols[0]]), null);
     };
-    const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`, { indexCacheSize: 1 });
+    // stored chunks as stored: a shard of the grouped view keeps its chunks' places itself
+    const store = await ReferenceStore.fromUrl(`${server.url}/${refs}`, {
+      indexCacheSize: 1,
+      ...STORED,
+    });
     await check(store, [0, 2], [0, 3]);
     assert.equal(store.indexChunksFetched("grid"), 1);
     await check(store, [1, 3], [5, 9]);
@@ -373,6 +377,13 @@ describe("chunk index with several index chunks", () => {
     await check(roomy, [298, 300], [0, 2]);
     await check(roomy, [0, 1], [0, 1]);
     assert.equal(roomy.indexChunksFetched("grid"), 2);
+    // through the grouped view a shard's stored chunks are located once: evicted index chunks
+    // are not fetched again for a shard read before
+    const grouped = await ReferenceStore.fromUrl(`${server.url}/${refs}`, { indexCacheSize: 1 });
+    await check(grouped, [0, 2], [0, 3]);
+    const first = grouped.indexChunksFetched("grid");
+    await check(grouped, [0, 1], [0, 1]);
+    assert.equal(grouped.indexChunksFetched("grid"), first);
   });
 });
 

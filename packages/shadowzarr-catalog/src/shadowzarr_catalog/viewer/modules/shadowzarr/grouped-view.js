@@ -138,64 +138,83 @@ export class GroupLayout {
             shard.some((s, i) => s < 0 || s * this.factors[i] >= this.grid[i])) {
             return new Array(total).fill(null);
         }
-        const outer = cOrder(this.packs);
         const inner = cOrder(this.pack);
         const out = [];
-        for (const o of outer) {
+        for (const o of cOrder(this.packs)) {
+            // the first stored chunk of inner chunk o, then its members at offsets m
+            const corner = shard.map((s, i) => s * this.factors[i] + o[i] * this.pack[i]);
             for (const m of inner) {
-                const point = shard.map((s, i) => s * this.factors[i] +
-                    o[i] * this.pack[i] +
-                    m[i]);
-                out.push(point.some((p, i) => p >= this.grid[i]) ? null : point);
+                const point = new Array(ndim);
+                let outside = false;
+                for (let i = 0; i < ndim; i++) {
+                    const p = corner[i] + m[i];
+                    point[i] = p;
+                    if (p >= this.grid[i])
+                        outside = true;
+                }
+                out.push(outside ? null : point);
             }
         }
         return out;
-    }
-    /** The stored chunk coordinates of inner chunk `j` of `shard` (`innerChunks`, one part). */
-    membersOf(shard, j) {
-        const outer = new Array(this.packs.length).fill(0);
-        let rest = j;
-        for (let axis = this.packs.length - 1; axis >= 0; axis--) {
-            const n = this.packs[axis];
-            outer[axis] = rest % n;
-            rest = Math.floor(rest / n);
-        }
-        return cOrder(this.pack).map((m) => {
-            const point = shard.map((s, i) => s * this.factors[i] +
-                outer[i] * this.pack[i] +
-                m[i]);
-            return point.some((p, i) => p >= this.grid[i]) ? null : point;
-        });
     }
     /**
      * An inner chunk's bytes from its members' (each `chunkNbytes`, C order over `pack`): the
      * block of `innerShape` in C order. A row of a stored chunk (its last axis) moves whole.
      */
     packBytes(members) {
+        const out = new Uint8Array(this.members * this.chunkNbytes);
+        members.forEach((source, n) => this.packInto(out, n, source));
+        return out;
+    }
+    /**
+     * Put member `n`'s bytes (`chunkNbytes`, C order) where they go in the pack `out` (an inner
+     * chunk's `members * chunkNbytes` bytes): in one piece when the pack stacks its members along
+     * the first axis only, else row by row (a row: the stored chunk's last axis).
+     */
+    packInto(out, n, source) {
+        const place = (this.#placement ??= this.#place());
+        const base = place.bases[n];
+        if (place.rows === null) {
+            out.set(source, base);
+            return;
+        }
+        const rowBytes = place.rowBytes;
+        const rows = place.rows;
+        for (let k = 0, from = 0; k < rows.length; k++, from += rowBytes) {
+            const at = base + rows[k];
+            if (rowBytes > 64)
+                out.set(source.subarray(from, from + rowBytes), at);
+            else
+                for (let b = 0; b < rowBytes; b++)
+                    out[at + b] = source[from + b];
+        }
+    }
+    #placement;
+    /** Where each member starts in a pack, and each of its rows relative to that (once). */
+    #place() {
         const ndim = this.chunkShape.length;
         const rowBytes = this.chunkShape[ndim - 1] * this.itemsize;
-        const out = new Uint8Array(this.members * this.chunkNbytes);
         // byte strides of the packed block (innerShape in C order)
         const strides = new Array(ndim).fill(this.itemsize);
         for (let axis = ndim - 2; axis >= 0; axis--) {
             strides[axis] = strides[axis + 1] * this.innerShape[axis + 1];
         }
-        const rows = cOrder(this.chunkShape.slice(0, -1));
-        cOrder(this.pack).forEach((m, n) => {
-            const source = members[n];
-            // member m starts at m[i] * chunkShape[i] along each axis of the block
+        const bases = cOrder(this.pack).map((m) => {
             let base = 0;
             for (let axis = 0; axis < ndim; axis++) {
                 base += m[axis] * this.chunkShape[axis] * strides[axis];
             }
-            rows.forEach((r, k) => {
-                let at = base;
-                for (let axis = 0; axis < ndim - 1; axis++)
-                    at += r[axis] * strides[axis];
-                out.set(source.subarray(k * rowBytes, (k + 1) * rowBytes), at);
-            });
+            return base;
         });
-        return out;
+        if (this.pack.every((p, axis) => axis === 0 || p === 1))
+            return { bases, rows: null, rowBytes };
+        const rows = cOrder(this.chunkShape.slice(0, -1)).map((r) => {
+            let at = 0;
+            for (let axis = 0; axis < ndim - 1; axis++)
+                at += r[axis] * strides[axis];
+            return at;
+        });
+        return { bases, rows, rowBytes };
     }
 }
 /**
@@ -274,6 +293,8 @@ export function indexOnly(references, path, withRefs) {
 /** The indexed arrays some of whose chunk keys (`path/c/…`) are also in `refs`. */
 export function indexedWithRefs(references) {
     const out = new Set();
+    if (references.indexes.size === 0)
+        return out;
     const indexed = [...references.indexes.keys()].map((p) => [p, p === "" ? "c/" : `${p}/c/`]);
     for (const key of Object.keys(references.refs)) {
         for (const [path, prefix] of indexed)
@@ -387,7 +408,6 @@ function factorsOf(grid, budget) {
     }
     return factors;
 }
-const EMPTY = 0xffffffffffffffffn;
 /**
  * The index of a shard from its stored chunks' logical lengths (-1: not stored), as Python's
  * `ShardIndex.build`: inner chunks one after the other after the index, in C order; an inner
@@ -410,8 +430,16 @@ export function buildShardIndex(lengths, members, innerNbytes) {
         }
         offsets.push(at);
         sizes.push(size);
-        view.setBigUint64(16 * j, present ? BigInt(at) : EMPTY, true);
-        view.setBigUint64(16 * j + 8, present ? BigInt(size) : EMPTY, true);
+        // uint64 as two uint32 halves (no BigInt per entry); every value is below 2^53
+        if (present) {
+            view.setUint32(16 * j, at % 2 ** 32, true);
+            view.setUint32(16 * j + 4, Math.floor(at / 2 ** 32), true);
+            view.setUint32(16 * j + 8, size % 2 ** 32, true);
+            view.setUint32(16 * j + 12, Math.floor(size / 2 ** 32), true);
+        }
+        else {
+            index.fill(0xff, 16 * j, 16 * j + 16);
+        }
         at += size;
         if (!Number.isSafeInteger(at + 16 * count)) {
             throw new ReferenceFormatError(`a shard's stored chunks hold more than 2^53 - 1 bytes together: the references are damaged`);

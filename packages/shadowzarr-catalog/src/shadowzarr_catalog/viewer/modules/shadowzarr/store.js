@@ -7,7 +7,7 @@ import { createDandiResolver } from "./dandi.js";
 import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader } from "./http.js";
 import { fletcher32 } from "./fletcher32.js";
-import { GroupedShards, undoByteCodecs } from "./grouped-reads.js";
+import { GroupedShards, byteDecoder, } from "./grouped-reads.js";
 import { fillChunk, groupedMetadata, groupLayout, indexedWithRefs, indexOnly, shardBytesOf, } from "./grouped-view.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 import { metadataForZarrita } from "./metadata-view.js";
@@ -104,11 +104,24 @@ export class ReferenceStore {
     async get(key, opts) {
         return this.#read(key, null, opts?.signal);
     }
-    async getRange(key, range, opts) {
-        const logical = "suffixLength" in range
-            ? { suffix: range.suffixLength }
-            : { start: range.offset, end: range.offset + range.length };
-        return this.#read(key, logical, opts?.signal);
+    getRange(key, range, opts) {
+        // not async: zarrita reads a shard's inner chunks here, one call per stored chunk
+        try {
+            const logical = "suffixLength" in range
+                ? { suffix: range.suffixLength }
+                : { start: range.offset, end: range.offset + range.length };
+            if (this.#shardBytes > 0) {
+                const raw = key.startsWith("/") ? key.slice(1) : key;
+                const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
+                if (shard !== undefined) {
+                    return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
+                }
+            }
+            return this.#read(key, logical, opts?.signal);
+        }
+        catch (error) {
+            return Promise.reject(error);
+        }
     }
     async #read(rawKey, range, signal) {
         let key = rawKey.startsWith("/") ? rawKey.slice(1) : rawKey;
@@ -138,6 +151,10 @@ export class ReferenceStore {
         if (this.#options.structAsBytes)
             key = this.#storedKey(key);
         const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
+        return this.#readFound(key, ref, range, signal);
+    }
+    /** A stored key's bytes from its reference (undefined: not stored). */
+    async #readFound(key, ref, range, signal) {
         const array = this.#arrayOf(key);
         if (ref === undefined || isEmptyReference(key, ref))
             return this.#missing(key, array, range);
@@ -321,6 +338,7 @@ export class ReferenceStore {
             fillValue: document.fill_value,
         };
         const fill = fillChunk(document, layout);
+        const decode = byteDecoder(codecs, meta);
         array = {
             path,
             layout,
@@ -330,22 +348,37 @@ export class ReferenceStore {
                     : coords.join(info.separator);
                 return path === "" ? tail : `${path}/${tail}`;
             },
-            lengthOf: (key) => this.#storedLength(key),
-            read: (key, signal) => this.#readStored(key, null, signal),
-            decode: (key, bytes) => undoByteCodecs(codecs, meta, bytes, `chunk ${key}`),
+            locate: (key) => this.#locateStored(key),
+            read: (chunk, signal) => this.#readFound(chunk.key, chunk.ref, null, signal),
+            decode: (key, bytes) => decode(bytes, `chunk ${key}`),
             fill: () => fill,
         };
         this.#groupedArrays.set(path, array);
         return array;
     }
     /**
-     * A stored chunk's logical length (what `get` returns for it), from its reference where that
-     * says it; read otherwise (a whole file of unknown size). -1: not stored.
+     * A stored chunk of a shard of the grouped view: its reference and logical length (what `get`
+     * returns for it), found once; null: not stored. Synchronous unless it is in a chunk index.
      */
-    async #storedLength(key) {
-        const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
-        if (ref === undefined || isEmptyReference(key, ref))
-            return -1;
+    #locateStored(key) {
+        const ref = this.references.lookup(key) ?? this.references.generate(key);
+        if (ref !== undefined)
+            return this.#located(key, ref);
+        if (this.references.indexes.size === 0)
+            return null;
+        return this.#fromIndex(key).then((found) => found === undefined ? null : this.#located(key, found));
+    }
+    #located(key, ref) {
+        if (isEmptyReference(key, ref))
+            return null;
+        const length = this.#knownLength(key, ref);
+        if (length !== undefined)
+            return { key, ref, length };
+        // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
+        return this.#readFound(key, ref, null).then((bytes) => bytes === undefined ? null : { key, ref, length: bytes.length });
+    }
+    /** A stored chunk's logical length from its reference, where that says it. */
+    #knownLength(key, ref) {
         const array = this.#arrayOf(key);
         const info = array?.info;
         let size;
@@ -358,10 +391,8 @@ export class ReferenceStore {
         }
         if (info?.checksummed && size !== undefined)
             size = size >= 4 ? size - 4 : undefined;
-        if (size === undefined) {
-            // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
-            return (await this.#readStored(key, null))?.length ?? -1;
-        }
+        if (size === undefined)
+            return undefined;
         const full = info?.padding?.chunkBytes;
         return full !== undefined && size <= full ? full : size;
     }
