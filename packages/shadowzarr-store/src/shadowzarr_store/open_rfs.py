@@ -12,6 +12,7 @@ from zarr.errors import NodeNotFoundError
 from shadowzarr_store.notebook_display import register_notebook_display
 from shadowzarr_store.references import load_rfs
 from shadowzarr_store.rfs_store import RfsStore
+from shadowzarr_store.worker_threads import start_workers
 
 if TYPE_CHECKING:
     from zarr import Array, Group
@@ -67,5 +68,8 @@ def open_rfs_store(
 ) -> RfsStore:
     """The `RfsStore` over ``source``'s references (remote references are loaded with the
     store's own access options; an array whose codec is not installed opens, and refuses its
-    first read)."""
-    return RfsStore(load_rfs(source, **options), **options)
+    first read). zarr's worker threads start meanwhile (`worker_threads`), so that the first
+    read does not start them."""
+    store = RfsStore(load_rfs(source, **options), **options)
+    start_workers()
+    return store
