@@ -61,9 +61,15 @@ def start_workers() -> bool:
         return False
     from zarr.core import sync
 
-    loop = sync._get_loop()
+    # zarr's loop and pool are private names: a zarr that moved them leaves the workers to the
+    # first read, as before.
+    get_loop = getattr(sync, "_get_loop", None)
+    get_executor = getattr(sync, "_get_executor", None)
+    if get_loop is None or get_executor is None:
+        return False
+    loop = get_loop()
     if zarr.config.get("threading.max_workers", None) is not None:
-        sync._get_executor()  # zarr's pool, the loop's default: not one of ours it replaces
+        get_executor()  # zarr's pool, the loop's default: not one of ours it replaces
     with _lock:
         if loop in _warmed or loop.is_closed():
             return False
