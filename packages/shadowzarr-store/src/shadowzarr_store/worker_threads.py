@@ -2,9 +2,9 @@
 
 A read's CPU work (decoding packs, checking chunks, local files) runs in the default thread pool
 of zarr's event loop (``asyncio.to_thread``). In a fresh process that pool is empty, and the
-first read started its threads (4-5 on two cores). `start_workers` submits, from zarr's loop, one task
-per worker the pool may have, each held at a barrier until all have a thread (an idle worker
-would otherwise take the next task and start none), so the first read starts no thread. Each
+first read started its threads (4-5 on two cores). `start_workers` submits, from zarr's loop,
+one task per worker the pool may have, each held at a barrier until all have a thread (an idle
+worker would otherwise take the next task and start none), so the first read starts no thread. Each
 task also allocates and frees a buffer the size of a decoded pack twice, never writing it (no
 page is mapped): the first free raises malloc's mmap threshold, so the read's pack buffers come
 from the thread's arena and are reused rather than fresh pages each time. It does not wait:
