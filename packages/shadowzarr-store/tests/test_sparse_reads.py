@@ -214,3 +214,30 @@ def test_every_kind_of_sparse_selection_reads_what_h5py_reads(tmp_path: Path) ->
     ]
     for found, expected in cases:
         np.testing.assert_array_equal(found, expected)
+
+
+@pytest.mark.parametrize("form", ["directory", "json"])
+def test_a_single_element_reads_its_stored_chunk_not_its_pack(files, served, form) -> None:
+    """``a[i]`` and a small box with plain indexing read the stored chunks they lie in (a few
+    KiB at most, gaps within the sparse budget), not the mebibyte packs around them."""
+    proxy, refs = served
+    array = open_rfs(refs[f"chunks-100000 {form}"])["data"]
+    table = open_rfs(refs[f"table {form}"])["table"]
+    expected = _h5(files, "chunks-100000", "data", ())
+    cells = _h5(files, "table", "table", ())
+    for selection in (123_457, slice(250_001, 250_004), -1):
+        proxy.wait_idle()
+        proxy.reset()
+        np.testing.assert_array_equal(array[selection], expected[selection])
+        requests, fetched = _data_costs(proxy, "chunks-100000.h5")
+        assert (requests, fetched) == (1, CHUNK * 4)  # its stored chunk (the pack: ~1 MiB)
+    for selection, stored in (
+        ((20_001, 7), 1),
+        ((slice(30_000, 30_003), 9), 1),
+        ((slice(5, 70), slice(2, 6)), 4),  # across two stored chunks of each axis
+    ):
+        proxy.wait_idle()
+        proxy.reset()
+        np.testing.assert_array_equal(table[selection], cells[selection])
+        requests, fetched = _data_costs(proxy, "table.h5")
+        assert fetched <= 4 * stored * 1024 + 1024  # stored chunks of 1 KiB, small gaps
