@@ -179,7 +179,7 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
                 layout.inner_shape,
                 layout.itemsize,
             )
-            if layout.itemsize and not layout.decoded
+            if layout.itemsize
             else {}
         )
         ranged = [c for c in chunks if _in_boxes(layout, c.coords, boxes)]

@@ -13,8 +13,9 @@ this codec reads the index, then those inner chunks in one read (the ones zarr r
 decodes them as one chunk: a view of the bytes the store returned (of just the selected columns
 when fewer are asked for), so the only copy left is zarr's own into the result.
 A selection that picks few scattered points of a shard, or a small box of it (``a[i]``),
-reads only the byte runs of its inner chunks that hold them (`views.sparse_selection`). Any other selection, and any shard whose inner
-chunks are missing or out of order, goes through zarr's decode.
+reads only the byte runs of its inner chunks that hold them (`views.sparse_selection`). Any
+other selection, and any shard whose inner chunks are missing or out of order, goes through
+zarr's decode.
 
 The format is exactly ``sharding_indexed``: the name only tells zarr to use this decoder for
 the shards the store synthesizes (`sharded_view`, `grouped_view`). zarr finds it through the

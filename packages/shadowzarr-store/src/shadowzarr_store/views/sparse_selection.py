@@ -155,6 +155,8 @@ def ranged_boxes(
     whose byte runs it reads (the others of such a shard are read whole): what the view's
     codec does (`views.slab_shards`), for plans of a read (`request_plan`)."""
     found: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
+    if tuple(inner_shape[1:]) != tuple(shard_shape[1:]) or shard_shape[0] % inner_shape[0]:
+        return found  # not slabs: zarr's own sharding codec reads whole inner chunks
     try:
         shards = BasicIndexer(selection, shape, ChunkGrid.from_sizes(shape, shard_shape))
     except (IndexError, TypeError, ValueError):
