@@ -1,6 +1,6 @@
 """The Python and JavaScript stores show the same grouped view by default.
 
-For the same references (an HDF5 file's, as a folder with chunk indexes and as one JSON file),
+For the same references (an HDF5 file's, as a folder with chunk manifests and as one JSON file),
 `RfsStore` and the JS `ReferenceStore` serve the same ``zarr.json`` for every array, with the
 grouped view on (their defaults) and off (``grouped_view=0`` / ``groupedView: 0``). One name
 differs, as js/README.md says: Python names shards of slabs ``shadowzarr.sharding_indexed`` (its
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 PLACEHOLDER = "http://shadowzarr.test/"
 SLAB_SHARDING = "shadowzarr.sharding_indexed"
 ARRAYS = {
-    # name: (shown as shards, packs of stored chunks when every chunk is in the chunk index)
+    # name: (shown as shards, packs of stored chunks when every chunk is in the chunk manifest)
     "dense": (True, True),  # 1,250 chunks of 1 KiB: the reads benchmark's shape
     "shuffled_gzip": (True, True),  # packs of chunks the stores decode
     "few": (False, False),  # three chunks: as stored

@@ -1,10 +1,10 @@
 """The JSON form of references reads like the directory form (issue 43): a version-1 ``.json``
 listing every chunk costs the same requests and bytes as a reference directory with a chunk
-index for 20k rows of one column, of 32 columns and 1,000 scattered chunks, counted at a
+manifest for 20k rows of one column, of 32 columns and 1,000 scattered chunks, counted at a
 single-range latency proxy (as S3 answers), and both equal h5py's read.
 
 A listed array's chunks are held as columns (`shadowzarr_spec.listed_refs`), and the grouped
-view takes a shard's entries from them with numpy as it does from a chunk index, instead of
+view takes a shard's entries from them with numpy as it does from a chunk manifest, instead of
 resolving every reference of each shard it touches."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_the_json_form_reads_as_the_directory_form(
 ) -> None:
     proxy, refs = served
     assert isinstance(load_rfs(refs["json"]).refs, ListedRefs)  # every chunk listed
-    assert "table" in load_rfs(refs["directory"]).indexes  # every chunk in a chunk index
+    assert "table" in load_rfs(refs["directory"]).indexes  # every chunk in a chunk manifest
     selection = SELECTIONS[case]
     with h5py.File(table / "table.h5") as f:
         expected = f["table"][:][selection]
@@ -87,7 +87,7 @@ def test_the_json_form_reads_as_the_directory_form(
     for form, url in refs.items():
         values, counted[form] = _read(proxy, url, selection)
         np.testing.assert_array_equal(values, expected, err_msg=f"{case}, {form} form")
-    # (the directory form's chunk index is carried in its refs.json: no read of its own)
+    # (the directory form's chunk manifest is carried in its refs.json: no read of its own)
     requests, trips, nbytes = counted["json"]
     assert (requests, nbytes) == (counted["directory"][0], counted["directory"][2]), counted
     # whether two requests overlap in time is the machine's doing: at most one trip each

@@ -1,6 +1,6 @@
 """NWBZarrIO reading an NWB recording of small chunks through RfsStore with zarr's DEFAULT
 settings: one second of 64 channels in 4 KiB chunks costs at most 2 data round trips (plus the
-chunk index), counted at the latency proxy (single-range, as S3 answers), and equals pynwb's
+chunk manifest), counted at the latency proxy (single-range, as S3 answers), and equals pynwb's
 own read of the HDF5 file (issue 25)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """NWB files written with pynwb read through generate_rfs + RfsStore + NWBZarrIO equal NWBHDF5IO.
 
 Each file is read twice: from the single ``.json`` (version 1, every chunk listed) and from the
-directory form (chunk indexes for arrays with many chunks). Every dataset and attribute of every
+directory form (chunk manifests for arrays with many chunks). Every dataset and attribute of every
 container is compared with what pynwb reads from the HDF5 file itself.
 """
 
@@ -199,10 +199,10 @@ def write_nwb(path: Path, parts: list[Any]) -> None:
 def test_nwb_reads_back_equal(tmp_path: Path, name: str, form: str) -> None:
     source = tmp_path / f"{name}.nwb"
     write_nwb(source, BUILDERS[name])
-    # A small threshold so the directory form exercises chunk indexes.
-    rfs = generate_rfs(source, chunk_index_threshold=2, inline_threshold=64)
+    # A small threshold so the directory form exercises chunk manifests.
+    rfs = generate_rfs(source, manifest_threshold=2, inline_threshold=64)
     target = tmp_path / (f"{name}.json" if form == "json" else f"{name}.shadowzarr")
-    write_rfs(rfs, target, chunk_index_threshold=2)
+    write_rfs(rfs, target, manifest_threshold=2)
     with NWBHDF5IO(source, "r") as expected_io:
         expected = expected_io.read()
         with NWBZarrIO(RfsStore(read_local_rfs(target)), mode="r") as actual_io:
@@ -325,11 +325,11 @@ def test_nwb_generated_over_http_reads_back_equal(nginx: Any, nginx_root: Path) 
     source = nginx_root / "remote.nwb"
     write_nwb(source, [ecephys, tables])
     url = nginx.url("remote.nwb")
-    rfs = generate_rfs(url, chunk_index_threshold=2, inline_threshold=64)
+    rfs = generate_rfs(url, manifest_threshold=2, inline_threshold=64)
     assert rfs.sources[url].size == source.stat().st_size
     assert rfs.sources[url].etag
     target = nginx_root / "remote.shadowzarr"
-    write_rfs(rfs, target, chunk_index_threshold=2)
+    write_rfs(rfs, target, manifest_threshold=2)
     with NWBHDF5IO(source, "r") as expected_io:
         expected = expected_io.read()
         with NWBZarrIO(RfsStore(read_local_rfs(target)), mode="r") as actual_io:

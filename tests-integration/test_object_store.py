@@ -157,7 +157,7 @@ def test_write_rfs_publishes_to_the_bucket(
     options = moto_s3.storage_options()
     rfs = generate_rfs(f"s3://{bucket_name}/data/file.h5", storage_options=options)
     target = f"s3://{bucket_name}/{name}"
-    written = shadowzarr.write_rfs(rfs, target, storage_options=options, chunk_index_threshold=2)
+    written = shadowzarr.write_rfs(rfs, target, storage_options=options, manifest_threshold=2)
     assert written == target
     keys = [o.key for o in list_objects(f"s3://{bucket_name}/refs/", options)]
     if name.endswith(".json"):

@@ -1,6 +1,6 @@
 """References written next to the data are served by a web server right away.
 
-``shadowzarr generate`` writes a directory (refs.json and chunk-index arrays) and a single JSON
+``shadowzarr generate`` writes a directory (refs.json and chunk manifests) and a single JSON
 file under the usual umask 022; nginx, whose worker runs as an unprivileged user as deployed
 servers do, answers 200 for every file, and the references read back over HTTP.
 """
@@ -63,12 +63,12 @@ def test_generated_references_are_served_by_nginx(public_folder: Path) -> None:
                 f.create_dataset("values", data=values, chunks=(10, 64))  # 40 chunks
             for output in (directory, public_folder / "data.json"):
                 assert main(["generate", server.url("data.h5"), "--local-path", str(source),
-                             "-o", str(output), "--chunk-index-threshold", "10"]) == 0  # fmt: skip
+                             "-o", str(output), "--manifest-threshold", "10"]) == 0  # fmt: skip
         finally:
             os.umask(previous)
 
         written = [public_folder / "data.json", directory, *directory.rglob("*")]
-        assert any(p.is_file() and "/index/" in p.as_posix() for p in written), "no chunk index"
+        assert any(p.is_file() and "/index/" in p.as_posix() for p in written), "no chunk manifest"
         assert {stat.S_IMODE(p.stat().st_mode) for p in written if p.is_dir()} == {0o755}
         assert {stat.S_IMODE(p.stat().st_mode) for p in written if p.is_file()} == {0o644}
         for path in written:

@@ -1,6 +1,6 @@
 """The writer's directory format read by the store: RfsBuilder + write_rfs, served by nginx.
 
-The spec package writes chunk indexes (several index chunks), gen slabs, selections and sources;
+The spec package writes chunk manifests (several index chunks), gen slabs, selections and sources;
 RfsStore reads them over HTTP with the costs the format promises.
 """
 
@@ -71,7 +71,7 @@ def _build(nginx: NginxServer, root: Path) -> tuple[dict[str, np.ndarray], Path]
     )
     for url, name in ((many_url, "many.bin"), (rec_url, "rec.bin")):
         builder.add_source(url, size=(root / name).stat().st_size, etag=_etag(url))
-    directory = write_rfs(builder.build(), root / "refs.shadowzarr", chunk_index_threshold=1000)
+    directory = write_rfs(builder.build(), root / "refs.shadowzarr", manifest_threshold=1000)
     return {"many": expected_many, "rec": recording[:, :32]}, directory
 
 

@@ -1,6 +1,6 @@
 """Dask over references of small chunks: ``xr.open_dataset(refs, engine="shadowzarr",
 chunks={})`` and ``to_dask(array)`` make one task per shard of the store's view, and nginx's own
-log shows at most one request per shard (the metadata and chunk index counted apart)."""
+log shows at most one request per shard (the metadata and chunk manifest counted apart)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_chunks_empty_gives_a_task_and_at_most_a_request_per_shard(
     other = [entry for entry in entries if entry.uri != "/rec.nc"]
     assert 1 <= len(data) <= shard_count, [entry.range for entry in data]
     assert all(entry.status == 206 for entry in data)
-    # the chunk index came with refs.json: computing reads nothing but the data
+    # the chunk manifest came with refs.json: computing reads nothing but the data
     assert other == []
 
 

@@ -1,6 +1,6 @@
 """Benchmark of the Icechunk bridge: references per second, rfs → Icechunk and back.
 
-For each way an array's chunks can be described (a gen entry, a chunk index, refs listed one
+For each way an array's chunks can be described (a gen entry, a chunk manifest, refs listed one
 by one), an array of N chunks (default 200,000) pointing into one local file is written into a
 fresh repository on the local filesystem with ``rfs_to_icechunk`` (Icechunk's array-at-once
 virtual reference setter), committed, and read back with ``icechunk_to_rfs`` (VirtualiZarr's

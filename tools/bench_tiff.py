@@ -77,7 +77,7 @@ def run_shadowzarr(url: str, local: Path) -> str:
     listed = sum(1 for key in rfs.refs if key.startswith("0/c/"))
     generated = sum(entry.count for entry in rfs.gen)
     if "0" in rfs.indexes:
-        return f"{len(rfs.indexes['0'].table.reshape(-1, 2))} in a chunk index"
+        return f"{len(rfs.indexes['0'].table.reshape(-1, 2))} in a chunk manifest"
     if generated:
         return f"{generated} in {len(rfs.gen)} gen entry"
     return f"{listed} refs"

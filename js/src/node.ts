@@ -73,7 +73,7 @@ export function localFileFetch(
 
 /**
  * Open references on the local disk: a .json file or a folder holding refs.json and its chunk
- * indexes. Relative and `file:` URLs in them are read from disk, http(s) ones with fetch.
+ * manifests. Relative and `file:` URLs in them are read from disk, http(s) ones with fetch.
  */
 export async function openLocal(
   path: string,

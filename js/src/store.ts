@@ -18,7 +18,7 @@ import {
   spansFor,
 } from "./byte-map.js";
 import { utf8Decode, utf8Encode } from "./bytes.js";
-import { ChunkIndex } from "./chunk-index.js";
+import { ChunkManifest } from "./chunk-manifest.js";
 import { createDandiResolver, type FetchFunction, type UrlResolver } from "./dandi.js";
 import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader, type SourceInfo } from "./http.js";
@@ -112,7 +112,7 @@ export class ReferenceStore implements AsyncReadable {
   readonly #resolveUrl: UrlResolver;
   readonly #sources = new Map<string, SourceInfo>();
   readonly #arrays = new Map<string, ArrayInfo | null>();
-  readonly #indexes = new Map<string, ChunkIndex>();
+  readonly #indexes = new Map<string, ChunkManifest>();
   readonly #urls = new Map<string, string>();
   /** Target shard bytes of the grouped view (0: off), its arrays' layouts and shards. */
   readonly #shardBytes: number;
@@ -127,7 +127,7 @@ export class ReferenceStore implements AsyncReadable {
 
   /**
    * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
-   * `baseUrl` when they hold relative URLs or chunk indexes.
+   * `baseUrl` when they hold relative URLs or chunk manifests.
    */
   constructor(rfs: RfsJson | string, options: ReferenceStoreOptions = {}) {
     this.references = new References((typeof rfs === "string" ? parseJson(rfs) : rfs) as RfsJson);
@@ -157,7 +157,7 @@ export class ReferenceStore implements AsyncReadable {
 
   /**
    * Open the references at `url`: a refs.json (or any .json) file, or the folder holding a
-   * refs.json together with its chunk indexes.
+   * refs.json together with its chunk manifests.
    */
   static async fromUrl(
     url: string | URL,
@@ -356,7 +356,7 @@ export class ReferenceStore implements AsyncReadable {
     return stored.slice(0, n);
   }
 
-  /** The chunk's reference from its array's chunk index; undefined if never written. */
+  /** The chunk's reference from its array's chunk manifest; undefined if never written. */
   async #fromIndex(key: string): Promise<Reference | undefined> {
     if (this.references.indexes.size === 0) return undefined;
     const array = this.#arrayOf(key);
@@ -374,7 +374,7 @@ export class ReferenceStore implements AsyncReadable {
         const c = info.chunkShape[i] as number;
         return c > 0 ? Math.ceil(n / c) : 0;
       });
-      index = new ChunkIndex(
+      index = new ChunkManifest(
         path,
         location,
         grid,
@@ -485,7 +485,7 @@ export class ReferenceStore implements AsyncReadable {
 
   /**
    * A stored chunk of a shard of the grouped view: its reference and logical length (what `get`
-   * returns for it), found once; null: not stored. Synchronous unless it is in a chunk index.
+   * returns for it), found once; null: not stored. Synchronous unless it is in a chunk manifest.
    */
   #locateStored(key: string): StoredChunk | null | Promise<StoredChunk | null> {
     const ref = this.references.lookup(key) ?? this.references.generate(key);

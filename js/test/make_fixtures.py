@@ -5,7 +5,7 @@ Usage: ``uv run python js/test/make_fixtures.py OUTDIR``
 OUTDIR/data/      HDF5 files written with h5py and raw binary files written with numpy
 OUTDIR/refs/      reference files for them, built with shadowzarr_spec.RfsBuilder / write_rfs:
                   one JSON file (version 1, every chunk listed) and directories (version 2, with
-                  chunk indexes, gen entries and selections), all with URLs relative to themselves
+                  chunk manifests, gen entries and selections), all with URLs relative to themselves
 OUTDIR/expected/  what h5py/numpy read: raw little-endian C-order dumps, and manifest.json with
                   each array's dtype, shape, fill value, strings, attributes and struct bytes
 
@@ -113,7 +113,7 @@ def write_generated_hdf5_refs(h5: Path, refs_dir: Path) -> None:
     rfs = generate_rfs(
         GENERATED_URL,
         local_hdf5_path=h5,
-        chunk_index_threshold=4,
+        manifest_threshold=4,
         contiguous_chunk_bytes=1024,
         inline_threshold=0,
         record_source=False,
@@ -401,7 +401,7 @@ def build_raw_refs(data_dir: Path, prefix: str) -> RfsBuilder:
 
 
 def add_grid(builder: RfsBuilder, data_dir: Path, prefix: str) -> np.ndarray:
-    """300 x 300 one-byte chunks (more than one index chunk covers): a chunk index with two
+    """300 x 300 one-byte chunks (more than one index chunk covers): a chunk manifest with two
     index chunks, and row 150 never written (fill 9)."""
     rng = np.random.default_rng(5)
     values = rng.integers(0, 256, size=(300, 300), dtype=np.uint8)
@@ -509,19 +509,19 @@ def main(out: Path) -> None:
     h5 = write_hdf5(data_dir)
     raw = write_raw(data_dir)
 
-    # One JSON file (version 1) and a directory whose chunked_gzip chunks sit in a chunk index.
+    # One JSON file (version 1) and a directory whose chunked_gzip chunks sit in a chunk manifest.
     write_rfs(build_hdf5_refs(h5, "../data/h5data.h5").build(), refs_dir / "hdf5.json")
     # Index files fetched (none carried in refs.json), and the same with them carried.
     write_rfs(
         build_hdf5_refs(h5, "../../data/h5data.h5").build(),
         refs_dir / "hdf5.shadowzarr",
-        chunk_index_threshold=4,
+        manifest_threshold=4,
         inline_index_bytes=0,
     )
     write_rfs(
         build_hdf5_refs(h5, "../../data/h5data.h5").build(),
         refs_dir / "hdf5_carried.shadowzarr",
-        chunk_index_threshold=4,
+        manifest_threshold=4,
     )
     raw_rfs, grid = build_raw_rfs(data_dir, "../../data/")
     write_rfs(raw_rfs, refs_dir / "raw.shadowzarr", inline_index_bytes=0)

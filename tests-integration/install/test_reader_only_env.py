@@ -2,7 +2,7 @@
 numpy), nothing else.
 
 A fresh virtual environment holding exactly that closure must open a version 2 reference
-directory served by nginx, with templates, gen, a chunk index with missing chunks, a selection
+directory served by nginx, with templates, gen, a chunk manifest with missing chunks, a selection
 and a short last chunk, without h5py, tifffile, neo, hdmf, pynwb, icechunk or virtualizarr being
 installed.
 """
@@ -57,7 +57,7 @@ def _write_version_2_directory(www: Path, base_url: str) -> dict[str, np.ndarray
     # interleaved records: 4 int16 channels + a 2-byte counter; the selection drops the counter.
     records = rng.integers(-500, 500, size=(300, 5), dtype="<i2")
     (data / "records.bin").write_bytes(records.tobytes())
-    # a chunk index over 40 chunks of 25 float32, three never written
+    # a chunk manifest over 40 chunks of 25 float32, three never written
     series = rng.standard_normal(1000).astype("<f4")
     table = np.full((40, 2), MISSING, dtype=np.uint64)
     blob = bytearray(b"\0" * 64)

@@ -1,6 +1,6 @@
 """Workload 2: open a reference set of an array of 2 million chunks, and read one chunk.
 
-Forms: our single JSON (every chunk listed), our directory (refs.json + a chunk index array),
+Forms: our single JSON (every chunk listed), our directory (refs.json + a chunk manifest),
 kerchunk's single JSON and Parquet references (through fsspec's ReferenceFileSystem, lazily),
 and an Icechunk repository of virtual chunks (VirtualiZarr's persistent form; the repository is
 on local disk, only the chunk is read over HTTP). All reference sets but Icechunk's are served

@@ -1,6 +1,6 @@
 """One file compared: h5py's read of every dataset and attribute against zarr's read through
 the references, in both forms (one JSON file with every chunk listed and nothing inlined; a
-directory with chunk indexes, generated with the default options)."""
+directory with chunk manifests, generated with the default options)."""
 
 from __future__ import annotations
 

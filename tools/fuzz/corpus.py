@@ -134,12 +134,12 @@ def build_corpus(root: Path, *, data: Path | None = None, base_url: str | None =
         builder = _references(form, data, encoded, base_url)
         rfs = builder.build()
         if form == "json-v1":
-            target = write_rfs(rfs, root / "v1.json", chunk_index_threshold=None)
+            target = write_rfs(rfs, root / "v1.json", manifest_threshold=None)
         elif form == "json-v2":
             target = root / "v2.json"
             target.write_text(dumps_strict(rfs_to_json(rfs)), encoding="utf-8")
         else:
-            target = write_rfs(rfs, root / "refs", chunk_index_threshold=100)
+            target = write_rfs(rfs, root / "refs", manifest_threshold=100)
             _rewrite_indexes(target)
         corpus.forms[form] = target
         corpus.arrays[form] = sorted(

@@ -32,7 +32,7 @@ const BYTES = [{ name: "bytes", configuration: { endian: "little" } }];
 const GZIP = [...BYTES, { name: "gzip", configuration: { level: 1 } }];
 
 describe("the layout rule is the Python store's (GroupedView.layout)", () => {
-  // [document, chunks all from the chunk index, setting] -> what shadowzarr_store shows
+  // [document, chunks all from the chunk manifest, setting] -> what shadowzarr_store shows
   const cases = {
     plain: [array([20000, 32], [32, 16], "int16", BYTES), true, "auto", [32768, 32], [16384, 32]],
     listed: [array([20000, 32], [32, 16], "int16", BYTES), false, "auto", [16384, 32], [32, 16]],

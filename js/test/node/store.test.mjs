@@ -349,7 +349,7 @@ describe("raw fixture: selections, gen, padding, ranges", () => {
   });
 });
 
-describe("chunk index with several index chunks", () => {
+describe("chunk manifest with several index chunks", () => {
   test("index chunks are fetched per region and kept in an LRU", async () => {
     const { entry, refs } = manifest.grid;
     const expected = await loadExpected(server.url, entry);
@@ -870,7 +870,7 @@ describe("zero-length arrays", () => {
   });
 });
 
-describe("chunk-index rows", () => {
+describe("manifest rows", () => {
   const rows = (pairs) => {
     const bytes = new Uint8Array(pairs.length * 16);
     const view = new DataView(bytes.buffer);

@@ -469,7 +469,7 @@ test("an index entry's files: text or base64 bytes by relative key, anything els
 });
 
 test("an index array's layout comes from its own zarr.json; what the format forbids is refused", async () => {
-  const { indexLayoutFromMetadata } = await import("../../dist/index-layout.js");
+  const { manifestLayoutFromMetadata } = await import("../../dist/manifest-layout.js");
   const meta = (over = {}) => ({
     zarr_format: 3,
     node_type: "array",
@@ -486,7 +486,7 @@ test("an index array's layout comes from its own zarr.json; what the format forb
     attributes: { x: 1 },
     ...over,
   });
-  const layout = indexLayoutFromMetadata(meta(), [1200, 2], "here");
+  const layout = manifestLayoutFromMetadata(meta(), [1200, 2], "here");
   assert.deepEqual(layout.chunkShape, [600, 2, 2]);
   assert.deepEqual(layout.metadata.chunk_key_encoding, {
     name: "v2",
@@ -521,7 +521,7 @@ test("an index array's layout comes from its own zarr.json; what the format forb
     const grid = over.shape ? over.shape.slice(0, -1) : [1200, 2];
     if (over.shape?.[1] === 3) grid[1] = 2;
     assert.throws(
-      () => indexLayoutFromMetadata(meta(over), grid, "here"),
+      () => manifestLayoutFromMetadata(meta(over), grid, "here"),
       ReferenceFormatError,
       JSON.stringify(over),
     );

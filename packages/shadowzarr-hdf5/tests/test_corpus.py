@@ -81,8 +81,8 @@ def test_corpus_file_reads_back_equal(
     tmp_path: Path, open_refs: Any, name: str, libver: str
 ) -> None:
     path = write(tmp_path, name, corpus.WRITERS[name], libver)
-    # Everything referenced (nothing inlined), with chunk indexes for all but the smallest.
-    rfs = generate_named(path, inline_threshold=0, chunk_index_threshold=50)
+    # Everything referenced (nothing inlined), with chunk manifests for all but the smallest.
+    rfs = generate_named(path, inline_threshold=0, manifest_threshold=50)
     compare_file(path, open_refs(rfs))
 
 
@@ -91,7 +91,7 @@ def test_corpus_file_reads_back_equal(
 )
 def test_default_options_inline_small_datasets(tmp_path: Path, open_refs: Any, name: str) -> None:
     path = write(tmp_path, name, corpus.WRITERS[name])
-    rfs = generate_rfs(path, chunk_index_threshold=None)
+    rfs = generate_rfs(path, manifest_threshold=None)
     compare_file(path, open_refs(rfs))
 
 
@@ -99,7 +99,7 @@ def test_default_options_inline_small_datasets(tmp_path: Path, open_refs: Any, n
 def test_independent_reader_agrees(tmp_path: Path, materialize_refs: Any, name: str) -> None:
     """Every chunk listed (version 1), read without RfsStore: what any kerchunk reader sees."""
     path = write(tmp_path, name, corpus.WRITERS[name])
-    rfs = generate_named(path, inline_threshold=0, chunk_index_threshold=None)
+    rfs = generate_named(path, inline_threshold=0, manifest_threshold=None)
     compare_file(path, materialize_refs(rfs))
 
 
@@ -110,8 +110,8 @@ def test_chunk_iter_path_matches_parsed_indexes(tmp_path: Path, name: str) -> No
     """h5py's chunk_iter (no index parsing) gives the same chunks, including the extensible
     array whose unlimited axis is second, where HDF5 mislabels chunks and we relabel them."""
     path = write(tmp_path, name, corpus.WRITERS[name])
-    parsed = generate_rfs(path, inline_threshold=0, chunk_index_threshold=None)
-    walked = generate_rfs(path, inline_threshold=0, chunk_index_threshold=None, parse_indexes=False)
+    parsed = generate_rfs(path, inline_threshold=0, manifest_threshold=None)
+    walked = generate_rfs(path, inline_threshold=0, manifest_threshold=None, parse_indexes=False)
     assert parsed.refs == walked.refs
 
 
@@ -438,8 +438,8 @@ def test_generated_over_http_reads_back_equal(
     """Headers read over HTTP (nginx): the same references, sizes and ETags recorded."""
     path = write(nginx_root, name, corpus.WRITERS[name], "latest")
     url = nginx.url(path.name)
-    rfs = generate_rfs(url, inline_threshold=0, chunk_index_threshold=50)
-    local = generate_rfs(path, inline_threshold=0, chunk_index_threshold=50)
+    rfs = generate_rfs(url, inline_threshold=0, manifest_threshold=50)
+    local = generate_rfs(path, inline_threshold=0, manifest_threshold=50)
     info = rfs.sources[url]
     assert info.size == path.stat().st_size
     assert info.etag

@@ -52,7 +52,7 @@ def test_a_plan_emitted_after_the_file_is_closed_reads_back_as_h5py_reads(tmp_pa
         source = Source(
             file=f, url=str(path), base=str(tmp_path), paths=ObjectPaths(f), read_bytes=read_bytes
         )
-        options = Options(chunk_index_threshold=100)
+        options = Options(manifest_threshold=100)
         for name in f:
             plans.append(plan_dataset(f[name], name, source, options))
             expected[name] = np.asarray(f[name][()])

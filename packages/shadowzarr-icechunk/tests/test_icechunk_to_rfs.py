@@ -72,7 +72,7 @@ def test_native_chunks_referenced_in_place(tmp_path: Path, sample_folder: Path) 
     )
 
 
-def test_chunk_index_above_1000_chunks(tmp_path: Path, sample_folder: Path) -> None:
+def test_manifest_above_1000_chunks(tmp_path: Path, sample_folder: Path) -> None:
     put = local_put(sample_folder)
     values = np.arange(4000, dtype="<i4")
     url = put("many.bin", values.tobytes())

@@ -1,4 +1,4 @@
-"""The conversion reads what it reads itself (remote chunk indexes, source sizes, copied
+"""The conversion reads what it reads itself (remote chunk manifests, source sizes, copied
 chunks) as the user's store would: with their headers, ``allowed_urls`` and
 ``storage_options``; and references into S3 get an S3 container."""
 
@@ -30,7 +30,7 @@ SECRET = "sz-icechunk-key-5e0d"
 
 def _protected_references(make_nginx: MakeNginx, root: Path) -> tuple[str, str, np.ndarray]:
     """nginx whose /private/ wants ``X-Key: SECRET``; there, references whose 1,500-chunk
-    index is fetched from beside refs.json (not carried in it) and a whole file without a
+    manifest is fetched from beside refs.json (not carried in it) and a whole file without a
     recorded size. Returns (references URL, /private/ URL, the values)."""
     nginx = make_nginx(root, protected={"/private/": ("X-Key", SECRET)})
     values = np.arange(3000, dtype="<i4")

@@ -160,8 +160,8 @@ def test_implicit_groups_written(tmp_path: Path, sample_folder: Path) -> None:
     assert_same(root["a/b/x"][:], np.arange(6, dtype="<i8"), "x")
 
 
-def test_chunk_index_and_whole_file(tmp_path: Path, sample_folder: Path) -> None:
-    """An array whose chunks are in a stored chunk index, and a chunk that is a whole file."""
+def test_manifest_and_whole_file(tmp_path: Path, sample_folder: Path) -> None:
+    """An array whose chunks are in a stored chunk manifest, and a chunk that is a whole file."""
     put = local_put(sample_folder)
     values = np.arange(3000, dtype="<u2")
     url = put("long.bin", values[::-1].tobytes())
@@ -322,7 +322,7 @@ def test_each_file_keeps_its_own_etag(tmp_path: Path, nginx: NginxServer) -> Non
 def test_reference_directory_served_over_http(
     tmp_path: Path, nginx: NginxServer, carried: bool
 ) -> None:
-    """References loaded from a URL: relative source paths, and the chunk index carried in
+    """References loaded from a URL: relative source paths, and the chunk manifest carried in
     refs.json or read from beside it on the server."""
     values = np.arange(3000, dtype="<i4")
     nginx.write_file("data/values.bin", values.tobytes())

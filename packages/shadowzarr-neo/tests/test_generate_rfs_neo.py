@@ -100,7 +100,7 @@ def test_small_chunks_are_one_gen_entry_per_buffer(write, tmp_path: Path) -> Non
         grid = [-(-s // c) for s, c in zip(node.shape, node.chunks, strict=True)]
         entries = [e for e in rfs.gen if e.key.startswith(path + "/c/")]
         listed = [k for k in rfs.refs if k.startswith(path + "/c/")]
-        if path in rfs.indexes:  # many HDF5 chunks: listed in a chunk index instead
+        if path in rfs.indexes:  # many HDF5 chunks: listed in a chunk manifest instead
             assert not entries
             assert not listed
         elif grid[0] * grid[1] > 1 and not listed:
@@ -154,7 +154,7 @@ def test_version_1_output_reads_with_fsspec_and_zarr(write, tmp_path: Path) -> N
 
     reader = write(tmp_path).open()
     rfs = generate_rfs_neo(reader, chunk_samples=1_000_000)
-    if rfs.indexes:  # a chunk index is written next to the references, never plain kerchunk
+    if rfs.indexes:  # a chunk manifest is written next to the references, never plain kerchunk
         assert rfs.version == 2
         return
     document = rfs_to_json(rfs)
@@ -217,7 +217,7 @@ def test_compressed_maxwell_is_refused(tmp_path: Path) -> None:
     "write_name", ["openephys-binary", "maxwell-many-chunks", "axon-File_axon_7"]
 )
 def test_written_references_read_back(write_name: str, target: str, tmp_path: Path) -> None:
-    """Written to a JSON file or a directory (with a chunk index), then loaded from disk."""
+    """Written to a JSON file or a directory (with a chunk manifest), then loaded from disk."""
     from neo_cases import REAL, WRITTEN
     from shadowzarr_spec import write_rfs
 

@@ -101,8 +101,8 @@ def test_many_sources_in_one_file(tmp_path: Path) -> None:
     _check_export(path, series, tmp_path)
 
 
-def test_chunk_index_and_consolidated_metadata(tmp_path: Path) -> None:
-    """Chunks listed out of order get a chunk index; the root's consolidated metadata describes
+def test_manifest_and_consolidated_metadata(tmp_path: Path) -> None:
+    """Chunks listed out of order get a chunk manifest; the root's consolidated metadata describes
     the virtual array as its own zarr.json does."""
     rng = np.random.default_rng(3)
     values = rng.integers(-1000, 1000, size=(64 * 50, 4), dtype=np.int16)
@@ -114,7 +114,7 @@ def test_chunk_index_and_consolidated_metadata(tmp_path: Path) -> None:
     array = VirtualArray.from_chunks(values.shape, (64, 4), "int16", chunks)
     series = [Series(name="shuffled", kind="timeseries", array=array, expected=values)]
     path = write_virtual_nwb(
-        build_nwbfile(series, virtual=True), tmp_path / "indexed", chunk_index_threshold=10
+        build_nwbfile(series, virtual=True), tmp_path / "indexed", manifest_threshold=10
     )
     rfs = read_local_rfs(path)
     assert set(rfs.indexes) == {"acquisition/shuffled/data"}

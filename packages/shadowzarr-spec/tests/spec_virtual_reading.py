@@ -24,7 +24,7 @@ def build(virtual: VirtualArray, path: str = "x", **options: Any) -> ReferenceFi
 
 def read(virtual: VirtualArray, directory: Path | None = None, **options: Any) -> np.ndarray:
     """The array's values as the store reads them; through a written reference directory
-    (chunk indexes on disk) when ``directory`` is given."""
+    (chunk manifests on disk) when ``directory`` is given."""
     rfs = build(virtual, **options)
     if directory is not None:
         write_rfs(rfs, directory)

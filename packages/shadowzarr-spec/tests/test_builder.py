@@ -184,7 +184,7 @@ def test_add_chunks_refuses_what_add_chunk_refuses(
 
 def test_a_reference_past_the_recorded_end_of_its_file_is_refused() -> None:
     """Readers refuse such a reference (never padding): the builder refuses to write one, in
-    refs, columns, chunk indexes and gen entries alike."""
+    refs, columns, chunk manifests and gen entries alike."""
     for add in (
         lambda b: b.add_chunk("x", (3,), "f.bin", 90, 16),
         lambda b: b.add_chunks("x", np.array([[0], [3]]), "f.bin", [0, 90], [16, 16]),

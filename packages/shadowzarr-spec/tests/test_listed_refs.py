@@ -206,7 +206,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_directories_written_from_columns_are_those_of_the_dict(
     tmp_path: Path, mixed: bool
 ) -> None:
-    """Columns go to a chunk index as the dict's references would (``mixed``: some chunks of
+    """Columns go to a chunk manifest as the dict's references would (``mixed``: some chunks of
     the array are in the dict, an integral float offset, the rest in columns)."""
     builder = RfsBuilder()
     builder.add_array("a", shape=(N * 4, 6), data_type="<i2", chunk_shape=(4, 3))
@@ -223,7 +223,7 @@ def test_directories_written_from_columns_are_those_of_the_dict(
     plain = rfs_from_json(document)
     plain.refs = one_at_a_time(document)
     for name, rfs in (("listed", listed), ("plain", plain)):
-        write_rfs(rfs, tmp_path / name, chunk_index_threshold=10)
+        write_rfs(rfs, tmp_path / name, manifest_threshold=10)
     assert _tree(tmp_path / "listed") == _tree(tmp_path / "plain")
     assert "index/a/zarr.json" in _tree(tmp_path / "listed")
     reread = read_local_rfs(tmp_path / "listed")

@@ -110,7 +110,7 @@ def test_both_forms_round_trip(
     rfs = builder.build()
     expected = canonical(rfs)
     single = write_rfs(rfs, tmp_path / "refs.json")
-    directory = write_rfs(rfs, tmp_path / "refs.shadowzarr", chunk_index_threshold=threshold)
+    directory = write_rfs(rfs, tmp_path / "refs.shadowzarr", manifest_threshold=threshold)
     loaded_single = read_local_rfs(single)
     loaded_directory = read_local_rfs(directory)
     assert loaded_single.version == 1

@@ -212,9 +212,9 @@ def test_from_chunks_refs_gen_and_index(tmp_path):
     assert not rfs.indexes
     assert len([k for k in rfs.refs if "/c/" in k]) == 5
     assert_same(read(array), expected)
-    indexed = build(array, chunk_index_threshold=2)
+    indexed = build(array, manifest_threshold=2)
     assert "x" in indexed.indexes
-    assert_same(read(array, tmp_path / "refs", chunk_index_threshold=2), expected)
+    assert_same(read(array, tmp_path / "refs", manifest_threshold=2), expected)
     evenly = VirtualArray.from_chunks(
         [16], [8], "<i4", [((0,), str(path), 0, 32), ((1,), str(path), 32, 32)]
     )
@@ -236,7 +236,7 @@ def test_from_rfs_keeps_gen_and_index_and_can_be_stacked(tmp_path):
     assert len(taken._layout.pieces) == 1  # the gen entry stays evenly spaced
     assert_same(read(taken[100:200]), data[1, 100:200])
     written = tmp_path / "refs"
-    write_rfs(build(rows[2], chunk_index_threshold=5), written)
+    write_rfs(build(rows[2], manifest_threshold=5), written)
     loaded = read_local_rfs(written)
     assert "x" in loaded.indexes or loaded.gen
     assert_same(read(VirtualArray.from_rfs(loaded, "x")), data[2])
@@ -247,7 +247,7 @@ def test_from_rfs_keeps_gen_and_index_and_can_be_stacked(tmp_path):
 
 
 def _directory_with_index(virtual, directory):
-    """References as a generator with a chunk index writes them."""
+    """References as a generator with a chunk manifest writes them."""
     builder = RfsBuilder()
     builder.add_group("")
     builder.add_array(

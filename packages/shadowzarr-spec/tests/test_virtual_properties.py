@@ -182,7 +182,7 @@ def test_strided_indexing_reads_like_numpy(data, folder):
         virtual, expected = _apply(virtual, expected, again)
     threshold = data.draw(st.sampled_from([0, 1000]))
     directory = _new_file(folder).with_suffix(".refs") if data.draw(st.booleans()) else None
-    assert_same(read(virtual, directory, chunk_index_threshold=threshold), expected)
+    assert_same(read(virtual, directory, manifest_threshold=threshold), expected)
 
 
 @SETTINGS
@@ -305,13 +305,13 @@ def test_chunked_arrays_read_like_numpy(data, folder):
             expected = np.stack([expected, expected], axis=axis)
     threshold = data.draw(st.sampled_from([0, 3, 1000]))
     directory = _new_file(folder).with_suffix(".refs") if data.draw(st.booleans()) else None
-    assert_same(read(virtual, directory, chunk_index_threshold=threshold), expected)
+    assert_same(read(virtual, directory, manifest_threshold=threshold), expected)
 
 
 @SETTINGS
 @given(data=st.data())
 def test_arrays_taken_from_references_read_like_numpy(data, folder):
-    """from_rfs of what add_to wrote (gen entries, chunk index, refs, selection) is the same
+    """from_rfs of what add_to wrote (gen entries, chunk manifest, refs, selection) is the same
     array, and can be indexed by whole chunks and stacked again."""
     source = data.draw(st.sampled_from(["records", "chunks"]))
     strategy = stored_records(folder) if source == "records" else stored_chunks(folder)
@@ -323,7 +323,7 @@ def test_arrays_taken_from_references_read_like_numpy(data, folder):
         axes = data.draw(st.permutations(range(virtual.ndim)))
         virtual, expected = virtual.transpose(axes), expected.transpose(axes)
     threshold = data.draw(st.sampled_from([0, 1000]))
-    rfs = build(virtual, chunk_index_threshold=threshold)
+    rfs = build(virtual, manifest_threshold=threshold)
     taken = VirtualArray.from_rfs(rfs, "x")
     assert (taken.shape, taken.chunk_shape, taken.codecs) == (
         virtual.shape,

@@ -35,8 +35,8 @@ def test_modes_follow_the_umask(
     previous = os.umask(umask)
     try:
         single = write_rfs(rfs, tmp_path / "refs.json")
-        directory = write_rfs(rfs, tmp_path / "refs.shadowzarr", chunk_index_threshold=100)
-        write_rfs(rfs, directory, chunk_index_threshold=100)  # replacing keeps the modes
+        directory = write_rfs(rfs, tmp_path / "refs.shadowzarr", manifest_threshold=100)
+        write_rfs(rfs, directory, manifest_threshold=100)  # replacing keeps the modes
     finally:
         os.umask(previous)
     written = [single, directory, *directory.rglob("*")]

@@ -209,7 +209,7 @@ def write_sources(root: Path, url_prefix: str = "{{u0}}") -> Sources:
 
 
 def handmade_document(sources: Sources, base_url: str, *, index_dir: bool) -> dict[str, Any]:
-    """The reference document; chunk indexes as index arrays (directory form) or listed refs."""
+    """The reference document; chunk manifests as index arrays (directory form) or listed refs."""
     refs = dict(sources.refs)
     document: dict[str, Any] = {
         "version": 2,
@@ -238,7 +238,7 @@ def handmade_document(sources: Sources, base_url: str, *, index_dir: bool) -> di
 
 
 def write_index_arrays(sources: Sources, directory: Path, chunk_shape: tuple[int, ...]) -> None:
-    """Write each chunk index as a plain zarr array (with zarr itself) under directory/index/."""
+    """Write each chunk manifest as a plain zarr array (with zarr itself) under directory/index/."""
     for path, table in sources.index_tables.items():
         array = zarr.create_array(
             store=str(directory / "index" / path),

@@ -39,7 +39,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         sparse = f.create_dataset("sparse", (4096,), "<i4", chunks=(16,), fillvalue=-7)
         sparse[160:480] = np.arange(320)  # chunks 10-29 written, the others never
         wide = f.create_dataset("sparse_indexed", (32768,), "<i4", chunks=(16,), fillvalue=-7)
-        wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk index, mostly never written
+        wide[160:480] = np.arange(320)  # 2,048 chunks: a chunk manifest, mostly never written
         wide[24000:24176] = np.arange(176)
         holes = f.create_dataset("holes", (1 << 20,), "<i4", chunks=(16,), fillvalue=-7)
         holes[100:200] = np.arange(100)  # 4 packs of 16,384 stored chunks; 3 never written
@@ -291,7 +291,7 @@ def test_byte_ranges_of_a_shard_match_its_whole_value(files: Path) -> None:
         ]
 
     async def check() -> None:
-        # from a chunk index, uncompressed: one inner chunk packs all 2,048 stored chunks (up
+        # from a chunk manifest, uncompressed: one inner chunk packs all 2,048 stored chunks (up
         # to PACK_BYTES, here the whole array), the never-written ones as fill
         assert indexed.nbytes <= PACK_BYTES
         whole = (await store.get("sparse_indexed/c/0", prototype)).to_bytes()
@@ -326,7 +326,7 @@ def test_packed_inner_chunks_equal_h5py_at_every_edge(tmp_path: Path) -> None:
         f.create_dataset("full6", data=values[:, :6], chunks=(10, 3))
         part6 = f.create_dataset("part6", (1003, 6), ">i2", chunks=(10, 3), fillvalue=-5)
         part6[95:400, 2:6] = values[95:400, 2:6]
-    rfs = generate_rfs(tmp_path / "edges.h5", chunk_index_threshold=10, progress=False)
+    rfs = generate_rfs(tmp_path / "edges.h5", manifest_threshold=10, progress=False)
     group = open_rfs(rfs, grouped_view="auto")
     with h5py.File(tmp_path / "edges.h5") as f:
         for name in ("full", "part", "full6", "part6"):

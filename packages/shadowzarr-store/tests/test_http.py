@@ -73,7 +73,7 @@ def test_300_small_chunks_are_merged(
 ) -> None:
     values = _small_chunks(nginx_root)
     # the merger's work on the chunks as stored (the grouped view joins this array's listed
-    # chunks from their entries, as a chunk index's: test_packed_reads)
+    # chunks from their entries, as a chunk manifest's: test_packed_reads)
     store = RfsStore(load_rfs(_small_chunk_refs(nginx.url("small.bin"))), grouped_view=0)
     array = zarr.open_array(store, path="x", mode="r", zarr_format=3)
     nginx.reset()

@@ -1,6 +1,6 @@
 """Our references as kerchunk version-1 JSON with Zarr v2 keys, read by fsspec's reference
 file system and zarr-python (Zarr v2) equal to h5py: listed refs, gen entries and chunk
-indexes, local and over HTTP."""
+manifests, local and over HTTP."""
 
 from __future__ import annotations
 
@@ -70,9 +70,9 @@ def test_export_reads_equal_through_fsspec(tmp_path: Path, threshold: int | None
     source = tmp_path / "data.h5"
     values = _write(source)
     refs = tmp_path / "data.shadowzarr"
-    write_rfs(generate_rfs(str(source)), refs, chunk_index_threshold=threshold)
+    write_rfs(generate_rfs(str(source)), refs, manifest_threshold=threshold)
     if threshold is not None:
-        assert open_rfs(refs).store.rfs.indexes  # the chunk index path is exercised
+        assert open_rfs(refs).store.rfs.indexes  # the chunk manifest path is exercised
     document = kerchunk_document(refs)
     assert document["version"] == 1
     assert "gzip/.zarray" in document["refs"]
@@ -88,7 +88,7 @@ def test_export_of_remote_references(tmp_path: Path, nginx: Any, nginx_root: Pat
     source = nginx_root / "data.h5"
     values = _write(source)
     write_rfs(
-        generate_rfs(nginx.url("data.h5")), nginx_root / "refs.shadowzarr", chunk_index_threshold=4
+        generate_rfs(nginx.url("data.h5")), nginx_root / "refs.shadowzarr", manifest_threshold=4
     )
     document = kerchunk_document(nginx.url("refs.shadowzarr"))
     locations = {v[0] for v in document["refs"].values() if isinstance(v, list)}

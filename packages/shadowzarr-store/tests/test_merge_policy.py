@@ -134,7 +134,7 @@ def test_82_compressed_chunks_of_135_kb_take_two_requests(
         assert nginx.bytes_sent("/lfp.bin") == sum(sizes)
         nginx.reset()
         # (the merger's knobs on the chunks as stored: the grouped view reads this array's
-        # listed chunks as a chunk index's, contiguous runs joined from their entries)
+        # listed chunks as a chunk manifest's, contiguous runs joined from their entries)
         unmerged = open_rfs(document, merge_below=64 * 1024, grouped_view=0)["lfp"][:]
         np.testing.assert_array_equal(unmerged, values)
         assert nginx.count() == 82

@@ -1,5 +1,5 @@
 """Packed inner chunks of the grouped view read exactly what the chunks as stored read, for a
-sound chunk index and for damaged ones: the same values, or the same typed error naming the
+sound chunk manifest and for damaged ones: the same values, or the same typed error naming the
 same chunk."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_packed_reads_equal_stored_reads(tmp_path: Path, kind: str) -> None:
     values = np.arange(200 * 8 * 8, dtype="<i4").reshape(1600, 8)
     with h5py.File(tmp_path / "f.h5", "w") as f:
         f.create_dataset("x", data=values, chunks=(8, 8), fillvalue=-3)
-    rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
+    rfs = generate_rfs(tmp_path / "f.h5", manifest_threshold=10, progress=False)
     _damage(kind, rfs.indexes["x"].table, (tmp_path / "f.h5").stat().st_size)
     packed, stored = open_rfs(rfs, grouped_view="auto")["x"], open_rfs(rfs, grouped_view=0)["x"]
     assert packed.chunks != stored.chunks == (8, 8)
@@ -103,7 +103,7 @@ def test_decoded_packs_equal_h5py(tmp_path: Path, name: str) -> None:
         f.create_dataset("x", data=values, chunks=(8, 4), **options)
         part = f.create_dataset("part", (rows, 12), dtype, chunks=(8, 4), fillvalue=-9, **options)
         part[300:900, 4:8] = values[300:900, 4:8]
-    rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
+    rfs = generate_rfs(tmp_path / "f.h5", manifest_threshold=10, progress=False)
     group, stored = open_rfs(rfs, grouped_view="auto"), open_rfs(rfs, grouped_view=0)
     with h5py.File(tmp_path / "f.h5") as f:
         for path in ("x", "part"):
@@ -120,7 +120,7 @@ def test_a_damaged_compressed_chunk_fails_its_pack_by_name(tmp_path: Path) -> No
     values = np.arange(1600 * 8, dtype="<i4").reshape(1600, 8)
     with h5py.File(tmp_path / "f.h5", "w") as f:
         f.create_dataset("x", data=values, chunks=(8, 8), compression="gzip")
-    rfs = generate_rfs(tmp_path / "f.h5", chunk_index_threshold=10, progress=False)
+    rfs = generate_rfs(tmp_path / "f.h5", manifest_threshold=10, progress=False)
     rfs.indexes["x"].table[5, 0, 0] += 3  # the reference of chunk 5 starts 3 bytes late
     stored = open_rfs(rfs, grouped_view=0)["x"]
     with pytest.raises(ShadowzarrError) as as_stored:

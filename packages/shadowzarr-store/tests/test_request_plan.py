@@ -45,7 +45,7 @@ def _serve(nginx: NginxServer, nginx_root: Path, carried: bool = False) -> tuple
     builder.add_source(url, size=len(blob))
     carry = {} if carried else {"inline_index_bytes": 0}  # index files in refs.json, or not
     refs = write_rfs(
-        builder.build(), nginx_root / "signal.shadowzarr", chunk_index_threshold=50, **carry
+        builder.build(), nginx_root / "signal.shadowzarr", manifest_threshold=50, **carry
     )
     return refs, values
 
@@ -63,7 +63,7 @@ def test_the_plan_is_what_nginx_serves(
 ) -> None:
     refs, values = _serve(nginx, nginx_root)
     rfs = load_rfs(nginx.url(refs.name))
-    assert "signal" in rfs.indexes  # 240 chunks > 50: a chunk-index array
+    assert "signal" in rfs.indexes  # 240 chunks > 50: a chunk manifest
     # the plan of a store that reads chunks as stored (planned on its own twin: planning
     # reads the index, which a second read of the same store would not fetch again)
     plan = sync(plan_selection(RfsStore(rfs, grouped_view=0), "signal", selection))

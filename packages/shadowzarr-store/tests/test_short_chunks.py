@@ -51,7 +51,7 @@ def _write(
     codecs: list[dict] = BYTES,
 ) -> Path:
     """Arrays ``name: (shape, chunk, index table)`` of int16 over ``data``; the directory form
-    keeps each table as a chunk index, the JSON form lists its chunks."""
+    keeps each table as a chunk manifest, the JSON form lists its chunks."""
     source = tmp_path / "data.bin"
     source.write_bytes(data)
     builder = RfsBuilder()
@@ -64,7 +64,7 @@ def _write(
     rfs = builder.build()
     if record_size:  # after the build: the builder refuses a reference past a recorded end
         rfs.sources[str(source)] = SourceInfo(size=len(data))
-    return write_rfs(rfs, tmp_path / form, chunk_index_threshold=0)
+    return write_rfs(rfs, tmp_path / form, manifest_threshold=0)
 
 
 def _table(offsets: list[int], sizes: list[int]) -> np.ndarray:
@@ -190,7 +190,7 @@ def test_a_corrupt_compressed_chunk_is_a_typed_error_on_every_path(
     codecs = ZLIB if codec == "zlib" else FLETCHER
     builder.add_array("z", shape=[1024], data_type="int32", chunk_shape=[16], codecs=codecs)
     builder.add_index("z", str(source), table)
-    target = write_rfs(builder.build(), tmp_path / form, chunk_index_threshold=0)
+    target = write_rfs(builder.build(), tmp_path / form, manifest_threshold=0)
     array = open_rfs(target, **options)["z"]
     for selection in (slice(None), slice(80, 96), slice(70, 100)):
         with pytest.raises(ChunkDecodeError, match=rf"'z/c/5'.*numcodecs\.{codec}"):

@@ -60,7 +60,7 @@ def test_the_tree_names_each_array_with_its_chunks_codecs_and_bytes(
     assert raw.shown_chunks != raw.chunks  # 1 KiB chunks are shown grouped into shards
     assert raw.shown_chunks[0] % 16 == 0
     assert raw.shown_chunks[1] == 32
-    assert raw.indexed  # 1,250 chunks: a chunk index, read on demand
+    assert raw.indexed  # 1,250 chunks: a chunk manifest, read on demand
     timestamps = nodes["acquisition/timestamps"]
     assert timestamps.referenced_bytes == _stored_bytes(source, "acquisition/timestamps")
     assert "numcodecs.zlib" in timestamps.codecs

@@ -264,10 +264,10 @@ def test_corpus_is_large_enough() -> None:
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_reads_like_tifffile(corpus: Path, name: str, tmp_path: Path) -> None:
     """Each series and level through open_rfs (from memory and from a written directory with
-    chunk indexes) and through fsspec, equal to tifffile's own reading."""
+    chunk manifests) and through fsspec, equal to tifffile's own reading."""
     path = next(corpus.glob(f"{name}.*tif"))
     rfs = generate_rfs_tiff(path)
-    directory = write_rfs(generate_rfs_tiff(path, chunk_index_threshold=4), tmp_path / "refs")
+    directory = write_rfs(generate_rfs_tiff(path, manifest_threshold=4), tmp_path / "refs")
     readers = {
         "open_rfs": open_rfs(rfs),
         "open_rfs(directory)": open_rfs(directory),

@@ -165,7 +165,7 @@ def test_big_endian_samples_keep_their_byte_order(tmp_path: Path) -> None:
     assert _metadata(rfs, "")["attributes"]["tiff"]["byteorder"] == "big"
 
 
-def test_many_chunks_get_a_chunk_index(tmp_path: Path) -> None:
+def test_many_chunks_get_a_manifest(tmp_path: Path) -> None:
     path = tmp_path / "tiles.tif"
     tifffile.imwrite(
         path,
@@ -174,7 +174,7 @@ def test_many_chunks_get_a_chunk_index(tmp_path: Path) -> None:
         compression="zlib",
         photometric="minisblack",
     )
-    rfs = generate_rfs_tiff(path, chunk_index_threshold=10)
+    rfs = generate_rfs_tiff(path, manifest_threshold=10)
     assert "0" in rfs.indexes
     assert not _chunk_refs(rfs, "0")
     table = rfs.indexes["0"].table
@@ -182,7 +182,7 @@ def test_many_chunks_get_a_chunk_index(tmp_path: Path) -> None:
     with tifffile.TiffFile(path) as tif:
         page = tif.pages[2]
         assert tuple(table[2, 1, 3]) == (page.dataoffsets[7], page.databytecounts[7])
-    listed = generate_rfs_tiff(path, chunk_index_threshold=None)
+    listed = generate_rfs_tiff(path, manifest_threshold=None)
     assert len(_chunk_refs(listed, "0")) == 64
     assert not listed.indexes
 

@@ -126,7 +126,7 @@ def test_every_option_has_help() -> None:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
     generate = " ".join(subparsers.choices["generate"].format_help().split())
     assert "processes generating at once" in generate  # --workers
-    assert "chunk-index array" in generate  # --chunk-index-threshold
+    assert "chunk manifest" in generate  # --manifest-threshold
 
 
 def test_json_from_every_command_that_reports(
@@ -284,3 +284,36 @@ def test_one_file_over_http_shows_progress(nginx: NginxServer, nginx_root: Path)
     assert out.strip() == "wrote one.shadowzarr"
     assert "generate: 100%" in terminal.replace("\r", "\n")
     assert "2/2 datasets" in terminal
+
+
+OLD_FLAG = "--chunk-index-threshold"
+"""The old name of ``--manifest-threshold``, kept as a hidden alias."""
+
+
+def test_the_old_threshold_flag_still_works_but_is_not_offered(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(np.arange(40, dtype="<i4").tobytes())
+    builder = RfsBuilder()
+    builder.add_group("")
+    builder.add_array("signal", shape=[40], data_type="<i4", chunk_shape=[4])
+    for i in range(10):
+        builder.add_chunk("signal", (i,), str(raw), 16 * i, 16)
+    single = write_rfs(builder.build(), tmp_path / "one.json")
+    written: dict[tuple[str, str], bytes] = {}
+    for flag in ("--manifest-threshold", OLD_FLAG):
+        for threshold, name in (("5", "small"), ("50", "large")):
+            out = tmp_path / f"{flag.strip('-')}-{name}.shadowzarr"
+            assert run_main(capsys, "convert", str(single), str(out), flag, threshold)[0] == 0
+            written[flag, name] = (out / "refs.json").read_bytes()
+    assert written["--manifest-threshold", "small"] == written[OLD_FLAG, "small"]
+    assert written["--manifest-threshold", "large"] == written[OLD_FLAG, "large"]
+    assert b'"indexes"' in written[OLD_FLAG, "small"]  # the wire key keeps its name
+    assert b'"indexes"' not in written[OLD_FLAG, "large"]
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    for command in ("generate", "convert"):
+        help_text = subparsers.choices[command].format_help()
+        assert "--manifest-threshold" in help_text
+        assert OLD_FLAG not in help_text

@@ -204,7 +204,7 @@ def test_reductions_through_dask(served: tuple[str, np.ndarray], tmp_path: Path)
     np.testing.assert_allclose(lazy.std(axis=0).compute(), expected.std(axis=0))
 
 
-def test_export_of_an_array_with_a_chunk_index(
+def test_export_of_an_array_with_a_manifest(
     nginx: NginxServer, nginx_root: Path, tmp_path: Path
 ) -> None:
     data = np.arange(3000 * 4, dtype="<i4").reshape(3000, 4)

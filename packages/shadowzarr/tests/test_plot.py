@@ -94,13 +94,13 @@ def test_bins_count_every_byte() -> None:
 
 @pytest.fixture
 def small_chunks(tmp_path: Path) -> Path:
-    """4 KiB chunks looked up in a chunk index: the store reads them through its grouped view,
+    """4 KiB chunks looked up in a chunk manifest: the store reads them through its grouped view,
     packed (a selection's packs are read whole)."""
     data = np.arange(60_000 * 64, dtype="<i2").reshape(60_000, 64)
     with h5py.File(tmp_path / "small.h5", "w") as file:
         file.create_dataset("acq/data", data=data, chunks=(128, 16))
     rfs = shadowzarr.generate_rfs(str(tmp_path / "small.h5"), progress=False)
-    return write_rfs(rfs, tmp_path / "small.shadowzarr", chunk_index_threshold=10)
+    return write_rfs(rfs, tmp_path / "small.shadowzarr", manifest_threshold=10)
 
 
 @pytest.mark.parametrize("select", ["0:3000, 0:20", "0:30000", "100:200, 5", "0:60000:7, 3:40"])

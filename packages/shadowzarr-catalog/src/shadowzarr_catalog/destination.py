@@ -42,20 +42,20 @@ class Destination:
         return f"{self.root}/{relative}" if not self.local else str(Path(self.root, relative))
 
     def write_references(
-        self, rfs: ReferenceFileSystem, relative: str, chunk_index_threshold: int | None
+        self, rfs: ReferenceFileSystem, relative: str, manifest_threshold: int | None
     ) -> int:
         """Publish ``rfs`` at ``relative`` (``….shadowzarr`` or ``….shadowzarr.json``); returns
         the bytes written."""
         if self.local:
             target = Path(self.root, relative)
-            write_local_rfs(rfs, target, chunk_index_threshold=chunk_index_threshold)
+            write_local_rfs(rfs, target, manifest_threshold=manifest_threshold)
             if target.is_file():
                 return target.stat().st_size
             return sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
         json_file = relative.endswith(".json")
         folder, _, name = relative.rpartition("/") if json_file else (relative, "", "")
         files = reference_files(
-            rfs, json_file=json_file, name=name, chunk_index_threshold=chunk_index_threshold
+            rfs, json_file=json_file, name=name, manifest_threshold=manifest_threshold
         )
         put_objects(self.location(folder), files, self._storage_options)
         return sum(map(len, files.values()))

@@ -79,7 +79,7 @@ def run_job(
     reference: str,
     access: Access,
     options: Mapping[str, Any],
-    chunk_index_threshold: int | None,
+    manifest_threshold: int | None,
 ) -> dict[str, Any]:
     """Generate and publish ``asset``'s references at ``reference``; its catalog row."""
     row = base_row(asset)
@@ -95,7 +95,7 @@ def run_job(
                 warnings.simplefilter("ignore", UnsupportedDatasetWarning)
                 rfs = generate(asset.url, kind, access, options)
         row.update(_described(rfs))
-        row["reference_bytes"] = destination.write_references(rfs, reference, chunk_index_threshold)
+        row["reference_bytes"] = destination.write_references(rfs, reference, manifest_threshold)
         row["reference"] = reference
         omitted = any(u["outcome"] == "omitted" for u in row["unsupported"])
         row["status"] = "partial" if omitted else "ok"

@@ -22,6 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
 
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_store.progress_display import progress_display
 from shadowzarr_store.transport import redact
 
@@ -55,6 +56,7 @@ STATE_UPLOAD_SECONDS = 30.0
 """How often the progress database of an object-store catalog is copied to the destination."""
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def generate_catalog(
     source: str | os.PathLike[str] | Iterable[str],
     destination: str | os.PathLike[str],
@@ -68,7 +70,7 @@ def generate_catalog(
     workers: int | None = None,
     processes: int | None = None,
     per_host: int = DEFAULT_PER_HOST,
-    chunk_index_threshold: int | None = 1000,
+    manifest_threshold: int | None = 1000,
     retry_failed: bool = False,
     progress: bool | Callable[[dict[str, Any]], None] = False,
     client: Any = None,
@@ -115,7 +117,7 @@ def generate_catalog(
     local_root = Path(target.root) if target.local else None
     workers = workers or DEFAULT_WORKERS
     pool = _worker_pool(
-        client, processes, workers, target, access, generator_options, chunk_index_threshold
+        client, processes, workers, target, access, generator_options, manifest_threshold
     )
     with pool or contextlib.nullcontext():
         assets = list_assets(
@@ -152,14 +154,14 @@ def generate_catalog(
                     target,
                     access,
                     generator_options,
-                    chunk_index_threshold,
+                    manifest_threshold,
                     workers,
                     per_host,
                 )
 
             if client is not None:
                 rows_done = rows_from_cluster(
-                    client, todo, target, access, generator_options, chunk_index_threshold
+                    client, todo, target, access, generator_options, manifest_threshold
                 )
             elif pool is not None:
                 rows_done = pool.rows(todo, per_host, on_threads)

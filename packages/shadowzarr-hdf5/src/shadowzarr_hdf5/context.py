@@ -21,7 +21,7 @@ __all__ = ["ChunkLocations", "Options", "Source", "object_address"]
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    chunk_index_threshold: int | None = 1000
+    manifest_threshold: int | None = 1000
     contiguous_chunk_bytes: int = 4 * 2**20
     inline_threshold: int = 1024
     inline_unsupported_below: int | None = 2**20

@@ -29,6 +29,7 @@ from shadowzarr_spec import (
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_store.progress_display import progress_display
 from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import (
@@ -87,11 +88,12 @@ ProgressCallback = Callable[[int, int, str], None]
 """``progress(done, total, path)`` after each dataset."""
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def generate_rfs(
     url_or_path: str | os.PathLike[str],
     *,
     local_hdf5_path: str | os.PathLike[str] | None = None,
-    chunk_index_threshold: int | None = 1000,
+    manifest_threshold: int | None = 1000,
     contiguous_chunk_bytes: int = 4 * 2**20,
     inline_threshold: int = 1024,
     inline_unsupported_below: int | None = 2**20,
@@ -118,8 +120,8 @@ def generate_rfs(
         A local copy to read the headers from instead of ``url_or_path``. The URL is then
         never asked: ``sources`` records the copy's size and no ETag (unknown), so reads check
         the size only.
-    chunk_index_threshold
-        Arrays with more chunks than this get a chunk index table instead of one reference
+    manifest_threshold
+        Arrays with more chunks than this get a chunk manifest instead of one reference
         per chunk; None lists every chunk.
     contiguous_chunk_bytes
         Target size of the slabs a contiguous dataset is cut into.
@@ -162,7 +164,7 @@ def generate_rfs(
         url = local_path(url)
     wanted = None if datasets is None else _wanted_paths(datasets)
     options = Options(
-        chunk_index_threshold=chunk_index_threshold,
+        manifest_threshold=manifest_threshold,
         contiguous_chunk_bytes=contiguous_chunk_bytes,
         inline_threshold=inline_threshold,
         inline_unsupported_below=inline_unsupported_below,

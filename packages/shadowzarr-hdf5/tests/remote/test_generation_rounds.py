@@ -73,7 +73,7 @@ def test_generation_costs_a_few_round_trips_per_index_level(
     proxy = make_proxy(
         nginx.url(""), ranges="s3", root=nginx_root, latency=LATENCY, connect_latency=LATENCY
     )
-    rfs = generate_rfs(proxy.url("deep.h5"), progress=False, chunk_index_threshold=None)
+    rfs = generate_rfs(proxy.url("deep.h5"), progress=False, manifest_threshold=None)
     proxy.wait_idle()
     with h5py.File(path, "r") as f:
         expected = {}
@@ -115,7 +115,7 @@ def test_connections_are_opened_in_one_round_ahead_of_the_widest_level(
         return fetch_nodes(remote, ranges)
 
     monkeypatch.setattr(RemoteFile, "fetch_nodes", counted)
-    rfs = generate_rfs(proxy.url("deep.h5"), progress=False, chunk_index_threshold=None)
+    rfs = generate_rfs(proxy.url("deep.h5"), progress=False, manifest_threshold=None)
     proxy.wait_idle()
     assert len([k for k in rfs.refs if k.startswith("a/c/")]) == CHUNKS
     assert len(rounds) == len(levels), (rounds, levels)

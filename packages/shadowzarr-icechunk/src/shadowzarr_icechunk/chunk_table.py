@@ -1,6 +1,6 @@
 """Every chunk of one array of a reference file system as grid-shaped numpy tables.
 
-Refs listed one by one, gen entries and chunk indexes all end up in the same three tables
+Refs listed one by one, gen entries and chunk manifests all end up in the same three tables
 (which file, offset, length), so the repository side can hand them to Icechunk's
 array-at-once setter without a Python object per chunk.
 """
@@ -76,13 +76,13 @@ def chunk_tables(rfs: ReferenceFileSystem, paths: list[str]) -> dict[str, ChunkR
 def chunk_table(
     rfs: ReferenceFileSystem, path: str, listed: list[tuple[tuple[int, ...], Ref]] | None = None
 ) -> ChunkRefs:
-    """The chunk tables of the array at ``path`` (refs, gen entries and chunk index).
+    """The chunk tables of the array at ``path`` (refs, gen entries and chunk manifest).
 
     ``listed`` is the array's chunks in refs, when the caller has gathered them already.
     """
     if listed is None:
         listed = _listed_chunks(rfs, {path}).get(path, [])
-    # VirtualArray.from_rfs reads the gen entries and the chunk index; it is given only this
+    # VirtualArray.from_rfs reads the gen entries and the chunk manifest; it is given only this
     # array's metadata so that it does not walk every ref of every other array.
     own = ReferenceFileSystem(
         refs={metadata_key(path): rfs.refs[metadata_key(path)]},
@@ -99,7 +99,7 @@ def chunk_table(
     offsets = np.zeros(grid, dtype=np.int64)
     lengths = np.zeros(grid, dtype=np.int64)
     urls: dict[str, int] = {}
-    # Later pieces first: the layout lists the chunk index ahead of gen pieces, and a reader
+    # Later pieces first: the layout lists the chunk manifest ahead of gen pieces, and a reader
     # looks a key up in gen before the index, so earlier pieces must win.
     for piece in reversed(layout.pieces):
         # The trailing Ellipsis keeps a 0-d array's region a view rather than a scalar.
@@ -164,7 +164,7 @@ def _overlay_listed(
     offsets: np.ndarray,
     lengths: np.ndarray,
 ) -> None:
-    """Refs win over gen entries and the chunk index, as they do for readers."""
+    """Refs win over gen entries and the chunk manifest, as they do for readers."""
     if not listed:
         return
     n = len(listed)
@@ -204,7 +204,7 @@ def _overlay_listed(
 def with_remote_indexes_loaded(
     rfs: ReferenceFileSystem, store_options: Mapping[str, Any] | None = None
 ) -> ReferenceFileSystem:
-    """``rfs`` with the chunk indexes of references loaded from a URL read into memory (the
+    """``rfs`` with the chunk manifests of references loaded from a URL read into memory (the
     index arrays are plain Zarr arrays beside refs.json); local ones are read where they are.
 
     They are read by an `RfsStore` opened with ``store_options`` (its keyword arguments), so

@@ -1,7 +1,7 @@
 """Reference file system ↔ Icechunk repository.
 
 :func:`rfs_to_icechunk` writes groups, arrays and attributes as they are and turns every
-``[url, offset, size]`` reference, chunk-index entry and gen chunk into a virtual chunk carrying
+``[url, offset, size]`` reference, manifest entry and gen chunk into a virtual chunk carrying
 the ETag recorded under ``sources``, through Icechunk's array-at-once setter. What Icechunk
 cannot point at is written into the repository: inline bytes, short last chunks (which
 RfsStore pads) and, when asked, arrays read through a selection.
@@ -84,7 +84,7 @@ def rfs_to_icechunk(
     store_options
         `RfsStore` keyword arguments (``headers``, ``allowed_urls``, ``storage_options``,
         ``proxy``, ``timeout``…) for what the conversion reads itself: the reference file,
-        remote chunk indexes, source sizes and the chunks copied into the repository.
+        remote chunk manifests, source sizes and the chunks copied into the repository.
 
     Raises
     ------
@@ -191,7 +191,7 @@ def icechunk_to_rfs(
     IcechunkParser.
 
     A virtual chunk becomes a reference to the same byte range (an array with more than
-    1,000 chunks in one file gets a chunk index). A chunk the repository stores itself is
+    1,000 chunks in one file gets a chunk manifest). A chunk the repository stores itself is
     copied in, or referenced at ``native_chunks_prefix`` (the repository's ``chunks``
     directory or its URL) when given. ``url_for`` maps locations RfsStore cannot read, such
     as ``s3://``, to ones it can.

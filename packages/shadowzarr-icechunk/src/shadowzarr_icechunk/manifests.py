@@ -3,7 +3,7 @@
 A ManifestStore is what VirtualiZarr's parsers return and what it writes to Icechunk or
 kerchunk; building one from references lets VirtualiZarr users open what shadowzarr generated
 (``ShadowzarrParser`` in the umbrella) without a second pass over the source. Each array's
-chunk tables (refs, gen entries and chunk index alike) become one `ChunkManifest` built from
+chunk tables (refs, gen entries and chunk manifest alike) become one `ChunkManifest` built from
 numpy arrays; inline chunks travel as VirtualiZarr's inlined chunks. An array a manifest cannot
 hold (a selection of bytes inside records, a whole-file reference of unknown size) is left out
 with a warning naming it, never replaced by fill.

@@ -2,7 +2,7 @@
 
 A manifest holds, for each array, three grid-shaped tables (path, offset, length) and the
 inline chunks; they become references here without a Python object per chunk for the big
-part: an array with more than ``chunk_index_threshold`` chunks in one file gets a chunk index
+part: an array with more than ``manifest_threshold`` chunks in one file gets a chunk manifest
 built from the tables directly, and only the rest is listed in refs.
 """
 
@@ -20,9 +20,10 @@ from shadowzarr_spec import (
     VirtualArray,
     array_info,
 )
-from shadowzarr_spec.chunk_index import new_index_table
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_spec.json_text import dumps_strict, parse_json
 from shadowzarr_spec.keys import chunk_key, join, metadata_key
+from shadowzarr_spec.manifest import new_index_table
 
 from shadowzarr_icechunk.locations import UrlFor
 from shadowzarr_icechunk.node_metadata import clean_document
@@ -32,36 +33,38 @@ if TYPE_CHECKING:
 
 __all__ = ["manifest_group_to_rfs", "manifest_store_to_rfs", "virtual_array"]
 
-CHUNK_INDEX_THRESHOLD = 1000
+MANIFEST_THRESHOLD = 1000
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def manifest_store_to_rfs(
     manifest_store: ManifestStore,
     *,
     url_for: UrlFor | None = None,
-    chunk_index_threshold: int = CHUNK_INDEX_THRESHOLD,
+    manifest_threshold: int = MANIFEST_THRESHOLD,
 ) -> ReferenceFileSystem:
     """A VirtualiZarr ManifestStore (from any of its parsers) as a reference file system.
 
     Groups, arrays and attributes are written as the store holds them (non-finite attributes
     following the Non-Finite Attributes convention); an array with more than
-    ``chunk_index_threshold`` chunks in one file gets a chunk index. ``url_for`` maps the
+    ``manifest_threshold`` chunks in one file gets a chunk manifest. ``url_for`` maps the
     manifest's locations (None keeps one), for example ``s3://`` objects to https URLs.
     """
     return manifest_group_to_rfs(
-        manifest_store._group, url_for=url_for, chunk_index_threshold=chunk_index_threshold
+        manifest_store._group, url_for=url_for, manifest_threshold=manifest_threshold
     )
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def manifest_group_to_rfs(
     group: ManifestGroup,
     *,
     url_for: UrlFor | None = None,
-    chunk_index_threshold: int = CHUNK_INDEX_THRESHOLD,
+    manifest_threshold: int = MANIFEST_THRESHOLD,
 ) -> ReferenceFileSystem:
     """:func:`manifest_store_to_rfs` for the root ManifestGroup of a store."""
     rfs = ReferenceFileSystem()
-    _add_group(rfs, "", group, url_for, chunk_index_threshold)
+    _add_group(rfs, "", group, url_for, manifest_threshold)
     rfs.version = rfs.required_version
     return rfs
 

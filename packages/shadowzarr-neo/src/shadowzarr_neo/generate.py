@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["buffer_path", "generate_rfs_neo"]
 
-CHUNK_INDEX_THRESHOLD = 1000
-"""HDF5 buffers with more chunks than this list them in a chunk index rather than in refs."""
+MANIFEST_THRESHOLD = 1000
+"""HDF5 buffers with more chunks than this list them in a chunk manifest rather than in refs."""
 
 TARGET_CHUNK_BYTES = 4 * 1024 * 1024
 """Interleaved buffers are cut into slabs of about this size: big enough that one request
@@ -139,7 +139,7 @@ def _add_buffer(
                 # The file stores each chunk channels by time: transposed back on read.
                 codecs.insert(0, {"name": "transpose", "configuration": {"order": [1, 0]}})
             builder.add_array(path, chunk_shape=layout.chunk_shape, codecs=codecs, **common)
-            if len(layout.chunks) > CHUNK_INDEX_THRESHOLD:
+            if len(layout.chunks) > MANIFEST_THRESHOLD:
                 builder.add_index(path, url, _chunk_table(layout))
             else:
                 for coords, (offset, size) in sorted(layout.chunks.items()):

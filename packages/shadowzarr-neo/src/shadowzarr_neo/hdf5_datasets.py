@@ -39,7 +39,7 @@ def hdf5_dataset_array(layout: Hdf5Dataset, to_url: Callable[[str], str]) -> Vir
             record_source=False,
             progress=False,
             # a flat dataset's chunks are re-keyed one by one below
-            chunk_index_threshold=None if layout.flat else 1000,
+            manifest_threshold=None if layout.flat else 1000,
             inline_threshold=0,
         )
     except UnsupportedFeatureError as exc:

@@ -21,6 +21,7 @@ from shadowzarr_spec import (
     SourceInfo,
     write_rfs,
 )
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_spec.keys import array_of_chunk_key, metadata_key
 from shadowzarr_store.transport import local_path
 
@@ -36,11 +37,12 @@ __all__ = ["virtual_nwb_rfs", "write_virtual_nwb"]
 _ROOT_METADATA = "zarr.json"
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def write_virtual_nwb(
     nwbfile: NWBFile,
     path: str | os.PathLike[str],
     *,
-    chunk_index_threshold: int = 1000,
+    manifest_threshold: int = 1000,
 ) -> Path:
     """Write ``nwbfile`` as a reference file system whose placeholders point at their sources.
 
@@ -52,9 +54,9 @@ def write_virtual_nwb(
         written before (hdmf ties a container to the first file it is written to).
     path
         ``*.json`` for one JSON file, anything else for a directory (``refs.json`` plus chunk
-        indexes), as :func:`~shadowzarr_spec.write_rfs` writes.
-    chunk_index_threshold
-        Arrays with more chunks listed one by one than this get a chunk index.
+        manifests), as :func:`~shadowzarr_spec.write_rfs` writes.
+    manifest_threshold
+        Arrays with more chunks listed one by one than this get a chunk manifest.
 
     Returns
     -------
@@ -67,11 +69,12 @@ def write_virtual_nwb(
     VirtualDatasetMismatch
         When pynwb gave a placeholder's dataset another shape or data type than its array's.
     """
-    rfs = virtual_nwb_rfs(nwbfile, chunk_index_threshold=chunk_index_threshold)
-    return write_rfs(rfs, path, chunk_index_threshold=chunk_index_threshold)
+    rfs = virtual_nwb_rfs(nwbfile, manifest_threshold=manifest_threshold)
+    return write_rfs(rfs, path, manifest_threshold=manifest_threshold)
 
 
-def virtual_nwb_rfs(nwbfile: NWBFile, *, chunk_index_threshold: int = 1000) -> ReferenceFileSystem:
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
+def virtual_nwb_rfs(nwbfile: NWBFile, *, manifest_threshold: int = 1000) -> ReferenceFileSystem:
     """The reference file system :func:`write_virtual_nwb` writes, in memory."""
     structure = write_structure(nwbfile)
     refs: dict[str, Any] = {key: InlineRef(data) for key, data in structure.files.items()}
@@ -79,7 +82,7 @@ def virtual_nwb_rfs(nwbfile: NWBFile, *, chunk_index_threshold: int = 1000) -> R
         rfs = ReferenceFileSystem(refs=refs)
         rfs.version = rfs.required_version
         return rfs
-    chunks = _virtual_chunks(structure.virtual, chunk_index_threshold)
+    chunks = _virtual_chunks(structure.virtual, manifest_threshold)
     root = json.loads(structure.files[_ROOT_METADATA])
     consolidated = root.get("consolidated_metadata") or {}
     listed = consolidated.get("metadata") if isinstance(consolidated, dict) else None
@@ -109,13 +112,13 @@ def virtual_nwb_rfs(nwbfile: NWBFile, *, chunk_index_threshold: int = 1000) -> R
 
 
 def _virtual_chunks(
-    virtual: dict[str, VirtualArray], chunk_index_threshold: int
+    virtual: dict[str, VirtualArray], manifest_threshold: int
 ) -> ReferenceFileSystem:
     """Every virtual array's metadata and chunk locations, as :meth:`VirtualArray.add_to`
     writes them."""
     builder = RfsBuilder()
     for array_path, array in virtual.items():
-        array.add_to(builder, array_path, chunk_index_threshold=chunk_index_threshold)
+        array.add_to(builder, array_path, manifest_threshold=manifest_threshold)
     return builder.build(consolidate=False)
 
 

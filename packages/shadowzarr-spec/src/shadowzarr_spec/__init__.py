@@ -14,7 +14,6 @@ from shadowzarr_spec.attribute_conventions import (
     encode_attributes,
 )
 from shadowzarr_spec.builder import RfsBuilder, columns_selection
-from shadowzarr_spec.chunk_index import index_array_metadata, index_chunk_shape
 from shadowzarr_spec.errors import (
     BuilderError,
     ChunkDecodeError,
@@ -33,9 +32,10 @@ from shadowzarr_spec.errors import (
     UnsupportedFeatureError,
 )
 from shadowzarr_spec.gen import Dimension, GenEntry
-from shadowzarr_spec.index_layout import IndexArrayLayout
 from shadowzarr_spec.io import REFS_FILE, load_index_table, read_local_rfs, write_rfs
 from shadowzarr_spec.json_text import parse_json
+from shadowzarr_spec.manifest import index_array_metadata, index_chunk_shape
+from shadowzarr_spec.manifest_layout import ManifestLayout
 from shadowzarr_spec.model import (
     MISSING_CHUNK,
     FileRef,
@@ -69,9 +69,9 @@ __all__ = [
     "FileRef",
     "GenEntry",
     "GenExpressionError",
-    "IndexArrayLayout",
     "IndexRef",
     "InlineRef",
+    "ManifestLayout",
     "NotVirtualizable",
     "Ref",
     "ReferenceFileSystem",

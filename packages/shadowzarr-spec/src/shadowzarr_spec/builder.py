@@ -194,7 +194,8 @@ class RfsBuilder:
         table = np.asarray(table)
         if table.dtype != np.uint64 or table.shape != (*array.grid, 2):
             raise BuilderError(
-                f"array {path!r}: the chunk index must be uint64 of shape {(*array.grid, 2)}, got "
+                f"array {path!r}: the chunk manifest must be uint64 of shape "
+                f"{(*array.grid, 2)}, got "
                 f"{table.dtype} {table.shape}"
             )
         self._indexes[_node_path(path)] = IndexRef(url=recorded_location(url), table=table)

@@ -66,7 +66,7 @@ def check_file_ends(
         if written.any():
             ends = table[written, 0].astype(np.int64) + table[written, 1].astype(np.int64)
             if int(ends.max()) > sizes[index.url]:
-                refuse(index.url, "a chunk of its chunk index", int(ends.max()))
+                refuse(index.url, "a chunk of its chunk manifest", int(ends.max()))
     for entry in gen:
         if entry.count > CHECKED_GEN_KEYS:
             continue

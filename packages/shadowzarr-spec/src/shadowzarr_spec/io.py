@@ -1,5 +1,5 @@
 """write_rfs and read_local_rfs: one JSON file (kerchunk version 1) or a directory with chunk
-indexes."""
+manifests."""
 
 from __future__ import annotations
 
@@ -16,17 +16,18 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from shadowzarr_spec.arrays import array_info
-from shadowzarr_spec.chunk_index import (
+from shadowzarr_spec.deprecation import renamed_keyword
+from shadowzarr_spec.errors import ReferenceFormatError, SourceError, SourceNotFoundError
+from shadowzarr_spec.gc_pause import paused_gc
+from shadowzarr_spec.json_text import dumps_reference_document, parse_json
+from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
+from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
+from shadowzarr_spec.manifest import (
     encode_index_chunks,
     index_array_metadata,
     new_index_table,
 )
-from shadowzarr_spec.errors import ReferenceFormatError, SourceError, SourceNotFoundError
-from shadowzarr_spec.gc_pause import paused_gc
-from shadowzarr_spec.index_layout import IndexArrayLayout
-from shadowzarr_spec.json_text import dumps_reference_document, parse_json
-from shadowzarr_spec.keys import array_of_chunk_key, check_relative_path, join
-from shadowzarr_spec.listed_refs import ChunkColumns, ListedRefs, note_dict_run
+from shadowzarr_spec.manifest_layout import ManifestLayout
 from shadowzarr_spec.model import FileRef, IndexRef, Ref, ReferenceFileSystem
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.refs_text import rfs_from_json_text
@@ -49,18 +50,19 @@ INLINE_INDEX_TOTAL = 1024 * 1024
 """The most bytes of index files one refs.json carries (so it stays quick to fetch and parse)."""
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def write_rfs(
     rfs: ReferenceFileSystem,
     path: str | os.PathLike[str],
     *,
-    chunk_index_threshold: int | None = 1000,
+    manifest_threshold: int | None = 1000,
     inline_index_bytes: int = INLINE_INDEX_BYTES,
 ) -> Path:
     """Write ``rfs`` to ``path``.
 
     A path ending in ``.json`` gets one JSON file with every chunk listed (version 1, or 2 when
     selections need it). Any other path gets a directory: ``refs.json`` plus, for each array with
-    more than ``chunk_index_threshold`` chunks in one file, an index array under ``index/``.
+    more than ``manifest_threshold`` chunks in one file, an index array under ``index/``.
     An index array whose files hold at most ``inline_index_bytes`` (0: none) is carried in
     refs.json too (its entry's ``files``, up to `INLINE_INDEX_TOTAL` in all): a reader of remote
     references then reads it in the round trip that brings refs.json, not one more.
@@ -84,15 +86,16 @@ def write_rfs(
         files = reference_files(rfs, json_file=True, name=target.name)
         _atomic_write_bytes(target, files[target.name])
         return target
-    return _write_directory(rfs, target, chunk_index_threshold, inline_index_bytes)
+    return _write_directory(rfs, target, manifest_threshold, inline_index_bytes)
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def reference_files(
     rfs: ReferenceFileSystem,
     *,
     json_file: bool,
     name: str = "refs.json",
-    chunk_index_threshold: int | None = 1000,
+    manifest_threshold: int | None = 1000,
     inline_index_bytes: int = INLINE_INDEX_BYTES,
 ) -> dict[str, bytes]:
     """What `write_rfs` writes, as relative path → bytes: ``{name: document}`` for the JSON
@@ -102,7 +105,7 @@ def reference_files(
     if json_file:
         document = rfs_to_json(_with_loaded_indexes(rfs), expand=True)
         return {name: dumps_reference_document(document)}
-    rfs = _indexed(rfs, chunk_index_threshold)
+    rfs = _indexed(rfs, manifest_threshold)
     files: dict[str, bytes] = {}
     index_paths: dict[str, str] = {}
     carried: dict[str, dict[str, bytes]] = {}
@@ -172,7 +175,7 @@ def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
         check_relative_path(index.path)
     info = array_info(rfs, path)
     if info is None:
-        raise ReferenceFormatError(f"{path!r} has a chunk index but no array metadata")
+        raise ReferenceFormatError(f"{path!r} has a chunk manifest but no array metadata")
     local = rfs.base is not None and "://" not in rfs.base and "://" not in index.path
     root = Path(rfs.base) / index.path if local and rfs.base is not None else None
     where = f"index of {path!r} ({root if root is not None else index.path})"
@@ -193,7 +196,7 @@ def load_index_table(rfs: ReferenceFileSystem, path: str) -> np.ndarray:
         except OSError as exc:
             raise SourceError(f"{where}: cannot read {what}: {exc.strerror or exc}") from exc
 
-    layout = IndexArrayLayout.from_metadata(parse_json(read("zarr.json")), info.grid, where)
+    layout = ManifestLayout.from_metadata(parse_json(read("zarr.json")), info.grid, where)
     extent = (*info.grid, 2)
     table = np.full(extent, layout.fill, dtype=np.uint64)
     for block in np.ndindex(*layout.counts):
@@ -215,7 +218,7 @@ def _write_directory(
             f"{target} exists and is not a reference directory; not overwriting"
         )
     files = reference_files(
-        rfs, json_file=False, chunk_index_threshold=threshold, inline_index_bytes=inline_bytes
+        rfs, json_file=False, manifest_threshold=threshold, inline_index_bytes=inline_bytes
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = _new_directory(target.parent, f".{target.name}.")

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 MISSING_CHUNK = np.uint64(2**64 - 1)
-"""Offset and size stored in a chunk index for a chunk that was never written."""
+"""Offset and size stored in a chunk manifest for a chunk that was never written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,14 +143,14 @@ class IndexRef:
 
     def __post_init__(self) -> None:
         if (self.path is None) == (self.table is None):
-            raise ReferenceFormatError("a chunk index needs exactly one of a path or a table")
+            raise ReferenceFormatError("a chunk manifest needs exactly one of a path or a table")
         if self.files and self.path is None:
-            raise ReferenceFormatError("a chunk index carries files only beside its stored path")
+            raise ReferenceFormatError("a chunk manifest carries files only beside its stored path")
         if self.table is not None and (
             self.table.dtype != np.uint64 or self.table.ndim < 1 or self.table.shape[-1] != 2
         ):
             raise ReferenceFormatError(
-                f"a chunk index table must be uint64 with a last axis of 2, got "
+                f"a chunk manifest must be uint64 with a last axis of 2, got "
                 f"{self.table.dtype} {self.table.shape}"
             )
 

@@ -34,7 +34,7 @@ def rfs_to_json(
 ) -> dict[str, Any]:
     """The JSON document of ``rfs``.
 
-    ``expand`` lists every chunk of gen entries and chunk indexes in ``refs`` (a version 1 file
+    ``expand`` lists every chunk of gen entries and chunk manifests in ``refs`` (a version 1 file
     any kerchunk reader opens); otherwise indexes are written as ``index_paths`` gives them,
     each with the files of its index array that ``index_files`` gives (`IndexRef.files`).
     """

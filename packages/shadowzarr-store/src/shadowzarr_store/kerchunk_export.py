@@ -2,9 +2,9 @@
 
 fsspec's ``reference://`` file system, kerchunk's tools and VirtualiZarr's ``KerchunkJSONParser``
 read kerchunk JSON whose keys are Zarr v2 (``.zarray``, ``a/0.1``) and whose chunk locations
-are absolute. Our own files use Zarr v3 keys, templates, chunk indexes and gen entries; this
+are absolute. Our own files use Zarr v3 keys, templates, chunk manifests and gen entries; this
 writes every chunk out as one ``[url, offset, size]`` entry, every ``zarr.json`` as
-``.zgroup``/``.zarray``/``.zattrs``. Chunk indexes and the references themselves are read through
+``.zgroup``/``.zarray``/``.zattrs``. Chunk manifests and the references themselves are read through
 the store (its transport, headers and access rules). An array that Zarr v2 cannot describe
 (a codec numcodecs does not name, a sharded layout, bytes inside records) is left out with an
 `ExportWarning` naming it and the reason, never written half right.
@@ -46,7 +46,7 @@ def kerchunk_document(
     """The references of ``source`` as a kerchunk version-1 document with Zarr v2 keys.
 
     ``options`` are `RfsStore` options (``headers``, ``storage_options``, ...): they serve the
-    reading of the references and of their chunk indexes. Local sources are written as
+    reading of the references and of their chunk manifests. Local sources are written as
     absolute ``file://`` URLs. Every array gets xarray's ``_ARRAY_DIMENSIONS`` attribute (its
     dimension names, or kerchunk's ``phony_dim_<axis>``). Write the result with ``json.dump``.
     """
@@ -93,7 +93,7 @@ def export_nodes(rfs: ReferenceFileSystem) -> dict[str, dict[str, Any]]:
 
 
 def export_chunk_refs(store: Any, rfs: ReferenceFileSystem) -> Iterator[tuple[str, Any]]:
-    """Every chunk reference: listed ones, gen entries, and chunk indexes read in full."""
+    """Every chunk reference: listed ones, gen entries, and chunk manifests read in full."""
     for key, ref in rfs.refs.items():
         if not key.endswith("zarr.json"):
             yield key, ref

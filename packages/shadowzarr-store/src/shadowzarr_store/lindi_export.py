@@ -75,7 +75,7 @@ def lindi_document(
 ) -> dict[str, Any]:
     """The references of ``source`` as a LINDI document; write it with ``json.dump`` to a
     ``.lindi.json`` file. ``options`` are `RfsStore` options (they serve the reading of the
-    references, their chunk indexes, and of the object-reference datasets written inline).
+    references, their chunk manifests, and of the object-reference datasets written inline).
 
     Raises `UnsupportedFeatureError` naming the first dataset or attribute LINDI cannot
     express; ``strict=False`` leaves such nodes out, each with an `ExportWarning`."""

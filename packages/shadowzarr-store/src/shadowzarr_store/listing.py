@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from shadowzarr_spec import GenEntry, ReferenceFileSystem
 
-    from shadowzarr_store.chunk_indexes import ChunkIndexReader
+    from shadowzarr_store.manifests import ManifestReader
     from shadowzarr_store.metadata_gate import MetadataGate
 
 __all__ = ["MAX_LISTED_GEN_KEYS", "ShardKeys", "SortedRefs", "StoreListing"]
@@ -83,9 +83,9 @@ class SortedRefs:
         position = bisect.bisect_left(keys, prefix)
         return position < len(keys) and keys[position].startswith(prefix)
 
-    def chunk_index_only(self, path: str) -> bool:
+    def manifest_only(self, path: str) -> bool:
         """Whether every chunk reference of ``path`` comes from one table of (offset, size)
-        entries: its chunk index (no refs or gen entry can override one, no selection applies)
+        entries: its chunk manifest (no refs or gen entry can override one, no selection applies)
         or its listed chunks held as columns, into one file (`listed_table`)."""
         found = self._index_only.get(path)
         if found is None:
@@ -121,7 +121,7 @@ class StoreListing:
         rfs: ReferenceFileSystem,
         refs: SortedRefs,
         gate: MetadataGate,
-        indexes: ChunkIndexReader,
+        indexes: ManifestReader,
         shards: ShardKeys | None = None,
     ) -> None:
         self._rfs = rfs
@@ -159,7 +159,7 @@ class StoreListing:
                 yield key
 
     async def _stored_keys(self, prefix: str) -> AsyncIterator[str]:
-        """Every stored key starting with ``prefix`` (refs, then gen, then chunk indexes)."""
+        """Every stored key starting with ``prefix`` (refs, then gen, then chunk manifests)."""
         keys = self._refs.keys()
         for position in range(bisect.bisect_left(keys, prefix), len(keys)):
             if not keys[position].startswith(prefix):

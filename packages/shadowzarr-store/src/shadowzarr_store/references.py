@@ -23,6 +23,7 @@ from shadowzarr_spec import (
     read_local_rfs,
 )
 from shadowzarr_spec import write_rfs as write_local_rfs
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_spec.io import INLINE_INDEX_BYTES, reference_files, refs_url_of
 from shadowzarr_spec.parse import rfs_from_json
 from shadowzarr_spec.refs_text import rfs_from_json_text
@@ -95,12 +96,13 @@ def _as_v3(document: Any) -> Any:
     )
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def write_rfs(
     rfs: ReferenceFileSystem,
     destination: str | os.PathLike[str],
     *,
     storage_options: Mapping[str, Any] | None = None,
-    chunk_index_threshold: int | None = 1000,
+    manifest_threshold: int | None = 1000,
     inline_index_bytes: int = INLINE_INDEX_BYTES,
 ) -> str:
     """Write references to a local path (as `shadowzarr_spec.write_rfs`) or an ``s3://``,
@@ -121,7 +123,7 @@ def write_rfs(
             write_local_rfs(
                 rfs,
                 text,
-                chunk_index_threshold=chunk_index_threshold,
+                manifest_threshold=manifest_threshold,
                 inline_index_bytes=inline_index_bytes,
             )
         )
@@ -136,7 +138,7 @@ def write_rfs(
         rfs,
         json_file=json_file,
         name=name or "refs.json",
-        chunk_index_threshold=chunk_index_threshold,
+        manifest_threshold=manifest_threshold,
         inline_index_bytes=inline_index_bytes,
     )
     put_objects(base, files, storage_options)

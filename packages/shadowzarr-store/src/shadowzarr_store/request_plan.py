@@ -1,8 +1,8 @@
 """Where an array's chunks lie in their source files, and what reading a selection costs.
 
 `array_extents` lists the physical byte range of every stored chunk of an array (refs, gen
-entries and chunk indexes alike, through the store's own resolver). `plan_selection` says which
-chunks a selection reads, which chunk-index chunks that needs, and which requests the store
+entries and chunk manifests alike, through the store's own resolver). `plan_selection` says which
+chunks a selection reads, which manifest chunks that needs, and which requests the store
 sends for them: it issues the reads as zarr does (C order, ``async.concurrency`` in flight) and
 merges each flush with the store's own planner (`merge.plan_runs`, `head_start`,
 ``RangeMerger.eligible``). For a selection of at most ``async.concurrency`` chunks that is
@@ -28,7 +28,7 @@ import zarr
 import zarr.api.asynchronous
 from shadowzarr_spec.keys import array_of_chunk_key, join
 
-from shadowzarr_store.chunk_indexes import index_location
+from shadowzarr_store.manifests import manifest_location
 from shadowzarr_store.merge import RangeMerger, head_start, plan_bounded_runs
 from shadowzarr_store.remote.selection import chunk_keys
 from shadowzarr_store.resolve import SourceValue, plan_read
@@ -92,9 +92,9 @@ class SelectionPlan:
     missing_chunks: int
     """Chunks never written (read as the fill value, no request)."""
     index_chunks: tuple[str, ...]
-    """Chunk-index chunks read first (one request each), as locations."""
+    """Manifest chunks read first (one request each), as locations."""
     index_metadata: tuple[str, ...]
-    """The ``zarr.json`` of each chunk-index array, read once before its first chunk."""
+    """The ``zarr.json`` of each chunk manifest, read once before its first chunk."""
     requests: tuple[PlannedRequest, ...]
     concurrency: int
     merge_gap: int
@@ -197,7 +197,7 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
         inline_chunks=inline,
         missing_chunks=missing,
         index_chunks=tuple(index_chunks),
-        index_metadata=(index_location(store.rfs.base, index.path, "zarr.json"),)
+        index_metadata=(manifest_location(store.rfs.base, index.path, "zarr.json"),)
         if index_chunks
         and index is not None
         and index.path is not None
@@ -422,20 +422,22 @@ async def _never(url: str, start: int, end: int) -> bytes:
 
 
 async def _index_chunks(store: RfsStore, path: str, keys: list[str]) -> list[str]:
-    """Locations of the chunk-index chunks holding ``keys`` (empty without a stored index), as
+    """Locations of the manifest chunks holding ``keys`` (empty without a stored index), as
     the index array's own ``zarr.json`` lays them out (already read when the keys resolved);
     chunks refs.json carries (`IndexRef.files`) cost no request and are left out."""
     index = store.rfs.indexes.get(path)
     if index is None or index.table is not None or index.path is None:
         return []
-    layout = await store.chunk_indexes.layout(path)
+    layout = await store.manifests.layout(path)
     blocks: dict[tuple[int, ...], None] = {}
     for key in keys:
         split = array_of_chunk_key(key)
         if split is not None and key not in store.rfs.refs:
             blocks[layout.locate((*split[1], 0))[0]] = None
     keys_of = [layout.chunk_key(b) for b in blocks]
-    return [index_location(store.rfs.base, index.path, k) for k in keys_of if k not in index.files]
+    return [
+        manifest_location(store.rfs.base, index.path, k) for k in keys_of if k not in index.files
+    ]
 
 
 def _describe(selection: Any) -> str:

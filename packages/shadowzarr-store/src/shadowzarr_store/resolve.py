@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from shadowzarr_spec.keys import ParsedKey
     from zarr.abc.store import ByteRequest
 
-    from shadowzarr_store.chunk_indexes import ChunkIndexReader
+    from shadowzarr_store.manifests import ManifestReader
 
 __all__ = [
     "ChunkLayout",
@@ -430,9 +430,9 @@ def listed_table(rfs: ReferenceFileSystem, path: str) -> ChunkColumns | None:
 
 
 class Resolver:
-    """Key → reference, in the order refs, gen, chunk index; never expands gen or indexes."""
+    """Key → reference, in the order refs, gen, chunk manifest; never expands gen or indexes."""
 
-    def __init__(self, rfs: ReferenceFileSystem, indexes: ChunkIndexReader | None) -> None:
+    def __init__(self, rfs: ReferenceFileSystem, indexes: ManifestReader | None) -> None:
         self._rfs = rfs
         self._indexes = indexes
         self._layouts: dict[str, ChunkLayout | None] = {}
@@ -442,9 +442,9 @@ class Resolver:
 
     def listed_table(self, path: str) -> ChunkColumns | None:
         """The columns that hold every chunk reference of array ``path`` (a version-1 file's
-        listed chunks, `ListedRefs`), all into one file, with no gen entry, chunk index or
+        listed chunks, `ListedRefs`), all into one file, with no gen entry, chunk manifest or
         selection to override or change one; None otherwise. Such an array reads like one with
-        a chunk index: `entries` picks its chunks out with numpy, no object per chunk."""
+        a chunk manifest: `entries` picks its chunks out with numpy, no object per chunk."""
         columns = self._columns_of(path)
         if columns is None or len(columns.urls) != 1 or self._rfs.gen:
             return None
@@ -452,7 +452,7 @@ class Resolver:
 
     async def entries(self, path: str, points: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
         """(url, offsets, sizes) of chunks ``points`` ((n, ndim) coordinates) of an array whose
-        chunk references are one table of entries: its `listed_table`, else its chunk index.
+        chunk references are one table of entries: its `listed_table`, else its chunk manifest.
         Offsets and sizes are uint64 arrays, both `MISSING_CHUNK` for a chunk not there."""
         columns = self.listed_table(path)
         if columns is None:
@@ -491,7 +491,7 @@ class Resolver:
         self, path: str, chunks: list[tuple[int, ...] | None]
     ) -> tuple[list[str | None], list[InlineRef | SourceValue | None]]:
         """The keys and `resolve` of many chunks of array ``path`` (None: no chunk), the chunk
-        index read once for all of them."""
+        manifest read once for all of them."""
         prefix = chunk_key(path, ()) + "/"
         keys = [None if c is None else prefix + "/".join(map(str, c)) for c in chunks]
         refs = self._listed_refs(path, chunks, keys)

@@ -3,7 +3,7 @@
 The store serves the references' keys, bytes and metadata as they are (`StoredReads`), lists
 them (`StoreListing`), and composes the views of `shadowzarr_store.views` only when asked
 (``grouped_view``, ``sharded_view``). Its collaborators are named: `resolver` (key to
-reference), `reader` (source bytes), `chunk_indexes` (the chunk-index arrays, kept)."""
+reference), `reader` (source bytes), `manifests` (the chunk manifests, kept)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from shadowzarr_spec import ReferenceFileSystem
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 from shadowzarr_store.checked_reads import CheckedReads
-from shadowzarr_store.chunk_indexes import ChunkIndexReader
 from shadowzarr_store.listing import MAX_LISTED_GEN_KEYS, SortedRefs, StoreListing
 from shadowzarr_store.loop_shutdown import note_loop
+from shadowzarr_store.manifests import ManifestReader
 from shadowzarr_store.merge import gathered_reads
 from shadowzarr_store.metadata_gate import MetadataGate
 from shadowzarr_store.missing_codecs import MissingCodecs
@@ -103,7 +103,7 @@ class RfsStore(Store):
     presigned_url_ttl
         Seconds a presigned DANDI URL is reused.
     index_cache_chunks
-        Chunk-index chunks kept in memory.
+        Manifest chunks kept in memory.
     sharded_view
         0 (default): chunks as stored. ``"auto"``: uncompressed chunks (``bytes``, optionally
         with ``transpose``) of 2 MiB or more are shown as shards of blocks of about 1 MiB, so
@@ -184,7 +184,7 @@ class RfsStore(Store):
     def _start(self) -> None:
         self._stats = StoreStats()
         self._reader = SourceReader(self._rfs, self._options, self._stats)
-        self._indexes = ChunkIndexReader(
+        self._indexes = ManifestReader(
             self._rfs,
             self._reader.read_index,
             self._stats,
@@ -208,7 +208,7 @@ class RfsStore(Store):
                 rfs,
                 options.grouped_view,
                 skip=None if sharded is None else lambda path: sharded.layout(path) is not None,
-                packable=lambda path: pack_kind(path, refs.chunk_index_only(path), gate, missing),
+                packable=lambda path: pack_kind(path, refs.manifest_only(path), gate, missing),
             )
             if options.grouped_view
             else None
@@ -262,8 +262,8 @@ class RfsStore(Store):
         return self._reader
 
     @property
-    def chunk_indexes(self) -> ChunkIndexReader:
-        """The chunk-index arrays of the references, their chunks kept in memory."""
+    def manifests(self) -> ManifestReader:
+        """The chunk manifests of the references, their chunks kept in memory."""
         return self._indexes
 
     def grouped_layout(self, path: str) -> GroupLayout | None:
@@ -271,7 +271,7 @@ class RfsStore(Store):
         return None if self._grouped is None else self._grouped.view.layout(path)
 
     def index_table(self, path: str) -> np.ndarray:
-        """The whole chunk index of array ``path`` as a (grid..., 2) uint64 table of (offset,
+        """The whole chunk manifest of array ``path`` as a (grid..., 2) uint64 table of (offset,
         nbytes) rows, read through this store's transport (exports list every chunk)."""
         grid = self._indexes.grid(path)
         coords = np.indices(grid, dtype=np.int64).reshape(len(grid), -1).T
@@ -309,7 +309,7 @@ class RfsStore(Store):
     def stored_view(self) -> RfsStore:
         """This store with chunks and metadata exactly as stored (no grouped or sharded view):
         for code that copies chunk bytes or reasons about stored chunks. It shares this store's
-        sessions, caches, chunk indexes and counters."""
+        sessions, caches, chunk manifests and counters."""
         if not self._options.sharded_view and not self._options.grouped_view:
             return self
         twin = object.__new__(type(self))

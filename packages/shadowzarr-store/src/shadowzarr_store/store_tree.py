@@ -52,7 +52,7 @@ class NodeSummary:
     inline_bytes: int = 0
     """Chunk bytes held in the references themselves."""
     indexed: bool = False
-    """Chunks listed in a chunk index read on demand: their bytes are not counted here."""
+    """Chunks listed in a chunk manifest read on demand: their bytes are not counted here."""
     sources: tuple[str, ...] = ()
 
     @property

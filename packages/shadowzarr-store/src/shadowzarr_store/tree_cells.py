@@ -15,12 +15,12 @@ def shape_text(shape: tuple[int, ...]) -> str:
 
 
 def referenced_text(node: Any) -> str:
-    """``1.7 KiB``, ``in a chunk index`` (read on demand), ``8 B inline``."""
+    """``1.7 KiB``, ``in a chunk manifest`` (read on demand), ``8 B inline``."""
     parts = []
     if node.referenced_bytes or not (node.indexed or node.inline_bytes):
         parts.append(format_bytes(node.referenced_bytes))
     if node.indexed:
-        parts.append("in a chunk index")
+        parts.append("in a chunk manifest")
     if node.inline_bytes:
         parts.append(f"{format_bytes(node.inline_bytes)} inline")
     return " + ".join(parts)

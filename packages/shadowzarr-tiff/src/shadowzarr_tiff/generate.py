@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shadowzarr_spec import Dimension, GenEntry, RfsBuilder, UnsupportedFeatureError
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_spec.model import MISSING_CHUNK
 from shadowzarr_store.transport import TransportOptions
 
@@ -58,12 +59,13 @@ class _Target:
     file_size: int | None = None
 
 
+@renamed_keyword("chunk_index_threshold", "manifest_threshold")
 def generate_rfs_tiff(
     url_or_path: str | os.PathLike[str],
     *,
     url: str | None = None,
     local_path: str | os.PathLike[str] | None = None,
-    chunk_index_threshold: int | None = 1000,
+    manifest_threshold: int | None = 1000,
     max_inline_bytes: int = 4 * 2**20,
     read_ahead: int = 2**16,
     max_concurrency: int = 16,
@@ -86,8 +88,8 @@ def generate_rfs_tiff(
     local_path
         A local copy of the file at the URL ``url_or_path``, read instead of the URL, which is
         then never asked: ``sources`` records the copy's size and no ETag (unknown).
-    chunk_index_threshold
-        Arrays with more listed chunks than this get an in-memory chunk index (written as an
+    manifest_threshold
+        Arrays with more listed chunks than this get an in-memory chunk manifest (written as an
         index array by :func:`~shadowzarr_spec.write_rfs` to a directory). None lists them all.
     max_inline_bytes
         Most bytes of compressed short last strips (rows per strip not dividing the height)
@@ -129,7 +131,7 @@ def generate_rfs_tiff(
             target = _Target(
                 builder,
                 source.ref_url,
-                chunk_index_threshold,
+                manifest_threshold,
                 source.read_ranges,
                 max_inline_bytes,
                 file_size=source.size,

@@ -185,7 +185,7 @@ def stored_chunks(
         skipped |= rewrite & in_grid
     stored = in_grid & ~skipped
     grid = tuple(-(-s // c) for s, c in zip(shape, chunk_shape, strict=True))
-    threshold = options.chunk_index_threshold
+    threshold = options.manifest_threshold
     coords = locations.coords[stored]
     if extra:
         coords = np.concatenate([coords, np.zeros((len(coords), extra), dtype=np.int64)], axis=1)

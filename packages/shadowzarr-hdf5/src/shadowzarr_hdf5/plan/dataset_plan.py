@@ -58,7 +58,7 @@ class StoredChunks:
     offsets: np.ndarray
     sizes: np.ndarray
     as_index: bool
-    """Written as one chunk index (a large grid) rather than one reference per chunk."""
+    """Written as one chunk manifest (a large grid) rather than one reference per chunk."""
     inline: Mapping[ChunkCoords, bytes]
 
 

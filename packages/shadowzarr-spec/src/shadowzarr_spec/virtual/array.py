@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_spec.metadata import bytes_codec
 from shadowzarr_spec.virtual.file_layouts import (
     block_layout,
@@ -197,7 +198,7 @@ class VirtualArray:
     @classmethod
     def from_rfs(cls, rfs: ReferenceFileSystem, path: str) -> VirtualArray:
         """The array at ``path`` of a reference file system: its chunks (refs, gen entries,
-        chunk index), codecs, fill value, selection and attributes."""
+        chunk manifest), codecs, fill value, selection and attributes."""
         from shadowzarr_spec.virtual.rfs_source import rfs_array_parts
 
         parts = rfs_array_parts(rfs, path)
@@ -441,6 +442,7 @@ class VirtualArray:
 
         return Placeholder(self)
 
+    @renamed_keyword("chunk_index_threshold", "manifest_threshold")
     def add_to(
         self,
         builder: RfsBuilder,
@@ -448,10 +450,10 @@ class VirtualArray:
         *,
         dimension_names: Sequence[str | None] | None = None,
         attributes: Mapping[str, Any] | None = None,
-        chunk_index_threshold: int = 1000,
+        manifest_threshold: int = 1000,
     ) -> None:
         """Add this array at ``path`` of ``builder``: its metadata, its chunks (a gen entry
-        for each evenly spaced run, a chunk index when many are listed, refs otherwise) and
+        for each evenly spaced run, a chunk manifest when many are listed, refs otherwise) and
         its selection."""
         from shadowzarr_spec.virtual.emit import add_chunks, record_local_sizes
 
@@ -468,7 +470,7 @@ class VirtualArray:
             attributes={**self.attributes, **(attributes or {})},
             dimension_names=dimension_names,
         )
-        add_chunks(builder, path, chunked._layout, chunk_index_threshold)
+        add_chunks(builder, path, chunked._layout, manifest_threshold)
         record_local_sizes(builder, chunked._layout)
         if chunked._selection is not None:
             builder.add_selection(path, chunked._selection.record_size, chunked._selection.keep)

@@ -1,7 +1,7 @@
-"""Writing a layout's chunks into an RfsBuilder: gen entries, a chunk index, or refs.
+"""Writing a layout's chunks into an RfsBuilder: gen entries, a chunk manifest, or refs.
 
 Evenly spaced chunks of one file become one gen entry each run, whatever their number. Chunks
-listed one by one become a chunk index when there are more than the threshold and all are in
+listed one by one become a chunk manifest when there are more than the threshold and all are in
 one file (the index then holds every chunk of the array, so a reader looks in one place), and
 single refs otherwise.
 """
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shadowzarr_spec.chunk_index import new_index_table
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.keys import join
+from shadowzarr_spec.manifest import new_index_table
 from shadowzarr_spec.virtual.layout import MISSING, AffinePiece, TablePiece, VirtualChunkLayout
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Its chunks come from three places: refs listed one by one (file ranges and inline bytes), gen
 entries (kept as evenly spaced pieces when their offset is affine in the dimensions, listed
-otherwise) and the chunk index (in memory, or read from a local reference directory).
+otherwise) and the chunk manifest (in memory, or read from a local reference directory).
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ async def _cached_value(store: RfsStore, caches: Caches, key: str) -> bytes | No
 
 
 def _portable_index(rfs: ReferenceFileSystem, path: str) -> IndexRef:
-    """A chunk index that no longer depends on where the references were read from: a table
+    """A chunk manifest that no longer depends on where the references were read from: a table
     in memory (written anew into the export), or an absolute URL for references on a server."""
     index = rfs.indexes[path]
     url = scrub_url(index.url)

@@ -1,7 +1,7 @@
 """References already generated, kept on disk by source identity so a reopen reads no headers.
 
 ``directory/<address digest>/<identity digest>/`` holds one reference directory (``refs.json``
-plus chunk indexes) per identity the source has had; ``latest`` names the one seen last, which is
+plus chunk manifests) per identity the source has had; ``latest`` names the one seen last, which is
 what an open that trusts the source to be immutable uses without asking the server anything.
 """
 

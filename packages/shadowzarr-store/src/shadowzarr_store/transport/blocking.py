@@ -197,7 +197,7 @@ class RangeSource:
     def warm(self, connections: int, *, after: int = 0) -> None:
         """Open about ``connections`` more kept-alive connections to the source now, without
         waiting for them: a caller that will soon send a wide round (the leaves of a chunk
-        index) pays their set-up (TCP, TLS: a round trip or two each) during the narrow round
+        manifest) pays their set-up (TCP, TLS: a round trip or two each) during the narrow round
         before it, in parallel, instead of at its start. Each connection carries a one-byte
         read (at 0, held to the size and ETag seen), which is also what proves it works. At
         most `max_connections` are open at once: a caller leaves room for the requests it

@@ -28,7 +28,7 @@ class StatsSnapshot:
     cache_hits: int = 0
     """Reads answered by the local or in-memory cache."""
     index_chunk_reads: int = 0
-    """Chunk-index chunks fetched (each also counts as a request)."""
+    """Manifest chunks fetched (each also counts as a request)."""
     retries: int = 0
     """Requests sent again after a transient failure."""
     url_resolutions: int = 0

@@ -19,7 +19,7 @@ offset and length) followed by the logical bytes of its stored chunks in C order
 is not stored has the empty marker and reads as the fill value, as it did unsharded.
 
 Uncompressed arrays (the plain ``bytes`` codec alone) whose chunks all come from one chunk
-index go one step further: each inner chunk of a shard packs a block of stored chunks (about
+manifest go one step further: each inner chunk of a shard packs a block of stored chunks (about
 ``PACK_BYTES``, 1 MiB, trailing axes first), their bytes rearranged here into one C-order
 block. zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms each), so reading
 4 KiB chunks one by one ran at a few MB/s; packed, that cost is paid once per ``PACK_BYTES``.
@@ -235,7 +235,7 @@ class ShardIndex:
     """Each stored chunk's resolved reference (so reading it does not resolve it again)."""
     members: int = 1
     entries: tuple[str, np.ndarray, np.ndarray] | None = None
-    """(url, offsets, sizes) of every stored chunk straight from the chunk index, when that
+    """(url, offsets, sizes) of every stored chunk straight from the chunk manifest, when that
     is where they all come from (`MISSING_CHUNK` for one not stored)."""
     stored: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     """Whether each stored chunk is stored (its key is not None)."""
@@ -258,7 +258,7 @@ class ShardIndex:
         """``lengths``: each stored chunk's logical length, None (or, as an integer array, -1)
         for one that is not stored. ``inner_nbytes``: the bytes of an inner chunk of several
         stored chunks (members > 1), present when any of them is stored. Computed with numpy:
-        a shard from a chunk index has thousands of stored chunks."""
+        a shard from a chunk manifest has thousands of stored chunks."""
         if isinstance(lengths, np.ndarray):
             length = lengths.astype(np.int64, copy=False)
         else:
@@ -294,7 +294,7 @@ class ShardIndex:
 
 class StoredKeys(Sequence[str | None]):
     """The keys of a shard's stored chunks, each made when asked for: a shard from a chunk
-    index has thousands, a read names a few (in errors and the per-key path)."""
+    manifest has thousands, a read names a few (in errors and the per-key path)."""
 
     def __init__(self, prefix: str, points: np.ndarray, stored: np.ndarray) -> None:
         self._prefix, self._points, self._stored = prefix, points, stored
@@ -322,7 +322,7 @@ class GroupedView:
     ) -> None:
         """``skip(path)``: leave the array as stored; ``packable(path)``: how its stored chunks
         may be packed: ``"plain"`` (uncompressed), ``"decoded"`` (byte codecs the store undoes
-        itself) or None. Only arrays whose every chunk comes from one chunk index (one file)
+        itself) or None. Only arrays whose every chunk comes from one chunk manifest (one file)
         are packed, so a pack's read-ahead never reaches into another source, where a
         neighbour's failure would fail a selection that does not touch it."""
         self._rfs = rfs

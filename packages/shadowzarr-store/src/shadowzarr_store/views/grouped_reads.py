@@ -1,6 +1,6 @@
 """Reading a shard of the grouped view: its synthesized index, then the stored chunks it shows,
 each read through the store's own path (`StoredReads`) or, for packs, straight from the chunk
-index (`read_runs`), all at once so the merger can join them."""
+manifest (`read_runs`), all at once so the merger can join them."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def pack_kind(
     path: str, index_only: bool, gate: MetadataGate, missing_codecs: MissingCodecs
 ) -> str | None:
     """How the grouped view may pack the stored chunks of ``path`` (see `GroupedView`):
-    only arrays read straight from one chunk index (``index_only``), whose one array codec is
+    only arrays read straight from one chunk manifest (``index_only``), whose one array codec is
     ``bytes``; ``"plain"`` without byte codecs, ``"decoded"`` with byte codecs of bounded
     output."""
     if not index_only:

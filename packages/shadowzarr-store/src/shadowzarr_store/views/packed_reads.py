@@ -1,9 +1,9 @@
-"""Reading the stored chunks of a packed inner chunk straight from their chunk-index entries.
+"""Reading the stored chunks of a packed inner chunk straight from their manifest entries.
 
 An inner chunk of the grouped view of an uncompressed array packs many stored chunks (see
 `shadowzarr_store.views.grouped`). Reading each through the store's per-key path costs tens of
 microseconds of Python apiece, as much as zarr's own per-chunk cost that packing removes. When
-every one of them comes straight from the chunk index as a plain, full-size chunk, their ranges
+every one of them comes straight from the chunk manifest as a plain, full-size chunk, their ranges
 are sorted and joined with numpy, each contiguous run is one read, and the bytes are cut with one
 gather. Anything else (a short or over-long chunk, one past the recorded end of the file, a short
 answer) goes back to the per-key path, which pads, checks and names the chunk in its errors.

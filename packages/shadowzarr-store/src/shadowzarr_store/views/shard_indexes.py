@@ -18,8 +18,8 @@ from shadowzarr_store.views.grouped import ShardIndex, StoredKeys
 if TYPE_CHECKING:
     from shadowzarr_spec import ReferenceFileSystem
 
-    from shadowzarr_store.chunk_indexes import ChunkIndexReader
     from shadowzarr_store.listing import SortedRefs
+    from shadowzarr_store.manifests import ManifestReader
     from shadowzarr_store.resolve import Resolver
     from shadowzarr_store.stored_reads import StoredReads
     from shadowzarr_store.views.grouped import GroupLayout
@@ -51,7 +51,7 @@ class ShardIndexes:
         self,
         rfs: ReferenceFileSystem,
         resolver: Resolver,
-        indexes: ChunkIndexReader,
+        indexes: ManifestReader,
         stored: StoredReads,
         refs: SortedRefs,
         owner: object,
@@ -84,7 +84,7 @@ class ShardIndexes:
             "members": layout.members,
             "inner_nbytes": layout.members * layout.chunk_nbytes,
         }
-        fast = await self._from_chunk_index(path, layout.inner_points(shard), packing)
+        fast = await self._from_manifest(path, layout.inner_points(shard), packing)
         chunks = layout.inner_chunks(shard) if fast is None else []
         if fast is not None:
             index = fast
@@ -117,16 +117,16 @@ class ShardIndexes:
             "decodes from nothing"
         )
 
-    async def _from_chunk_index(
+    async def _from_manifest(
         self, path: str, points: np.ndarray, packing: _Packing
     ) -> ShardIndex | None:
-        """The shard index straight from the chunk index's arrays (no object per chunk), for an
-        array whose every chunk reference is in its chunk index, or in a version-1 file's
+        """The shard index straight from the chunk manifest's arrays (no object per chunk), for an
+        array whose every chunk reference is in its chunk manifest, or in a version-1 file's
         listed columns (`Resolver.entries`), and has no selection; None otherwise. ``points``:
         the shard's stored chunks (`GroupLayout.inner_points`). Inner chunks are resolved again
         only when read."""
         inside = points[:, 0] >= 0
-        if not self._refs.chunk_index_only(path) or not inside.any():
+        if not self._refs.manifest_only(path) or not inside.any():
             return None
         first = chunk_key(path, (0,) * len(self._indexes.grid(path)))
         chunk_layout = self._resolver.layout_of_key(first)

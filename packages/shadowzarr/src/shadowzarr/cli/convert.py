@@ -1,4 +1,4 @@
-"""``shadowzarr convert REFS OUT``: single JSON <-> directory with chunk indexes, or Icechunk."""
+"""``shadowzarr convert REFS OUT``: single JSON <-> directory with chunk manifests, or Icechunk."""
 
 from __future__ import annotations
 
@@ -18,18 +18,25 @@ def register(
         help="rewrite references as one JSON file, a directory, or an Icechunk repository",
         description="OUT ending in .json gets one file (version 1 unless selections need 2); "
         "OUT ending in .icechunk gets an Icechunk repository (shadowzarr[icechunk]); any other "
-        "OUT gets a directory with chunk indexes for arrays above the threshold.",
+        "OUT gets a directory with chunk manifests for arrays above the threshold.",
         epilog="example: shadowzarr convert session.json session.shadowzarr",
         parents=[common],
     )
     parser.add_argument("refs", help="a .json reference file, a reference directory, or a URL")
     parser.add_argument("out", help="a .json file, a .icechunk repository or a directory")
     parser.add_argument(
-        "--chunk-index-threshold",
+        "--manifest-threshold",
         type=int,
         default=1000,
-        help="arrays with more chunks than this get a chunk-index array (directories only; "
+        help="arrays with more chunks than this get a chunk manifest (directories only; "
         "default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk-index-threshold",  # deprecated alias of --manifest-threshold, hidden from help
+        dest="manifest_threshold",
+        type=int,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
     )
     add_json_option(parser)
     parser.set_defaults(run=run)
@@ -64,6 +71,6 @@ def run(args: argparse.Namespace) -> int:
         }
         emit(args, document, lines)
         return 0
-    write_rfs(rfs, args.out, chunk_index_threshold=args.chunk_index_threshold)
+    write_rfs(rfs, args.out, manifest_threshold=args.manifest_threshold)
     emit(args, {"written": args.out}, [f"wrote {args.out}"])
     return 0

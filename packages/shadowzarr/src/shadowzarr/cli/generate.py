@@ -86,11 +86,18 @@ def register(
         help="processes generating at once when SOURCE holds many files (default: %(default)s)",
     )
     parser.add_argument(
-        "--chunk-index-threshold",
+        "--manifest-threshold",
         type=int,
         default=1000,
-        help="arrays with more chunks than this get a chunk-index array instead of one "
+        help="arrays with more chunks than this get a chunk manifest instead of one "
         "reference per chunk (directories only; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk-index-threshold",  # deprecated alias of --manifest-threshold, hidden from help
+        dest="manifest_threshold",
+        type=int,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
     )
     add_raw_binary_options(parser)
     add_access_arguments(parser)
@@ -132,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {
         "format": args.format,
         "url_for": mapping,
-        "threshold": args.chunk_index_threshold,
+        "threshold": args.manifest_threshold,
         "raw": raw,
         "access": access,
     }
@@ -287,7 +294,7 @@ def generate_one(
         warnings.simplefilter("ignore", UnsupportedDatasetWarning)
         generate = _generator(kind, raw, access)
         rfs = generate(source, local_path, _url_mapper(url_for or []), progress)
-    write_rfs(rfs, output, chunk_index_threshold=threshold)
+    write_rfs(rfs, output, manifest_threshold=threshold)
     inlined = {p: u.reason for p, u in rfs.unsupported.items() if u.outcome == "inlined"}
     return Generated(output, rfs.omitted, inlined)
 

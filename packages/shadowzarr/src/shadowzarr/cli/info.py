@@ -110,7 +110,7 @@ def describe(rfs: ReferenceFileSystem) -> dict[str, Any]:
         assert info is not None
         stored: str
         if path in rfs.indexes:
-            stored = f"chunk index of {math.prod(info.grid)} chunks"
+            stored = f"chunk manifest of {math.prod(info.grid)} chunks"
         else:
             stored = (
                 f"{listed.get(path, 0) + generated.get(path, 0)} of {math.prod(info.grid)} chunks"

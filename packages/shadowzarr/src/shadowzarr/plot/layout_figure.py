@@ -8,7 +8,7 @@ Three panels, drawn from the store's own knowledge (`shadowzarr_store.request_pl
    the headers end and the first chunk begins), with each chunk drawn and the requests the
    store sends for the selection under it, as its request merger plans them;
 3. the numbered lookup of the selection's first chunk: zarr's key, the reference or the
-   chunk-index chunk that gives its bytes, and the range request.
+   manifest chunk that gives its bytes, and the range request.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _title(data: LayoutData) -> str:
         f"Where {data.path} lies in {name} ({format_bytes(data.file_size)})\n"
         f"{data.data_type} {_shape(data.shape)} in {len(data.chunks):,} chunks of "
         f"{_shape(data.chunk_shape)}"
-        + (", looked up in a chunk index" if data.indexed else ", listed in the references")
+        + (", looked up in a chunk manifest" if data.indexed else ", listed in the references")
     )
 
 
@@ -342,7 +342,7 @@ def _lookup(axes: Axes, data: LayoutData) -> None:
         count = len(plan.index_chunks)
         second = (
             f"{short} is not listed in refs.json, so the store reads chunk c/{block} of the "
-            f"array's chunk index (index/…/{_tail(data.path, 1)})\n"
+            f"array's chunk manifest (index/…/{_tail(data.path, 1)})\n"
             f"{count} index chunk{'s' * (count > 1)} for the whole selection, then kept "
             "in memory"
         )
@@ -422,7 +422,7 @@ def _summary(axes: Axes, data: LayoutData) -> None:
     ordered = sorted(data.chunks, key=lambda c: c.start)
     sizes = np.array([c.size for c in ordered])
     gaps = np.array([b.start - a.end for a, b in itertools.pairwise(ordered)])
-    where = "listed in the references" if not data.indexed else "looked up in a chunk index"
+    where = "listed in the references" if not data.indexed else "looked up in a chunk manifest"
     adjacent = int(np.sum(gaps == 0)) if gaps.size else 0
     lines = [
         f"{len(data.chunks):,} chunks of {format_bytes(float(np.median(sizes)))} (median) "

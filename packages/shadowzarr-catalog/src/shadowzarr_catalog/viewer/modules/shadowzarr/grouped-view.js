@@ -8,7 +8,7 @@
  * `MIN_CHUNKS` stored chunks, each under `GROUP_BELOW_BYTES` decoded, get a chunk grid of blocks
  * of stored chunks (trailing axes whole first) and one `sharding_indexed` codec whose inner
  * chunks are the stored chunks with the array's codecs. Where every chunk comes from the array's
- * chunk index and the array's codecs are `bytes` (then any bounded byte codecs), an inner chunk
+ * chunk manifest and the array's codecs are `bytes` (then any bounded byte codecs), an inner chunk
  * packs a block of stored chunks of about `PACK_BYTES` in C order, decoded by the store
  * (byte codecs undone) and shown as plain `bytes`.
  *
@@ -219,7 +219,7 @@ export class GroupLayout {
 }
 /**
  * The grouped layout of the array whose stored zarr.json is `document`, or undefined when it is
- * shown as stored. `indexOnly`: every chunk of it comes from its chunk index (no refs, gen
+ * shown as stored. `indexOnly`: every chunk of it comes from its chunk manifest (no refs, gen
  * entries or selection), so its stored chunks may be packed (`packKindOf`).
  */
 export function groupLayout(document, shardBytes, indexOnly) {
@@ -270,7 +270,7 @@ export function groupLayout(document, shardBytes, indexOnly) {
 }
 /**
  * How an array's stored chunks may be packed (Python's `pack_kind`): only when every chunk
- * comes from its chunk index (`indexOnly`); `plain` for `bytes` alone, `decoded` for `bytes`
+ * comes from its chunk manifest (`indexOnly`); `plain` for `bytes` alone, `decoded` for `bytes`
  * followed by byte codecs whose output the Python store bounds.
  */
 export function packKindOf(codecs, indexOnly) {
@@ -281,7 +281,7 @@ export function packKindOf(codecs, indexOnly) {
     return codecs.slice(1).every((c) => BOUNDED_BYTE_CODECS.has(c.name)) ? "decoded" : null;
 }
 /**
- * Whether every chunk of `path` comes from its chunk index (Python's `chunk_index_only`): no
+ * Whether every chunk of `path` comes from its chunk manifest (Python's `manifest_only`): no
  * gen entries, no selection, and no reference under its chunk keys (`withRefs`, from
  * `indexedWithRefs`).
  */

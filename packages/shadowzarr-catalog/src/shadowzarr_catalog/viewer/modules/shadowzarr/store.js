@@ -2,7 +2,7 @@ import { arrayInfoFromMetadata, chunkCoordsFromKey, neededBytes, } from "./array
 import { RangeBatcher } from "./batcher.js";
 import { assembleSegments, logicalSize, mapLogicalRange, padWithFill, spansFor, } from "./byte-map.js";
 import { utf8Decode, utf8Encode } from "./bytes.js";
-import { ChunkIndex } from "./chunk-index.js";
+import { ChunkManifest } from "./chunk-manifest.js";
 import { createDandiResolver } from "./dandi.js";
 import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader } from "./http.js";
@@ -45,7 +45,7 @@ export class ReferenceStore {
     #tree;
     /**
      * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
-     * `baseUrl` when they hold relative URLs or chunk indexes.
+     * `baseUrl` when they hold relative URLs or chunk manifests.
      */
     constructor(rfs, options = {}) {
         this.references = new References((typeof rfs === "string" ? parseJson(rfs) : rfs));
@@ -75,7 +75,7 @@ export class ReferenceStore {
     }
     /**
      * Open the references at `url`: a refs.json (or any .json) file, or the folder holding a
-     * refs.json together with its chunk indexes.
+     * refs.json together with its chunk manifests.
      */
     static async fromUrl(url, options = {}) {
         let href = new URL(url, globalThis.location?.href).href;
@@ -239,7 +239,7 @@ export class ReferenceStore {
         }
         return stored.slice(0, n);
     }
-    /** The chunk's reference from its array's chunk index; undefined if never written. */
+    /** The chunk's reference from its array's chunk manifest; undefined if never written. */
     async #fromIndex(key) {
         if (this.references.indexes.size === 0)
             return undefined;
@@ -261,7 +261,7 @@ export class ReferenceStore {
                 const c = info.chunkShape[i];
                 return c > 0 ? Math.ceil(n / c) : 0;
             });
-            index = new ChunkIndex(path, location, grid, (url, signal) => this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)), this.#options.indexCacheSize, entry.files);
+            index = new ChunkManifest(path, location, grid, (url, signal) => this.#batcher.limiter.run(() => this.#http.readWhole(url, url, signal, true)), this.#options.indexCacheSize, entry.files);
             this.#indexes.set(path, index);
         }
         const where = await index.locate(coords);
@@ -358,7 +358,7 @@ export class ReferenceStore {
     }
     /**
      * A stored chunk of a shard of the grouped view: its reference and logical length (what `get`
-     * returns for it), found once; null: not stored. Synchronous unless it is in a chunk index.
+     * returns for it), found once; null: not stored. Synchronous unless it is in a chunk manifest.
      */
     #locateStored(key) {
         const ref = this.references.lookup(key) ?? this.references.generate(key);

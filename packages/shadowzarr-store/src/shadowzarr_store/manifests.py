@@ -1,6 +1,6 @@
-"""Chunk indexes: where each chunk of a large array is, read one index chunk at a time.
+"""Chunk manifests: where each chunk of a large array is, read one index chunk at a time.
 
-An index array is read as its own ``zarr.json`` describes it (`IndexArrayLayout`: any chunk
+An index array is read as its own ``zarr.json`` describes it (`ManifestLayout`: any chunk
 shape, key encoding, byte order, fill value, supported compressor), whoever wrote it. Its
 ``zarr.json`` is fetched once; an index chunk is fetched the first time a data chunk it covers
 is asked for (from the reference directory, local or over HTTP), its frame checked before it is
@@ -22,7 +22,7 @@ import numpy as np
 from shadowzarr_spec import (
     MISSING_CHUNK,
     FileRef,
-    IndexArrayLayout,
+    ManifestLayout,
     ReferenceFileSystem,
     ReferenceFormatError,
     ShadowzarrError,
@@ -37,14 +37,14 @@ if TYPE_CHECKING:
 
     from shadowzarr_store.transport.stats import StoreStats
 
-__all__ = ["ChunkIndexReader", "index_location"]
+__all__ = ["ManifestReader", "manifest_location"]
 
 _MISSING = int(MISSING_CHUNK)
 _GUESSED_CHUNKS = 2
 """Most index chunks fetched on a guess, before the index's ``zarr.json`` is read."""
 
 
-def index_location(base: str | None, index_path: str, key: str) -> str:
+def manifest_location(base: str | None, index_path: str, key: str) -> str:
     """URL or local path of ``key`` (``zarr.json``, ``c/0/1``) of a stored index array."""
     if "://" in index_path:
         root = index_path.rstrip("/")
@@ -61,7 +61,7 @@ def index_location(base: str | None, index_path: str, key: str) -> str:
     return os.path.join(root, *key.split("/"))
 
 
-class ChunkIndexReader:
+class ManifestReader:
     """Looks chunks up in the index arrays of one reference file system."""
 
     def __init__(
@@ -82,7 +82,7 @@ class ChunkIndexReader:
         self._capacity = capacity
         self._lock = threading.Lock()
         self._blocks: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
-        self._layouts: dict[str, IndexArrayLayout | ShadowzarrError] = {}
+        self._layouts: dict[str, ManifestLayout | ShadowzarrError] = {}
         self._inflight: dict[tuple[asyncio.AbstractEventLoop, object], asyncio.Task[Any]] = {}
         self._grids: dict[str, tuple[int, ...]] = {}
 
@@ -91,7 +91,7 @@ class ChunkIndexReader:
         if grid is None:
             info = array_info(self._rfs, path)
             if info is None:
-                raise ReferenceFormatError(f"{path!r} has a chunk index but no array metadata")
+                raise ReferenceFormatError(f"{path!r} has a chunk manifest but no array metadata")
             grid = self._grids[path] = info.grid
         return grid
 
@@ -191,7 +191,7 @@ class ChunkIndexReader:
         offsets[inside], sizes[inside] = found_offsets, found_sizes
         return offsets, sizes
 
-    async def layout(self, path: str) -> IndexArrayLayout:
+    async def layout(self, path: str) -> ManifestLayout:
         """The stored index array's layout, from its ``zarr.json`` (fetched once). A layout
         that is refused stays refused: every later lookup raises at once, without a fetch."""
         layout = self._layouts.get(path)
@@ -206,7 +206,7 @@ class ChunkIndexReader:
             self._layouts[path] = layout
         return layout
 
-    async def _layout_with(self, path: str, points: np.ndarray) -> IndexArrayLayout:
+    async def _layout_with(self, path: str, points: np.ndarray) -> ManifestLayout:
         """`layout`; the first time, the index chunks holding chunks ``points`` are fetched at
         the same time as the index's ``zarr.json``, on the guess that the index is laid out as
         `write_rfs` lays it out (a function of the chunk grid), so a cold read of an array
@@ -217,10 +217,10 @@ class ChunkIndexReader:
             return await self.layout(path)
         return await self._once(("guess", path), lambda: self._guessed(path, points))
 
-    async def _guessed(self, path: str, points: np.ndarray) -> IndexArrayLayout:
+    async def _guessed(self, path: str, points: np.ndarray) -> ManifestLayout:
         grid = self.grid(path)
         try:
-            guess = IndexArrayLayout.from_metadata(index_array_metadata(grid), grid, path)
+            guess = ManifestLayout.from_metadata(index_array_metadata(grid), grid, path)
         except ShadowzarrError:
             return await self.layout(path)
         block_shape = np.array(guess.chunk_shape[:-1], dtype=np.int64)
@@ -238,27 +238,25 @@ class ChunkIndexReader:
         )
         if isinstance(layout_read, BaseException):
             raise layout_read
-        assert isinstance(layout_read, IndexArrayLayout)  # `layout`'s answer
+        assert isinstance(layout_read, ManifestLayout)  # `layout`'s answer
         if layout_read == guess:
             for coords, block in zip(wanted, fetched, strict=True):
                 if not isinstance(block, BaseException):  # else read (and refused) as usual
                     self._keep(path, coords, block)
         return layout_read
 
-    async def _load_layout(self, path: str) -> IndexArrayLayout:
+    async def _load_layout(self, path: str) -> ManifestLayout:
         location = self._location(path, "zarr.json")
         where = f"index of {path!r} ({location})"
         document = parse_json(await self._read_file(path, "zarr.json", location))
-        return IndexArrayLayout.from_metadata(document, self.grid(path), where)
+        return ManifestLayout.from_metadata(document, self.grid(path), where)
 
-    async def _entry(self, path: str, layout: IndexArrayLayout, element: tuple[int, ...]) -> int:
+    async def _entry(self, path: str, layout: ManifestLayout, element: tuple[int, ...]) -> int:
         block_coords, inside = layout.locate(element)
         block = await self._block(path, layout, block_coords)
         return int(block[inside])
 
-    async def _block(
-        self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
-    ) -> Any:
+    async def _block(self, path: str, layout: ManifestLayout, block_coords: tuple[int, ...]) -> Any:
         """One index chunk: from memory, or fetched once however many chunks wait for it."""
         key = (path, block_coords)
         with self._lock:
@@ -294,7 +292,7 @@ class ChunkIndexReader:
             task.exception()  # retrieved: every waiter got it, or none is left to
 
     async def _load_and_keep(
-        self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
+        self, path: str, layout: ManifestLayout, block_coords: tuple[int, ...]
     ) -> Any:
         try:
             block: Any = await self._fetch_block(path, layout, block_coords)
@@ -306,7 +304,7 @@ class ChunkIndexReader:
         return block
 
     async def _fetch_block(
-        self, path: str, layout: IndexArrayLayout, block_coords: tuple[int, ...]
+        self, path: str, layout: ManifestLayout, block_coords: tuple[int, ...]
     ) -> Any:
         """One index chunk fetched and decoded as ``layout`` says (not kept)."""
         key = layout.chunk_key(block_coords)
@@ -337,7 +335,7 @@ class ChunkIndexReader:
     def _location(self, path: str, key: str) -> str:
         index = self._rfs.indexes[path]
         assert index.path is not None
-        return index_location(self._rfs.base, index.path, key)
+        return manifest_location(self._rfs.base, index.path, key)
 
     async def written_chunks(self, path: str) -> Iterator[tuple[int, ...]]:
         """Coordinates of every chunk of ``path`` that the index says was written."""

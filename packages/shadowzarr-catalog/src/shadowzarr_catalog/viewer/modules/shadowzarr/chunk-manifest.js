@@ -1,9 +1,9 @@
 /**
- * Chunk indexes: a Zarr v3 uint64 array of shape grid + [2] holding (offset, nbytes) of every data
+ * Chunk manifests: a Zarr v3 uint64 array of shape grid + [2] holding (offset, nbytes) of every data
  * chunk of an array in one file; 2^64-1 in both marks a chunk that was never written, and so do
  * offset 0 and size 0 (VirtualiZarr's missing chunk); size 0 at another offset is malformed. As
  * in the Python reader, an index array is read as its own zarr.json describes it
- * (index-layout.ts): a stranger's index may be chunked any way. The zarr.json is fetched once,
+ * (manifest-layout.ts): a stranger's index may be chunked any way. The zarr.json is fetched once,
  * together with the index chunk that `write_rfs`'s layout (a function of the chunk grid) would
  * put the first lookup in; that guess is used only when the zarr.json describes exactly that
  * layout, so a cold lookup costs one round trip, and otherwise the chunk is read again as the
@@ -14,7 +14,7 @@
 import * as zarr from "zarrita";
 import { utf8Decode, utf8Encode } from "./bytes.js";
 import { ReferenceFormatError, SourceUnavailableError } from "./errors.js";
-import { indexLayoutFromMetadata } from "./index-layout.js";
+import { manifestLayoutFromMetadata } from "./manifest-layout.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
 const MISSING = 0xffffffffffffffffn;
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -125,7 +125,7 @@ class Lru {
         this.#map.delete(key);
     }
 }
-export class ChunkIndex {
+export class ChunkManifest {
     path;
     location;
     grid;
@@ -155,7 +155,7 @@ export class ChunkIndex {
     }
     async #load(first) {
         const where = `index of ${this.path} (${this.location})`;
-        const guess = indexLayoutFromMetadata(writtenMetadata(this.grid), this.grid, where);
+        const guess = manifestLayoutFromMetadata(writtenMetadata(this.grid), this.grid, where);
         const guessedKey = `c/${this.#blockOf(guess, [...first, 0]).join("/")}`;
         // Shared by every caller, so one caller aborting must not cancel it: no signal.
         const early = this.#fetchCounted(guessedKey);
@@ -163,7 +163,7 @@ export class ChunkIndex {
         let layout;
         try {
             const text = normalizeMetadataText(utf8Decode(await this.#store.file("zarr.json")));
-            layout = indexLayoutFromMetadata(parseJson(text), this.grid, where);
+            layout = manifestLayoutFromMetadata(parseJson(text), this.grid, where);
         }
         catch (error) {
             if (error instanceof SourceUnavailableError || error instanceof ReferenceFormatError) {

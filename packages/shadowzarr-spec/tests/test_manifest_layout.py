@@ -1,4 +1,4 @@
-"""Chunk-index arrays written by other Zarr writers read as their own zarr.json describes them.
+"""Chunk manifests written by other Zarr writers read as their own zarr.json describes them.
 
 zarr-python writes each index here with its own choices (chunk shapes unlike ours, the last axis cut
 in two, zstd, gzip, no compressor, big-endian, transposed, ``v2`` keys, a fill value of 0 with empty

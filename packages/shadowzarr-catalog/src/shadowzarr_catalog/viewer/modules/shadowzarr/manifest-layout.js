@@ -1,8 +1,8 @@
 /**
- * The layout of a stored chunk-index array, from its own zarr.json. An index array is a plain
+ * The layout of a stored chunk manifest, from its own zarr.json. An index array is a plain
  * Zarr v3 array that any Zarr writer may have written, with its own chunk shape (the last axis
  * too), key encoding, byte order and compressor; the format (shadowzarr-spec README, "Other
- * rules both readers follow") allows the same as the Python reader's `IndexArrayLayout`: the
+ * rules both readers follow") allows the same as the Python reader's `ManifestLayout`: the
  * `bytes` serializer (either byte order), an optional `transpose`, at most one of blosc, zstd,
  * gzip, zlib, lz4, no sharding, and decoded index chunks of at most 64 MiB. Anything else is
  * refused here, before zarrita sees the metadata; zarrita is then handed the metadata rebuilt
@@ -28,7 +28,7 @@ const isCount = (value) => typeof value === "number" && Number.isSafeInteger(val
  * `quoteLargeFillValues` leaves them); `grid` is the chunk grid of the array it indexes and
  * `where` names the index in errors. Throws `ReferenceFormatError`.
  */
-export function indexLayoutFromMetadata(document, grid, where) {
+export function manifestLayoutFromMetadata(document, grid, where) {
     if (!isObject(document) || document.node_type !== "array") {
         throw new ReferenceFormatError(`${where}: the index's zarr.json does not describe an array`);
     }

@@ -1,8 +1,8 @@
 /**
- * The layout of a stored chunk-index array, from its own zarr.json. An index array is a plain
+ * The layout of a stored chunk manifest, from its own zarr.json. An index array is a plain
  * Zarr v3 array that any Zarr writer may have written, with its own chunk shape (the last axis
  * too), key encoding, byte order and compressor; the format (shadowzarr-spec README, "Other
- * rules both readers follow") allows the same as the Python reader's `IndexArrayLayout`: the
+ * rules both readers follow") allows the same as the Python reader's `ManifestLayout`: the
  * `bytes` serializer (either byte order), an optional `transpose`, at most one of blosc, zstd,
  * gzip, zlib, lz4, no sharding, and decoded index chunks of at most 64 MiB. Anything else is
  * refused here, before zarrita sees the metadata; zarrita is then handed the metadata rebuilt
@@ -26,7 +26,7 @@ const COMPRESSORS: Record<string, string> = {
 
 type Json = Record<string, unknown>;
 
-export interface IndexLayout {
+export interface ManifestLayout {
   /** Shape of one index chunk, the last axis (of the index's 2 columns) included. */
   readonly chunkShape: readonly number[];
   /** The metadata zarrita is shown: what was checked, rebuilt. */
@@ -44,11 +44,11 @@ const isCount = (value: unknown): value is number =>
  * `quoteLargeFillValues` leaves them); `grid` is the chunk grid of the array it indexes and
  * `where` names the index in errors. Throws `ReferenceFormatError`.
  */
-export function indexLayoutFromMetadata(
+export function manifestLayoutFromMetadata(
   document: unknown,
   grid: readonly number[],
   where: string,
-): IndexLayout {
+): ManifestLayout {
   if (!isObject(document) || document.node_type !== "array") {
     throw new ReferenceFormatError(`${where}: the index's zarr.json does not describe an array`);
   }

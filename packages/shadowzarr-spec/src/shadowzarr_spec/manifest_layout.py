@@ -1,8 +1,8 @@
-"""Reading a chunk-index array as its own ``zarr.json`` describes it.
+"""Reading a chunk manifest as its own ``zarr.json`` describes it.
 
 An index array is a plain Zarr v3 array, so any Zarr writer may have written it, with its own
 chunk shape (the last axis too), chunk key encoding, byte order, fill value and compressor.
-`IndexArrayLayout` is parsed from that document and says which stored chunk holds an entry and
+`ManifestLayout` is parsed from that document and says which stored chunk holds an entry and
 how to decode it; nothing assumes the chunking shadowzarr writes.
 
 Index chunks are decoded here, not by zarr, because they decide where every data read goes and
@@ -30,7 +30,7 @@ from shadowzarr_spec.blosc_frame import check_blosc_frame
 from shadowzarr_spec.errors import ChunkDecodeError, ReferenceFormatError, UnsupportedFeatureError
 from shadowzarr_spec.zstd_frame import zstd_decoded_bound
 
-__all__ = ["MAX_INDEX_CHUNK_BYTES", "IndexArrayLayout"]
+__all__ = ["MAX_INDEX_CHUNK_BYTES", "ManifestLayout"]
 
 MAX_INDEX_CHUNK_BYTES: Final = 64 << 20
 """Largest decoded index chunk read (4 Mi entries; shadowzarr writes 1 MiB chunks)."""
@@ -49,7 +49,7 @@ _MAX_UINT64: Final = 2**64 - 1
 
 
 @dataclass(frozen=True, slots=True)
-class IndexArrayLayout:
+class ManifestLayout:
     """How one stored index array is chunked and encoded."""
 
     grid: tuple[int, ...]
@@ -66,7 +66,7 @@ class IndexArrayLayout:
     fill: int
 
     @classmethod
-    def from_metadata(cls, document: object, grid: tuple[int, ...], where: str) -> IndexArrayLayout:
+    def from_metadata(cls, document: object, grid: tuple[int, ...], where: str) -> ManifestLayout:
         """The layout of the index array whose ``zarr.json`` is ``document``.
 
         ``grid`` is the chunk grid of the data array it indexes; ``where`` names the index in

@@ -1,10 +1,10 @@
-"""Chunk-index arrays: (offset, nbytes) of every chunk of a large array, as a plain Zarr v3 array.
+"""Chunk manifests: (offset, nbytes) of every chunk of a large array, as a plain Zarr v3 array.
 
 The layout matches the Zarr sharding index: uint64, shaped like the chunk grid plus a last axis of
 2, 2**64-1 for chunks never written. shadowzarr writes it chunked so that one index chunk covers
 about 65,536 data chunks and compressed with Blosc (zstd, byte shuffle), so a reader fetches one
 small index chunk for a whole region of the recording and any Zarr library can read the index
-itself. Readers do not assume this chunking: see `shadowzarr_spec.index_layout`.
+itself. Readers do not assume this chunking: see `shadowzarr_spec.manifest_layout`.
 """
 
 from __future__ import annotations

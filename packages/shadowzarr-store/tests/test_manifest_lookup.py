@@ -1,4 +1,4 @@
-"""The chunk index's vectorized lookups against numpy's plain indexing: which points lie in the
+"""The chunk manifest's vectorized lookups against numpy's plain indexing: which points lie in the
 grid, and the gather of entries from an index chunk in every memory order a decoded chunk can
 have (C, F, and the transposes the ``transpose`` codec gives)."""
 
@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from shadowzarr_store.chunk_indexes import _column_bounds, _gather, _rows_inside
+from shadowzarr_store.manifests import _column_bounds, _gather, _rows_inside
 
 
 @pytest.mark.parametrize("seed", range(20))
