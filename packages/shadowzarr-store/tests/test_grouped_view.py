@@ -135,15 +135,16 @@ def test_one_second_of_64_channels_of_4_kib_chunks(files, served, reader) -> Non
 
 def test_a_single_value_reads_one_inner_chunk(files, served) -> None:
     """Uncompressed stored chunks are packed into inner chunks of about PACK_BYTES: one value
-    costs its stored chunk (1 KiB), never its pack or the rest of its 4 MiB shard."""
+    costs that bounded read-ahead, never the rest of its 4 MiB shard."""
     proxy, refs = served
     array = open_rfs(refs["table"], grouped_view="auto")["table"]
     proxy.wait_idle()
     proxy.reset()
     assert array[20_000, 5] == _h5(files, "table", "table", (20_000, 5))
     proxy.wait_idle()
-    # a small box reads the stored chunk it lies in, not its pack (`views.sparse_selection`)
-    assert proxy.bytes_sent("table.h5") == 1024
+    # the pack's stored chunks, and the few B-tree nodes HDF5 wrote between them (the merger
+    # reads a small gap rather than pay a second request)
+    assert PACK_BYTES <= proxy.bytes_sent("table.h5") <= PACK_BYTES * 9 // 8
     assert proxy.count(path_prefix="table.h5") == 1
     before = proxy.bytes_sent("table.h5")
     stored = RfsStore(load_rfs(refs["table"]), grouped_view=0)

@@ -45,7 +45,6 @@ __all__ = [
     "bounded_gaps",
     "gathered_reads",
     "head_start",
-    "plan_bounded_runs",
     "plan_runs",
 ]
 
@@ -91,13 +90,6 @@ class Span(Protocol):
 
     @property
     def end(self) -> int: ...
-
-
-class BoundedSpan(Span, Protocol):
-    """A read that may carry an allowance of gap bytes (`bounded_gaps`)."""
-
-    @property
-    def gap(self) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +198,7 @@ class RangeMerger:
         pending.sort(key=lambda read: (read.url, read.start))
         for _, group in groupby(pending, key=lambda read: read.url):
             reads = list(group)
-            for run in plan_bounded_runs(
-                reads, self._options.merge_gap, self._options.max_merge_size
-            ):
+            for run in _plan_pending(reads, self._options.merge_gap, self._options.max_merge_size):
                 for piece in head_start(run) if throttled else [run]:
                     task = asyncio.get_running_loop().create_task(self._serve(piece))
                     self._tasks.add(task)
@@ -248,9 +238,7 @@ class RangeMerger:
             read.future.set_result(data)
 
 
-def plan_bounded_runs[T: BoundedSpan](
-    reads: list[T], merge_gap: int, max_size: int
-) -> list[list[T]]:
+def _plan_pending(reads: list[_Pending], merge_gap: int, max_size: int) -> list[list[_Pending]]:
     """`plan_runs` of parked reads (sorted by start). Where a read is bounded
     (`bounded_gaps`), the gaps next to it are joined smallest first while the bytes of all
     joined gaps stay within the budget of the bounded reads: three times their bytes plus
@@ -274,7 +262,7 @@ def plan_bounded_runs[T: BoundedSpan](
             break
         budget -= gap
         joins[i] = True
-    runs: list[list[T]] = []
+    runs: list[list[_Pending]] = []
     start = end = 0
     for read, join in zip(reads, joins, strict=True):
         if runs and join and max(end, read.end) - start <= max_size:

@@ -11,9 +11,7 @@ depends on timing, and the plan assumes they finish one by one (so it is the mos
 cold read sends). An array the store shows through its grouped view (small chunks as shards,
 see `views.grouped`) is planned as that view reads: zarr asks for ``async.concurrency`` shards at
 a time, each for every stored chunk of the packs (inner chunks) the selection touches, all
-gathered, so one wave of shards is one flush of the merger (the packs' read-ahead included);
-a shard read as a small box (`views.sparse_selection`) reads just the stored chunks the box
-touches, joined across gaps within the sparse budget (`merge.bounded_gaps`).
+gathered, so one wave of shards is one flush of the merger (the packs' read-ahead included).
 `measure_selection` reads the selection and records every request it sent.
 """
 
@@ -29,11 +27,10 @@ import zarr.api.asynchronous
 from shadowzarr_spec.keys import array_of_chunk_key, join
 
 from shadowzarr_store.manifests import manifest_location
-from shadowzarr_store.merge import RangeMerger, head_start, plan_bounded_runs
+from shadowzarr_store.merge import RangeMerger, head_start, plan_runs
 from shadowzarr_store.remote.selection import chunk_keys
 from shadowzarr_store.resolve import SourceValue, plan_read
 from shadowzarr_store.transport.stats import StoreStats
-from shadowzarr_store.views.sparse_selection import SPARSE_GAP, ranged_boxes
 
 if TYPE_CHECKING:
     from shadowzarr_store.rfs_store import RfsStore
@@ -171,21 +168,8 @@ async def plan_selection(store: RfsStore, path: str, selection: Any = ()) -> Sel
     concurrency = int(zarr.config.get("async.concurrency"))
     read_ahead: list[ChunkExtent] = []
     if layout is not None:
-        boxes = (
-            ranged_boxes(
-                selection,
-                tuple(opened.shape),
-                layout.shard_shape,
-                layout.inner_shape,
-                layout.itemsize,
-            )
-            if layout.itemsize
-            else {}
-        )
-        ranged = [c for c in chunks if _in_boxes(layout, c.coords, boxes)]
-        whole = [c for c in chunks if not _in_boxes(layout, c.coords, boxes)]
-        read_ahead = await _pack_members(store, path, layout, whole)
-        requests = _grouped_requests(ranged + whole + read_ahead, layout, store, concurrency, boxes)
+        read_ahead = await _pack_members(store, path, layout, chunks)
+        requests = _grouped_requests(chunks + read_ahead, layout, store, concurrency)
     else:
         requests = _requests(chunks, store, concurrency)
     index_chunks = await _index_chunks(store, path, keys)
@@ -267,9 +251,7 @@ class _Read:
     url: str
     start: int
     end: int
-    keys: tuple[str, ...]
-    gap: int | None = None
-    """Its allowance of gap bytes (a small box's read, `bounded_gaps`), else None."""
+    key: str
 
 
 def _requests(chunks: list[ChunkExtent], store: RfsStore, concurrency: int) -> list[PlannedRequest]:
@@ -332,32 +314,11 @@ async def _pack_members(
     return extra
 
 
-def _in_boxes(
-    layout: GroupLayout,
-    coords: tuple[int, ...],
-    boxes: dict[tuple[int, ...], set[tuple[int, ...]]],
-) -> bool:
-    """Whether stored chunk ``coords`` lies in an inner chunk a small box reads in runs."""
-    shard = layout.shard_of(coords)
-    if shard not in boxes:
-        return False
-    origin = [
-        c * n - s * m
-        for c, n, s, m in zip(coords, layout.chunk_shape, shard, layout.shard_shape, strict=True)
-    ]
-    return tuple(o // i for o, i in zip(origin, layout.inner_shape, strict=True)) in boxes[shard]
-
-
 def _grouped_requests(
-    chunks: list[ChunkExtent],
-    layout: GroupLayout,
-    store: RfsStore,
-    concurrency: int,
-    boxes: dict[tuple[int, ...], set[tuple[int, ...]]],
+    chunks: list[ChunkExtent], layout: GroupLayout, store: RfsStore, concurrency: int
 ) -> list[PlannedRequest]:
     """The requests of a grouped read: shards in zarr's order, ``concurrency`` at a time, each
-    wave's stored chunks gathered into one flush of the merger; those of shards read as small
-    boxes (``boxes``) as spans of adjacent chunks whose gaps are bounded (`bounded_gaps`)."""
+    wave's stored chunks gathered into one flush of the merger."""
     merger = RangeMerger(_never, store.options, StoreStats())
     by_shard: dict[tuple[int, ...], list[ChunkExtent]] = {}
     for chunk in chunks:
@@ -365,49 +326,31 @@ def _grouped_requests(
     shards = sorted(by_shard)
     requests: list[PlannedRequest] = []
     for first in range(0, len(shards), concurrency):
-        wave = shards[first : first + concurrency]
-        requests.extend(
-            _merge(
-                [c for shard in wave if shard not in boxes for c in by_shard[shard]],
-                merger,
-                throttled=False,
-                bounded=[c for shard in wave if shard in boxes for c in by_shard[shard]],
-            )
-        )
+        wave = [c for shard in shards[first : first + concurrency] for c in by_shard[shard]]
+        requests.extend(_merge(wave, merger, throttled=False))
     return requests
 
 
 def _merge(
-    batch: list[ChunkExtent],
-    merger: RangeMerger,
-    *,
-    throttled: bool,
-    bounded: list[ChunkExtent] | None = None,
+    batch: list[ChunkExtent], merger: RangeMerger, *, throttled: bool
 ) -> list[PlannedRequest]:
-    """One flush of the merge queue: reads grouped by URL and joined by the store's planner
-    (``bounded``: reads of small boxes, adjacent ones joined first as the view reads them)."""
+    """One flush of the merge queue: reads grouped by URL and joined by the store's planner."""
     options = merger.options
     alone = [c for c in batch if not merger.eligible(c.start, c.end)]
     sent = [PlannedRequest(c.url, c.start, c.end, (c.key,)) for c in alone]
-    reads = [
-        _Read(c.url, c.start, c.end, (c.key,)) for c in batch if merger.eligible(c.start, c.end)
-    ]
-    spans: list[_Read] = []
-    for c in sorted(bounded or [], key=lambda c: (c.url, c.start)):
-        last = spans[-1] if spans else None
-        if last is not None and (last.url, last.end) == (c.url, c.start):
-            spans[-1] = _Read(c.url, last.start, c.end, (*last.keys, c.key), SPARSE_GAP)
-        else:
-            spans.append(_Read(c.url, c.start, c.end, (c.key,), SPARSE_GAP))
-    for _, group in groupby(sorted(reads + spans, key=_by_place), key=lambda read: read.url):
-        for run in plan_bounded_runs(list(group), options.merge_gap, options.max_merge_size):
+    reads = sorted(
+        (_Read(c.url, c.start, c.end, c.key) for c in batch if merger.eligible(c.start, c.end)),
+        key=_by_place,
+    )
+    for _, group in groupby(reads, key=lambda read: read.url):
+        for run in plan_runs(list(group), options.merge_gap, options.max_merge_size):
             for piece in head_start(run) if throttled else [run]:
                 sent.append(
                     PlannedRequest(
                         piece[0].url,
                         piece[0].start,
                         max(read.end for read in piece),
-                        tuple(key for read in piece for key in read.keys),
+                        tuple(read.key for read in piece),
                     )
                 )
     return sent

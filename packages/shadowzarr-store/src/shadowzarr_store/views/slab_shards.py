@@ -12,10 +12,9 @@ rows, with any slices of the other axes (a sequential read, a time window of som
 this codec reads the index, then those inner chunks in one read (the ones zarr reads), and
 decodes them as one chunk: a view of the bytes the store returned (of just the selected columns
 when fewer are asked for), so the only copy left is zarr's own into the result.
-A selection that picks few scattered points of a shard, or a small box of it (``a[i]``),
-reads only the byte runs of its inner chunks that hold them (`views.sparse_selection`). Any
-other selection, and any shard whose inner chunks are missing or out of order, goes through
-zarr's decode.
+A selection that picks few scattered points of a shard reads only the byte runs of its inner
+chunks that hold them (`views.sparse_selection`). Any other selection, and any shard whose inner
+chunks are missing or out of order, goes through zarr's decode.
 
 The format is exactly ``sharding_indexed``: the name only tells zarr to use this decoder for
 the shards the store synthesizes (`sharded_view`, `grouped_view`). zarr finds it through the
@@ -46,7 +45,6 @@ from shadowzarr_store.views.sparse_selection import (
     SPARSE_GAP,
     element_runs,
     picks_points,
-    small_box,
     sparse_enough,
 )
 
@@ -105,40 +103,27 @@ class SlabShardingCodec(ShardingCodec):
         self, byte_getter: ByteGetter, selection: SelectorTuple, shard_spec: ArraySpec
     ) -> NDBuffer | None:
         if self._slabs(shard_spec):
-            if small_box(selection, shard_spec.shape):
-                found = await self._points(byte_getter, selection, shard_spec, box=True)
-                if found is not _ZARRS:
-                    return found
             run = _row_run(selection, shard_spec.shape)
             if run is not None:
                 found = await self._rows(byte_getter, shard_spec, *run)
                 if found is not _ZARRS:
                     return found
             elif picks_points(selection):
-                found = await self._points(byte_getter, selection, shard_spec)
-                if found is not _ZARRS:
-                    return found
+                return await self._points(byte_getter, selection, shard_spec)
         return await super()._decode_partial_single(byte_getter, selection, shard_spec)
 
     async def _points(
-        self,
-        byte_getter: ByteGetter,
-        selection: SelectorTuple,
-        shard_spec: ArraySpec,
-        box: bool = False,
-    ) -> NDBuffer | Literal[_Fallback.ZARRS] | None:
-        """A selection of points or strides (or a small ``box``): when it picks few of the
-        shard's elements, only the byte runs holding them (`views.sparse_selection`), its reads
-        joined across small gaps only; else zarr's decode (for a box, `_ZARRS`: the caller's
-        usual path, its reads unbounded)."""
+        self, byte_getter: ByteGetter, selection: SelectorTuple, shard_spec: ArraySpec
+    ) -> NDBuffer | None:
+        """A selection of points or strides: when it picks few of the shard's elements, only
+        the byte runs holding them (`views.sparse_selection`), its reads joined across small
+        gaps only; else zarr's decode."""
         indexer = get_indexer(
             selection,
             shape=shard_spec.shape,
             chunk_grid=ChunkGrid.from_sizes(shard_spec.shape, self.chunk_shape),
         )
         if not sparse_enough(indexer, shard_spec.shape):
-            if box:
-                return _ZARRS
             return await super()._decode_partial_single(byte_getter, selection, shard_spec)
         itemsize = shard_spec.dtype.to_native_dtype().itemsize
         projections = list(indexer)
@@ -147,10 +132,6 @@ class SlabShardingCodec(ShardingCodec):
             key = tuple(int(c) for c in coords)
             if key not in plan:
                 plan[key] = element_runs(indexer, chunk_selection, self.chunk_shape, itemsize)
-        if box and (
-            not isinstance(byte_getter, StorePath) or all(r is None for r in plan.values())
-        ):
-            return _ZARRS  # a box of whole inner chunks: read as dense (few large requests)
         with bounded_gaps(SPARSE_GAP):
             if not isinstance(byte_getter, StorePath) or all(r is None for r in plan.values()):
                 return await super()._decode_partial_single(byte_getter, selection, shard_spec)

@@ -12,9 +12,7 @@ which reads the stored chunks they lie in. Their neighbours join across gaps of 
 stored chunks touched, plus `SPARSE_GAP` per chunk at most. The rest of such an inner chunk is
 zeros that zarr never decodes into the result: it copies only the picked elements out of it.
 
-A small box (integers, slices of step 1; at most 1 / `SPARSE_SHARE` of a shard, such as
-``a[i]``) is read the same way when its inner chunks have few runs to read. Larger runs of rows
-and boxes, and boxes whose inner chunks would be read whole anyway, keep zarr's whole inner
+A selection of runs of rows or boxes (slices with step 1, integers) keeps zarr's whole inner
 chunks and the store's gaps, whose few large requests a dense read needs.
 """
 
@@ -24,8 +22,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from zarr.core.chunk_grids import ChunkGrid
-from zarr.core.indexing import BasicIndexer, CoordinateIndexer, get_indexer
+from zarr.core.indexing import CoordinateIndexer
 
 if TYPE_CHECKING:
     from zarr.core.indexing import Indexer
@@ -37,8 +34,6 @@ __all__ = [
     "SPARSE_SHARE",
     "element_runs",
     "picks_points",
-    "ranged_boxes",
-    "small_box",
     "sparse_enough",
 ]
 
@@ -62,24 +57,6 @@ def picks_points(selection: Any) -> bool:
         isinstance(part, np.ndarray) or (isinstance(part, slice) and part.step not in (None, 1))
         for part in selection
     )
-
-
-def small_box(selection: Any, shard_shape: tuple[int, ...]) -> bool:
-    """Whether a shard's selection is a box (integers, slices of step 1) of at most
-    1 / `SPARSE_SHARE` of the shard's elements: ``a[i]`` or ``a[i : i + 3, j]`` reads the
-    stored chunks it lies in, not the packs around them."""
-    if not isinstance(selection, tuple) or len(selection) != len(shard_shape):
-        return False
-    picked = 1
-    for part, length in zip(selection, shard_shape, strict=True):
-        if isinstance(part, slice):
-            start, stop, step = part.indices(length)
-            if step != 1:
-                return False
-            picked *= max(stop - start, 0)
-        elif not isinstance(part, int | np.integer):
-            return False
-    return picked * SPARSE_SHARE <= math.prod(shard_shape)
 
 
 def sparse_enough(indexer: Indexer, shard_shape: tuple[int, ...]) -> bool:
@@ -141,36 +118,3 @@ def _element_offsets(
         shape[axis] = len(picked)
         flat = flat + (picked * stride).reshape(shape)
     return np.asarray(flat).ravel()
-
-
-def ranged_boxes(
-    selection: Any,
-    shape: tuple[int, ...],
-    shard_shape: tuple[int, ...],
-    inner_shape: tuple[int, ...],
-    itemsize: int,
-) -> dict[tuple[int, ...], set[tuple[int, ...]]]:
-    """For a basic ``selection`` (integers, slices) of an array of ``shape`` shown in shards
-    of slabs, the shards it reads as small boxes (`small_box`), each with the inner chunks
-    whose byte runs it reads (the others of such a shard are read whole): what the view's
-    codec does (`views.slab_shards`), for plans of a read (`request_plan`)."""
-    found: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
-    if tuple(inner_shape[1:]) != tuple(shard_shape[1:]) or shard_shape[0] % inner_shape[0]:
-        return found  # not slabs: zarr's own sharding codec reads whole inner chunks
-    try:
-        shards = BasicIndexer(selection, shape, ChunkGrid.from_sizes(shape, shard_shape))
-    except (IndexError, TypeError, ValueError):
-        return found
-    inner_grid = ChunkGrid.from_sizes(shard_shape, inner_shape)
-    for shard, part, _, _ in shards:
-        if not small_box(part, shard_shape):
-            continue
-        indexer = get_indexer(part, shape=shard_shape, chunk_grid=inner_grid)
-        ranged = {
-            tuple(int(c) for c in coords)
-            for coords, inner, _, _ in indexer
-            if element_runs(indexer, inner, inner_shape, itemsize) is not None
-        }
-        if ranged:
-            found[tuple(int(c) for c in shard)] = ranged
-    return found
