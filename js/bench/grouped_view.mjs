@@ -3,7 +3,7 @@
 // median time (wall and this process's CPU, which includes the in-process test server) of REPEATS
 // reads per setting, alternating, with LATENCY_MS per request; then one element read the same
 // ways (`point`: requests, bytes and calls). Prints JSON
-// (tools/bench/results/2026-12-07-js-grouped-view.json). STORE=path/to/dist/index.js measures
+// (tools/bench/results/js/2026-12-07-grouped-view.json). STORE=path/to/dist/index.js measures
 // another build of the store (an A/B of two builds in one run).
 //
 //   node --expose-gc bench/grouped_view.mjs ROOT REFS PLACEHOLDER PATH...   (after npm run build)
