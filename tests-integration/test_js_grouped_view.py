@@ -139,14 +139,26 @@ def test_both_stores_show_the_same_view(tmp_path: Path, refs: str) -> None:
     with h5py.File(source) as f:
         for name, (shown_grouped, packed_when_indexed) in ARRAYS.items():
             python = python_zarr_json(grouped, name)
-            assert same_format(python) == json.loads(js[name]["grouped"]["zarr_json"]), name
+            shown_by_js = json.loads(js[name]["grouped"]["zarr_json"])
             assert python_zarr_json(stored, name) == json.loads(js[name]["stored"]["zarr_json"])
             codec = python["codecs"][0]
             assert (codec["name"] in ("sharding_indexed", SLAB_SHARDING)) == shown_grouped, name
-            if shown_grouped:
-                inner = codec["configuration"]["chunk_shape"]
-                stored_chunks = f[name].chunks
-                assert (list(inner) != list(stored_chunks)) == (packed_when_indexed and indexed)
+            stored_chunks = list(f[name].chunks or ())
+            inner = codec["configuration"]["chunk_shape"] if shown_grouped else stored_chunks
+            packed = list(inner) != stored_chunks
+            if indexed:
+                assert packed == packed_when_indexed, name
+            else:
+                assert not packed or packed_when_indexed, name
+            if packed and not indexed:
+                # The one known difference (js/README.md, "The Grouped View"): the Python store
+                # packs chunks listed in one JSON file into one source as it packs a manifest's;
+                # the JS store packs a manifest's only, and shows these inner chunks as stored.
+                js_codec = shown_by_js["codecs"][0]
+                assert js_codec["configuration"]["chunk_shape"] == stored_chunks, name
+                assert shown_by_js["shape"] == python["shape"], name
+            else:
+                assert same_format(python) == shown_by_js, name
 
             want = f[name][()]
             dtype = want.dtype.newbyteorder("<") if want.dtype.byteorder == ">" else want.dtype

@@ -108,7 +108,7 @@ with open(refs) as f:
 expected = np.arange({n}, dtype="<u4")
 for _ in range(rounds):
     cache = LocalCache(cache_dir, max_size_bytes=limit)
-    store = RfsStore(rfs, local_cache=cache, merge_gap=0, max_merge_size=0)
+    store = RfsStore(rfs, local_cache=cache, merge_gap=0, max_merge_size=0, grouped_view=0)
     values = zarr.open_array(store, path="pattern", mode="r", zarr_format=3)[:]
     assert np.array_equal(values, expected), "wrong values"
     cache.close()
