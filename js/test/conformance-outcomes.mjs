@@ -131,6 +131,8 @@ function recordsForm(decoded, layout) {
     const values = decoded.fields[field.name];
     if (field.layout !== undefined) {
       fields[field.name] = recordsForm(values, field.layout);
+    } else if (field.dataType?.name === "fixed_length_utf32") {
+      fields[field.name] = Array.from(values); // decodeStruct gives each value's text
     } else if (typeof field.dataType !== "string") {
       const size = field.size / (field.shape ?? []).reduce((a, b) => a * b, 1);
       const out = [];

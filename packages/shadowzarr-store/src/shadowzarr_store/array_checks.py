@@ -240,6 +240,7 @@ def _parse(path: str, document: Any) -> ArrayV3Metadata:
     """zarr-python's own validation of an array document, its errors made ours."""
     if not isinstance(document, dict):
         raise ReferenceFormatError(f"array {path!r}: its zarr.json is not an object")
+    _check_text_lengths(path, document.get("data_type"))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # zarr warns again when it opens the array itself
@@ -252,6 +253,32 @@ def _parse(path: str, document: Any) -> ArrayV3Metadata:
         raise ReferenceFormatError(
             f"array {path!r} has metadata zarr refuses: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _check_text_lengths(path: str, data_type: Any) -> None:
+    """Refuse a ``fixed_length_utf32`` type (plain or a struct's field, at any depth) whose
+    ``length_bytes`` is not a whole number of 4-byte code points: zarr-python rounds it down,
+    so its elements would be read at other offsets than the writer put them."""
+    waiting = [data_type]
+    while waiting:
+        node = waiting.pop()
+        if not isinstance(node, dict) or not isinstance(node.get("configuration"), dict):
+            continue  # zarr's parser judges the rest
+        configuration = node["configuration"]
+        if node.get("name") == "fixed_length_utf32":
+            size = configuration.get("length_bytes")
+            if isinstance(size, int) and not isinstance(size, bool) and size % 4 != 0:
+                raise ReferenceFormatError(
+                    f"array {path!r}: a fixed_length_utf32 type of {size} bytes is not a whole "
+                    "number of 4-byte code points"
+                )
+        fields = configuration.get("fields")
+        if node.get("name") == "struct" and isinstance(fields, list):
+            for entry in fields:
+                if isinstance(entry, dict):
+                    waiting.append(entry.get("data_type"))
+                elif isinstance(entry, list) and len(entry) == 2:
+                    waiting.append(entry[1])
 
 
 def _name(codec: Codec) -> str:
