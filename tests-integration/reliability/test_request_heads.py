@@ -21,6 +21,7 @@ from shadowzarr_spec import (
     ReferenceFormatError,
     SourceAccessError,
     SourceChangedError,
+    SourceError,
     SourceInfo,
 )
 from shadowzarr_spec.gen_expr import expand_named_templates
@@ -258,3 +259,67 @@ def test_no_control_byte_reaches_a_head_through_a_template(expansion: str, etag:
     head = _head_or_refusal(url, {"If-Match": etag})
     if head is not None:
         _assert_clean(head)
+
+
+# -- a DANDI answer and a DANDI token are head values too ------------------------------------
+
+DOWNLOAD = "api/assets/a1/download/"
+
+
+@pytest.mark.parametrize(
+    "location", ["/ok/x\x01y", "/ok/x\x7fy", "http://127.0.0.1:9/ok\x00/data.bin"]
+)
+def test_a_dandi_answer_with_a_control_byte_is_refused(location: str) -> None:
+    def serve(request: RawRequest) -> bytes:
+        head = b"HTTP/1.1 302 Found\r\nLocation: " + location.encode("latin-1")
+        return head + b"\r\nContent-Length: 0\r\n\r\n"
+
+    with RawServer(serve) as server:
+        url = server.url(DOWNLOAD)
+        transport = Transport(
+            TransportOptions(
+                allowed_urls=[server.url("")],
+                retries=0,
+                dandi_api_hosts={f"127.0.0.1:{server.port}": "SHADOWZARR_TEST_NO_KEY"},
+            )
+        )
+
+        async def go() -> None:
+            try:
+                await transport.read(url, 0, 16)
+            finally:
+                await transport.aclose()
+
+        # a NUL in a head line is refused by aiohttp's parser already (a SourceError too)
+        error = SourceError if "\x00" in location else UnsafeRequestError
+        with pytest.raises(error) as refused:
+            asyncio.run(go())
+        assert [r.target for r in server.requests] == [f"/{DOWNLOAD}"]
+    assert not any(ord(c) < 0x20 or c == "\x7f" for c in str(refused.value))
+
+
+def test_a_dandi_token_with_crlf_is_refused_unsent_and_unshown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = "secret-token\r\nX-Injected: yes"
+    monkeypatch.setenv("SHADOWZARR_TEST_DANDI_KEY", token)
+    with RawServer(_serve) as server:
+        transport = Transport(
+            TransportOptions(
+                allowed_urls=[server.url("")],
+                retries=0,
+                dandi_api_hosts={f"127.0.0.1:{server.port}": "SHADOWZARR_TEST_DANDI_KEY"},
+            )
+        )
+
+        async def go() -> None:
+            try:
+                await transport.read(server.url(DOWNLOAD), 0, 16)
+            finally:
+                await transport.aclose()
+
+        with pytest.raises(UnsafeRequestError) as refused:
+            asyncio.run(go())
+        assert server.requests == []
+        assert b"X-Injected" not in server.received
+    assert "secret-token" not in str(refused.value)
