@@ -16,7 +16,9 @@ that failed to read; under faults that retries overcome, any array that failed t
 replaced source, an error other than `SourceChangedError`); injected requests (requests the
 hostile server got for paths the case never referenced, or heads carrying a header no client of
 ours sends: an ETag's CR/LF let through). The exit status is 1 when any
-column but ``cases`` is not zero. The figures of the long run are in ``tools/fuzz/RESULTS.md``.
+column but ``cases`` is not zero, else 2 for a run stopped before its end (SIGINT or SIGTERM:
+it prints the table of the cases run so far). The figures of the long run are in
+``tools/fuzz/RESULTS.md``.
 
 The machine is shared: run it with ``nice``. Cases run in child processes (``--workers``).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -61,10 +64,14 @@ def main() -> int:
     tally = Tally()
     started = time.perf_counter()
     log = work / "workers.log"
+    signal.signal(signal.SIGTERM, _interrupt)
+    stopped = False
     try:
         run_local(arguments, work, tally, log)
         if not arguments.no_network and arguments.replay is None:
             run_network(arguments, work, tally, log)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: report the cases run so far
+        stopped = True
     finally:
         if arguments.work is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -74,7 +81,15 @@ def main() -> int:
         for example in examples:
             print(f"  {example[:400]}")
     print(f"\n{time.perf_counter() - started:.0f} s, seed {arguments.seed}")
+    if stopped:
+        cases = sum(row["cases"] for row in tally.rows.values())
+        print(f"stopped before its end, after {cases} cases")
+        return 1 if tally.failures() else 2
     return 1 if tally.failures() else 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_local(arguments: argparse.Namespace, work: Path, tally: Tally, log: Path) -> None:

@@ -90,3 +90,33 @@ def test_the_harness_sees_a_crash_and_a_hang(tmp_path: Path) -> None:
     assert results["fine"]["read"] == 1
     assert not results["fine"]["untyped"]
     assert not results["fine"]["wrong"]
+
+
+def test_a_run_stopped_by_a_signal_prints_its_table(tmp_path: Path) -> None:
+    """A long run stopped early (SIGTERM, as a shared machine's time runs out) still reports
+    the cases it ran, with exit status 2 (1 had any column but ``cases`` been non-zero)."""
+    import signal
+    import subprocess
+    import time
+
+    work = tmp_path / "work"
+    command = [sys.executable, str(TOOLS / "fuzz_references.py"), "--cases", "20000"]
+    command += ["--no-network", "--workers", "1", "--work", str(work)]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (work / "hostile").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # a few cases under way
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 2, (out, err)
+    assert out.startswith("class"), out
+    total = next(line for line in out.splitlines() if line.startswith("total"))
+    ran = int(total.split("|")[1])
+    assert f"stopped before its end, after {ran} cases" in out
+    assert ran < 20000
