@@ -41,6 +41,23 @@ function indexFiles(path, raw) {
 export function inlineBytes(value) {
     return value.startsWith("base64:") ? base64Decode(value.slice(7)) : utf8Encode(value);
 }
+/** The longest ETag a reference may record (the format's rule, as `shadowzarr_spec.etags`). */
+export const MAX_ETAG_LENGTH = 1024;
+const ENTITY_TAG = /^(?:(?:W\/)?"[\x21\x23-\x7e]*"|[\x21\x23-\x7e]+)$/;
+/**
+ * Whether `value` is an ETag a reference may record: `"opaque"`, `W/"opaque"` or a bare
+ * `opaque` of visible ASCII other than `"`, at most `MAX_ETAG_LENGTH` characters. It is sent
+ * back as `If-Match`, so no whitespace, control byte or non-ASCII may break its header line.
+ */
+export function isEntityTag(value) {
+    return value.length <= MAX_ETAG_LENGTH && ENTITY_TAG.test(value);
+}
+/** A value from a reference file, quoted with its control bytes escaped, cut at 120 chars. */
+function shownValue(value) {
+    const text = typeof value === "string" ? value : String(value);
+    const shown = JSON.stringify(text.slice(0, 120)).replace(/\x7f/g, "\\u007f");
+    return text.length > 120 ? `${shown}...` : shown;
+}
 const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 function section(document, name) {
     const value = document[name] === undefined ? {} : document[name];
@@ -106,8 +123,9 @@ export class References {
             if (size != null && (!Number.isSafeInteger(size) || size < 0)) {
                 throw new ReferenceFormatError(`source ${url}: size must be a non-negative integer`);
             }
-            if (etag != null && typeof etag !== "string") {
-                throw new ReferenceFormatError(`source ${url}: etag must be a string`);
+            if (etag != null && (typeof etag !== "string" || !isEntityTag(etag))) {
+                throw new ReferenceFormatError(`source ${url}: etag must be an ETag such as '"abc"' or 'W/"abc"' (visible ASCII, ` +
+                    `no whitespace or control byte), not ${shownValue(etag)}`);
             }
             const record = {
                 ...(size != null ? { size: size } : {}),
