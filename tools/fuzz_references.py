@@ -4,6 +4,7 @@ credential probes; print a table of what went wrong, per class of cases.
     uv run python tools/fuzz_references.py --cases 20000            # everything
     uv run python tools/fuzz_references.py --cases 600 --no-network  # local classes only
     uv run python tools/fuzz_references.py --replay 1234 --seed 1    # one mutated case again
+    uv run python tools/fuzz_references.py --no-local --replaced 8   # network classes only
 
 Columns: cases tried; crashes (a worker process killed by a signal); hangs (no answer within
 the timeout); untyped (an exception outside ``shadowzarr_spec.errors``); wrong/filled (values
@@ -51,6 +52,9 @@ def main() -> int:
     parser.add_argument("--replaced", type=int, default=16)
     parser.add_argument("--no-network", action="store_true", help="skip nginx and the proxy")
     parser.add_argument(
+        "--no-local", action="store_true", help="only the network classes (no hostile, mutated)"
+    )
+    parser.add_argument(
         "--lying-server",
         action="store_true",
         help="also a proxy sending other bytes under the Content-Range asked for (undetectable "
@@ -67,7 +71,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     stopped = False
     try:
-        run_local(arguments, work, tally, log)
+        if not arguments.no_local:
+            run_local(arguments, work, tally, log)
         if not arguments.no_network and arguments.replay is None:
             run_network(arguments, work, tally, log)
     except KeyboardInterrupt:  # SIGINT or SIGTERM: report the cases run so far
