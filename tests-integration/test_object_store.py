@@ -249,3 +249,44 @@ def test_one_reference_set_over_two_buckets_with_their_own_credentials(
     with pytest.raises(SourceAccessError, match="no credentials found"):
         open_rfs(tmp_path / "two.json", storage_options=only_first)["b"][:]
     assert all(entry["path"].split("/")[1] != second for entry in front.log)
+
+
+def test_a_virtualizarr_registry_is_taken_as_storage_options(
+    moto_s3: MotoS3, bucket: tuple[str, dict[str, np.ndarray]], tmp_path: Path
+) -> None:
+    """VirtualiZarr's ``ObjectStoreRegistry`` (obspec-utils) of obstore stores, as a user of
+    VirtualiZarr already has one, serves generation and reading; a registered store that is
+    not an obstore store is refused by name, as is a registry naming another bucket's store."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore, S3Store
+    from shadowzarr_store.transport import StorageOptionsError
+
+    name, values = bucket
+    options = moto_s3.storage_options()
+
+    def store_for(bucket_name: str) -> S3Store:
+        return S3Store(
+            bucket_name,
+            endpoint=options["endpoint"],
+            region=options["region"],
+            access_key_id=options["access_key_id"],
+            secret_access_key=options["secret_access_key"],
+            client_options={"allow_http": True},
+        )
+
+    registry = ObjectStoreRegistry({f"s3://{name}": store_for(name)})
+    rfs = generate_rfs(f"s3://{name}/data/file.h5", storage_options=registry, progress=False)
+    group = open_rfs(rfs, storage_options=registry)
+    for path, expected in values.items():
+        assert_array_equal_exact(group[path][:], expected, path)
+    nested = ObjectStoreRegistry({f"s3://{name}/data": store_for(name)})
+    assert_array_equal_exact(open_rfs(rfs, storage_options=nested)["x"][:], values["x"], "x")
+    wrong = ObjectStoreRegistry({f"s3://{name}": store_for(name + "-other")})
+    with pytest.raises(StorageOptionsError, match="not '" + name + "'"):
+        open_rfs(rfs, storage_options=wrong)["x"][:]
+    not_obstore = ObjectStoreRegistry({f"s3://{name}": object()})
+    with pytest.raises(StorageOptionsError, match="not object"):
+        open_rfs(rfs, storage_options=not_obstore)["x"][:]
+    local = ObjectStoreRegistry({f"s3://{name}": LocalStore(str(tmp_path))})
+    with pytest.raises(StorageOptionsError):
+        open_rfs(rfs, storage_options=local)["x"][:]
