@@ -125,3 +125,37 @@ def test_groups_and_arrays_over_the_store_display_its_subtree(
     assert array_shown is not None
     assert "shadowzarr.plot.layout(array)" in array_shown
     assert node_html(zarr.open_group(zarr.storage.MemoryStore(), mode="w")) is None
+
+
+def test_session_traffic_is_every_store_of_the_process_counted_once(
+    session: tuple[Path, Path],
+) -> None:
+    """``session_traffic()``: the reads of two stores, one of them inside a ``counted`` block
+    (whose requests count into the block's stats and the store's), each counted once."""
+    from dataclasses import fields
+
+    from shadowzarr_store import SESSION_STATS, MemoryCache, StoreStats, session_traffic
+    from shadowzarr_store.transport.stats import counted
+
+    _, refs = session
+    before = session_traffic().stats
+    first, second = open_rfs(refs, memory_cache=MemoryCache(1 << 20)), open_rfs(refs)
+    first["acquisition/timestamps"][:]
+    block = StoreStats()
+    with counted(block):
+        third = open_rfs(refs)
+        third["acquisition/timestamps"][:500]
+    second["acquisition/<em>raw&"][:100, 3]
+    first["acquisition/timestamps"][:]  # again: the memory cache's hits count too
+    after = session_traffic()
+    stores = [g.store.stats.snapshot() for g in (first, second, third)]
+    # the block sees the transport's counts (requests, bytes), as the store does
+    assert (block.requests, block.bytes) == (stores[2].requests, stores[2].bytes)
+    assert stores[0].cache_hits > 0
+    for field in fields(after.stats):
+        total = sum(getattr(s, field.name) for s in stores)
+        assert getattr(after.stats - before, field.name) == total, field.name
+    assert after.stats.requests - before.requests == sum(s.requests for s in stores) >= 3
+    assert str(after).startswith(f"traffic of this session: {after.stats.requests:,} requests")
+    assert "<h4>traffic of this session</h4>" in after._repr_html_()
+    assert SESSION_STATS.snapshot() == after.stats
