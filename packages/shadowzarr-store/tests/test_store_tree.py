@@ -14,7 +14,7 @@ from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import RfsBuilder, write_rfs
 
 from shadowzarr_store import RfsStore, open_rfs
-from shadowzarr_store.notebook_display import node_html
+from shadowzarr_store.notebook_display import node_html, node_text
 
 
 @pytest.fixture
@@ -125,6 +125,18 @@ def test_groups_and_arrays_over_the_store_display_its_subtree(
     assert array_shown is not None
     assert "shadowzarr.plot.layout(array)" in array_shown
     assert node_html(zarr.open_group(zarr.storage.MemoryStore(), mode="w")) is None
+    text = node_text(group["acquisition/timestamps"])
+    assert text is not None
+    first, *rows = text.splitlines()
+    assert first == repr(group["acquisition/timestamps"])
+    assert rows[0].startswith("RfsStore ")
+    assert rows[-1].split()[:5] == ["timestamps", "float64", "(1,000,)", "chunks", "(100,)"]
+    assert "session.h5" in rows[-1]
+    group_text = node_text(group)
+    assert group_text is not None
+    assert "<em>raw&" in group_text  # text is not escaped
+    assert "rate" in group_text
+    assert node_text(zarr.open_group(zarr.storage.MemoryStore(), mode="w")) is None
 
 
 def test_session_traffic_is_every_store_of_the_process_counted_once(
