@@ -1,5 +1,5 @@
 """The benchmarks' server in a child process, driven over a line protocol on stdin: for the
-single-range server (as S3) `shadowzarr_testing.range_server.RangeServer`, for the
+single-range server (as S3) `shadowzarr_testing.single_range.SingleRangeServer`, for the
 multi-range one nginx behind `LatencyProxy`.
 
 The server's CPU (one GIL, event loop, bandwidth pacing) must not compete with the client being
@@ -20,12 +20,12 @@ _CHILD = """
 import contextlib, json, sys
 from shadowzarr_testing.nginx import NginxServer
 from shadowzarr_testing.proxy import LatencyProxy
-from shadowzarr_testing.range_server import RangeServer
+from shadowzarr_testing.single_range import SingleRangeServer
 root, latency, bandwidth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) or None
 ranges, connect_latency, which = sys.argv[4], float(sys.argv[5]), sys.argv[6]
 with contextlib.ExitStack() as stack:
     if ranges == "s3" and which == "range":
-        proxy = stack.enter_context(RangeServer(
+        proxy = stack.enter_context(SingleRangeServer(
             root, latency=latency, connect_latency=connect_latency, bandwidth=bandwidth))
     else:
         nginx = stack.enter_context(NginxServer(root))
@@ -79,14 +79,14 @@ class ProxyCounts:
 
 SERVER_KINDS = ("s3", "nginx")
 """``s3``: one range per request, a multi-range request answered 200 with the whole object (as
-S3, MinIO and so DANDI's bucket answer), the files answered by `RangeServer` (a bare asyncio
+S3, MinIO and so DANDI's bucket answer), the files answered by `SingleRangeServer` (a bare asyncio
 protocol: forwarding each of thousands of small requests to nginx, or answering them through
 aiohttp's server at about 0.5 ms of CPU each, would make the server's CPU, not the network,
 what is measured); ``nginx``: nginx behind the proxy, multi-range requests answered with their
 parts (``multipart/byteranges``)."""
 S3_SERVERS = ("range", "proxy")
-"""What answers as the single-range server: ``range`` (`RangeServer`, the default) or ``proxy``
-(`LatencyProxy(root=..., ranges="s3")`, aiohttp's server: for comparisons)."""
+"""What answers as the single-range server: ``range`` (`SingleRangeServer`, the default) or
+``proxy`` (`LatencyProxy(root=..., ranges="s3")`, aiohttp's server: for comparisons)."""
 
 
 class BenchServer:

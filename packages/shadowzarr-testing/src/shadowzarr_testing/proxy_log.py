@@ -1,5 +1,6 @@
-"""The record of the requests a test server saw (`LatencyProxy`, `RangeServer`), written by its
-loop thread and read by the test's thread under one lock, and the counters read from it."""
+"""The record of the requests a test server saw (`LatencyProxy`, `SingleRangeServer`),
+written by its loop thread and read by the test's thread under one lock, and the counters read
+from it."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class RequestLog:
 
 class RequestCounters:
     """The counters of a server keeping a `RequestLog` in ``_stats`` and adding ``latency``
-    seconds to each request (a mixin of `LatencyProxy` and `RangeServer`)."""
+    seconds to each request (a mixin of `LatencyProxy` and `SingleRangeServer`)."""
 
     latency: float
     _stats: RequestLog

@@ -1,4 +1,4 @@
-"""`RangeServer`: the answers `LatencyProxy(root=..., ranges="s3")` gives, byte for byte, each
+"""`SingleRangeServer`: the answers `LatencyProxy(root=..., ranges="s3")` gives, byte for byte, each
 after its latency, a thousand in flight at once, counted as the proxy counts them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from shadowzarr_testing.range_server import RangeServer
+from shadowzarr_testing.single_range import SingleRangeServer
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,7 +57,7 @@ async def test_answers_as_the_proxy_answers_from_files(
         ("d/none.bin", {}, "GET"),
         ("d/%2e%2e/%2e%2e/x", {}, "GET"),
     ]
-    with RangeServer(nginx.root) as server:
+    with SingleRangeServer(nginx.root) as server:
         async with aiohttp.ClientSession() as session:
             for path, headers, method in cases:
                 expected = await _answer(session, proxy.url(path), headers, method)
@@ -88,7 +88,7 @@ async def test_a_thousand_requests_in_flight_each_after_its_latency(tmp_path: Pa
     count = _enough_descriptors(1000)
     assert count >= 400
     latency, connect = 2.0, 1.0  # long enough for every request to arrive before any answer
-    with RangeServer(tmp_path, latency=latency, connect_latency=connect) as server:
+    with SingleRangeServer(tmp_path, latency=latency, connect_latency=connect) as server:
         opened = await asyncio.gather(
             *(asyncio.open_connection("127.0.0.1", server.port) for _ in range(count))
         )
@@ -137,7 +137,7 @@ async def test_pipelined_requests_are_answered_in_order_and_close_is_honoured(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "f.bin").write_bytes(PAYLOAD)
-    with RangeServer(tmp_path, latency=0.05, connect_latency=0.2) as server:
+    with SingleRangeServer(tmp_path, latency=0.05, connect_latency=0.2) as server:
         # The first request waits for the connection's set-up, the second not: yet the second
         # answer follows the first.
         request = "GET /f.bin HTTP/1.1\r\nHost: x\r\nRange: bytes={}-{}\r\n{}\r\n"
@@ -166,7 +166,7 @@ async def test_bandwidth_is_shared_and_bodies_are_streamed(tmp_path: Path) -> No
     big = PAYLOAD * 10  # 1 MiB: streamed in pieces
     (tmp_path / "big.bin").write_bytes(big)
     rate = 4e6
-    with RangeServer(tmp_path, bandwidth=rate) as server:
+    with SingleRangeServer(tmp_path, bandwidth=rate) as server:
         started = time.monotonic()
         async with aiohttp.ClientSession() as session:
             bodies = await asyncio.gather(

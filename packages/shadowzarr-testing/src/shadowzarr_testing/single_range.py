@@ -5,7 +5,7 @@ requests in flight each answered after its latency, not after the server's CPU a
 server, which costs about half a millisecond of CPU per request: a wave of 1,000 requests then
 takes the proxy half a second to answer whatever the latency, and a request of that wave
 arriving more than half a latency after its first counts as another round trip. An object store
-has no such limit. `RangeServer` parses a request line and its headers and writes the answer
+has no such limit. `SingleRangeServer` parses a request line and its headers and writes the answer
 itself, a few tens of microseconds per request, and counts requests exactly as `LatencyProxy`
 does (`RequestCounters`). It has no faults, no DANDI-like API and no upstream: a benchmark's
 stand-in for S3 (tools/bench/server.py).
@@ -32,7 +32,7 @@ from shadowzarr_testing.proxy_log import RequestCounters, RequestLog
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["RangeServer", "RangeServerError"]
+__all__ = ["SingleRangeServer", "SingleRangeServerError"]
 
 _HEAD_LIMIT = 64 * 1024
 """Longest request head (line and headers) read before the connection is closed."""
@@ -41,11 +41,11 @@ _BACKLOG = 4096
 opening a thousand at once must not lose SYNs, each of which costs a second to resend."""
 
 
-class RangeServerError(RuntimeError):
+class SingleRangeServerError(RuntimeError):
     """The server could not start or stop."""
 
 
-class RangeServer(RequestCounters):
+class SingleRangeServer(RequestCounters):
     """Files under ``root`` on 127.0.0.1, answered as S3 answers ranges, each request after
     ``latency`` seconds (and ``connect_latency`` more for a connection's first: TCP and TLS
     set-up), all connections sharing ``bandwidth`` bytes/s (``None``: no cap).
@@ -81,12 +81,12 @@ class RangeServer(RequestCounters):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self) -> RangeServer:
+    def start(self) -> SingleRangeServer:
         """Start the loop thread and the listening socket; return once it accepts."""
         if self._thread is not None:
-            raise RangeServerError("the server is already running")
+            raise SingleRangeServerError("the server is already running")
         loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="RangeServer", daemon=True)
+        thread = threading.Thread(target=loop.run_forever, name="SingleRangeServer", daemon=True)
         thread.start()
         self._loop, self._thread = loop, thread
         try:
@@ -127,7 +127,7 @@ class RangeServer(RequestCounters):
             await self._server.wait_closed()
             self._server = None
 
-    def __enter__(self) -> RangeServer:
+    def __enter__(self) -> SingleRangeServer:
         return self.start()
 
     def __exit__(
@@ -158,7 +158,7 @@ class RangeServer(RequestCounters):
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"RangeServer(root={str(self.root)!r}, port={self.port}, {state})"
+        return f"SingleRangeServer(root={str(self.root)!r}, port={self.port}, {state})"
 
 
 class _Job:
@@ -186,7 +186,7 @@ class _Connection(asyncio.Protocol):
     head in one write; a longer one is streamed by a task, piece by piece under the bandwidth
     cap and the transport's flow control."""
 
-    def __init__(self, server: RangeServer) -> None:
+    def __init__(self, server: SingleRangeServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.buffer = b""
