@@ -254,6 +254,13 @@ def main(argv: list[str] | None = None) -> int:
         "--generation-bandwidth", type=float, default=200.0, help="Mbit/s (0: no cap)"
     )
     parser.add_argument(
+        "--generation-connections",
+        type=int,
+        default=None,
+        help="requests in flight while our generator reads an index level (default: "
+        "generate_rfs's, shadowzarr_hdf5.generate.GENERATION_CONNECTIONS)",
+    )
+    parser.add_argument(
         "--fresh-runs", type=int, default=None, help="fresh-process runs (default 7; --quick 2)"
     )
     parser.add_argument(
@@ -309,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": rows,
             }
         )
+    if args.generation_connections is not None:
+        import shadowzarr_hdf5.generate
+
+        shadowzarr_hdf5.generate.GENERATION_CONNECTIONS = args.generation_connections
     if "generation" in parts:
         latencies = [float(ms) for ms in args.generation_latency.split(",") if ms.strip()]
         settings += _generation_settings(
@@ -335,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": settings,
         "targets": found,
         "fresh_read": fresh_document,
+        "generation_connections": args.generation_connections,
     }
     args.json.write_text(json.dumps(document, indent=1))
     print(f"\nwritten to {args.json}")

@@ -303,7 +303,7 @@ class _Connection(asyncio.Protocol):
     def _answer(self, job: _Job) -> None:
         server, transport, entry = self.server, self.transport, job.entry
         assert transport is not None
-        if self.lost:
+        if self.lost or transport.is_closing():
             entry["client_disconnected"] = True
             self._done(job)
             return
@@ -344,7 +344,7 @@ class _Connection(asyncio.Protocol):
         """Head and body in one write (the body counted before: the client may have it before
         write() returns)."""
         assert self.transport is not None
-        if self.lost:
+        if self.lost or self.transport.is_closing():
             job.entry["client_disconnected"] = True
         else:
             self.server._stats.add_bytes(job.entry, len(body))
@@ -364,7 +364,7 @@ class _Connection(asyncio.Protocol):
         transport.write(head)
         async for piece in answer.content.iter_chunked(size):
             await server._throttle.spend(len(piece), server.bandwidth)
-            if self.lost:
+            if self.lost or transport.is_closing():
                 entry["client_disconnected"] = True
                 return
             server._stats.add_bytes(entry, len(piece))
