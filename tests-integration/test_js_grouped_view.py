@@ -2,7 +2,10 @@
 
 For the same references (an HDF5 file's, as a folder with chunk manifests and as one JSON file),
 `RfsStore` and the JS `ReferenceStore` serve the same ``zarr.json`` for every array, with the
-grouped view on (their defaults) and off (``grouped_view=0`` / ``groupedView: 0``). One name
+grouped view on (their defaults) and off (``grouped_view=0`` / ``groupedView: 0``): both pack
+the stored chunks of arrays read from one table of entries, a chunk manifest or chunks listed in
+the JSON file into one source file (Python's `Resolver.listed_table`, the JS store's
+listed-table.ts). One name
 differs, as js/README.md says: Python names shards of slabs ``shadowzarr.sharding_indexed`` (its
 own decoder of the same format), zarrita 0.7.5 knows sharding only as ``sharding_indexed``.
 zarrita reads every array through the JS view equal to h5py, and the requests it costs are
@@ -31,16 +34,18 @@ REPO = Path(__file__).resolve().parents[1]
 PLACEHOLDER = "http://shadowzarr.test/"
 SLAB_SHARDING = "shadowzarr.sharding_indexed"
 ARRAYS = {
-    # name: (shown as shards, packs of stored chunks when every chunk is in the chunk manifest)
-    "dense": (True, True),  # 1,250 chunks of 1 KiB: the reads benchmark's shape
-    "shuffled_gzip": (True, True),  # packs of chunks the stores decode
-    "few": (False, False),  # three chunks: as stored
-    "sparse": (True, False),  # most chunks never written
-    "big_endian": (True, True),
-    "narrow": (True, True),  # the shard overhangs the array's end
-    "transposed_listed": (True, False),  # 60 chunks: listed in refs.json, never packed
-    "sparse_packed": (True, True),  # packs with members never written (fill values)
-    "sparse_packed_gzip": (True, True),
+    # name: (shown as shards, packs of stored chunks from chunk manifests, packs of stored chunks
+    # listed in one JSON file: at least 64 listed chunks, every one into one file)
+    "dense": (True, True, True),  # 1,250 chunks of 1 KiB: the reads benchmark's shape
+    "shuffled_gzip": (True, True, True),  # packs of chunks the stores decode
+    "few": (False, False, False),  # three chunks: as stored
+    "sparse": (True, False, False),  # most chunks never written
+    "big_endian": (True, True, True),
+    "narrow": (True, True, True),  # the shard overhangs the array's end
+    "transposed_listed": (True, False, False),  # 60 chunks: too few to be listed as a table
+    "sparse_packed": (True, True, False),  # packs with members never written (fill values);
+    # its 41 written chunks are too few for a listed table
+    "sparse_packed_gzip": (True, True, False),
 }
 
 
@@ -137,28 +142,17 @@ def test_both_stores_show_the_same_view(tmp_path: Path, refs: str) -> None:
     js = node_reads(tmp_path, refs)
     indexed = refs == "refs.shadowzarr"
     with h5py.File(source) as f:
-        for name, (shown_grouped, packed_when_indexed) in ARRAYS.items():
+        for name, (shown_grouped, packed_from_manifest, packed_when_listed) in ARRAYS.items():
             python = python_zarr_json(grouped, name)
             shown_by_js = json.loads(js[name]["grouped"]["zarr_json"])
             assert python_zarr_json(stored, name) == json.loads(js[name]["stored"]["zarr_json"])
+            assert same_format(python) == shown_by_js, name
             codec = python["codecs"][0]
             assert (codec["name"] in ("sharding_indexed", SLAB_SHARDING)) == shown_grouped, name
             stored_chunks = list(f[name].chunks or ())
             inner = codec["configuration"]["chunk_shape"] if shown_grouped else stored_chunks
             packed = list(inner) != stored_chunks
-            if indexed:
-                assert packed == packed_when_indexed, name
-            else:
-                assert not packed or packed_when_indexed, name
-            if packed and not indexed:
-                # The one known difference (js/README.md, "The Grouped View"): the Python store
-                # packs chunks listed in one JSON file into one source as it packs a manifest's;
-                # the JS store packs a manifest's only, and shows these inner chunks as stored.
-                js_codec = shown_by_js["codecs"][0]
-                assert js_codec["configuration"]["chunk_shape"] == stored_chunks, name
-                assert shown_by_js["shape"] == python["shape"], name
-            else:
-                assert same_format(python) == shown_by_js, name
+            assert packed == (packed_from_manifest if indexed else packed_when_listed), name
 
             want = f[name][()]
             dtype = want.dtype.newbyteorder("<") if want.dtype.byteorder == ">" else want.dtype
@@ -167,7 +161,9 @@ def test_both_stores_show_the_same_view(tmp_path: Path, refs: str) -> None:
                 got = np.frombuffer(base64.b64decode(read["data"]), dtype=dtype)
                 np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=name)
             through, plain = js[name]["grouped"], js[name]["stored"]
+            # the view never costs a request more, nor a byte more for a dense read
             assert through["requests"] <= plain["requests"], (name, through, plain)
-            if shown_grouped and packed_when_indexed and indexed:
+            assert through["bytes"] <= plain["bytes"], (name, through, plain)
+            if packed:
                 # zarrita asks for a few packs instead of every stored chunk
                 assert through["calls"] * 100 < plain["calls"], (name, through, plain)
