@@ -103,17 +103,20 @@ def same_format(document: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def node_reads(root: Path, refs: str) -> dict[str, Any]:
+def node_reads(
+    root: Path, refs: str, arrays: tuple[str, ...] = tuple(ARRAYS), *, build: bool = True
+) -> dict[str, Any]:
     node = shutil.which("node")
     npm = shutil.which("npm")
     assert node is not None, "the JS store's check needs Node 20+"
     assert npm is not None, "the JS store's check needs npm"
-    built = subprocess.run(
-        [npm, "run", "build"], cwd=REPO / "js", capture_output=True, text=True, check=False
-    )
-    assert built.returncode == 0, built.stdout + built.stderr
+    if build:
+        built = subprocess.run(
+            [npm, "run", "build"], cwd=REPO / "js", capture_output=True, text=True, check=False
+        )
+        assert built.returncode == 0, built.stdout + built.stderr
     result = subprocess.run(
-        [node, "test/grouped-view-check.mjs", str(root), refs, PLACEHOLDER, *ARRAYS],
+        [node, "test/grouped-view-check.mjs", str(root), refs, PLACEHOLDER, *arrays],
         cwd=REPO / "js",
         capture_output=True,
         text=True,
@@ -167,3 +170,74 @@ def test_both_stores_show_the_same_view(tmp_path: Path, refs: str) -> None:
             if packed:
                 # zarrita asks for a few packs instead of every stored chunk
                 assert through["calls"] * 100 < plain["calls"], (name, through, plain)
+
+
+def hostile(refs: dict[str, Any], variant: str, source: Path) -> None:
+    """``refs`` (one JSON file's) with the listing of ``dense`` damaged as ``variant`` says."""
+    chunks = refs["refs"]
+    if variant == "mixed_sources":  # one chunk in another file (a copy of the same bytes)
+        chunks["dense/c/5/0"][0] = PLACEHOLDER + "copy.h5"
+    elif variant == "missing_entries":  # chunks never written: fill values, in packs too
+        for key in ("dense/c/0/0", "dense/c/100/1", "dense/c/624/1"):
+            del chunks[key]
+    elif variant == "inline_entry":  # an entry of another form among the listed chunks
+        _, offset, size = chunks["dense/c/7/1"]
+        data = source.read_bytes()[offset : offset + size]
+        chunks["dense/c/7/1"] = "base64:" + base64.b64encode(data).decode()
+    elif variant == "long_entry":  # an uncompressed chunk a byte longer than a chunk
+        chunks["dense/c/9/0"][2] += 1
+    elif variant == "empty_entry":  # size 0 anywhere but offset 0 is malformed
+        chunks["dense/c/9/0"] = [chunks["dense/c/9/0"][0], 64, 0]
+
+
+# variant: (Python and JS pack the listed chunks, the typed error both views' reads fail with)
+HOSTILE = {
+    "mixed_sources": (False, None),
+    "missing_entries": (True, None),
+    "inline_entry": (False, None),
+    "long_entry": (True, "ChunkDecodeError"),
+    "empty_entry": (True, "ReferenceFormatError"),  # listed, refused when read
+}
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.timeout(600)
+def test_hostile_listings_show_the_same_view(tmp_path: Path) -> None:
+    """A listing that is not one table into one file (mixed sources, an entry of another form)
+    is shown as stored inside the shards by both stores; missing entries still pack (fill
+    values); bad sizes fail the read through the view with the stored read's typed error."""
+    if not (REPO / "js" / "node_modules" / "zarrita").exists():
+        pytest.fail("js/node_modules is missing: run `npm ci` in js/ (tools/test does)")
+    source = tmp_path / "data.h5"
+    write_hdf5(source)
+    shutil.copy(source, tmp_path / "copy.h5")
+    rfs = generate_rfs(PLACEHOLDER + "data.h5", local_hdf5_path=source)
+    write_rfs(rfs, tmp_path / "refs.json")
+    text = (tmp_path / "refs.json").read_text()
+    with h5py.File(source) as f:
+        want = f["dense"][()]
+    for n, (variant, (packed, error)) in enumerate(HOSTILE.items()):
+        refs = json.loads(text)
+        hostile(refs, variant, source)
+        name = f"refs-{variant}.json"
+        (tmp_path / name).write_text(json.dumps(refs))
+        python = python_zarr_json(RfsStore(str(tmp_path / name)), "dense")
+        inner = python["codecs"][0]["configuration"]["chunk_shape"]
+        assert (inner != [32, 16]) == packed, (variant, inner)  # dense: chunks of 32 x 16
+        js = node_reads(tmp_path, name, ("dense",), build=n == 0)["dense"]
+        assert json.loads(js["grouped"]["zarr_json"]) == same_format(python), variant
+        for view in ("grouped", "stored"):
+            read = js[view]
+            if error is not None:
+                assert read.get("error") == error, (variant, view, read.get("error"))
+                continue
+            assert "error" not in read, (variant, view, read["error"])
+            got = np.frombuffer(base64.b64decode(read["data"]), dtype=want.dtype)
+            expected = want.copy()
+            if variant == "missing_entries":
+                for i, j in ((0, 0), (100, 1), (624, 1)):
+                    expected[i * 32 : (i + 1) * 32, j * 16 : (j + 1) * 16] = 0  # h5py's fill
+            np.testing.assert_array_equal(got.reshape(want.shape), expected, err_msg=variant)
+        if error is None:
+            assert js["grouped"]["requests"] <= js["stored"]["requests"], (variant, js)
