@@ -59,6 +59,11 @@ describe("which arrays have a listed table (Python's rule)", () => {
     assert.deepEqual([table.offsets[3], table.sizes[3]], [(CHUNKS - 4) * 32, 32]);
     assert.deepEqual([table.row([CHUNKS]), table.row([0, 0]), table.row([-1])], [-1, -1, -1]);
     assert.deepEqual(tables(listing(url, "")), [""]); // the root array: keys c/i
+    // a canonical coordinate beyond 2^53 - 1 (18 digits) is listed, never asked for
+    const far = listing(url);
+    far.refs["a/c/999999999999999999"] = [url, 0, 32];
+    assert.deepEqual(tables(far), ["a"]);
+    assert.equal(listedTables(new References(far)).get("a").length, CHUNKS + 1);
   });
 
   test("templates are expanded before the one-file rule", () => {

@@ -28,7 +28,6 @@ export const MIN_COLUMN_CHUNKS = 64;
  * chunk (plus `DENSE_SLACK`); sparser arrays use a map. */
 const DENSE_FACTOR = 4;
 const DENSE_SLACK = 1024;
-const COORDINATE = /^(?:0|[1-9][0-9]{0,17})$/;
 /** One array's listed chunks as columns: row `i` is `sizes[i]` bytes at `offsets[i]` of `url`. */
 export class ListedTable {
     path;
@@ -203,8 +202,8 @@ export function listedTables(references) {
 }
 /**
  * Where `value` at `key` goes in columns (Python's `_parse_refs`): the array path, where its
- * `/c/` starts in the key (-1: the root's `c/`), chunk coordinates (-1 for one beyond 2^53 - 1), URL as written, offset and size; undefined when it
- * stays a plain reference.
+ * `/c/` starts in the key (-1: the root's `c/`), chunk coordinates (`coordinatesOf`), URL as
+ * written, offset and size; undefined when it stays a plain reference.
  */
 function columnEntry(key, value) {
     if (!Array.isArray(value) || value.length !== 3 || key.length > MAX_KEY_LENGTH)
@@ -218,25 +217,47 @@ function columnEntry(key, value) {
     if (o < 0 || s < 0 || o + s > Number.MAX_SAFE_INTEGER)
         return undefined;
     const cut = key.lastIndexOf("/c/");
-    let path;
-    let tail;
-    if (cut >= 0)
-        [path, tail] = [key.slice(0, cut), key.slice(cut + 3)];
-    else if (key.startsWith("c/"))
-        [path, tail] = ["", key.slice(2)];
-    else
+    if (cut < 0 && !key.startsWith("c/"))
         return undefined;
-    const parts = tail.split("/");
-    const coords = new Array(parts.length);
-    for (let i = 0; i < parts.length; i++) {
-        const part = parts[i];
-        if (!COORDINATE.test(part))
-            return undefined;
-        const c = Number(part);
-        coords[i] = Number.isSafeInteger(c) ? c : -1;
-    }
+    const path = cut < 0 ? "" : key.slice(0, cut);
+    const coords = coordinatesOf(key, cut < 0 ? 2 : cut + 3);
+    if (coords === undefined)
+        return undefined;
     return { path, cut, coords, url, offset: o, size: s };
 }
+/**
+ * The chunk coordinates written from position `start` of `key` to its end (`i/j/…`), each as
+ * zarr writes one (ASCII digits, no leading zero, at most 18 digits; -1 for one beyond
+ * 2^53 - 1); undefined when the tail is written otherwise.
+ */
+function coordinatesOf(key, start) {
+    const coords = [];
+    let value = 0;
+    let digits = 0;
+    let leadingZero = false;
+    for (let i = start; i <= key.length; i++) {
+        const code = i < key.length ? key.charCodeAt(i) : SLASH;
+        if (code === SLASH) {
+            if (digits === 0 || digits > 18 || (leadingZero && digits > 1))
+                return undefined;
+            coords.push(Number.isSafeInteger(value) ? value : -1);
+            value = 0;
+            digits = 0;
+        }
+        else if (code >= ZERO && code <= ZERO + 9) {
+            if (digits === 0)
+                leadingZero = code === ZERO;
+            value = value * 10 + (code - ZERO);
+            digits++;
+        }
+        else {
+            return undefined;
+        }
+    }
+    return coords;
+}
+const SLASH = 47;
+const ZERO = 48;
 /**
  * The array paths whose chunk prefix (`path/c/`, `c/` for the root) `key` starts with, for
  * prefixes ending before position `before` of the key (-2: any).
