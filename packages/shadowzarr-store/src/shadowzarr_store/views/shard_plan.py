@@ -9,7 +9,7 @@ Narrow ranges: an inner chunk of a packed shard is a block of stored chunks rear
 one C-order block. zarr asks for whole inner chunks; a sparse selection asks for the few
 elements it picks (`views.sparse_selection`). For those, reading the whole pack would read the
 mebibyte around each point: instead each asked byte is traced to its stored chunk and its place
-in it, only those stored chunks are read, and the answers are cut from them (`NarrowPlan`).
+in it (`NarrowPlan`), only those stored chunks are read, and the answers are cut from them.
 Every byte answered is a byte of a stored chunk that was read (or the fill of one never
 written), never a stand-in.
 """
@@ -68,16 +68,6 @@ class NarrowPlan:
     rows: np.ndarray
     within: np.ndarray
     spans: list[tuple[int, int, int, int]]
-
-    def answers(self, block: np.ndarray, itemsize: int) -> list[bytes]:
-        """Each range's bytes, cut from ``block`` (the stored chunks of ``positions``, one
-        row of bytes each)."""
-        elements = block.view(np.dtype((np.void, itemsize))).reshape(len(block), -1)
-        picked = elements[self.rows, self.within].tobytes()
-        return [
-            picked[first * itemsize + head : last * itemsize - tail]
-            for first, last, head, tail in self.spans
-        ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from shadowzarr_store.merge import gathered_reads
-from shadowzarr_store.resolve import fill_element, fill_pattern
+from shadowzarr_store.resolve import fill_element
 from shadowzarr_store.transport.prefault import populate
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from shadowzarr_store.array_checks import ArrayChecks
     from shadowzarr_store.source_reader import SourceReader
     from shadowzarr_store.stored_reads import StoredReads
-    from shadowzarr_store.views.shard_plan import RangePlan, ShardPlan
+    from shadowzarr_store.views.shard_plan import NarrowPlan, RangePlan, ShardPlan
 
 __all__ = ["ShardReader", "read_runs"]
 
@@ -58,7 +58,7 @@ class ShardReader:
         self._reader = reader
         self._rfs = rfs
         self._owner = owner
-        self._pack_fills: dict[str, bytes] = {}
+        self._fill_rows: dict[str, np.ndarray] = {}
 
     async def read_plan(self, plan: ShardPlan, prototype: BufferPrototype) -> list[Buffer | None]:
         """The answer to every range of ``plan``: the narrow ones first (their stored chunks
@@ -66,7 +66,7 @@ class ShardReader:
         answers: list[Buffer | None] = [None] * len(plan.ranges)
         if plan.narrow is not None:
             block = await self._rows_of(plan, plan.narrow.positions)
-            cut = plan.narrow.answers(block, plan.layout.itemsize)
+            cut = _narrow_answers(plan.narrow, block, plan.layout.itemsize)
             for i, data in zip(plan.narrow_ranges, cut, strict=True):
                 answers[i] = prototype.buffer.from_bytes(data)
         rest = [(i, r) for i, r in enumerate(plan.ranges) if r is not None]
@@ -161,8 +161,7 @@ class ShardReader:
         nbytes = plan.layout.chunk_nbytes
         block = np.empty((len(stored), nbytes), dtype=np.uint8)
         if not stored.all():
-            fill = fill_pattern(self._pack_fill(plan.path), 0, nbytes)
-            block[~stored] = np.frombuffer(fill, dtype=np.uint8)
+            block[~stored] = self._fill_row(plan.path, nbytes)
         rows = np.flatnonzero(stored)
         at = 0
         for piece in pieces:
@@ -234,14 +233,15 @@ class ShardReader:
                 raise self._vanished(str(inner), plan.key)
         return cast("list[Buffer]", parts)
 
-    def _pack_fill(self, path: str) -> bytes:
-        """One fill element of the array at ``path`` in stored byte order (a pack's stored
-        chunk that was never written)."""
-        found = self._pack_fills.get(path)
-        if found is None:
+    def _fill_row(self, path: str, nbytes: int) -> np.ndarray:
+        """A stored chunk of ``nbytes`` of the array at ``path`` that was never written: its
+        fill element in stored byte order, repeated (zeros where the fill is variable)."""
+        found = self._fill_rows.get(path)
+        if found is None or len(found) != nbytes:
             info = array_info(self._rfs, path)
-            found = (fill_element(info) if info is not None else None) or b""
-            self._pack_fills[path] = found
+            element = (fill_element(info) if info is not None else None) or b""
+            found = np.resize(np.frombuffer(element, dtype=np.uint8), nbytes)
+            self._fill_rows[path] = found
         return found
 
     def _wrong_size(self, inner: str | None, size: int, nbytes: int) -> ChunkDecodeError:
@@ -330,6 +330,17 @@ async def _packed(nbytes: int, pack: Callable[..., np.ndarray], *args: Any) -> n
     if nbytes < _THREAD_PACKING_BYTES:
         return pack(*args)
     return await asyncio.to_thread(pack, *args)
+
+
+def _narrow_answers(narrow: NarrowPlan, block: np.ndarray, itemsize: int) -> list[bytes]:
+    """Each narrow range's bytes, cut from ``block`` (the stored chunks of
+    ``narrow.positions``, one row of bytes each)."""
+    elements = block.view(np.dtype((np.void, itemsize))).reshape(len(block), -1)
+    picked = elements[narrow.rows, narrow.within].tobytes()
+    return [
+        picked[first * itemsize + head : last * itemsize - tail]
+        for first, last, head, tail in narrow.spans
+    ]
 
 
 def _decode_members(
