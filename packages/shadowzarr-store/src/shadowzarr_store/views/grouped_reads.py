@@ -116,7 +116,7 @@ class GroupedReads:
         group = self._group(parsed)
         if group is None:
             return await self._stored.get_key(key, prototype, byte_range)
-        return (await self.get_shard(parsed, group, [byte_range], prototype))[0]
+        return (await self.get_shard(parsed, group, [byte_range], prototype, one_get=True))[0]
 
     async def get_key_ranges(
         self, key: str, byte_ranges: Sequence[ByteRequest | None], prototype: BufferPrototype
@@ -148,6 +148,8 @@ class GroupedReads:
         group: Group,
         byte_ranges: Sequence[ByteRequest | None],
         prototype: BufferPrototype,
+        *,
+        one_get: bool = False,
     ) -> list[Buffer | None]:
         """Ranges of shard ``parsed``: its array's checks once (a refused array's shards are
         refused too; the shard's array is its inner chunks' array), its index once, one plan
@@ -157,4 +159,4 @@ class GroupedReads:
         if index.empty:
             return [None] * len(byte_ranges)
         plan = plan_shard(parsed, group[2], index, checks, byte_ranges)
-        return await self._shards.read_plan(plan, prototype)
+        return await self._shards.read_plan(plan, prototype, one_get=one_get)

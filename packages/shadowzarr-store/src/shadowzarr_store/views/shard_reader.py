@@ -60,9 +60,12 @@ class ShardReader:
         self._owner = owner
         self._fill_rows: dict[str, np.ndarray] = {}
 
-    async def read_plan(self, plan: ShardPlan, prototype: BufferPrototype) -> list[Buffer | None]:
+    async def read_plan(
+        self, plan: ShardPlan, prototype: BufferPrototype, *, one_get: bool = False
+    ) -> list[Buffer | None]:
         """The answer to every range of ``plan``: the narrow ones first (their stored chunks
-        read at once), then the others at once (the merger joins what they read)."""
+        read at once), then the others at once, each in its own task (the merger joins what
+        they read); ``one_get``: zarr's ``get`` of one range, read in the caller's task."""
         answers: list[Buffer | None] = [None] * len(plan.ranges)
         if plan.narrow is not None:
             block = await self._rows_of(plan, plan.narrow.positions)
@@ -70,7 +73,7 @@ class ShardReader:
             for i, data in zip(plan.narrow_ranges, cut, strict=True):
                 answers[i] = prototype.buffer.from_bytes(data)
         rest = [(i, r) for i, r in enumerate(plan.ranges) if r is not None]
-        if len(rest) == 1:  # zarr's single get
+        if one_get and rest:
             answers[rest[0][0]] = await self._range(plan, rest[0][1], prototype)
             return answers
         found = await asyncio.gather(*(self._range(plan, r, prototype) for _, r in rest))
