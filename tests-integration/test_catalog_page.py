@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -112,6 +113,14 @@ def test_the_catalog_page_in_chromium(
     shown = errors["broken.h5"].removesuffix("…")  # a long message is cut, whole in its title
     assert f"{broken.error_class}: {broken.error_message}".startswith(shown)
     assert len(shown) >= 200
+
+    # each published asset's row links to its reference set, which the server hands out
+    index = json.loads((destination / "index.json").read_text())
+    links = {asset: link for asset, link in seen["links"] if link is not None}
+    assert links == {asset: f"{url}/{location}" for asset, location in index.items()}
+    for link in links.values():
+        with urllib.request.urlopen(f"{link}/refs.json", timeout=30) as answer:
+            assert json.loads(answer.read())["refs"], link
 
     assert seen["treeState"] == "shown", seen["treeText"]
     tree = {item["path"]: item for item in seen["tree"]}
