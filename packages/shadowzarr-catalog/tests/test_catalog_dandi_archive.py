@@ -239,6 +239,7 @@ def test_the_command_catalogs_the_archive(
         assert len(client.scheduler_info()["workers"]) == 2
         command += ["--scheduler", client.scheduler.address]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=500, check=False)
+    assert "error:" not in finished.stderr, finished.stderr[-3000:]
     assert finished.returncode == 1, finished.stderr[-3000:]  # the broken assets failed
     summary = json.loads(finished.stdout)
     assert (summary["listed"], summary["generated"]) == (len(archive.assets),) * 2

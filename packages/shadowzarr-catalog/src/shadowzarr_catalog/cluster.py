@@ -62,7 +62,7 @@ def rows_from_cluster(
             new.append(future)
 
     untyped: Any = as_completed  # no type hints in distributed
-    in_order = untyped(submitted())
+    in_order = untyped(submitted(), loop=client.loop)  # the default client may be another
     for future in in_order:
         asset = futures.pop(future)
         try:
