@@ -30,6 +30,9 @@ try {
     rows.map((r) => [...r.cells].map((c) => c.textContent)),
   );
   out.headers = await page.$$eval("#catalog th", (hs) => hs.map((h) => h.dataset.key));
+  out.links = await page.$$eval("#catalog tbody tr", (rows) =>
+    rows.map((r) => [r.dataset.assetId, r.querySelector("a")?.href ?? null]),
+  );
   await page.click(`#catalog th[data-key="${sortColumn}"]`);
   out.sortedAscending = await ids();
   await page.click(`#catalog th[data-key="${sortColumn}"]`);

@@ -1,7 +1,8 @@
 """catalog.html in headless Chromium: served over loopback HTTP as a user would serve the
 destination folder, every row shown, sorted by a column, one asset's group tree read through
 the JS store equal to what h5py sees in the file; from file:// the table alone works. The
-screenshot goes to docs/screenshots/catalog.png."""
+screenshot goes to docs/screenshots/catalog.png. The same served folder's reference sets read
+over HTTP by the Python store equal the native readers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,9 +20,12 @@ from pathlib import Path
 import h5py
 import pandas as pd
 import pytest
+import tifffile
 from catalog_archive import make_archive
 from PIL import Image
 from shadowzarr_catalog import generate_catalog
+from shadowzarr_store import open_rfs
+from shadowzarr_testing import assert_array_equal_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 JS_DIR = ROOT / "js"
@@ -109,6 +114,14 @@ def test_the_catalog_page_in_chromium(
     assert f"{broken.error_class}: {broken.error_message}".startswith(shown)
     assert len(shown) >= 200
 
+    # each published asset's row links to its reference set, which the server hands out
+    index = json.loads((destination / "index.json").read_text())
+    links = {asset: link for asset, link in seen["links"] if link is not None}
+    assert links == {asset: f"{url}/{location}" for asset, location in index.items()}
+    for link in links.values():
+        with urllib.request.urlopen(f"{link}/refs.json", timeout=30) as answer:
+            assert json.loads(answer.read())["refs"], link
+
     assert seen["treeState"] == "shown", seen["treeText"]
     tree = {item["path"]: item for item in seen["tree"]}
     expected = _h5py_tree(root / ASSET)
@@ -170,3 +183,26 @@ def test_the_shipped_viewer_modules_are_the_built_js_store() -> None:
         check=False,
     )
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.network
+def test_published_references_read_over_http_by_the_python_store(
+    served_catalog: tuple[Path, Path, str],
+) -> None:
+    """Every reference set of the destination, served as plain files over HTTP and opened by
+    its URL, reads what h5py and tifffile read from the asset (the assets are local files
+    here: references from a URL read them only when allowed to)."""
+    root, destination, url = served_catalog
+    index = json.loads((destination / "index.json").read_text())
+    assert len(index) >= 5
+    for asset, location in index.items():
+        group = open_rfs(f"{url}/{location}", allow_local_files=True)
+        if asset.endswith(".tif"):
+            assert_array_equal_exact(group["0"][...], tifffile.imread(root / asset), asset)
+            continue
+        with h5py.File(root / asset, "r") as f:
+            datasets = _h5py_tree(root / asset)
+            assert any(shape is not None for shape in datasets.values()), asset
+            for name, shape in datasets.items():
+                if shape is not None:
+                    assert_array_equal_exact(group[name][...], f[name][()], f"{asset}:{name}")

@@ -65,6 +65,11 @@ def test_the_notebook_shows_progress_widgets_and_the_tree(tmp_path: Path, kernel
     assert "(20,000, 32)" in shown[0]
     assert "trace19" in shown[0]
     assert "int16" in shown[0]
+    # the text beside it (a terminal's display): zarr's line, then the same tree
+    plain = [o["data"]["text/plain"] for o in _outputs(tree) if "text/plain" in o.get("data", {})]
+    assert plain[0].startswith("<Group RfsStore(")
+    assert "data  int16  (20,000, 32)  chunks (16, 32)" in plain[0]
+    assert "trace19" in plain[0]
     traffic_html = [
         o["data"]["text/html"] for o in _outputs(traffic) if "text/html" in o.get("data", {})
     ]

@@ -18,9 +18,10 @@ from shadowzarr_store import materialize, open_rfs
 from shadowzarr_testing import assert_array_equal_exact
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
-    from shadowzarr_testing import MotoS3
+    from shadowzarr_testing import LatencyProxy, MotoS3
 
 pytestmark = pytest.mark.network
 
@@ -168,3 +169,124 @@ def test_write_rfs_publishes_to_the_bucket(
     group = open_rfs(target, storage_options=options)
     for path, expected in values.items():
         assert_array_equal_exact(group[path][:], expected, path)
+
+
+def test_one_reference_set_over_two_buckets_with_their_own_credentials(
+    moto_s3: MotoS3,
+    make_proxy: Callable[..., LatencyProxy],
+    s3_bucket_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One reference set whose arrays live in two private buckets, opened with a registry of
+    URL prefixes: one bucket's options as s3fs spells them, the other an obstore store built
+    by the user. moto sits behind a proxy that logs each request's Authorization header, so
+    the access key that signed each bucket's requests is read from what the server got."""
+    import json
+    import os
+    import re
+
+    from obstore.store import S3Store
+
+    for variable in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(variable)  # none of the machine's credentials
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    front = make_proxy(moto_s3.endpoint)
+    endpoint = front.url("").rstrip("/")
+    first, second = s3_bucket_name, s3_bucket_name + "-second"
+    values = {
+        "a": np.arange(1024, dtype="<i2"),
+        "b": np.arange(1024, 2048, dtype="<i2"),
+    }
+    moto_s3.create_bucket(first)
+    moto_s3.create_bucket(second)
+    moto_s3.put(first, "raw/a.bin", values["a"].tobytes())
+    moto_s3.put(second, "raw/b.bin", values["b"].tobytes())
+    refs: dict[str, object] = {"zarr.json": json.dumps({"zarr_format": 3, "node_type": "group"})}
+    for name, bucket in (("a", first), ("b", second)):
+        refs[f"{name}/zarr.json"] = json.dumps(
+            {
+                "zarr_format": 3,
+                "node_type": "array",
+                "shape": [1024],
+                "data_type": "int16",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [256]}},
+                "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                "fill_value": 0,
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            }
+        )
+        for i in range(4):
+            refs[f"{name}/c/{i}"] = [f"s3://{bucket}/raw/{name}.bin", i * 512, 512]
+    (tmp_path / "two.json").write_text(json.dumps({"version": 1, "refs": refs}))
+    store = S3Store(
+        second,
+        endpoint=endpoint,
+        region="us-east-1",
+        access_key_id="AKIDSTOREOBJECT",
+        secret_access_key="s",
+        client_options={"allow_http": True},
+    )
+    registry = {
+        f"s3://{first}": {"key": "AKIDFSSPECNAMES", "secret": "s", "endpoint_url": endpoint},
+        f"s3://{second}/raw/": store,
+    }
+    group = open_rfs(tmp_path / "two.json", storage_options=registry)
+    for name, expected in values.items():
+        assert_array_equal_exact(group[name][:], expected, name)
+    signed_with: dict[str, set[str]] = {}
+    for entry in front.log:
+        found = re.search(r"Credential=([^/]+)/", entry["headers"].get("authorization", ""))
+        signed_with.setdefault(entry["path"].split("/")[1], set()).add(
+            found[1] if found else "unsigned"
+        )
+    assert signed_with == {first: {"AKIDFSSPECNAMES"}, second: {"AKIDSTOREOBJECT"}}
+    # the second bucket has no options of its own without the registry: the environment's
+    # (none here), and our error says so before any request
+    front.reset()
+    only_first = {f"s3://{first}": registry[f"s3://{first}"]}
+    with pytest.raises(SourceAccessError, match="no credentials found"):
+        open_rfs(tmp_path / "two.json", storage_options=only_first)["b"][:]
+    assert all(entry["path"].split("/")[1] != second for entry in front.log)
+
+
+def test_a_virtualizarr_registry_is_taken_as_storage_options(
+    moto_s3: MotoS3, bucket: tuple[str, dict[str, np.ndarray]], tmp_path: Path
+) -> None:
+    """VirtualiZarr's ``ObjectStoreRegistry`` (obspec-utils) of obstore stores, as a user of
+    VirtualiZarr already has one, serves generation and reading; a registered store that is
+    not an obstore store is refused by name, as is a registry naming another bucket's store."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore, S3Store
+    from shadowzarr_store.transport import StorageOptionsError
+
+    name, values = bucket
+    options = moto_s3.storage_options()
+
+    def store_for(bucket_name: str) -> S3Store:
+        return S3Store(
+            bucket_name,
+            endpoint=options["endpoint"],
+            region=options["region"],
+            access_key_id=options["access_key_id"],
+            secret_access_key=options["secret_access_key"],
+            client_options={"allow_http": True},
+        )
+
+    registry = ObjectStoreRegistry({f"s3://{name}": store_for(name)})
+    rfs = generate_rfs(f"s3://{name}/data/file.h5", storage_options=registry, progress=False)
+    group = open_rfs(rfs, storage_options=registry)
+    for path, expected in values.items():
+        assert_array_equal_exact(group[path][:], expected, path)
+    nested = ObjectStoreRegistry({f"s3://{name}/data": store_for(name)})
+    assert_array_equal_exact(open_rfs(rfs, storage_options=nested)["x"][:], values["x"], "x")
+    wrong = ObjectStoreRegistry({f"s3://{name}": store_for(name + "-other")})
+    with pytest.raises(StorageOptionsError, match="not '" + name + "'"):
+        open_rfs(rfs, storage_options=wrong)["x"][:]
+    not_obstore = ObjectStoreRegistry({f"s3://{name}": object()})
+    with pytest.raises(StorageOptionsError, match="not object"):
+        open_rfs(rfs, storage_options=not_obstore)["x"][:]
+    local = ObjectStoreRegistry({f"s3://{name}": LocalStore(str(tmp_path))})
+    with pytest.raises(StorageOptionsError):
+        open_rfs(rfs, storage_options=local)["x"][:]

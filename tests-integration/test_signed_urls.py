@@ -6,6 +6,7 @@ S3 server behind a proxy that logs what each request carried."""
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -16,14 +17,18 @@ import pytest
 from botocore.config import Config
 from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import SourceAccessError, write_rfs
-from shadowzarr_spec.signed_urls import SIGNING_PARAMETERS, recorded_location
+from shadowzarr_spec.signed_urls import (
+    SIGNING_PARAMETERS,
+    recorded_location,
+    signing_parameters_in,
+)
 from shadowzarr_store import open_rfs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from shadowzarr_testing import LatencyProxy, MotoS3
+    from shadowzarr_testing import LatencyProxy, MotoS3, NginxServer
 
 pytestmark = pytest.mark.network
 
@@ -109,3 +114,60 @@ def test_a_presigned_generation_writes_no_signature(
         open_rfs(tmp_path / "refs-json" / "refs.json")["x"][:]
     assert front.log
     assert all(entry["query"] == "" for entry in front.log)
+
+
+_SIGNED_QUERIES = {
+    "AWS SigV2": "AWSAccessKeyId=AKIDV2&Expires=1900000000&Signature=c2lnbmF0dXJl%3D",
+    "AWS SigV4": (
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDV4%2F20261207%2Fus-east-1%2Fs3"
+        "%2Faws4_request&X-Amz-Date=20261207T000000Z&X-Amz-Expires=600"
+        "&X-Amz-Security-Token=tokentoken&X-Amz-SignedHeaders=host&X-Amz-Signature=abcdef0123"
+    ),
+    "GCS V4": (
+        "X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=reader%40p.iam%2F20261207"
+        "&X-Goog-Date=20261207T000000Z&X-Goog-Expires=600&X-Goog-SignedHeaders=host"
+        "&X-Goog-Signature=0a1b2c3d"
+    ),
+    "GCS V2": "GoogleAccessId=reader%40p.iam&Expires=1900000000&Signature=Z2NzLXYy",
+    "CloudFront": "Policy=eyJTdGF0ZW1lbnQiOltdfQ__&Signature=Y2xvdWRmcm9udA__&Key-Pair-Id=KPID",
+    "Azure SAS": (
+        "sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-31T00%3A00%3A00Z&st=2026-12-01"
+        "&spr=https&sip=10.1.2.3&skoid=oid&sktid=tid&skt=2026-12-01&ske=2026-12-31&sks=b"
+        "&skv=2022-11-02&rscd=attachment&sig=c2FzLXNpZ25hdHVyZQ%3D%3D"
+    ),
+}
+_QUERY_NAME = re.compile(r"[?&]([A-Za-z0-9_.~%-]+)=", re.ASCII)
+
+
+@pytest.mark.parametrize("family", sorted(_SIGNED_QUERIES))
+def test_no_known_signing_parameter_or_user_info_is_written(
+    nginx: NginxServer, nginx_root: Path, tmp_path: Path, family: str
+) -> None:
+    """A generation through a URL signed as each family signs (nginx ignores the query), with
+    a user and password in it too and a parameter of the site's own: the written references,
+    in both forms, hold none of the parameters any family signs with (every name of
+    `SIGNING_PARAMETERS` and every ``X-Amz-*``/``X-Goog-*`` looked for), no user info, and
+    keep the site's parameter."""
+    values = np.arange(2000, dtype="<i4").reshape(100, 20)
+    with h5py.File(nginx_root / "f.h5", "w") as f:
+        f.create_dataset("x", data=values, chunks=(25, 20))
+    query = _SIGNED_QUERIES[family]
+    signed = f"http://reader:pa55word@127.0.0.1:{nginx.port}/f.h5?version=3&{query}"
+    rfs = generate_rfs(signed, progress=False)
+    bare = f"http://127.0.0.1:{nginx.port}/f.h5?version=3"
+    assert list(rfs.sources) == [bare]
+    assert signing_parameters_in(signed)
+    for layout in ("refs.json", "refs.shadowzarr"):
+        written = tmp_path / layout.replace(".", "-")
+        written.mkdir()
+        write_rfs(rfs, written / layout)
+        text = _written_text(written)
+        names = {name.lower() for name in _QUERY_NAME.findall(text)}
+        assert names == {"version"}, names
+        leaked = [
+            n for n in names if n in SIGNING_PARAMETERS or n.startswith(("x-amz-", "x-goog-"))
+        ]
+        assert leaked == []
+        for secret in ("pa55word", "reader@", "reader%40", *re.findall(r"=([^&]{6,})", query)):
+            assert secret not in text, secret
+        np.testing.assert_array_equal(open_rfs(written / layout)["x"][:], values)

@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING
 
 import dask
+import distributed
 import numpy as np
 import pytest
 import xarray as xr
@@ -37,13 +38,13 @@ def served(nginx: NginxServer, nginx_root: Path) -> tuple[np.ndarray, str]:
     return values, nginx.url("rec.shadowzarr")
 
 
+@pytest.mark.parametrize("scheduler", ["threads", "distributed"])
 def test_chunks_empty_gives_a_task_and_at_most_a_request_per_shard(
-    nginx: NginxServer, served: tuple[np.ndarray, str]
+    nginx: NginxServer, served: tuple[np.ndarray, str], scheduler: str
 ) -> None:
+    """The store's defaults (no store option): what a user of xarray gets."""
     values, refs = served
-    dataset = xr.open_dataset(
-        refs, engine="shadowzarr", chunks={}, store_options={"grouped_view": "auto"}
-    )
+    dataset = xr.open_dataset(refs, engine="shadowzarr", chunks={})
     variable = dataset["data"]
     shards = variable.encoding["shards"]
     assert variable.encoding["chunks"] != shards  # zarr's chunks are smaller than a shard
@@ -55,8 +56,22 @@ def test_chunks_empty_gives_a_task_and_at_most_a_request_per_shard(
     opening = nginx.entries()
     assert {entry.uri for entry in opening} <= {"/rec.shadowzarr/refs.json"}
     nginx.reset()
-    with dask.config.set(scheduler="threads"):
-        read = variable.compute()
+    if scheduler == "threads":
+        with dask.config.set(scheduler="threads"):
+            read = variable.compute()
+    else:  # dask.distributed, as the issue's 391 tasks and requests were counted
+        with (
+            distributed.LocalCluster(
+                n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            read = client.compute(variable).result()
+            # one task per shard ran on the cluster: the chunk tasks (name, i, j) of the dask
+            # array (beside them one task holds the array it reads from)
+            name = variable.data.name
+            done = [key for key in client.run_on_scheduler(_task_keys) if key[0] == name]
+            assert len(done) == shard_count, done
     np.testing.assert_array_equal(read.values, values)
     entries = nginx.entries()
     data = [entry for entry in entries if entry.uri == "/rec.nc"]
@@ -80,3 +95,9 @@ def test_to_dask_reads_by_shard_too(nginx: NginxServer, served: tuple[np.ndarray
     np.testing.assert_array_equal(read, values[1_000:150_000])
     data = [entry for entry in nginx.entries() if entry.uri == "/rec.nc"]
     assert 1 <= len(data) <= math.ceil(150_000 / array.shards[0])
+
+
+def _task_keys(dask_scheduler: distributed.Scheduler) -> list[tuple[object, ...]]:
+    """The keys of the chunk tasks the scheduler knows of (kept while their results are
+    wanted)."""
+    return [key for key in dask_scheduler.tasks if isinstance(key, tuple)]

@@ -31,13 +31,11 @@ export interface StoredChunk {
 export interface GroupedArray {
   readonly path: string;
   readonly layout: GroupLayout;
-  /** The key of the stored chunk at `coords`. */
-  keyOf(coords: readonly number[]): string;
   /**
-   * Where a stored chunk is and its length, without reading it where the references say
-   * (null: not stored); synchronous when the references hold it.
+   * Where the stored chunk at `coords` is and its length, without reading it where the
+   * references say (null: not stored); synchronous unless it is looked up in a chunk manifest.
    */
-  locate(key: string): StoredChunk | null | Promise<StoredChunk | null>;
+  locate(coords: readonly number[]): StoredChunk | null | Promise<StoredChunk | null>;
   /** A located stored chunk's bytes as the store serves it unsharded (undefined: not stored). */
   read(chunk: StoredChunk, signal?: AbortSignal): Promise<Uint8Array | undefined>;
   /** For packs of decoded chunks: a stored chunk's bytes with its byte codecs undone. */
@@ -152,9 +150,7 @@ export class GroupedShards {
 
   async #build(array: GroupedArray, shard: readonly number[]): Promise<Shard> {
     const layout = array.layout;
-    const found = layout
-      .innerChunks(shard)
-      .map((c) => (c === null ? null : array.locate(array.keyOf(c))));
+    const found = layout.innerChunks(shard).map((c) => (c === null ? null : array.locate(c)));
     // stored chunks listed in the references are located at once; only index lookups wait
     const chunks = found.some((c) => c instanceof Promise) ? await Promise.all(found) : found;
     const located = chunks as (StoredChunk | null)[];

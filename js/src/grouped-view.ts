@@ -7,10 +7,11 @@
  * the same zarr.json for the same references (a cross-reader test checks it): arrays of at least
  * `MIN_CHUNKS` stored chunks, each under `GROUP_BELOW_BYTES` decoded, get a chunk grid of blocks
  * of stored chunks (trailing axes whole first) and one `sharding_indexed` codec whose inner
- * chunks are the stored chunks with the array's codecs. Where every chunk comes from the array's
- * chunk manifest and the array's codecs are `bytes` (then any bounded byte codecs), an inner chunk
- * packs a block of stored chunks of about `PACK_BYTES` in C order, decoded by the store
- * (byte codecs undone) and shown as plain `bytes`.
+ * chunks are the stored chunks with the array's codecs. Where every chunk comes from one table of
+ * entries into one file (the array's chunk manifest, or its chunks listed in the references as
+ * one table, listed-table.ts) and the array's codecs are `bytes` (then any bounded byte codecs),
+ * an inner chunk packs a block of stored chunks of about `PACK_BYTES` in C order, decoded by
+ * the store (byte codecs undone) and shown as plain `bytes`.
  *
  * One name differs: Python names shards of slabs `shadowzarr.sharding_indexed` (its faster
  * decoder of the same format); zarrita 0.7.5 recognises sharding only by the name
@@ -230,8 +231,9 @@ export class GroupLayout {
 
 /**
  * The grouped layout of the array whose stored zarr.json is `document`, or undefined when it is
- * shown as stored. `indexOnly`: every chunk of it comes from its chunk manifest (no refs, gen
- * entries or selection), so its stored chunks may be packed (`packKindOf`).
+ * shown as stored. `indexOnly`: every chunk of it comes from one table of entries (its chunk
+ * manifest with no refs, gen entries or selection, or its listed table), so its stored chunks
+ * may be packed (`packKindOf`).
  */
 export function groupLayout(
   document: Json,
@@ -286,7 +288,7 @@ export function groupLayout(
 
 /**
  * How an array's stored chunks may be packed (Python's `pack_kind`): only when every chunk
- * comes from its chunk manifest (`indexOnly`); `plain` for `bytes` alone, `decoded` for `bytes`
+ * comes from one table of entries (`indexOnly`); `plain` for `bytes` alone, `decoded` for `bytes`
  * followed by byte codecs whose output the Python store bounds.
  */
 export function packKindOf(codecs: readonly Json[], indexOnly: boolean): PackKind | null {
@@ -296,9 +298,9 @@ export function packKindOf(codecs: readonly Json[], indexOnly: boolean): PackKin
 }
 
 /**
- * Whether every chunk of `path` comes from its chunk manifest (Python's `manifest_only`): no
- * gen entries, no selection, and no reference under its chunk keys (`withRefs`, from
- * `indexedWithRefs`).
+ * Whether every chunk of `path` comes from its chunk manifest (the first half of Python's
+ * `manifest_only`; the store adds listed tables): no gen entries, no selection, and no
+ * reference under its chunk keys (`withRefs`, from `indexedWithRefs`).
  */
 export function indexOnly(references: References, path: string, withRefs: Set<string>): boolean {
   if (!references.indexes.has(path) || references.gen.length > 0) return false;

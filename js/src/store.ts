@@ -40,6 +40,7 @@ import {
   shardBytesOf,
 } from "./grouped-view.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
+import { type ListedTable, listedTables } from "./listed-table.js";
 import { metadataForZarrita } from "./metadata-view.js";
 import { type SequenceType, sequenceType } from "./sequences.js";
 import type { StructLayout } from "./struct.js";
@@ -123,6 +124,7 @@ export class ReferenceStore implements AsyncReadable {
   /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
   #lastShard: { key: string; shard: { array: GroupedArray; coords: number[] } } | undefined;
   #indexedWithRefs: Set<string> | undefined;
+  #listedTables: Map<string, ListedTable> | undefined;
   #tree: Map<string, Set<string>> | undefined;
 
   /**
@@ -419,9 +421,22 @@ export class ReferenceStore implements AsyncReadable {
     return layout;
   }
 
+  /**
+   * Whether every chunk of `path` comes from one table of entries (Python's `manifest_only`):
+   * its chunk manifest, or its chunks listed in the references as one table (`#listedTable`).
+   */
   #indexOnly(path: string): boolean {
     this.#indexedWithRefs ??= indexedWithRefs(this.references);
-    return indexOnly(this.references, path, this.#indexedWithRefs);
+    return (
+      indexOnly(this.references, path, this.#indexedWithRefs) ||
+      this.#listedTable(path) !== undefined
+    );
+  }
+
+  /** The listed table of `path` (listed-table.ts): every table made in one pass, when first asked. */
+  #listedTable(path: string): ListedTable | undefined {
+    this.#listedTables ??= listedTables(this.references);
+    return this.#listedTables.get(path);
   }
 
   /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
@@ -465,16 +480,20 @@ export class ReferenceStore implements AsyncReadable {
     };
     const fill = fillChunk(document, layout);
     const decode = byteDecoder(codecs, meta);
+    const keyOf = (coords: readonly number[]): string => {
+      const tail = info.defaultEncoding
+        ? ["c", ...coords].join(info.separator)
+        : coords.join(info.separator);
+      return path === "" ? tail : `${path}/${tail}`;
+    };
+    const table = this.#listedTable(path);
     array = {
       path,
       layout,
-      keyOf: (coords) => {
-        const tail = info.defaultEncoding
-          ? ["c", ...coords].join(info.separator)
-          : coords.join(info.separator);
-        return path === "" ? tail : `${path}/${tail}`;
-      },
-      locate: (key) => this.#locateStored(key),
+      locate:
+        table === undefined
+          ? (coords) => this.#locateStored(keyOf(coords))
+          : (coords) => this.#locateListed(table, coords),
       read: (chunk, signal) => this.#readFound(chunk.key, chunk.ref as Reference, null, signal),
       decode: (key, bytes) => decode(bytes, `chunk ${key}`),
       fill: () => fill,
@@ -494,6 +513,27 @@ export class ReferenceStore implements AsyncReadable {
     return this.#fromIndex(key).then((found) =>
       found === undefined ? null : this.#located(key, found),
     );
+  }
+
+  /**
+   * A stored chunk of an array with a listed table (listed-table.ts), located from its columns by
+   * coordinates, as the Python store reads them (`Resolver.entries`); named by its listed key.
+   */
+  #locateListed(
+    table: ListedTable,
+    coords: readonly number[],
+  ): StoredChunk | null | Promise<StoredChunk | null> {
+    const row = table.row(coords);
+    if (row < 0) return null;
+    const tail = `c/${coords.join("/")}`;
+    const key = table.path === "" ? tail : `${table.path}/${tail}`;
+    const ref: Reference = {
+      kind: "range",
+      url: table.url,
+      offset: table.offsets[row] as number,
+      size: table.sizes[row] as number,
+    };
+    return this.#located(key, ref);
   }
 
   #located(key: string, ref: Reference): StoredChunk | null | Promise<StoredChunk | null> {

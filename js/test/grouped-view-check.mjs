@@ -8,7 +8,7 @@
 //   PLACEHOLDER  the URL prefix the references name the sources under; read from the server
 // Prints JSON: {path: {grouped: {zarr_json, requests, bytes, reads, calls, milliseconds, shape,
 // stride, data}, stored: {…}}}: `calls` are zarrita's calls of the store, `data` the values as
-// zarrita returns them, base64.
+// zarrita returns them, base64; {zarr_json, error} when the read fails (the error's class name).
 import * as zarr from "zarrita";
 import { ReferenceStore } from "shadowzarr";
 import { startServer } from "./server.mjs";
@@ -31,7 +31,14 @@ async function readWith(options, path) {
   server.reset();
   calls = 0;
   const started = performance.now();
-  const chunk = await zarr.get(array, null);
+  let chunk;
+  try {
+    chunk = await zarr.get(array, null);
+  } catch (error) {
+    // the store's typed error (zarrita may wrap it as the cause of its own)
+    const cause = error?.cause instanceof Error ? error.cause : error;
+    return { zarr_json: zarrJson, error: cause?.name ?? String(cause) };
+  }
   const milliseconds = performance.now() - started;
   const data = chunk.data;
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);

@@ -190,7 +190,7 @@ def run_cluster(server: BenchServer, urls: list[str], work: Path, workers: int) 
             n_workers=workers,
             threads_per_worker=THREADS_PER_WORKER,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

@@ -145,6 +145,75 @@ def _by(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
     return {c: [r[c] for r in runs] for c in COLUMNS}
 
 
+def _counted(server: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """A child's answer with the server's counts of its two reads (first and warm together):
+    requests, round trips, bytes."""
+    counts = server.counts()
+    found["server"] = {
+        "requests": counts.requests,
+        "round_trips": counts.round_trips,
+        "bytes": counts.bytes,
+    }
+    return found
+
+
+def run(
+    sizes: reads.Sizes,
+    latency: float,
+    runs: int,
+    variants: dict[str, str],
+    *,
+    profile: Path | None = None,
+    importtime: Path | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """``runs`` rounds, each the limit and then every variant (name: JSON of store options and
+    ``env``) in fresh processes, on the recording of ``sizes`` served at ``latency`` ms per
+    request: the document `print_table` shows (medians, shares of the limit, every run)."""
+    for folder in (profile, importtime):
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+    measured: dict[str, list[dict[str, Any]]] = {"limit": [], **{name: [] for name in variants}}
+    here = str(Path(__file__).parent)
+    with reads.served_recording(sizes, latency, "shadowzarr-fresh-") as (server, refs, _):
+        size = refs["size"]
+        for i in range(runs):
+            server.reset()
+            measured["limit"].append(_counted(server, child(LIMIT, refs["url"], str(size), here)))
+            for name, options in variants.items():
+                server.reset()
+                base = {"grouped_view": "auto", **json.loads(options)}
+                env = base.pop("env", {})
+                prof = str(profile / name) if profile and i == 0 else ""
+                log = importtime / f"{name}.log" if importtime and i == 0 else None
+                found = child(
+                    CHILD,
+                    refs["remote"],
+                    reads.RECORDING,
+                    json.dumps(base),
+                    prof,
+                    importtime=log,
+                    env=env,
+                )
+                measured[name].append(_counted(server, found))
+                print(
+                    f"run {i} {name}: " + ", ".join(f"{c} {found[c]:.3f}" for c in COLUMNS),
+                    flush=True,
+                )
+    limit = statistics.median(r["first"] for r in measured["limit"])
+    return {
+        "command": command or ["tools/bench/fresh_read.py"],
+        "file_bytes": size,
+        "latency_ms": latency,
+        "runs": runs,
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "limit": summary(measured["limit"], None, size),
+        "variants": {name: summary(measured[name], limit, size) for name in variants},
+        "measured": measured,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 s of recording, 2 runs")
@@ -163,46 +232,15 @@ def main(argv: list[str] | None = None) -> int:
     sizes = reads.Sizes.quick() if args.quick else reads.Sizes()
     runs = args.runs or (2 if args.quick else 7)
     variants = dict(v.split("=", 1) for v in args.variant) or {"default": "{}"}
-    for folder in (args.profile, args.importtime):
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-    measured: dict[str, list[dict[str, Any]]] = {"limit": [], **{name: [] for name in variants}}
-    here = str(Path(__file__).parent)
-    with reads.served_recording(sizes, args.latency, "shadowzarr-fresh-") as (_server, refs, _):
-        size = refs["size"]
-        for i in range(runs):
-            measured["limit"].append(child(LIMIT, refs["url"], str(size), here))
-            for name, options in variants.items():
-                base = {"grouped_view": "auto", **json.loads(options)}
-                env = base.pop("env", {})
-                profile = str(args.profile / name) if args.profile and i == 0 else ""
-                log = args.importtime / f"{name}.log" if args.importtime and i == 0 else None
-                found = child(
-                    CHILD,
-                    refs["remote"],
-                    reads.RECORDING,
-                    json.dumps(base),
-                    profile,
-                    importtime=log,
-                    env=env,
-                )
-                measured[name].append(found)
-                print(
-                    f"run {i} {name}: " + ", ".join(f"{c} {found[c]:.3f}" for c in COLUMNS),
-                    flush=True,
-                )
-    limit = statistics.median(r["first"] for r in measured["limit"])
-    document: dict[str, Any] = {
-        "command": ["tools/bench/fresh_read.py", *(sys.argv[1:] if argv is None else argv)],
-        "file_bytes": size,
-        "latency_ms": args.latency,
-        "runs": runs,
-        "load_average": os.getloadavg(),
-        "cpus": os.cpu_count(),
-        "limit": summary(measured["limit"], None, size),
-        "variants": {name: summary(measured[name], limit, size) for name in variants},
-        "measured": measured,
-    }
+    document = run(
+        sizes,
+        args.latency,
+        runs,
+        variants,
+        profile=args.profile,
+        importtime=args.importtime,
+        command=["tools/bench/fresh_read.py", *(sys.argv[1:] if argv is None else argv)],
+    )
     print_table(document)
     if args.json is not None:
         args.json.write_text(json.dumps(document, indent=1))

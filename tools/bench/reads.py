@@ -1,15 +1,16 @@
 """Reads of small-chunk files with zarr's DEFAULT settings (issue 25), side by side with peers.
 
-Every reader opens afresh and reads one selection (cold), behind the latency proxy on the
-single-range server (20 ms per request, as S3 answers ranges). Rows: 20,000 rows of 1 and of 32
+Every reader opens afresh and reads one selection (cold) from the single-range server (20 ms per
+request, as S3 answers ranges). Rows: 20,000 rows of 1 and of 32
 columns of a table in 1 KiB chunks, 1 s of 1 and of 64 channels of an NWB-like recording in
 4 KiB chunks, the whole recording read in one go (against plain concurrent range requests of
 the file: the limit), 1,000 scattered chunks of the table, and a dask sum of the whole
 recording on dask.distributed (an in-process LocalCluster, 2 threads). Ours through ``open_rfs``,
 ``zarr.open_group(RfsStore)`` and xarray, with references remote (served next to the file) and
-at hand; peers: kerchunk + zarr, h5py + fsspec (read-ahead and block cache), h5coro, and h5py +
-remfile and async-hdf5 where their environments are built (see venvs.py). Requests, round trips
-(waves of requests, counted by the proxy) and bytes come from the server's own counters.
+at hand, and for the 20k rows also through one version-1 JSON file; peers: kerchunk + zarr,
+h5py + fsspec (read-ahead and block cache), h5coro, and h5py + remfile and async-hdf5 where
+their environments are built (see venvs.py). Requests, round trips (waves of requests, counted
+by the server) and bytes come from the server's own counters.
 
     uv run python tools/bench/reads.py            # full sizes, 3 runs per row (5 sequential)
     uv run python tools/bench/reads.py --quick    # small files, one run (the smoke test)
@@ -107,7 +108,8 @@ def write_files(www: Path, sizes: Sizes) -> None:
 
 
 def write_references(www: Path, server: BenchServer) -> dict[str, Any]:
-    """Our references of both files (a directory served beside them), and kerchunk's."""
+    """Our references of both files (a directory and a version-1 JSON file served beside
+    them), and kerchunk's."""
     from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_spec import write_rfs
 
@@ -116,8 +118,10 @@ def write_references(www: Path, server: BenchServer) -> dict[str, Any]:
         local = www / f"{name}.h5"
         rfs = generate_rfs(server.url(local.name), local_hdf5_path=local, progress=False)
         write_rfs(rfs, www / f"{name}.shadowzarr")
+        write_rfs(rfs, www / f"{name}.json")
         out[name] = {
             "remote": server.url(f"{name}.shadowzarr"),
+            "json": server.url(f"{name}.json"),
             "local": str(www / f"{name}.shadowzarr"),
             "kerchunk": kerchunk_refs(local, server.url(local.name)),
             "url": server.url(local.name),
@@ -263,6 +267,11 @@ DASK_ROWS = SAMPLE_RATE
 """Rows per dask task (1 s), the same for every reader; the row "dask's default chunks" takes
 ``from_zarr``'s, which for a sharded array are zarr's inner (stored) chunks."""
 DEFAULT_CHUNKS = "dask's default chunks"
+JSON_READER = "shadowzarr open_rfs, JSON refs remote"
+"""Ours through one version-1 JSON file of the references (``.json``) instead of the directory:
+run on the cases of `JSON_CASES` only."""
+JSON_CASES = "k rows x"
+"""The cases read through the JSON form too: 20,000 rows of 1 and of every column (issue 43)."""
 
 
 def _dask_sum(array: Any, rows: slice, chunks: Any = "1 s") -> np.ndarray:
@@ -317,6 +326,7 @@ def readers(skip: tuple[str, ...], scratch: Path, build: bool) -> list[tuple[str
     found: list[tuple[str, bool, Any]] = [
         ("shadowzarr open_rfs, refs remote", True, _ours_open_rfs("remote")),
         ("shadowzarr open_rfs, refs at hand", True, _ours_open_rfs("local")),
+        (JSON_READER, True, _ours_open_rfs("json")),
         ("shadowzarr zarr.open_group(RfsStore), refs remote", True, _ours_open_group),
         ("shadowzarr xarray engine, refs remote", True, _ours_xarray),
         (f"shadowzarr open_rfs, refs remote, {DEFAULT_CHUNKS}", True, _ours_dask_default),
@@ -484,6 +494,8 @@ def run(
             for name, ours, reader in chosen:
                 if name.endswith(DEFAULT_CHUNKS) and not case.startswith(DASK_CASE):
                     continue
+                if name == JSON_READER and JSON_CASES not in case:
+                    continue
                 row = Row("reads", case, name, ours=ours)
                 if isinstance(reader, str):
                     rows.append(not_run(row, reader).to_json())
@@ -562,16 +574,19 @@ def _throughputs(rows: list[dict[str, Any]], size: int) -> None:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     case = None
+    width = max([52, *(len(row["reader"]) for row in rows)])
     for row in rows:
         if row["case"] != case:
             case = row["case"]
             print(f"\n{case}")
-            print(f"  {'reader':<52} {'time':>8} {'requests':>8} {'rtt':>5} {'bytes':>11} equal")
+            print(
+                f"  {'reader':<{width}} {'time':>8} {'requests':>8} {'rtt':>5} {'bytes':>11} equal"
+            )
         if row["not_run"]:
-            print(f"  {row['reader']:<52} not run: {row['not_run']}")
+            print(f"  {row['reader']:<{width}} not run: {row['not_run']}")
             continue
         print(
-            f"  {row['reader']:<52} {row['seconds']:>7.3f}s {row['requests']:>8} "
+            f"  {row['reader']:<{width}} {row['seconds']:>7.3f}s {row['requests']:>8} "
             f"{row['round_trips'] if row['round_trips'] is not None else '-':>5} "
             f"{row['bytes']:>11,} {row['equal']} {row['note']}"
         )

@@ -75,13 +75,13 @@ class Timeline:
 
 def instrument(timeline: Timeline) -> None:
     """Log the events of `PHASES` (patches module attributes of this process only)."""
-    import shadowzarr_store.views.grouped_reads as grouped_reads
+    import shadowzarr_store.views.shard_reader as shard_reader
     from shadowzarr_store.views.grouped import GroupLayout
     from shadowzarr_store.views.slab_shards import SlabShardingCodec
     from zarr.codecs.sharding import ShardingCodec
     from zarr.core.buffer.cpu import NDBuffer
 
-    runs = grouped_reads.read_runs
+    runs = shard_reader.read_runs
 
     async def read_runs(*args: Any, **kwargs: Any) -> Any:
         timeline.note("ranges")
@@ -89,7 +89,7 @@ def instrument(timeline: Timeline) -> None:
         timeline.note("answered")
         return found
 
-    grouped_reads.read_runs = read_runs  # type: ignore[assignment]
+    shard_reader.read_runs = read_runs  # type: ignore[assignment]
     GroupLayout.pack_rows = _after(GroupLayout.pack_rows, timeline, "packed")  # type: ignore[method-assign]
     for codec in (ShardingCodec, SlabShardingCodec):  # the views' shards of slabs: ours
         codec._decode_partial_single = _decoded(codec._decode_partial_single, timeline)  # type: ignore[method-assign]

@@ -3,10 +3,12 @@
 One HDF5 file per N: an int32 array of N chunks of 4 values (16 B each; fixed-array chunk
 index), served by the single-range server at 20 ms per request. Each reader opens afresh and
 reads 1,000 chunks picked at random (all 4 values of each, one ``vindex`` selection for zarr
-readers, a chunk at a time for h5py), and the values are checked. The target: bytes fetched
+readers, a chunk at a time for h5py; h5coro, which answers one hyperslab per dataset per call,
+is listed as not run), and the values are checked. The target: bytes fetched
 from the data file at most 4 x the stored bytes touched (16,000) + 1 MiB, at every N, through
 directory references and JSON references. Requests, round trips and bytes come from the
-server's own counters (all of them, references included).
+server's own counters (all of them, references included). Peers: kerchunk + zarr, h5py +
+fsspec's block cache, and h5py + remfile and async-hdf5 in their own environments (`venvs`).
 
     uv run python tools/bench/reads.py --cases none --json-refs 0 --sparse-n 1e4,1e5,1e6
 """
@@ -23,6 +25,7 @@ import numpy as np
 from measure import Row, measure, not_run
 from peers import h5py_blockcache_file, kerchunk_group, kerchunk_refs
 from server import BenchServer
+from venvs import VenvPeer, peer_pythons
 
 __all__ = ["CASE", "run"]
 
@@ -57,29 +60,44 @@ def _picks(n: int, run: int) -> np.ndarray:
     return (chunks[:, None] * CHUNK + np.arange(CHUNK)).ravel()
 
 
+H5CORO = (
+    "h5coro answers one hyperslab per dataset per call (its results are keyed by dataset "
+    "name): 1,000 scattered chunks would be 1,000 calls one after another, not one selection"
+)
+
+
 def run(
     sizes: list[int],
     latency_ms: float,
     runs: int = 1,
     skip: tuple[str, ...] = (),
     keep: Path | None = None,
+    pythons: dict[str, Path | str] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of every reader at every N (each N's file written, served and read in turn), but
     those whose names contain a word of ``skip``; files kept in ``keep`` (and reused from it)
-    if given, else in a temporary folder."""
+    if given, else in a temporary folder. ``pythons``: the peer environments (`venvs`; by
+    default those already built)."""
+    if pythons is None:
+        pythons = peer_pythons(build=False)
     rows: list[dict[str, Any]] = []
     for n in sizes:
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
-            rows += _one_size(keep, n, latency_ms, runs, skip)
+            rows += _one_size(keep, n, latency_ms, runs, skip, pythons)
             continue
         with tempfile.TemporaryDirectory(prefix="shadowzarr-sparse-") as folder:
-            rows += _one_size(Path(folder), n, latency_ms, runs, skip)
+            rows += _one_size(Path(folder), n, latency_ms, runs, skip, pythons)
     return rows
 
 
 def _one_size(
-    www: Path, n: int, latency_ms: float, runs: int, skip: tuple[str, ...]
+    www: Path,
+    n: int,
+    latency_ms: float,
+    runs: int,
+    skip: tuple[str, ...],
+    pythons: dict[str, Path | str],
 ) -> list[dict[str, Any]]:
     from shadowzarr_hdf5 import generate_rfs
     from shadowzarr_spec import write_rfs
@@ -122,6 +140,26 @@ def _one_size(
         def kerchunk_read() -> Any:
             return kerchunk_group(kerchunk)["data"].vindex[state["picks"]]
 
+        peers: list[VenvPeer] = []
+
+        def in_venv(environment: str, how: str) -> Any:
+            """A reader in a peer's own environment (`venv_worker`'s ``chunks``): its worker
+            started here, untimed; each run opens the file afresh in it."""
+            python = pythons[environment]
+            if isinstance(python, str):
+                return python
+            peer = VenvPeer(python)
+            peers.append(peer)
+
+            def read() -> Any:
+                out = www / f"sparse-{how}-values.npy"
+                starts = state["picks"].reshape(-1, CHUNK)[:, 0].tolist()
+                peer.call(op="open", how=how, url=url)
+                peer.call(op="chunks", dataset="data", starts=starts, length=CHUNK, out=str(out))
+                return np.load(out)
+
+            return read
+
         readers: list[tuple[str, bool, Any]] = [
             ("shadowzarr open_rfs, directory refs remote", True, ours(f"sparse-{n}.shadowzarr")),
             (
@@ -135,27 +173,55 @@ def _one_size(
                 kerchunk_read if kerchunk is not None else f"not above {KERCHUNK_UP_TO:,} chunks",
             ),
             ("h5py + fsspec blockcache, a chunk at a time", False, h5py_blockcache),
+            ("h5coro (HTTPDriver)", False, H5CORO),
         ]
-        for name, own, reader in readers:
-            row = Row("reads", case, name, ours=own)
-            if any(word in name for word in skip):
-                reader = "skipped by --skip"
-            if isinstance(reader, str):
-                rows.append(not_run(row, reader).to_json())
-                continue
-            try:
-                measure(row, server, reader, check, runs=runs, setup=setup)
-            except Exception as exc:  # a reader's own failure is a result
-                not_run(row, f"failed: {type(exc).__name__}: {str(exc)[:160]}")
-            found = row.to_json()
-            if row.bytes is not None and runs == 1:
-                data = server.file_counts(local.name)
-                found["data_file"] = data
-                within = data["bytes"] <= BOUND
-                found["note"] = (
-                    f"data file: {data['requests']} requests, {data['round_trips']} "
-                    f"round trips, {data['bytes']:,} bytes "
-                    f"({'within' if within else 'OVER'} 4 x touched + 1 MiB)"
-                )
-            rows.append(found)
+        for name, environment, how in (
+            ("h5py + remfile (own venv), a chunk at a time", "lindi", "remfile"),
+            ("async-hdf5 zarr store (own venv)", "async-hdf5", "async-hdf5"),
+        ):
+            chosen = not any(word in name for word in skip)
+            readers.append((name, False, in_venv(environment, how) if chosen else ""))
+        try:
+            rows += _measure_all(readers, case, server, check, setup, local, runs, skip)
+        finally:
+            for peer in peers:
+                peer.close()
+    return rows
+
+
+def _measure_all(
+    readers: list[tuple[str, bool, Any]],
+    case: str,
+    server: BenchServer,
+    check: Any,
+    setup: Any,
+    local: Path,
+    runs: int,
+    skip: tuple[str, ...],
+) -> list[dict[str, Any]]:
+    """Every reader's row of one N: measured, or why not (a string); with the data file's
+    own requests, round trips and bytes (of the last run) against the bound."""
+    rows: list[dict[str, Any]] = []
+    for name, own, reader in readers:
+        row = Row("reads", case, name, ours=own)
+        if any(word in name for word in skip):
+            reader = "skipped by --skip"
+        if isinstance(reader, str):
+            rows.append(not_run(row, reader).to_json())
+            continue
+        try:
+            measure(row, server, reader, check, runs=runs, setup=setup)
+        except Exception as exc:  # a reader's own failure is a result
+            not_run(row, f"failed: {type(exc).__name__}: {str(exc)[:160]}")
+        found = row.to_json()
+        if row.bytes is not None:  # the last run's: the server is reset before each run
+            data = server.file_counts(local.name)
+            found["data_file"] = data
+            within = data["bytes"] <= BOUND
+            found["note"] = (
+                f"data file: {data['requests']} requests, {data['round_trips']} "
+                f"round trips, {data['bytes']:,} bytes "
+                f"({'within' if within else 'OVER'} 4 x touched + 1 MiB)"
+            )
+        rows.append(found)
     return rows

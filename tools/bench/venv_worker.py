@@ -6,6 +6,9 @@ Commands (JSON objects, key "op"):
   ``dataset`` to open;
 - ``read``: ``dataset``, ``rows`` [a, b], ``column`` (or null): times ``dataset[a:b, column]``
   and saves the values to ``out`` (.npy) for the parent to check;
+- ``chunks``: ``dataset``, ``starts``, ``length``: times reading ``length`` values at each of
+  ``starts`` of a one-dimensional dataset (h5py: a slice at a time; a zarr array: one
+  ``vindex`` selection) and saves them, concatenated, to ``out``;
 - ``generate``: ``how`` ("lindi", the default, or "async-hdf5"): every chunk of ``url`` listed
   (lindi: its reference file system; async-hdf5: the chunk index of every dataset); answers
   ``chunk_refs``, the number of chunks found;
@@ -57,12 +60,26 @@ def main() -> None:
                     values = dataset[selection, command["column"]]
                 answer["seconds"] = time.perf_counter() - start
                 np.save(command["out"], np.asarray(values))
+            elif command["op"] == "chunks":
+                dataset = handle[command["dataset"]]
+                values = read_chunks(dataset, command["starts"], command["length"])
+                answer["seconds"] = time.perf_counter() - start
+                np.save(command["out"], values)
             elif command["op"] == "generate":
                 how = command.get("how", "lindi")
                 generate = generate_async_hdf5 if how == "async-hdf5" else generate_lindi
                 answer.update(generate(command["url"]))
             seconds = answer.pop("seconds", time.perf_counter() - start)
         print(json.dumps({"seconds": seconds, "peak_mb": sampler.mb, **answer}), flush=True)
+
+
+def read_chunks(dataset, starts: list[int], length: int) -> np.ndarray:
+    """``length`` values at each of ``starts``, concatenated: zarr arrays in one pointwise
+    selection, h5py datasets a slice at a time (h5py has no pointwise read)."""
+    if hasattr(dataset, "vindex"):
+        points = (np.asarray(starts)[:, None] + np.arange(length)).ravel()
+        return np.asarray(dataset.vindex[points])
+    return np.concatenate([np.asarray(dataset[s : s + length]) for s in starts])
 
 
 def open_file(how: str, url: str):

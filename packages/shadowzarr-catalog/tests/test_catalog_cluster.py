@@ -35,3 +35,22 @@ def test_a_local_dask_cluster_makes_the_local_runs_catalog(tmp_path: Path) -> No
         pd.read_parquet(tmp_path / "local/catalog.parquet").drop(columns=timing),
     )
     assert_published(tmp_path / "cluster", expected)
+
+
+@pytest.mark.timeout(300)
+def test_a_client_that_is_not_the_default_one(tmp_path: Path) -> None:
+    """A client made with ``set_as_default=False`` (as the command's ``--scheduler`` makes it)
+    runs the jobs as well: nothing asks distributed for its default client."""
+    root = tmp_path / "archive"
+    expected = make_archive(root, count=2)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        with pytest.raises(ValueError, match="No clients found"):
+            distributed.default_client()
+        summary = generate_catalog(root, tmp_path / "cluster", client=client)
+    assert summary.statuses == {"failed": 2, "ok": len(expected), "skipped": 1}
+    assert_published(tmp_path / "cluster", expected)

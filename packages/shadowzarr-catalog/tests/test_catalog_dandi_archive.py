@@ -101,7 +101,7 @@ def clean(archive: DandiArchive, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def cluster() -> Iterator[distributed.Client]:
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0"
         ) as local,
         distributed.Client(local) as client,
     ):
@@ -222,6 +222,32 @@ def test_a_local_cluster_makes_the_same_catalog(
     destination = tmp_path / "cluster"
     summary = generate_catalog(archive.dandiset, destination, client=cluster)
     assert summary.generated == len(archive.assets)
+    pd.testing.assert_frame_equal(_table(destination), _table(clean))
+    assert_catalog_matches_archive(destination, archive)
+
+
+@pytest.mark.parametrize("where", ["local pool", "LocalCluster"])
+def test_the_command_catalogs_the_archive(
+    archive: DandiArchive, clean: Path, where: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``shadowzarr catalog`` itself, on its default local pool and with ``--scheduler`` on the
+    two workers of a `LocalCluster`: the catalog of a clean run, its summary as JSON."""
+    destination = tmp_path / "command"
+    command = [str(SCRIPT), "catalog", archive.dandiset, str(destination), "-q", "--json"]
+    if where == "LocalCluster":
+        client: distributed.Client = request.getfixturevalue("cluster")
+        assert len(client.scheduler_info()["workers"]) == 2
+        command += ["--scheduler", client.scheduler.address]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=500, check=False)
+    assert "error:" not in finished.stderr, finished.stderr[-3000:]
+    assert finished.returncode == 1, finished.stderr[-3000:]  # the broken assets failed
+    summary = json.loads(finished.stdout)
+    assert (summary["listed"], summary["generated"]) == (len(archive.assets),) * 2
+    expected = pd.Series([a.status for a in archive.assets.values()]).value_counts()
+    assert summary["statuses"] == expected.to_dict()
+    assert sorted(summary["failures"]) == sorted(
+        a.asset_id for a in archive.assets.values() if a.status == "failed"
+    )
     pd.testing.assert_frame_equal(_table(destination), _table(clean))
     assert_catalog_matches_archive(destination, archive)
 

@@ -7,12 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 from catalog_archive import STATUSES, Expected, make_archive, write_hdf5
+from neo_recordings.micromed import write_micromed
+from neo_recordings.winwcp import write_winwcp
 from shadowzarr_hdf5 import generate_rfs
+from shadowzarr_neo.generate import buffer_path
 from shadowzarr_store import open_rfs
 from shadowzarr_store.transport import redact
 from shadowzarr_testing import assert_array_equal_exact
@@ -255,3 +261,49 @@ def test_an_empty_folder_makes_an_empty_catalog(tmp_path: Path) -> None:
     assert (summary.listed, summary.generated, summary.statuses) == (0, 0, {})
     assert read_catalog(tmp_path / "catalog").empty
     assert json.loads((tmp_path / "catalog" / "index.json").read_text()) == {}
+
+
+@pytest.mark.parametrize(
+    ("write", "reader"),
+    [
+        (partial(write_micromed, segments=1, bytes_per_sample=1), "MicromedRawIO"),
+        (write_micromed, "MicromedRawIO"),
+        (write_winwcp, "WinWcpRawIO"),
+    ],
+)
+def test_a_recording_neo_reads_is_published(
+    write: Callable[[Path], Any], reader: str, tmp_path: Path
+) -> None:
+    """A single-file recording a NEO reader recognises (by its suffix and header) goes to
+    generate_rfs_neo; every stream of every segment reads back what NEO reads."""
+    root = tmp_path / "archive"
+    written = write(root / "ephys")
+    write_hdf5(root / "beside.h5", 1)
+    summary = generate_catalog(root, tmp_path / "catalog")
+    assert summary.statuses == {"ok": 2}
+    table = read_catalog(tmp_path / "catalog")
+    (name,) = [str(f.relative_to(root)) for f in written.files]
+    assert table.loc[name, "format"] == f"neo:{reader}"
+    assert table.loc[name, "datasets"] >= 1
+    index = json.loads((tmp_path / "catalog/index.json").read_text())
+    group = open_rfs(str(tmp_path / "catalog" / index[name]))
+    neo_reader = written.open()
+    header = neo_reader.header
+    segments = [int(n) for n in header["nb_segment"]]
+    checked = 0
+    for block, count in enumerate(segments):
+        for segment in range(count):
+            for buffer in header["signal_buffers"]:
+                path = buffer_path(str(buffer["id"]), block, segment, single=segments == [1])
+                array = group[path]
+                values = array[:]
+                for stream in dict(array.attrs)["neo"]["streams"]:
+                    at = list(header["signal_streams"]["id"]).index(stream["id"])
+                    expected = neo_reader.get_analogsignal_chunk(block, segment, None, None, at)
+                    assert_array_equal_exact(
+                        values[:, stream["columns"]],
+                        expected.astype(expected.dtype.newbyteorder("=")),
+                        f"{name}:{path}",
+                    )
+                    checked += 1
+    assert checked >= 1

@@ -134,3 +134,32 @@ def test_not_an_nwb_source(tmp_path: Path) -> None:
     text.write_text("just some notes\n")
     with pytest.raises(NotAnNWBSource, match="notes"):
         read_nwb(text)
+
+
+def test_a_dataset_shows_its_references_and_what_reading_cost(tmp_path: Path) -> None:
+    """In a notebook (hdmf's HTML display) a dataset read through references shows the store's
+    row for it, the file its bytes are in, and the traffic; ``read_io.traffic`` counts it."""
+    source = tmp_path / "session.nwb"
+    data = _write_nwb(source)
+    refs = write_rfs(generate_rfs(str(source), progress=False), tmp_path / "s.shadowzarr")
+    with open_nwb(refs) as nwbfile:
+        series = nwbfile.acquisition["ts"]
+        traffic = nwbfile.read_io.traffic
+        assert traffic is not None
+        assert traffic.stats.requests == 0
+        np.testing.assert_array_equal(series.data[:], data)
+        traffic = nwbfile.read_io.traffic
+        assert traffic is not None
+        assert traffic.stats.requests == 1
+        assert traffic.stats.bytes == data.nbytes
+        shown = series._repr_html_()
+    assert "RfsStore" in shown
+    assert "acquisition/ts/data" in shown
+    assert "(3,000, 4)" in shown
+    assert "int16" in shown
+    assert "23.4 KiB" in shown  # the bytes the references point at
+    assert "session.nwb" in shown  # the file they are in
+    assert "<h4>traffic</h4>" in shown
+    # a dataset that is not read through references keeps hdmf-zarr's own table
+    plain = ReferencesNWBZarrIO.generate_dataset_html
+    assert "RfsStore" not in plain(nwbfile.read_io, np.arange(3))

@@ -145,3 +145,49 @@ def test_materialize_of_several_arrays_counts_both_phases_to_the_end(
     for phase in ("copy", "verify"):
         last = [line for line in lines if line.startswith(f"materialize {phase}: ")][-1]
         assert last.startswith(f"materialize {phase}: 468.8 KiB of 468.8 KiB (100%), 3/3 arrays")
+
+
+def test_remote_array_fetch_with_progress_true_writes_lines_to_a_redirected_stderr(
+    tmp_path: Path,
+) -> None:
+    """A RemoteArray's prefetch in a batch job: plain lines counting its chunks; False: none."""
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        from shadowzarr_spec import RfsBuilder, write_rfs
+        from shadowzarr_store.remote import open_remote_array
+
+        folder, show = sys.argv[1], sys.argv[2] == "True"
+        values = np.arange(40_000, dtype="<i4").reshape(10_000, 4)
+        open(folder + "/raw.bin", "wb").write(values.tobytes())
+        builder = RfsBuilder()
+        builder.add_group("")
+        builder.add_array("a", shape=[10_000, 4], data_type="<i4", chunk_shape=[500, 4])
+        builder.add_contiguous_chunks(
+            "a", url=folder + "/raw.bin", start=0, shape=[10_000, 4], chunk_shape=[500, 4],
+            itemsize=4,
+        )
+        refs = write_rfs(builder.build(), folder + "/r.shadowzarr")
+        remote = open_remote_array(refs, dataset="a", cache="memory", reference_cache=False)
+        remote.fetch(slice(0, 6_000), progress=show)
+        assert remote.read_cached(slice(0, 6_000))[0]
+        """
+    )
+    for show in (True, False):
+        log = tmp_path / f"stderr-{show}.log"
+        with log.open("w") as stderr:
+            subprocess.run(
+                [sys.executable, "-c", script, str(tmp_path), str(show)],
+                stderr=stderr,
+                timeout=120,
+                check=True,
+            )
+        text = log.read_text()
+        if not show:
+            assert text == ""
+            continue
+        assert "\r" not in text
+        lines = text.splitlines()
+        assert lines[0].startswith("fetch: 0/12 chunks (0%)"), lines
+        assert lines[-1].startswith("fetch: 12/12 chunks (100%)"), lines

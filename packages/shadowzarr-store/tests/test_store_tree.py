@@ -14,7 +14,7 @@ from shadowzarr_hdf5 import generate_rfs
 from shadowzarr_spec import RfsBuilder, write_rfs
 
 from shadowzarr_store import RfsStore, open_rfs
-from shadowzarr_store.notebook_display import node_html
+from shadowzarr_store.notebook_display import node_html, node_text
 
 
 @pytest.fixture
@@ -125,3 +125,49 @@ def test_groups_and_arrays_over_the_store_display_its_subtree(
     assert array_shown is not None
     assert "shadowzarr.plot.layout(array)" in array_shown
     assert node_html(zarr.open_group(zarr.storage.MemoryStore(), mode="w")) is None
+    text = node_text(group["acquisition/timestamps"])
+    assert text is not None
+    first, *rows = text.splitlines()
+    assert first == repr(group["acquisition/timestamps"])
+    assert rows[0].startswith("RfsStore ")
+    assert rows[-1].split()[:5] == ["timestamps", "float64", "(1,000,)", "chunks", "(100,)"]
+    assert "session.h5" in rows[-1]
+    group_text = node_text(group)
+    assert group_text is not None
+    assert "<em>raw&" in group_text  # text is not escaped
+    assert "rate" in group_text
+    assert node_text(zarr.open_group(zarr.storage.MemoryStore(), mode="w")) is None
+
+
+def test_session_traffic_is_every_store_of_the_process_counted_once(
+    session: tuple[Path, Path],
+) -> None:
+    """``session_traffic()``: the reads of two stores, one of them inside a ``counted`` block
+    (whose requests count into the block's stats and the store's), each counted once."""
+    from dataclasses import fields
+
+    from shadowzarr_store import SESSION_STATS, MemoryCache, StoreStats, session_traffic
+    from shadowzarr_store.transport.stats import counted
+
+    _, refs = session
+    before = session_traffic().stats
+    first, second = open_rfs(refs, memory_cache=MemoryCache(1 << 20)), open_rfs(refs)
+    first["acquisition/timestamps"][:]
+    block = StoreStats()
+    with counted(block):
+        third = open_rfs(refs)
+        third["acquisition/timestamps"][:500]
+    second["acquisition/<em>raw&"][:100, 3]
+    first["acquisition/timestamps"][:]  # again: the memory cache's hits count too
+    after = session_traffic()
+    stores = [g.store.stats.snapshot() for g in (first, second, third)]
+    # the block sees the transport's counts (requests, bytes), as the store does
+    assert (block.requests, block.bytes) == (stores[2].requests, stores[2].bytes)
+    assert stores[0].cache_hits > 0
+    for field in fields(after.stats):
+        total = sum(getattr(s, field.name) for s in stores)
+        assert getattr(after.stats - before, field.name) == total, field.name
+    assert after.stats.requests - before.requests == sum(s.requests for s in stores) >= 3
+    assert str(after).startswith(f"traffic of this session: {after.stats.requests:,} requests")
+    assert "<h4>traffic of this session</h4>" in after._repr_html_()
+    assert SESSION_STATS.snapshot() == after.stats

@@ -77,22 +77,49 @@ def test_http_is_made_only_inside_the_transport() -> None:
         if TRANSPORT in path.parents or "shadowzarr-testing" in path.parts:
             continue
         where = path.relative_to(WORKSPACE).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            elif isinstance(node, ast.Attribute) and _dotted(node).startswith("zarr."):
-                names = [_dotted(node)]  # zarr.storage.FsspecStore used without an import
-            for name in names:
-                if (where, name.partition(".")[0]) in FOREIGN_BASELINES:
-                    continue
-                if any(name == m or name.startswith(m + ".") for m in NETWORK_MODULES):
-                    offenders.append(f"{where}:{node.lineno}: {name}")
+        for line, name in network_names(path.read_text(encoding="utf-8")):
+            if (where, name.partition(".")[0]) not in FOREIGN_BASELINES:
+                offenders.append(f"{where}:{line}: {name}")
     assert offenders == []
     spec = WORKSPACE / "packages/shadowzarr-spec/src"
     assert not [p for p in spec.rglob("*.py") if "urllib.request" in p.read_text()]
+
+
+def network_names(source: str) -> list[tuple[int, str]]:
+    """The network clients ``source`` imports or uses, by full dotted name: every import, and
+    every attribute chain read through what an import bound (``zarr.storage.FsspecStore``,
+    ``storage.FsspecStore`` after ``from zarr import storage``, ``zs.ObjectStore`` after
+    ``import zarr.storage as zs``)."""
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # a name an import binds -> the dotted name it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    head = alias.name.partition(".")[0]
+                    bound[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Attribute):
+            head, _, rest = _dotted(node).partition(".")
+            if head in bound:
+                names = [f"{bound[head]}.{rest}"]
+        found += [
+            (node.lineno, name)
+            for name in names
+            if any(name == m or name.startswith(m + ".") for m in NETWORK_MODULES)
+        ]
+    return found
 
 
 def _dotted(node: ast.expr) -> str:
@@ -102,6 +129,37 @@ def _dotted(node: ast.expr) -> str:
         parts.append(node.attr)
         node = node.value
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
+
+
+def test_the_guard_catches_every_spelling() -> None:
+    """`network_names` finds a remote store or client however it is named (a check that
+    finds nothing proves nothing until it is seen to find something)."""
+    source = (
+        "import fsspec\n"
+        "import zarr\n"
+        "import zarr.storage as zs\n"
+        "from zarr import storage\n"
+        "from zarr.storage import FsspecStore as F, LocalStore\n"
+        "from zarr.storage._fsspec import FsspecStore\n"
+        "import obstore.store\n"
+        "a = zarr.storage.FsspecStore.from_url('s3://b/k')\n"
+        "b = zs.ObjectStore(None)\n"
+        "c = storage.FsspecStore.from_url('https://h/x')\n"
+        "d = zarr.storage.LocalStore('x')\n"
+        "e = zarr.open_group(zs.LocalStore('x'))\n"
+    )
+    assert sorted(network_names(source)) == [
+        (1, "fsspec"),
+        (5, "zarr.storage.FsspecStore"),
+        (6, "zarr.storage._fsspec"),
+        (6, "zarr.storage._fsspec.FsspecStore"),
+        (7, "obstore.store"),
+        (8, "zarr.storage.FsspecStore"),
+        (8, "zarr.storage.FsspecStore.from_url"),
+        (9, "zarr.storage.ObjectStore"),
+        (10, "zarr.storage.FsspecStore"),
+        (10, "zarr.storage.FsspecStore.from_url"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -596,3 +654,151 @@ def test_a_whole_file_claiming_more_than_memory_holds_fails_with_our_error() -> 
             load_rfs(url, retries=0)
         with pytest.raises(SourceError, match="more than memory holds"):
             load_rfs(url, retries=0, max_whole_file_bytes=10**16)
+
+
+def test_a_server_answering_in_chunks_costs_one_request_per_read_on_one_connection() -> None:
+    """A server (or a proxy before it) that answers every range and file with
+    ``Transfer-Encoding: chunked`` instead of a Content-Length: each read is one request, and
+    the connection is kept for the next read, not closed and asked again."""
+    data = os.urandom(40_000)
+    seen: list[tuple[int, str | None]] = []
+
+    class Handler(QuietHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            asked = self.headers.get("Range")
+            seen.append((self.client_address[1], asked))
+            if asked:
+                first, _, last = asked.removeprefix("bytes=").partition("-")
+                start, end = int(first), min(int(last), len(data) - 1)
+                body = data[start : end + 1]
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            else:
+                body = data
+                self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(body), 7_000):  # several chunks, as a streaming server sends
+                piece = body[i : i + 7_000]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+
+    with handler_server(Handler) as port:
+        url = f"http://127.0.0.1:{port}/d.bin"
+
+        async def reads() -> tuple[list[bytes], bytes, int | None]:
+            transport = Transport(TransportOptions(retries=0))
+            ranges = [
+                bytes((await transport.read(url, i * 1000, i * 1000 + 900)).data) for i in range(20)
+            ]
+            whole = await transport.read_whole(url)
+            return ranges, whole, (await transport.probe(url)).size
+
+        ranges, whole, size = asyncio.run(reads())
+    assert ranges == [data[i * 1000 : i * 1000 + 900] for i in range(20)]
+    assert whole == data
+    assert size == len(data)
+    assert len(seen) == 22  # one request per read
+    assert len({client for client, _ in seen}) == 1  # all on one kept connection
+
+
+def test_a_loops_pools_close_when_the_loop_ends() -> None:
+    """``asyncio.run`` ending closes the connections and aiohttp sessions its reads opened
+    (nothing left for the garbage collector to warn about), and the next loop opens its own."""
+    from shadowzarr_store.transport.http1 import OriginPool
+    from shadowzarr_store.transport.pools import LoopPools, pools
+
+    data = os.urandom(5_000)
+    clients: list[int] = []
+
+    class Handler(QuietHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            clients.append(self.client_address[1])
+            first, _, last = self.headers["Range"].removeprefix("bytes=").partition("-")
+            start, end = int(first), min(int(last or len(data)), len(data) - 1)
+            body = data[start : end + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with handler_server(Handler) as port:
+        url = f"http://127.0.0.1:{port}/d.bin"
+
+        async def read() -> tuple[LoopPools, OriginPool, bytes]:
+            transport = Transport(TransportOptions(retries=0))
+            got = (await transport.read(url, 10, 20)).data
+            rest = (await transport.read(url, 4_990, None)).data  # to the end: the same pool
+            assert rest == data[4_990:]
+            registry = pools()
+            pool = next(iter(registry.origins.values()))
+            assert pool.open_connections == 1
+            assert registry.sessions == {}  # aiohttp not asked
+            return registry, pool, bytes(got)
+
+        registry, pool, got = asyncio.run(read())
+        assert got == data[10:20]
+        assert pool.open_connections == 0
+        assert registry.origins == {}
+        assert registry.sessions == {}
+        asyncio.run(read())
+    assert len(clients) == 4
+    assert len(set(clients)) == 2  # one connection per loop: the second loop connected anew
+
+
+_TO_THE_END_ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {
+    "stops before the end": (206, {"Content-Range": "bytes 100-199/1000"}, b"x" * 100),
+    "starts elsewhere": (206, {"Content-Range": "bytes 50-999/1000"}, b"x" * 950),
+    "no Content-Range": (206, {}, b"x" * 900),
+    "a range past the size it gives": (206, {"Content-Range": "bytes 100-999/500"}, b"x" * 900),
+    "the whole file": (200, {}, b"x" * 1000),
+    "compressed": (206, {"Content-Range": "bytes 100-999/1000", "Content-Encoding": "gzip"}, b"x"),
+    "a body past the recorded size": (
+        206,
+        {"Content-Range": "bytes 100-1099/1100", "Transfer-Encoding": "chunked"},
+        b"x" * 1000,
+    ),
+    "not satisfiable": (416, {"Content-Range": "bytes */50"}, b""),
+    "a redirect to itself": (302, {"Location": "/d.bin"}, b""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_TO_THE_END_ANSWERS))
+def test_wrong_answers_to_an_open_ended_range_are_our_errors(case: str) -> None:
+    """``read(url, 100, None)`` (to the end) held to what it asked: each wrong answer is one
+    of our errors naming the URL, never bytes of another range or a Python error."""
+    status, headers, body = _TO_THE_END_ANSWERS[case]
+
+    class Handler(QuietHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if headers.get("Transfer-Encoding") == "chunked":
+                self.end_headers()
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+                return
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with handler_server(Handler) as port:
+        url = f"http://127.0.0.1:{port}/d.bin"
+        expect = SourceInfo(size=1000) if "recorded" in case else None
+
+        async def read() -> None:
+            transport = Transport(TransportOptions(retries=1, backoff=0))
+            await transport.read(url, 100, None, expect=expect)
+
+        with pytest.raises(SourceError) as raised:
+            asyncio.run(read())
+    assert url in str(raised.value)
+    if case == "a body past the recorded size":
+        assert isinstance(raised.value, SourceChangedError)

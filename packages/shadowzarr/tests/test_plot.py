@@ -19,6 +19,7 @@ import shadowzarr.plot
 from shadowzarr.cli import main
 from shadowzarr.plot.byte_strip import Kind, bin_coverage, dominant_kinds
 from shadowzarr.plot.layout_figure import REQUEST, SELECTED
+from shadowzarr.selection_text import parse_selection
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -112,12 +113,18 @@ def test_the_plan_is_what_the_store_sends_for_small_chunks(
     import json
 
     layout = ["layout", str(small_chunks), "acq/data", "--select", select, "--measure", "--json"]
-    assert main([*layout, "--grouped-view"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    plan, measured = document["selection"], document["measured"]
-    assert plan["grouped"] is True
-    assert len(plan["requests"]) == measured["requests"]
-    assert plan["request_bytes"] == measured["bytes"]
+    for flags in ([], ["--grouped-view"]):  # the store's default, and said so
+        assert main([*layout, *flags]) == 0
+        document = json.loads(capsys.readouterr().out)
+        plan, measured = document["selection"], document["measured"]
+        assert plan["grouped"] is True
+        assert len(plan["requests"]) == measured["requests"]
+        assert plan["request_bytes"] == measured["bytes"]
+    # what a user's own read sends, through open_rfs with its defaults
+    array = shadowzarr.open_rfs(small_chunks)["acq/data"]
+    array[parse_selection(select)]
+    assert array.store.stats.requests == measured["requests"]
+    assert array.store.stats.bytes == measured["bytes"]
 
 
 def test_without_the_grouped_view_the_plan_is_of_the_stored_chunks(
@@ -126,7 +133,7 @@ def test_without_the_grouped_view_the_plan_is_of_the_stored_chunks(
     import json
 
     layout = ["layout", str(small_chunks), "acq/data", "--select", "0:3000, 0:20", "--measure"]
-    assert main([*layout, "--json"]) == 0
+    assert main([*layout, "--json", "--no-grouped-view"]) == 0
     document = json.loads(capsys.readouterr().out)
     plan, measured = document["selection"], document["measured"]
     assert plan["grouped"] is False

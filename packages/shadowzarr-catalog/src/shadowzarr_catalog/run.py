@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from shadowzarr_spec.deprecation import renamed_keyword
+from shadowzarr_spec.units import format_bytes
 from shadowzarr_store.progress_display import progress_display
 from shadowzarr_store.transport import redact
 
@@ -92,8 +93,8 @@ def generate_catalog(
     those it knows). ``progress``: True shows the assets done on stderr (a bar on a terminal or in a
     notebook, plain lines in a log) and each failure; a callable is called with
     each asset's row as it is committed. ``client``: a
-    ``distributed.Client`` whose workers generate and publish the assets (``workers``,
-    ``processes`` and ``per_host`` then do not apply; the destination must be one every
+    ``distributed.Client`` whose workers generate and publish the assets (``workers`` and
+    ``processes`` then do not apply, ``per_host`` does; the destination must be one every
     worker reaches).
 
     A run resumes where a killed one stopped and regenerates only new and changed assets, and
@@ -161,7 +162,7 @@ def generate_catalog(
 
             if client is not None:
                 rows_done = rows_from_cluster(
-                    client, todo, target, access, generator_options, manifest_threshold
+                    client, todo, target, access, generator_options, manifest_threshold, per_host
                 )
             elif pool is not None:
                 rows_done = pool.rows(todo, per_host, on_threads)
@@ -273,11 +274,15 @@ def _commit(
     state: _SyncedState,
     progress: bool | Callable[[dict[str, Any]], None],
 ) -> dict[str, str]:
-    """Commit each row as it comes (in this thread); returns this run's failures."""
+    """Commit each row as it comes (in this thread); returns this run's failures. The display
+    shows, besides the assets done and the time left, the failures so far, the bytes of the
+    assets done and those their generations read, the rate, and the last asset."""
     failures: dict[str, str] = {}
     display = progress_display(
         "catalog", total=total, unit="assets", show=False if callable(progress) else progress
     )
+    started = time.monotonic()
+    done = assets_bytes = read = 0
     with display:
         for row in rows:
             state.put(row)
@@ -287,7 +292,15 @@ def _commit(
                     display.write(f"{row['status']} {row['path']}: {failures[row['asset_id']]}")
             if callable(progress):
                 progress(row)
-            display.update(detail=f"{row['status']} {row['path']}")
+            done += 1
+            assets_bytes += row["size"] or 0
+            read += row["bytes_read"] or 0
+            rate = done * 60 / max(time.monotonic() - started, 1e-3)
+            display.update(
+                detail=f"{len(failures):,} failed, {format_bytes(assets_bytes)} of assets, "
+                f"{format_bytes(read)} read, {rate:,.0f} assets/min, "
+                f"last {row['status']} {row['path']}"
+            )
     return failures
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hdmf_zarr import NWBZarrIO
 from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_store import RfsStore, open_rfs_store
+from shadowzarr_store.notebook_display import node_html
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.recognise import is_v3_reference_path
 from shadowzarr_store.remote.errors import SourceFormatError
@@ -28,6 +29,7 @@ from shadowzarr_store.transport import redact
 
 if TYPE_CHECKING:
     from pynwb import NWBFile
+    from shadowzarr_store.store_tree import Traffic
 
 __all__ = ["NotAnNWBSource", "ReferencesNWBZarrIO", "open_nwb", "read_nwb"]
 
@@ -39,9 +41,30 @@ class NotAnNWBSource(SourceFormatError):
 
 
 class ReferencesNWBZarrIO(NWBZarrIO):  # type: ignore[misc]
-    """`NWBZarrIO` over an `RfsStore` it owns: ``close()`` also closes the store's sessions."""
+    """`NWBZarrIO` over an `RfsStore` it owns: ``close()`` also closes the store's sessions.
+
+    In a notebook each dataset of the NWBFile shows the store's row for it (shape, data type,
+    chunks as stored and as read, codecs, the bytes its references point at and their files),
+    then what reading the file has cost so far (`traffic`).
+    """
 
     _shadowzarr_store: RfsStore | None = None
+
+    @property
+    def traffic(self) -> Traffic | None:
+        """What reading this file through its references has cost so far (requests, bytes,
+        rounds, cache hits); None when the file is not read over an `RfsStore`."""
+        store = self.path
+        return store.traffic if isinstance(store, RfsStore) else None
+
+    def generate_dataset_html(self, dataset: Any) -> str:
+        """hdmf's display of one dataset: the store's tree row for it and the file's traffic,
+        or hdmf-zarr's table for a dataset not read through references."""
+        shown = node_html(dataset)
+        if shown is None:
+            return str(NWBZarrIO.generate_dataset_html(dataset))
+        traffic = self.traffic
+        return shown + (traffic._repr_html_() if traffic is not None else "")
 
     def close(self) -> None:
         store = getattr(self, "_shadowzarr_store", None)

@@ -28,11 +28,13 @@ from shadowzarr_store.open_rfs import open_rfs, open_rfs_array, open_rfs_store
 from shadowzarr_store.options import StoreOptions
 from shadowzarr_store.references import load_rfs, write_rfs
 from shadowzarr_store.rfs_store import RfsStore
-from shadowzarr_store.transport.stats import StatsSnapshot, StoreStats
+from shadowzarr_store.store_tree import Traffic, session_traffic
+from shadowzarr_store.transport.stats import SESSION_STATS, StatsSnapshot, StoreStats
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "SESSION_STATS",
     "ArrayReport",
     "CacheDamagedWarning",
     "CacheUnavailableWarning",
@@ -50,12 +52,14 @@ __all__ = [
     "StatsSnapshot",
     "StoreOptions",
     "StoreStats",
+    "Traffic",
     "load_rfs",
     "materialize",
     "open_rfs",
     "open_rfs_array",
     "open_rfs_store",
     "read_native",
+    "session_traffic",
     "to_dask",
     "write_rfs",
 ]

@@ -1,4 +1,5 @@
-"""zarr groups and arrays read through an `RfsStore` shown as the store's tree in IPython.
+"""zarr groups and arrays read through an `RfsStore` shown as the store's tree in IPython (HTML
+in a notebook, text in a terminal).
 
 Why a display formatter and not a subclass of zarr's `Group`: `open_rfs` returns zarr's own
 `Group`, unchanged, so isinstance checks, pickling, xarray and every zarr API see exactly what
@@ -17,7 +18,7 @@ from typing import Any
 
 import zarr
 
-__all__ = ["node_html", "register_notebook_display"]
+__all__ = ["node_html", "node_text", "register_notebook_display"]
 
 
 def register_notebook_display() -> None:
@@ -30,6 +31,27 @@ def register_notebook_display() -> None:
     formatter = shell.display_formatter.formatters["text/html"]
     formatter.for_type(zarr.Group, node_html)
     formatter.for_type(zarr.Array, node_html)
+    plain = shell.display_formatter.formatters["text/plain"]
+    plain.for_type(zarr.Group, _pretty)
+    plain.for_type(zarr.Array, _pretty)
+
+
+def node_text(node: Any) -> str | None:
+    """The text of a group or array over an `RfsStore`: zarr's one-line repr, then the store's
+    tree below it; None for other stores."""
+    from shadowzarr_store.rfs_store import RfsStore
+
+    store = getattr(node, "store", None)
+    if not isinstance(store, RfsStore):
+        return None
+    return f"{node!r}\n{store.tree(prefix=node.path).text()}"
+
+
+def _pretty(node: Any, printer: Any, cycle: bool) -> None:
+    """IPython's text display (a terminal, or a notebook's text/plain): `node_text`, or zarr's
+    own repr for other stores."""
+    text = None if cycle else node_text(node)
+    printer.text(repr(node) if text is None else text)
 
 
 def node_html(node: Any) -> str | None:

@@ -264,7 +264,7 @@ def _requests(chunks: list[ChunkExtent], store: RfsStore, concurrency: int) -> l
     successors are merged with each other.
     """
     options = store.options
-    merger = RangeMerger(_never, options, StoreStats())
+    merger = RangeMerger(_never, options, StoreStats(session=False))
     waiting = list(chunks)
     requests: list[PlannedRequest] = []
     batch, waiting = waiting[:concurrency], waiting[concurrency:]
@@ -319,7 +319,7 @@ def _grouped_requests(
 ) -> list[PlannedRequest]:
     """The requests of a grouped read: shards in zarr's order, ``concurrency`` at a time, each
     wave's stored chunks gathered into one flush of the merger."""
-    merger = RangeMerger(_never, store.options, StoreStats())
+    merger = RangeMerger(_never, store.options, StoreStats(session=False))
     by_shard: dict[tuple[int, ...], list[ChunkExtent]] = {}
     for chunk in chunks:
         by_shard.setdefault(layout.shard_of(chunk.coords), []).append(chunk)

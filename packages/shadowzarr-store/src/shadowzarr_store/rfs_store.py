@@ -231,7 +231,6 @@ class RfsStore(Store):
                 self._stored,
                 self._reader,
                 gate,
-                missing,
                 rfs,
                 self,
             )

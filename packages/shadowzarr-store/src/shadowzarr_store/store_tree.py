@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 type ShownMetadata = Callable[[str, bytes], bytes]
 """``shown(key, zarr_json)``: the metadata as the store's view shows it (`RfsStore`'s)."""
 
-__all__ = ["MAX_NODES", "NodeSummary", "StoreTree", "Traffic", "store_tree"]
+__all__ = ["MAX_NODES", "NodeSummary", "StoreTree", "Traffic", "session_traffic", "store_tree"]
 
 MAX_NODES = 200
 """Nodes a summary lists; the rest are counted ("… and 99,800 more")."""
@@ -115,10 +115,12 @@ class Traffic:
     """What reading through a store has cost so far (``store.traffic``), from its counters."""
 
     stats: StatsSnapshot
+    title: str = "traffic"
 
     def text(self) -> str:
         s = self.stats
-        return (
+        head = "" if self.title == "traffic" else f"{self.title}: "
+        return head + (
             f"{s.requests:,} requests ({s.merged_requests:,} merged, serving "
             f"{s.merged_chunks:,} chunks), {format_bytes(s.bytes)} received, "
             f"{s.rounds:,} rounds of batched reads, {s.cache_hits:,} cache hits, "
@@ -130,6 +132,14 @@ class Traffic:
 
     def _repr_html_(self) -> str:
         return traffic_html(self)
+
+
+def session_traffic() -> Traffic:
+    """What reading has cost in this process so far, every store, remote array and generator
+    together (`SESSION_STATS`; ``SESSION_STATS.reset()`` starts a new count)."""
+    from shadowzarr_store.transport.stats import SESSION_STATS
+
+    return Traffic(SESSION_STATS.snapshot(), title="traffic of this session")
 
 
 def store_tree(

@@ -75,4 +75,5 @@ def traffic_html(traffic: Any) -> str:
         f"<tr><td class=k>{html.escape(name)}</td><td>{html.escape(value)}</td></tr>"
         for name, value in items
     )
-    return STYLE + f"<div class=szr><h4>traffic</h4><table>{rows}</table></div>"
+    title = html.escape(traffic.title)
+    return STYLE + f"<div class=szr><h4>{title}</h4><table>{rows}</table></div>"

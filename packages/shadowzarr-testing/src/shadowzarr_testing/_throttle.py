@@ -22,12 +22,15 @@ class Throttle:
         self._link_free_at = 0.0
 
     async def spend(self, nbytes: int, rate: float | None) -> None:
-        if rate is None or nbytes <= 0:
-            return
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        start = max(self._link_free_at, now - _SLACK_SECONDS)
-        self._link_free_at = start + nbytes / rate
-        delay = self._link_free_at - now
+        delay = self.book(nbytes, rate, asyncio.get_running_loop().time())
         if delay > 0:
             await asyncio.sleep(delay)
+
+    def book(self, nbytes: int, rate: float | None, now: float) -> float:
+        """Book ``nbytes`` on the link at ``now`` (the loop's clock); return the seconds to
+        wait before sending them (0 or less: at once)."""
+        if rate is None or nbytes <= 0:
+            return 0.0
+        start = max(self._link_free_at, now - _SLACK_SECONDS)
+        self._link_free_at = start + nbytes / rate
+        return self._link_free_at - now

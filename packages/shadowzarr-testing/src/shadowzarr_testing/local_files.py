@@ -40,6 +40,16 @@ class _Body:
     def __init__(self, path: str | None, start: int, length: int) -> None:
         self._path, self._start, self._length = path, start, length
 
+    def read(self) -> bytes:
+        """The whole body at once (for bodies of one piece: a page-cache read)."""
+        if self._path is None or self._length <= 0:
+            return b""
+        descriptor = os.open(self._path, os.O_RDONLY)
+        try:
+            return os.pread(descriptor, self._length, self._start)
+        finally:
+            os.close(descriptor)
+
     async def iter_chunked(self, size: int) -> AsyncIterator[bytes]:
         if self._path is None or self._length <= 0:
             return
@@ -175,6 +185,9 @@ def _plain(status: int, reason: str) -> LocalAnswer:
 class _Text:
     def __init__(self, data: bytes) -> None:
         self._data = data
+
+    def read(self) -> bytes:
+        return self._data
 
     async def iter_chunked(self, size: int) -> AsyncIterator[bytes]:
         for start in range(0, len(self._data), size):

@@ -24,7 +24,6 @@ import asyncio
 import os
 import re
 import threading
-import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,7 +35,7 @@ from shadowzarr_testing._throttle import Throttle
 from shadowzarr_testing.faults import DEFAULT_RANDOM_KINDS, FaultPlan, FaultRule
 from shadowzarr_testing.proxy_dandi import DandiAsset, DandiRoutes, api_preflight
 from shadowzarr_testing.proxy_forwarding import Forwarding
-from shadowzarr_testing.proxy_log import RequestLog
+from shadowzarr_testing.proxy_log import RequestCounters, RequestLog
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -58,7 +57,7 @@ class LatencyProxyError(RuntimeError):
     """The proxy could not start or stop."""
 
 
-class LatencyProxy(Forwarding, DandiRoutes):
+class LatencyProxy(RequestCounters, Forwarding, DandiRoutes):
     """Reverse proxy on 127.0.0.1 forwarding to ``upstream`` with latency, bandwidth and faults.
 
     Parameters
@@ -283,87 +282,6 @@ class LatencyProxy(Forwarding, DandiRoutes):
 
     def clear_faults(self) -> None:
         self.faults = None
-
-    # -- counters ------------------------------------------------------------------------------
-
-    @property
-    def log(self) -> list[dict[str, Any]]:
-        """One dict per request, oldest first (a snapshot).
-
-        Keys: ``method``, ``path``, ``query``, ``headers`` (every request header, names in lower
-        case), ``range`` (or ``None``), ``status`` (``None`` when the connection was dropped
-        before a status), ``bytes`` (body bytes sent), ``fault`` (kind or ``None``), ``route``
-        (``"proxy"``, ``"api"`` or ``"presigned"``), ``started`` (the proxy loop's clock,
-        seconds), ``duration`` (seconds; ``None`` while in flight), ``dropped`` (the proxy cut
-        the connection), ``client_disconnected``, ``new_connection`` (the first request of its
-        connection). A request is logged when it arrives, so
-        in-flight requests appear with ``status`` ``None``.
-        """
-        with self._stats.lock:
-            return [dict(entry) for entry in self._stats.log]
-
-    @property
-    def requests(self) -> int:
-        """Total number of requests received."""
-        return self.count()
-
-    @property
-    def max_concurrent(self) -> int:
-        """Most requests in flight at the same time."""
-        with self._stats.lock:
-            return self._stats.max_concurrent
-
-    @property
-    def connections(self) -> int:
-        """Connections opened (their first requests seen) since the last `reset`."""
-        return sum(1 for entry in self._select(None, None) if entry["new_connection"])
-
-    def count(self, method: str | None = None, path_prefix: str | None = None) -> int:
-        """Requests received, optionally only one method and/or path prefix."""
-        return len(self._select(method, path_prefix))
-
-    def round_trips(self, path_prefix: str | None = None) -> int:
-        """Waves of requests: a request arriving at least ``latency / 2`` after the first of the
-        current wave starts a new one, so requests sent together count once and each round
-        trip a client waits for before asking again counts once more."""
-        starts = sorted(entry["started"] for entry in self._select(None, path_prefix))
-        waves, first = 0, None
-        for start in starts:
-            if first is None or start - first >= self.latency / 2:
-                waves, first = waves + 1, start
-        return waves
-
-    def bytes_sent(self, path_prefix: str | None = None) -> int:
-        """Body bytes sent to clients, optionally only for a path prefix."""
-        return sum(entry["bytes"] for entry in self._select(None, path_prefix))
-
-    def _select(self, method: str | None, path_prefix: str | None) -> list[dict[str, Any]]:
-        prefix = None if path_prefix is None else "/" + path_prefix.lstrip("/")
-        return [
-            entry
-            for entry in self.log
-            if (method is None or entry["method"] == method.upper())
-            and (prefix is None or entry["path"].startswith(prefix))
-        ]
-
-    def wait_idle(self, timeout: float = 10.0) -> None:
-        """Wait until no request is in flight (so every ``duration`` in `log` is final).
-
-        Status and byte counts are recorded before the client can see them; only the
-        bookkeeping after the last byte (``duration``) may lag behind the client.
-        """
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._stats.lock:
-                if self._stats.in_flight == 0:
-                    return
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"requests still in flight after {timeout} s")
-            time.sleep(0.005)
-
-    def reset(self) -> None:
-        """Forget the log and counters (faults and assets stay)."""
-        self._stats.reset()
 
     # -- request handling (loop thread) --------------------------------------------------------
 

@@ -45,6 +45,7 @@ __all__ = [  # the names of _lazy.EXPORTS (a test holds the two equal)
     "open_rfs",
     "parse_json",
     "read_nwb",
+    "session_traffic",
     "stack",
     "virtual_arrays_neo",
     "write_rfs",
@@ -75,7 +76,15 @@ if TYPE_CHECKING:
         parse_json,
         stack,
     )
-    from shadowzarr_store import LocalCache, RfsStore, load_rfs, materialize, open_rfs, write_rfs
+    from shadowzarr_store import (
+        LocalCache,
+        RfsStore,
+        load_rfs,
+        materialize,
+        open_rfs,
+        session_traffic,
+        write_rfs,
+    )
     from shadowzarr_store.remote import AddressError, CachePolicy, OfflineError, RemoteArray
     from shadowzarr_tiff import generate_rfs_tiff
 

@@ -36,7 +36,15 @@ EXPORTS: dict[str, tuple[str, str | None]] = {
     },
     **{
         name: ("shadowzarr_store", None)
-        for name in ("LocalCache", "RfsStore", "load_rfs", "materialize", "open_rfs", "write_rfs")
+        for name in (
+            "LocalCache",
+            "RfsStore",
+            "load_rfs",
+            "materialize",
+            "open_rfs",
+            "session_traffic",
+            "write_rfs",
+        )
     },
     "open_array": ("shadowzarr.remote_array", None),
     **{

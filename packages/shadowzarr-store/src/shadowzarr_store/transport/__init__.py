@@ -9,7 +9,7 @@ DANDI resolution, index arrays and Zarr sources.
 Modules, one job each: `locations` (kinds of location, redaction), `access` (``allowed_urls``,
 ``allow_local_files``), `headers` (user headers bound to URL prefixes), `head_values` (the one
 check of every value bound for a request head), `options`, `status` (the one status map),
-`errors`, `http` (requests, redirects, aiohttp for multi-range and open-ended reads) with
+`errors`, `http` (requests, redirects, aiohttp for the redirect question only) with
 `answer` (what an attempt hands back), `redirects` (each hop checked, loops ended), `framing`
 (Content-Range and multipart parts held to the range asked) and `aiohttp_errors` (aiohttp's
 failures in our words), `http1` (a pool of our kept-alive HTTP/1.1 connections per origin) with

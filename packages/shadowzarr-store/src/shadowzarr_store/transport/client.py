@@ -126,9 +126,9 @@ class Transport:
         (size, ETag, local identity); ``name`` the location shown in errors; ``view``: the data
         may be a read-only ``memoryview`` of the bytes as received (no copy into ``bytes``).
 
-        A range or a whole file over HTTP goes on a kept-alive connection of our own
-        (`HttpBackend.get_range`, `get_whole`: the body received straight into one buffer);
-        an open-ended range, and answers those do not take, over aiohttp."""
+        A range (open-ended too) or a whole file over HTTP goes on a kept-alive connection of
+        the origin's one pool (`HttpBackend.get_range`, `get_to_end`, `get_whole`: the body
+        received straight into one buffer); an empty range (``end <= start``) is refused."""
         expect = expect or _UNKNOWN
         shown = _describe(name or url, start, end)
         self.access.check(url)
@@ -150,8 +150,12 @@ class Transport:
                 )
             elif start == 0 and end is None:
                 answer = await self.http.get_whole(target, expect.etag, shown, size=expect.size)
-            else:
-                answer = await self.http.get(target, start, end, expect.etag, shown, expect.size)
+            elif end is None:
+                answer = await self.http.get_to_end(
+                    target, start, expect.etag, shown, size=expect.size
+                )
+            else:  # what a server answers to bytes=5-4 (no request needed to know it)
+                raise RangeNotSatisfiable(f"{shown}: an empty range (end {end} <= start {start})")
             _consistent(answer, expect, shown)
             return answer
 

@@ -1,6 +1,7 @@
-"""HTTP(S): one attempt of a range, multi-range or redirect request. Ranges, multi-range
-requests and whole files go on our own kept-alive HTTP/1.1 connections (`http1`); open-ended
-ranges and the redirect question on aiohttp.
+"""HTTP(S): one attempt of a range, multi-range or redirect request. Ranges (open-ended ones
+too), multi-range requests and whole files go on our own kept-alive HTTP/1.1 connections
+(`http1`), one pool per origin; only the redirect question (a DANDI asset's, a folder's) on
+aiohttp.
 
 Redirects are followed here, one hop at a time, so that every hop is checked against the access
 policy before it is requested and carries only the user headers bound to its own URL; a chain
@@ -15,7 +16,6 @@ through the proxy that `ProxyConfig` chooses for its URL, whichever client sends
 from __future__ import annotations
 
 import dataclasses
-import ssl
 import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -29,7 +29,6 @@ from shadowzarr_store.transport.content_coding import decode_whole, refuse_coded
 from shadowzarr_store.transport.errors import (
     AnswerTooLargeError,
     FramingError,
-    ProxyError,
     TransientError,
 )
 from shadowzarr_store.transport.framing import check_range, content_range, part_for, wire_most
@@ -38,19 +37,17 @@ from shadowzarr_store.transport.http1 import (
     AnswerTooLong,
     Head,
     OriginPool,
-    certificate_refused,
-    content_length,
 )
 from shadowzarr_store.transport.locations import redact
 from shadowzarr_store.transport.multipart import boundary_of, parse_byteranges
 from shadowzarr_store.transport.pools import pools
 from shadowzarr_store.transport.prefault import start as start_prefault
 from shadowzarr_store.transport.proxies import Proxy, ProxyConfig
-from shadowzarr_store.transport.redirects import MAX_REDIRECTS, check_chain, redirect_target
+from shadowzarr_store.transport.redirects import check_chain, redirect_target
 from shadowzarr_store.transport.status import REDIRECTS, raise_for_status, retry_after
 
 if TYPE_CHECKING:
-    from types import ModuleType, TracebackType
+    from types import ModuleType
 
     import aiohttp
 
@@ -173,52 +170,50 @@ class HttpBackend:
         except aiohttp.ClientError as exc:
             raise SourceError(f"{shown}: {type(exc).__name__}: {said(exc)}") from exc
 
-    async def get(
+    async def get_to_end(
         self,
         url: str,
         start: int,
-        end: int | None,
         etag: str | None,
         shown: str,
+        *,
         size: int | None = None,
+        chain: tuple[str, ...] = (),
     ) -> Answer:
-        """Bytes ``[start, end)`` (``0, None``: the whole file; fewer only where it ends), on
-        aiohttp; ``size`` the file's recorded size (what an answer to the end may hold)."""
-        whole = start == 0 and end is None
-        most = end - start if end is not None else self._most_to_end(start, size)
-        headers: dict[str, str] = {}
-        if not whole:
-            headers["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
-        if etag:
-            headers["If-Match"] = etag
-        hop = _LastHop(self, url, headers, shown)
-        async with hop as response:
-            status = response.status
-            if status == 206 and not whole:
-                refuse_coded_range(response.headers.get("Content-Encoding"), shown)
-                first, last, total = content_range(response.headers.get("Content-Range"), shown)
-                check_range(first, last, total, start, end, shown)
-                body = await self._read_body(response, shown, most, size)
-                if len(body) != last - first + 1:
-                    raise FramingError(
-                        f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
-                    )
-                return Answer(body, total, response.headers.get("ETag"), hop.final)
-            if status == 200 and whole:
-                body = await self._read_body(response, shown, wire_most(most), size)
-                length = response.headers.get("Content-Length")
-                if length is not None and len(body) != content_length(length):
-                    raise FramingError(
-                        f"{shown}: body of {len(body)} bytes, Content-Length says {length}"
-                    )
-                coding = response.headers.get("Content-Encoding")
-                body = bytes(self._decoded(body, coding, most, size, shown))
-                return Answer(body, len(body), response.headers.get("ETag"), hop.final)
-            if status == 200:
-                # Retried like any other wrong answer to a range (a faulty proxy, a lost
-                # header); a server that never answers ranges fails after the retries.
-                raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
-            raise_for_status(status, shown, retry_after(response.headers.get("Retry-After")))
+        """Bytes from ``start`` to the end of the file (an open-ended range), on the kept-alive
+        connections the other ranges, whole files and probes use (aiohttp's pool would be a
+        second pool for the origin); ``size`` the file's recorded size (what the answer may
+        hold: more is `SourceChangedError`; unknown, ``max_whole_file_bytes``)."""
+        most = self._most_to_end(start, size)
+        try:
+            head, body = await self._ask(url, {"Range": f"bytes={start}-"}, etag, shown, most)
+        except AnswerTooLong as exc:
+            if exc.status == 200:
+                raise FramingError(
+                    f"{shown}: the server ignored the Range header (200, not 206)"
+                ) from exc
+            raise self._too_long(exc.length, size, shown) from exc
+        status = head.status
+        if status == 206:
+            refuse_coded_range(head.headers.get("content-encoding"), shown)
+            first, last, total = content_range(head.headers.get("content-range"), shown)
+            check_range(first, last, total, start, None, shown)
+            if len(body) != last - first + 1:
+                raise FramingError(
+                    f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
+                )
+            return Answer(bytes(body), total, head.headers.get("etag"))
+        target = self._redirect(url, head, shown, chain)
+        if target is not None:
+            answer = await self.get_to_end(
+                target, start, etag, shown, size=size, chain=(*chain, url)
+            )
+            return answer if answer.final else dataclasses.replace(answer, final=target)
+        if status == 200:
+            # Retried like any other wrong answer to a range (a faulty proxy, a lost
+            # header); a server that never answers ranges fails after the retries.
+            raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
+        raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
     async def get_range(
@@ -342,24 +337,6 @@ class HttpBackend:
         except AnswerTooLong as exc:
             raise self._too_long(exc.length, size, shown) from exc
 
-    async def _read_body(
-        self, response: aiohttp.ClientResponse, shown: str, most: int, size: int | None
-    ) -> bytes:
-        """An aiohttp answer's body, refused once it is longer than ``most`` bytes."""
-        aiohttp = _aiohttp()
-        length = response.headers.get("Content-Length")
-        if length is not None and content_length(length) > most:
-            raise self._too_long(content_length(length), size, shown)
-        body = bytearray()
-        try:
-            async for piece in response.content.iter_any():
-                body += piece
-                if len(body) > most:
-                    raise self._too_long(len(body), size, shown)
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            raise TransientError(f"{shown}: body cut short: {type(exc).__name__}") from exc
-        return bytes(body)
-
     async def _ask(
         self,
         url: str,
@@ -432,98 +409,6 @@ class HttpBackend:
         raise AssertionError("unreachable")
 
 
-class _LastHop:
-    """The async context of one request and its redirects: a class, not a generator, because a
-    generator-based context costs a tenth of a request's CPU when thousands are in flight.
-
-    Connection failures and timeouts, while the hops are followed or while the caller reads the
-    answer, become `TransientError` (worth retrying); other client errors `SourceError`.
-    """
-
-    __slots__ = ("_backend", "_context", "_headers", "_proxy", "_shown", "_url", "final")
-
-    def __init__(self, backend: HttpBackend, url: str, headers: dict[str, str], shown: str):
-        self._backend, self._url, self._headers, self._shown = backend, url, headers, shown
-        self._context: Any = None
-        self._proxy: Proxy | None = None
-        self.final: str | None = None
-        """Where redirects led (None: the answer is ``url``'s own)."""
-
-    async def __aenter__(self) -> aiohttp.ClientResponse:
-        backend = self._backend
-        session = backend._session()
-        target = self._url
-        chain: tuple[str, ...] = ()
-        for hops in range(MAX_REDIRECTS + 1):
-            address, bound, proxy = backend._hop(target)
-            self._proxy = proxy
-            # the stored bytes, never a compressed form of them (aiohttp would offer gzip and,
-            # with auto_decompress off, hand it over undone)
-            sent = {"Accept-Encoding": "identity", **bound, **self._headers}
-            check_request(
-                address.raw_path_qs, address.host_port_subcomponent or "", sent, self._shown
-            )
-            sent, through = backend._proxied(proxy, address, sent)
-            context = session.get(
-                address, headers=sent, allow_redirects=False, timeout=backend._timeout, **through
-            )
-            try:
-                response = await context.__aenter__()
-            except BaseException as exc:
-                translated = self._translated(exc)
-                if translated is exc:
-                    raise
-                raise translated from exc
-            if proxy is not None and response.status == 407:
-                await context.__aexit__(None, None, None)
-                raise ProxyError(
-                    f"{self._shown}: the proxy {proxy.shown} asks for credentials (407)"
-                )
-            location = response.headers.get("Location")
-            if response.status not in REDIRECTS or not location:
-                self._context = context
-                if hops:
-                    self.final = str(response.url)
-                return response
-            await context.__aexit__(None, None, None)
-            chain = (*chain, target)
-            target = redirect_target(target, location, self._shown, backend._access)
-            check_chain(target, chain, self._shown)
-        raise AssertionError("unreachable: check_chain ends a chain past the hops followed")
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        context, self._context = self._context, None
-        await context.__aexit__(exc_type, exc, tb)
-        if exc is not None:
-            translated = self._translated(exc)
-            if translated is not exc:
-                raise translated from exc
-
-    def _translated(self, exc: BaseException) -> BaseException:
-        aiohttp = _aiohttp()
-        shown = self._shown
-        if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
-            return proxy_error(exc, self._proxy, shown)
-        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-            refused = exc.certificate_error
-            if isinstance(refused, ssl.SSLCertVerificationError):
-                return SourceError(f"{shown}: {certificate_refused(refused)}")
-            return SourceError(f"{shown}: the server's certificate was refused ({refused})")
-        if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
-            return TransientError(f"{shown}: {type(exc).__name__}: {said(exc)}")
-        if isinstance(exc, TimeoutError) and not isinstance(exc, SourceError):
-            timeout = self._backend._options.timeout
-            return TransientError(f"{shown}: no answer within {timeout} s")
-        if isinstance(exc, aiohttp.ClientError):
-            return SourceError(f"{shown}: {type(exc).__name__}: {said(exc)}")
-        return exc
-
-
 def _address(url: str) -> URL:
     """``url`` as aiohttp sends it; one it cannot send (a port past 65535, a broken IPv6
     host) is refused by name rather than with yarl's ValueError."""
@@ -534,9 +419,9 @@ def _address(url: str) -> URL:
 
 
 def _aiohttp() -> ModuleType:
-    """aiohttp, imported at its first use (open-ended ranges, the redirect question): ranges,
-    multi-range requests and whole files go on our own connections (`http1`), so reads and
-    generation need it not, and its import was a fifth of the store's."""
+    """aiohttp, imported at its first use (the redirect question): ranges, multi-range
+    requests and whole files go on our own connections (`http1`), so reads and generation
+    need it not, and its import was a fifth of the store's."""
     import aiohttp
 
     return aiohttp

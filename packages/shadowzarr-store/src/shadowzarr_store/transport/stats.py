@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
 
-__all__ = ["StatsSnapshot", "StoreStats", "counted", "counting_also"]
+__all__ = ["SESSION_STATS", "StatsSnapshot", "StoreStats", "counted", "counting_also"]
 
 _ALSO: ContextVar[StoreStats | None] = ContextVar("shadowzarr_counted", default=None)
 
@@ -43,15 +43,26 @@ class StatsSnapshot:
 
 
 class StoreStats:
-    """Thread-safe counters shared by every event loop that reads through one store."""
+    """Thread-safe counters shared by every event loop that reads through one store.
 
-    __slots__ = ("_counts", "_lock")
+    Everything counted also counts into `SESSION_STATS`, the process's total, unless made with
+    ``session=False`` (a plan's dry run, which sends nothing).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_counts", "_lock", "_session")
+
+    def __init__(self, *, session: bool = True) -> None:
         self._lock = threading.Lock()
         self._counts = dict.fromkeys((f.name for f in fields(StatsSnapshot)), 0)
+        self._session = session
 
     def add(self, **increments: int) -> None:
+        self._add_own(increments)
+        if self._session:
+            SESSION_STATS._add_own(increments)
+
+    def _add_own(self, increments: dict[str, int]) -> None:
+        """Count into these counters only (not into the session's)."""
         with self._lock:
             for name, value in increments.items():
                 self._counts[name] += value
@@ -80,6 +91,11 @@ class StoreStats:
         return f"StoreStats({inner})"
 
 
+SESSION_STATS = StoreStats(session=False)
+"""What every store, transport and generator of this process has counted since it started (or
+since ``SESSION_STATS.reset()``): the cost of a notebook session (`session_traffic`)."""
+
+
 class _Tee(StoreStats):
     """Counts into a transport's own stats and into the `counted` block's as well; reads and
     resets see the transport's own only."""
@@ -91,8 +107,12 @@ class _Tee(StoreStats):
         self._also = also
 
     def add(self, **increments: int) -> None:
-        self._own.add(**increments)
-        self._also.add(**increments)
+        self._own.add(**increments)  # into the session's counters once, through the own
+        self._also._add_own(increments)
+
+    def _add_own(self, increments: dict[str, int]) -> None:
+        self._own._add_own(increments)
+        self._also._add_own(increments)
 
     def snapshot(self) -> StatsSnapshot:
         return self._own.snapshot()

@@ -12,7 +12,9 @@ accepted:
 - an obstore store instance, for the bucket it was built for (refused for another: it would
   read the other bucket's keys);
 - a mapping of URL prefixes (``"s3://bucket-a"``, ``"s3://bucket-b/raw/"``) to either of the
-  above, the longest matching prefix winning, so two buckets can have different credentials.
+  above, the longest matching prefix winning, so two buckets can have different credentials;
+- VirtualiZarr's registry (``obspec_utils.registry.ObjectStoreRegistry``) of obstore stores,
+  read as that mapping of the URLs its stores were registered under.
 
 S3 credentials are looked for as boto3 looks: the options; else the environment
 (``AWS_ACCESS_KEY_ID``…, web identity and container credentials, which obstore reads); else the
@@ -117,6 +119,9 @@ class StorageSettings:
 def choose(url: str, storage_options: Any) -> tuple[str, Any]:
     """The options for ``url`` and the URL prefix they were given under (``""``: the options
     are for every URL); a prefix mapping with none matching gives None (the environment)."""
+    registered = _registry_prefixes(storage_options)
+    if registered is not None:
+        storage_options = registered
     if not isinstance(storage_options, Mapping) or not storage_options:
         return "", storage_options
     prefixes = [key for key in storage_options if isinstance(key, str) and "://" in key]
@@ -160,6 +165,33 @@ def path_in(settings: StorageSettings, root: str, path: str) -> str:
     if settings.store is None:
         return path
     return _path_in_store(settings.store, root, path)
+
+
+def _registry_prefixes(registry: Any) -> dict[str, Any] | None:
+    """An ``ObjectStoreRegistry`` (obspec-utils, as VirtualiZarr passes it) as a mapping of the
+    URL prefixes its stores are registered under to the stores; None for anything else."""
+    tree = getattr(registry, "map", None)
+    if isinstance(registry, Mapping) or not isinstance(tree, Mapping):
+        return None
+    if not callable(getattr(registry, "resolve", None)):
+        return None
+    prefixes: dict[str, Any] = {}
+
+    def walk(base: str, entry: Any) -> None:
+        if getattr(entry, "store", None) is not None:
+            prefixes[base] = entry.store
+        for segment, child in dict(getattr(entry, "children", None) or {}).items():
+            walk(f"{base}/{segment}", child)
+
+    for key, entry in tree.items():
+        scheme, netloc = getattr(key, "scheme", None), getattr(key, "netloc", None)
+        if not isinstance(scheme, str) or not isinstance(netloc, str):
+            raise StorageOptionsError(
+                f"storage_options: a {type(registry).__name__} whose entries are not keyed by "
+                "URL scheme and host"
+            )
+        walk(f"{scheme}://{netloc}", entry)
+    return prefixes
 
 
 def _under(url: str, prefix: str) -> bool:

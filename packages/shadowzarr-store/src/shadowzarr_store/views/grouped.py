@@ -25,7 +25,7 @@ block. zarr's cost is per inner chunk (tasks, indexing, scattering: about 0.1 ms
 4 KiB chunks one by one ran at a few MB/s; packed, that cost is paid once per ``PACK_BYTES``.
 The price is a bounded read-ahead: a run of rows touching one stored chunk reads its pack. A
 selection of scattered points or strides that picks few of a shard's elements reads only the
-stored chunks it touches (`sparse_selection`, `narrow_ranges`), so its bytes follow what it
+stored chunks it touches (`sparse_selection`, `shard_plan`), so its bytes follow what it
 touches, not the number of packs.
 Compressed chunks (byte codecs over ``bytes``) are packed too, decoded by the store: the view's
 inner chunks are then plain ``bytes``, the stored codecs undone (``GroupLayout.decoded``).

@@ -41,9 +41,11 @@ def register(
     )
     parser.add_argument(
         "--grouped-view",
-        action="store_true",
-        help="plan (and measure) the read through the store's grouped view, as "
-        "open_rfs(..., grouped_view='auto') reads it (default: chunks as stored)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="plan (and measure) the read through the store's grouped view, as open_rfs reads "
+        "it by default (small chunks read as shards of them); --no-grouped-view: the chunks as "
+        "stored, as open_rfs(..., grouped_view=0) reads them (default: the grouped view)",
     )
     parser.add_argument(
         "--no-context",

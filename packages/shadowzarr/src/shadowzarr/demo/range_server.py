@@ -5,6 +5,7 @@ The demo must run without internet and without nginx, so it serves its example f
 
 from __future__ import annotations
 
+import mimetypes
 import os
 import re
 import threading
@@ -87,6 +88,9 @@ class RangeServer:
                     return
                 size = stat.st_size
                 headers = {"ETag": etag, "Accept-Ranges": "bytes"}
+                kind = mimetypes.guess_type(path.name)[0]
+                if kind is not None:  # a browser runs a module script only of a JavaScript type
+                    headers["Content-Type"] = kind
                 match = _RANGE.match(self.headers.get("Range", ""))
                 if match:
                     start = int(match.group(1))

@@ -80,9 +80,7 @@ export class GroupedShards {
     }
     async #build(array, shard) {
         const layout = array.layout;
-        const found = layout
-            .innerChunks(shard)
-            .map((c) => (c === null ? null : array.locate(array.keyOf(c))));
+        const found = layout.innerChunks(shard).map((c) => (c === null ? null : array.locate(c)));
         // stored chunks listed in the references are located at once; only index lookups wait
         const chunks = found.some((c) => c instanceof Promise) ? await Promise.all(found) : found;
         const located = chunks;

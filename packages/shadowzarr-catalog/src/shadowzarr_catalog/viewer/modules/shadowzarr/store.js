@@ -10,6 +10,7 @@ import { fletcher32 } from "./fletcher32.js";
 import { GroupedShards, byteDecoder, } from "./grouped-reads.js";
 import { fillChunk, groupedMetadata, groupLayout, indexedWithRefs, indexOnly, shardBytesOf, } from "./grouped-view.js";
 import { normalizeMetadataText, parseJson } from "./json.js";
+import { listedTables } from "./listed-table.js";
 import { metadataForZarrita } from "./metadata-view.js";
 import { sequenceType } from "./sequences.js";
 import { References, stripSlashes } from "./references.js";
@@ -42,6 +43,7 @@ export class ReferenceStore {
     /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
     #lastShard;
     #indexedWithRefs;
+    #listedTables;
     #tree;
     /**
      * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
@@ -294,9 +296,19 @@ export class ReferenceStore {
         this.#groupLayouts.set(path, layout);
         return layout;
     }
+    /**
+     * Whether every chunk of `path` comes from one table of entries (Python's `manifest_only`):
+     * its chunk manifest, or its chunks listed in the references as one table (`#listedTable`).
+     */
     #indexOnly(path) {
         this.#indexedWithRefs ??= indexedWithRefs(this.references);
-        return indexOnly(this.references, path, this.#indexedWithRefs);
+        return (indexOnly(this.references, path, this.#indexedWithRefs) ||
+            this.#listedTable(path) !== undefined);
+    }
+    /** The listed table of `path` (listed-table.ts): every table made in one pass, when first asked. */
+    #listedTable(path) {
+        this.#listedTables ??= listedTables(this.references);
+        return this.#listedTables.get(path);
     }
     /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
     #shardOf(key) {
@@ -339,16 +351,19 @@ export class ReferenceStore {
         };
         const fill = fillChunk(document, layout);
         const decode = byteDecoder(codecs, meta);
+        const keyOf = (coords) => {
+            const tail = info.defaultEncoding
+                ? ["c", ...coords].join(info.separator)
+                : coords.join(info.separator);
+            return path === "" ? tail : `${path}/${tail}`;
+        };
+        const table = this.#listedTable(path);
         array = {
             path,
             layout,
-            keyOf: (coords) => {
-                const tail = info.defaultEncoding
-                    ? ["c", ...coords].join(info.separator)
-                    : coords.join(info.separator);
-                return path === "" ? tail : `${path}/${tail}`;
-            },
-            locate: (key) => this.#locateStored(key),
+            locate: table === undefined
+                ? (coords) => this.#locateStored(keyOf(coords))
+                : (coords) => this.#locateListed(table, coords),
             read: (chunk, signal) => this.#readFound(chunk.key, chunk.ref, null, signal),
             decode: (key, bytes) => decode(bytes, `chunk ${key}`),
             fill: () => fill,
@@ -367,6 +382,24 @@ export class ReferenceStore {
         if (this.references.indexes.size === 0)
             return null;
         return this.#fromIndex(key).then((found) => found === undefined ? null : this.#located(key, found));
+    }
+    /**
+     * A stored chunk of an array with a listed table (listed-table.ts), located from its columns by
+     * coordinates, as the Python store reads them (`Resolver.entries`); named by its listed key.
+     */
+    #locateListed(table, coords) {
+        const row = table.row(coords);
+        if (row < 0)
+            return null;
+        const tail = `c/${coords.join("/")}`;
+        const key = table.path === "" ? tail : `${table.path}/${tail}`;
+        const ref = {
+            kind: "range",
+            url: table.url,
+            offset: table.offsets[row],
+            size: table.sizes[row],
+        };
+        return this.#located(key, ref);
     }
     #located(key, ref) {
         if (isEmptyReference(key, ref))
