@@ -38,7 +38,7 @@ import numpy as np
 from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY
 
 from .context import Source
-from .object_paths import object_address
+from .object_paths import object_address, objno_address
 
 __all__ = [
     "is_netcdf4",
@@ -186,13 +186,12 @@ def netcdf_dimension_names(file: h5py.File, datasets: Iterable[Any]) -> dict[int
                 link = group.get(name, getlink=True)
                 if not isinstance(link, h5py.HardLink | h5py.SoftLink):
                     continue
-                target = group.get(name)
+                # the object the link reaches (a soft link followed), without opening it
+                info = h5py.h5g.get_objinfo(group.id, name.encode())
             except (OSError, ValueError, RuntimeError, KeyError, TypeError):
                 continue  # a dangling soft link, an object HDF5 cannot open
-            if not isinstance(target, h5py.Dataset):
-                continue
-            address = object_address(target)
-            if scales.get(address) == group_path:
+            address = objno_address(info.objno)
+            if info.type == h5py.h5g.DATASET and scales.get(address) == group_path:
                 names[address] = name
     return names
 
