@@ -33,7 +33,7 @@ decoding fails on it whatever the engine, so it is compared with ``decode_times=
 
 def test_the_data_is_there() -> None:
     """The parametrization below is not empty, and each folder names its licence."""
-    assert len(FILES) == 10
+    assert len(FILES) == 11
     for folder in {path.parent for path in FILES}:
         assert (folder / "LICENSE").is_file()
         assert (folder / "NOTICE").is_file()
@@ -75,6 +75,64 @@ def test_identical_to_the_netcdf4_engine(source: Path, tmp_path: Path) -> None:
         assert ours[name].dtype == variable.dtype, name
         for key, value in variable.attrs.items():
             assert np.asarray(ours[name].attrs[key]).dtype == np.asarray(value).dtype, (name, key)
+
+
+def test_linked_variables_as_netcdf_c_names_them(tmp_path: Path) -> None:
+    """kerchunk's air_linked.nc: ``lat``/``time`` reached by hard and soft links. netCDF-C
+    shows every link as a variable and names the dimension after the last link; the soft
+    links are variables through references too (not a ``_LINKS`` attribute)."""
+    source = DATA / "kerchunk" / "air_linked.nc"
+    ours, theirs = _both(_references(source, tmp_path), source)
+    assert set(theirs.dims) == {"lat_hard", "time_hard", "lon"}
+    assert {"lat_soft", "time_soft", "lat", "time"} <= set(theirs.data_vars)
+    xr.testing.assert_identical(ours, theirs)
+    assert "_LINKS" not in ours.attrs
+
+
+def _linked_file(source: Path, *, unfollowed: bool) -> None:
+    import h5py
+
+    with netCDF4.Dataset(source, "w") as root:
+        root.createDimension("m", 3)
+        root.createVariable("m", "f4", ("m",))[:] = [1.0, 2.0, 3.0]
+        root.createVariable("data", "i2", ("m",))[:] = [4, 5, 6]
+        root.createGroup("inner").createVariable("x", "i4", ())
+    with h5py.File(source, "a") as f:
+        f["z_hard"] = f["m"]
+        f["a_hard"] = f["m"]
+        f["inner/up"] = h5py.SoftLink("/data")
+        if unfollowed:  # netCDF-C refuses such a file; the engine keeps them in _LINKS
+            f["to_group"] = h5py.SoftLink("/inner")
+            f["dangling"] = h5py.SoftLink("/nowhere")
+            f["outside"] = h5py.ExternalLink("other.nc", "/m")
+        f["s_soft"] = h5py.SoftLink("/m")
+
+
+def test_links_of_every_kind(tmp_path: Path) -> None:
+    """Soft links to arrays are variables, in their own group or below, on the dimension
+    netCDF-C names (the last link reaching the scale); soft links to a group or to nothing and
+    external links stay in ``_LINKS``."""
+    source = tmp_path / "links.nc"
+    _linked_file(source, unfollowed=False)
+    refs = _references(source, tmp_path)
+    for group in (None, "inner"):
+        with (
+            xr.open_dataset(refs, engine="shadowzarr", group=group) as ours,
+            xr.open_dataset(source, engine="netcdf4", group=group) as theirs,
+        ):
+            xr.testing.assert_identical(ours.load(), theirs.load())
+            assert "_LINKS" not in ours.attrs
+    with xr.open_dataset(source, engine="netcdf4") as theirs:
+        assert set(theirs.dims) == {"s_soft"}
+    source = tmp_path / "unfollowed.nc"
+    _linked_file(source, unfollowed=True)
+    refs = _references(source, tmp_path)
+    with xr.open_dataset(refs, engine="shadowzarr") as ours:
+        assert set(ours.variables) == {"m", "data", "z_hard", "a_hard", "s_soft"}
+        assert {e["name"] for e in ours.attrs["_LINKS"]} == {"to_group", "dangling", "outside"}
+        assert set(ours.dims) == {"s_soft"}
+    with xr.open_dataset(refs, engine="shadowzarr", group="inner") as inner:
+        np.testing.assert_array_equal(inner["up"].values, [4, 5, 6])
 
 
 def test_enum_type_name_reaches_the_encoding(tmp_path: Path) -> None:

@@ -77,3 +77,47 @@ def test_lzf_records_compressed_beyond_the_codec_are_rewritten(tmp_path: Path) -
         rfs = generate_rfs(path, inline_threshold=0)
     array = open_rfs(rfs)["records"]
     assert as_structured(array[...], array.attrs).tobytes() == values.tobytes()
+
+
+def test_shuffle_only_where_chunks_are_whole_elements() -> None:
+    """HDF5's shuffle leaves the bytes past the last whole element as they are; numcodecs'
+    refuses such a buffer. After a compressor (jhdf's issue318_example.hdf5: deflate, then
+    shuffle) or with an element size that does not divide the type's, chunks need not be whole
+    elements: refused by name (the dataset is then inlined or omitted alone)."""
+    one_byte = FilterSpec(2, 1, (1,), "shuffle")
+    assert [c["name"] for c in codecs_for((DEFLATE, one_byte), np.dtype("u1"), "x")] == [
+        "bytes", "numcodecs.zlib", "numcodecs.shuffle",
+    ]  # fmt: skip
+    with pytest.raises(UnsupportedFeatureError, match=r"'x'.*shuffle.*after another filter"):
+        codecs_for((DEFLATE, SHUFFLE), np.dtype("<i4"), "x")
+    with pytest.raises(UnsupportedFeatureError, match=r"'x'.*shuffle.*of 3-byte elements"):
+        codecs_for((FilterSpec(2, 1, (3,), "shuffle"),), np.dtype("<i4"), "x")
+
+
+@pytest.mark.filterwarnings("ignore::shadowzarr_spec.UnsupportedDatasetWarning")
+def test_shuffle_after_deflate_reads_as_h5py_does(tmp_path: Path) -> None:
+    import h5py
+    from shadowzarr_store import open_rfs
+
+    from shadowzarr_hdf5 import generate_rfs
+
+    path = tmp_path / "late_shuffle.h5"
+    records = np.dtype([("ID", "<i8"), ("SE", "<i8"), ("AFPM", "<i8"), ("TRMC", "<i8")])
+    values = np.zeros(1, records)
+    values["ID"], values["TRMC"] = 7, -3
+    with h5py.File(path, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((1010,))
+        dcpl.set_deflate(4)
+        dcpl.set_shuffle()  # after deflate: shuffles the compressed bytes
+        space = h5py.h5s.create_simple((1,), (h5py.h5s.UNLIMITED,))
+        h5py.h5d.create(f.id, b"late", h5py.h5t.py_create(records), space, dcpl=dcpl)
+        f["late"][...] = values
+        f["plain"] = np.arange(4)
+    with h5py.File(path) as f:
+        assert [f["late"].id.get_create_plist().get_filter(i)[0] for i in range(2)] == [1, 2]
+    rfs = generate_rfs(path, inline_threshold=0)  # small data is inlined anyway otherwise
+    assert "shuffle" in rfs.unsupported["late"].reason
+    root = open_rfs(rfs)
+    assert root["late"][...].tobytes() == values.tobytes()  # small: inlined, decoded by HDF5
+    assert list(root["plain"][...]) == [0, 1, 2, 3]

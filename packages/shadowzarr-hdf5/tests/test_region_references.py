@@ -126,3 +126,18 @@ def test_nwbzarrio_refuses_region_references_as_pynwb_does(tmp_path: Path) -> No
     assert rfs.unsupported == {}
     with NWBZarrIO(RfsStore(rfs), mode="r") as io, pytest.raises(ConstructError):
         io.read()
+
+
+def test_regions_of_a_big_endian_dataset_compare_equal(tmp_path: Path, open_refs: Any) -> None:
+    """The HDF Group's tallrw.h5: region references into a big-endian float32 dataset. The
+    comparison with h5py reads the region natively ordered, as zarr gives it (it reported a
+    byte-order difference where the values are equal)."""
+    from shadowzarr_testing.hdf5_compare import compare_hdf5
+
+    path = tmp_path / "regions_be.h5"
+    with h5py.File(path, "w") as f:
+        data = f.create_dataset("data", data=np.arange(12, dtype=">f4").reshape(3, 4))
+        refs = f.create_dataset("myrefs", shape=(2,), dtype=h5py.regionref_dtype)
+        refs[0], refs[1] = data.regionref[1:, ::2], data.regionref[0, 1:3]
+    rfs = generate_rfs(path, inline_threshold=0)
+    compare_hdf5(path, open_refs(rfs), rfs)

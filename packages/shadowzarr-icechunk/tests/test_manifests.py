@@ -98,6 +98,27 @@ def test_shadowzarr_as_a_virtualizarr_parser(tmp_path: Path) -> None:
         assert read["air"].attrs["units"] == "K"
 
 
+def test_parser_manifest_store_references_round_trip(tmp_path: Path) -> None:
+    """parser -> ManifestStore -> references -> open_rfs: every array equal to h5py, groups,
+    attributes and chunk grids kept."""
+    from shadowzarr.virtualizarr import ShadowzarrParser
+
+    source = tmp_path / "data.h5"
+    values = _write(source)
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    store = ShadowzarrParser()(source.resolve().as_uri(), registry)
+    back = open_rfs(manifest_store_to_rfs(store))
+    direct = open_rfs(generate_rfs(str(source)))
+    with h5py.File(source) as f:
+        for name, expected in values.items():
+            assert np.array_equal(back[name][...], f[name][()]), name
+            assert np.array_equal(back[name][...], expected), name
+            assert back[name].dtype == direct[name].dtype == f[name].dtype.newbyteorder("<"), name
+            assert back[name].chunks == direct[name].chunks, name
+    assert dict(back["gzip"].attrs)["units"] == "V"
+    assert dict(back["group"].attrs)["note"] == "inner"
+
+
 def test_our_kerchunk_export_through_virtualizarrs_kerchunk_parser(tmp_path: Path) -> None:
     """``kerchunk_document`` (version 1, Zarr v2 keys, absolute locations) is what
     VirtualiZarr's KerchunkJSONParser reads: every array equal to h5py."""

@@ -52,6 +52,8 @@ class Source:
     """A netCDF-4 file: bookkeeping attributes and placeholder dimensions are left out."""
     netcdf_lengths: Mapping[int, int] = field(default_factory=dict)
     """netCDF-4: unlimited dimension scale address → the dimension's length."""
+    netcdf_dimensions: Mapping[int, str] = field(default_factory=dict)
+    """netCDF-4: dimension scale address → its dimension's name as netCDF-C gives it."""
     opened: Mapping[int, h5py.Dataset | HeaderDataset] = field(default_factory=dict)
     """Datasets already opened, by object address (the first walk opens each once)."""
     headers: HeaderFile | None = None

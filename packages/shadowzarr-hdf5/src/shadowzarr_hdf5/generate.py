@@ -47,7 +47,7 @@ from .format.errors import Hdf5FormatError, NotNative
 from .header_reader import HeaderFile
 from .header_reader.dataset import HeaderDataset
 from .matlab import userblock_offset_shift
-from .netcdf import is_netcdf4, unlimited_lengths
+from .netcdf import is_netcdf4, netcdf_dimension_names, unlimited_lengths
 from .netcdf3 import add_netcdf3, is_netcdf3
 from .nwb import bare_non_finite_attributes, is_nwb
 from .object_paths import ObjectPaths
@@ -213,6 +213,7 @@ def generate_rfs(
             offset_shift=offset_shift,
             netcdf=netcdf,
             netcdf_lengths=unlimited_lengths(found) if netcdf else {},
+            netcdf_dimensions=netcdf_dimension_names(file, found) if netcdf else {},
             opened={_address(d): d for d in found},
             headers=header_file,
             tables=_chunk_tables(raw, found) if parse_indexes else {},

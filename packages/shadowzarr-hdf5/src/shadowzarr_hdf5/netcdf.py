@@ -17,12 +17,18 @@ written. The references give such a variable the dimension's length too (so xarr
 size per dimension): chunks past the HDF5 extent are not stored and read as the fill value, and
 a chunk that straddles the extent is checked to hold the fill value past it (HDF5 initialises
 new chunks with it; :func:`.plan.chunks.stored_chunks`).
+
+Dimension scales reached by several links: netCDF-C names a dimension after the link it meets
+last, in its group's link order, among the links (hard or soft) that reach the scale, and every
+one of those links is a variable on that dimension (kerchunk's ``air_linked.nc``: ``lat`` and
+``lat_hard`` are one object, and the dimension is ``lat_hard``). The references name it so too.
 """
 
 from __future__ import annotations
 
 import base64
 import itertools
+import posixpath
 import struct
 from collections.abc import Iterable
 from typing import Any
@@ -32,13 +38,14 @@ import numpy as np
 from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY
 
 from .context import Source
-from .object_paths import object_address
+from .object_paths import object_address, objno_address
 
 __all__ = [
     "is_netcdf4",
     "is_netcdf_char",
     "is_placeholder_dimension",
     "netcdf_attributes",
+    "netcdf_dimension_names",
     "netcdf_enum_name",
     "netcdf_shape",
     "unlimited_lengths",
@@ -153,6 +160,40 @@ def unlimited_lengths(datasets: Iterable[Any]) -> dict[int, int]:
                 address = object_address(scale)
                 lengths[address] = max(lengths.get(address, 0), int(opened.shape[axis]))
     return lengths
+
+
+def netcdf_dimension_names(file: h5py.File, datasets: Iterable[Any]) -> dict[int, str]:
+    """Dimension scale address → the name netCDF-C gives its dimension, where that is not the
+    scale's own name: the last link of the scale's group, in the group's link order (creation
+    order where the group tracks it, as netCDF-C and h5py iterate), that reaches it."""
+    scales: dict[int, str] = {}
+    for dataset in datasets:
+        opened = dataset.h5py() if hasattr(dataset, "h5py") else dataset
+        try:
+            if h5py.h5ds.is_scale(opened.id):
+                scales[object_address(opened)] = posixpath.dirname(opened.name or "/") or "/"
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError):
+            continue
+    names: dict[int, str] = {}
+    for group_path in sorted(set(scales.values())):
+        try:
+            group = file[group_path]
+            members = list(group)
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError):
+            continue
+        for name in members:
+            try:
+                link = group.get(name, getlink=True)
+                if not isinstance(link, h5py.HardLink | h5py.SoftLink):
+                    continue
+                # the object the link reaches (a soft link followed), without opening it
+                info = h5py.h5g.get_objinfo(group.id, name.encode())
+            except (OSError, ValueError, RuntimeError, KeyError, TypeError):
+                continue  # a dangling soft link, an object HDF5 cannot open
+            address = objno_address(info.objno)
+            if info.type == h5py.h5g.DATASET and scales.get(address) == group_path:
+                names[address] = name
+    return names
 
 
 def netcdf_shape(dataset: Any, source: Source) -> tuple[int, ...]:

@@ -194,6 +194,8 @@ class _ConventionZarrStore(ZarrStore):
         import zarr
 
         members = dict(super()._fetch_members())
+        self._linked = _soft_linked_arrays(self.zarr_group, members)
+        members.update(self._linked)
         self._enums: dict[str, dict[str, Any]] = {}
         for name, member in members.items():
             if isinstance(member, zarr.Array):
@@ -222,7 +224,64 @@ class _ConventionZarrStore(ZarrStore):
 
     def get_attrs(self) -> dict[str, Any]:
         shaped = xarray_attributes(self.zarr_group.attrs.asdict())
-        return {k: v for k, v in shaped.attributes.items() if k not in _NETCDF_RESERVED}
+        attributes = {k: v for k, v in shaped.attributes.items() if k not in _NETCDF_RESERVED}
+        linked = getattr(self, "_linked", None)
+        if linked is None:  # the members are fetched on first use
+            linked = _soft_linked_arrays(self.zarr_group, dict(self.zarr_group.members()))
+        links = attributes.get(LINKS_ATTR)
+        if linked and isinstance(links, list):
+            rest = [e for e in links if not (isinstance(e, dict) and _linked_entry(e, linked))]
+            if rest:
+                attributes[LINKS_ATTR] = rest
+            else:
+                del attributes[LINKS_ATTR]
+        return attributes
+
+
+def _linked_entry(entry: dict[str, Any], linked: Mapping[str, Any]) -> bool:
+    """Whether a ``_LINKS`` entry is one of the variables made from soft links."""
+    name, path = entry.get("name"), entry.get("path")
+    if entry.get("source") != "." or not isinstance(name, str) or not isinstance(path, str):
+        return False
+    return name in linked and posixpath.normpath(path).strip("/") == linked[name].path
+
+
+LINKS_ATTR = "_LINKS"
+"""A group's links that are not its members (soft links, external links), as generated."""
+
+
+def _soft_linked_arrays(group: Any, members: Mapping[str, Any]) -> dict[str, Any]:
+    """Soft links of ``group`` to arrays of the same references, by link name, as variables:
+    netCDF-C (and so the netCDF4 engine) follows a soft link and shows a variable under the
+    link's name. Links to groups, to other files, to nothing, or named as a member are left
+    in ``_LINKS``."""
+    import zarr
+
+    links = group.attrs.asdict().get(LINKS_ATTR)
+    if not isinstance(links, list):
+        return {}
+    root: Any = None
+    linked: dict[str, Any] = {}
+    for entry in links:
+        if not isinstance(entry, dict) or entry.get("source") != ".":
+            continue
+        name, path = entry.get("name"), entry.get("path")
+        if not isinstance(name, str) or not isinstance(path, str) or not path.startswith("/"):
+            continue
+        if not name or "/" in name or name in members or name in linked:
+            continue
+        target = posixpath.normpath(path).strip("/")
+        if not target or target.startswith(".."):
+            continue
+        if root is None:
+            root = zarr.open_group(store=group.store, path="", mode="r", zarr_format=3)
+        try:
+            node = root[target]
+        except (KeyError, ValueError):
+            continue  # a dangling link
+        if isinstance(node, zarr.Array):
+            linked[name] = node
+    return linked
 
 
 _NETCDF_RESERVED = frozenset(

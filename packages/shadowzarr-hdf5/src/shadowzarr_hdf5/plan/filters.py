@@ -110,8 +110,12 @@ def _codec(spec: FilterSpec, dtype: np.dtype, path: str, *, first: bool) -> dict
     if code == DEFLATE:
         return {"name": "numcodecs.zlib", "configuration": {"level": values[0] if values else 4}}
     if code == SHUFFLE:
-        size = values[0] if values else dtype.itemsize
-        return {"name": "numcodecs.shuffle", "configuration": {"elementsize": int(size)}}
+        size = int(values[0]) if values else dtype.itemsize
+        if size > 1 and (not first or dtype.itemsize % size):
+            # HDF5 leaves bytes past the last whole element unshuffled; numcodecs refuses them
+            where = "after another filter" if not first else f"of {size}-byte elements"
+            raise _refused(path, spec, f"{where} (chunks need not be whole elements)")
+        return {"name": "numcodecs.shuffle", "configuration": {"elementsize": size}}
     if code == FLETCHER32:
         return {"name": "numcodecs.fletcher32", "configuration": {}}
     if code == LZF:
