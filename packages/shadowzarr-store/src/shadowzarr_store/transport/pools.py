@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["IDLE_SECONDS", "LoopPools", "OriginStats", "close_all_pools", "pool_stats", "pools"]
 
-type PoolKey = tuple[str, str, int | None, Proxy | None, int, float]
+type PoolKey = tuple[str, str, int | None, Proxy | None, float]
 
 
 @dataclass(slots=True)
@@ -58,7 +58,7 @@ class LoopPools:
         self, address: URL, proxy: Proxy | None, limit: int, total: int, timeout: float
     ) -> OriginPool:
         """The pool of ``address``'s origin (through ``proxy``) under these limits."""
-        key = (address.scheme, address.raw_host or "", address.port, proxy, limit, timeout)
+        key = (address.scheme, address.raw_host or "", address.port, proxy, timeout)
         pool = self.origins.get(key)
         if pool is None:
             budget = self.budgets.get(total)
@@ -137,7 +137,7 @@ def pool_stats() -> dict[str, OriginStats]:
         registries = list(_by_loop.values())
     totals: dict[str, OriginStats] = {}
     for registry in registries:
-        for (scheme, host, port, proxy, _, _), pool in list(registry.origins.items()):
+        for (scheme, host, port, proxy, _), pool in list(registry.origins.items()):
             shown_host = f"[{host}]" if ":" in host else host
             name = f"{scheme}://{shown_host}:{port}"
             if proxy is not None:
