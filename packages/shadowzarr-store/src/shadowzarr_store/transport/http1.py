@@ -68,8 +68,9 @@ def certificate_refused(exc: ssl.SSLCertVerificationError) -> str:
 
 
 class OriginPool:
-    """Kept-alive connections to one ``scheme://host:port``, at most ``limit`` at once (one
-    pool per event loop: transports cannot cross loops), directly or through a forward
+    """Kept-alive connections to one ``scheme://host:port``, at most ``limit`` requests out
+    at once by default (each caller may give its own), used on one event loop (the transport's:
+    asyncio transports cannot cross loops), directly or through a forward
     ``proxy``: an ``http://`` origin's requests go to the proxy with absolute targets, an
     ``https://`` origin's through a CONNECT tunnel in which TLS starts with the origin.
     Connections idle for `IDLE_SECONDS` are closed."""
