@@ -1,4 +1,4 @@
-"""Connections as a process reuses them: one pool per origin per event loop, shared by every
+"""Connections as a process reuses them: one pool per origin per process, shared by every
 store, generator and reference read, counted from nginx's own access log (``$connection``);
 and a remote reference file reopened in the same process costs one conditional request."""
 

@@ -704,11 +704,12 @@ def test_a_server_answering_in_chunks_costs_one_request_per_read_on_one_connecti
     assert len({client for client, _ in seen}) == 1  # all on one kept connection
 
 
-def test_a_loops_pools_close_when_the_loop_ends() -> None:
-    """``asyncio.run`` ending closes the connections and aiohttp sessions its reads opened
-    (nothing left for the garbage collector to warn about), and the next loop opens its own."""
-    from shadowzarr_store.transport.http1 import OriginPool
-    from shadowzarr_store.transport.pools import LoopPools, pools
+def test_reads_awaited_on_a_users_loops_share_the_transports_pool() -> None:
+    """Reads awaited on a user's own loops (two ``asyncio.run`` calls) run on the transport's
+    loop: the user's loop registers no pool or session of its own (nothing is left behind when
+    it ends), and the second loop's reads go on the first loop's kept connection."""
+    from shadowzarr_store.transport import run_blocking
+    from shadowzarr_store.transport.pools import pools
 
     data = os.urandom(5_000)
     clients: list[int] = []
@@ -727,28 +728,28 @@ def test_a_loops_pools_close_when_the_loop_ends() -> None:
             self.end_headers()
             self.wfile.write(body)
 
+    async def kept_connections(port: int) -> int:
+        origins = pools().origins.items()
+        return sum(pool.open_connections for key, pool in origins if key[2] == port)
+
     with handler_server(Handler) as port:
         url = f"http://127.0.0.1:{port}/d.bin"
 
-        async def read() -> tuple[LoopPools, OriginPool, bytes]:
+        async def read() -> bytes:
             transport = Transport(TransportOptions(retries=0))
             got = (await transport.read(url, 10, 20)).data
             rest = (await transport.read(url, 4_990, None)).data  # to the end: the same pool
             assert rest == data[4_990:]
-            registry = pools()
-            pool = next(iter(registry.origins.values()))
-            assert pool.open_connections == 1
-            assert registry.sessions == {}  # aiohttp not asked
-            return registry, pool, bytes(got)
+            registry = pools()  # this (the user's) loop's registry: never used
+            assert registry.origins == {}
+            assert registry.sessions == {}
+            return bytes(got)
 
-        registry, pool, got = asyncio.run(read())
-        assert got == data[10:20]
-        assert pool.open_connections == 0
-        assert registry.origins == {}
-        assert registry.sessions == {}
-        asyncio.run(read())
+        assert asyncio.run(read()) == data[10:20]
+        assert run_blocking(kept_connections(port)) == 1  # kept on the transport's loop
+        assert asyncio.run(read()) == data[10:20]
     assert len(clients) == 4
-    assert len(set(clients)) == 2  # one connection per loop: the second loop connected anew
+    assert len(set(clients)) == 1  # one connection for both loops
 
 
 _TO_THE_END_ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {

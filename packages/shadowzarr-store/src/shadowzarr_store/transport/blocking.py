@@ -13,12 +13,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import threading
 from typing import TYPE_CHECKING, Any
 
 from shadowzarr_spec import SourceChangedError, SourceError, SourceInfo
 
 from shadowzarr_store.transport.client import Transport, same_etag, transport_for
+from shadowzarr_store.transport.home import home_loop, home_running, is_home_thread
 from shadowzarr_store.transport.local import Stamp, identify_local, read_local
 from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.pools import pool_stats
@@ -35,36 +35,11 @@ __all__ = ["DEFAULT_MAX_GAP", "RangeSource", "run_blocking"]
 DEFAULT_MAX_GAP = 16 * 1024
 """Ranges closer than this share a request: ~ bandwidth x RTT / requests in flight."""
 
-_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
-
-
-def _loop_thread() -> asyncio.AbstractEventLoop:
-    global _loop, _thread
-    with _lock:
-        if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
-            _thread = threading.Thread(
-                target=_loop.run_forever, name="shadowzarr-transport", daemon=True
-            )
-            _thread.start()
-        return _loop
-
-
-def _forget_loop() -> None:
-    global _loop, _lock, _thread
-    _lock = threading.Lock()
-    _loop = _thread = None
-
-
-os.register_at_fork(after_in_child=_forget_loop)
-
 
 def run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the transport's loop thread and wait for it (not from that thread)."""
-    loop = _loop_thread()
-    if threading.current_thread() is _thread:
+    loop = home_loop()
+    if is_home_thread():
         coro.close()
         raise RuntimeError("run_blocking was called from the transport's own loop thread")
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
@@ -214,7 +189,7 @@ class RangeSource:
             reads = (transport.read(url, 0, 1, expect=expect) for _ in range(connections))
             return await asyncio.gather(*reads, return_exceptions=True)
 
-        self._warming.append(asyncio.run_coroutine_threadsafe(opened(), _loop_thread()))
+        self._warming.append(asyncio.run_coroutine_threadsafe(opened(), home_loop()))
 
     def probe_multi_range(self) -> bool:
         """Start asking an HTTP source, in the background, whether it answers multi-range
@@ -236,7 +211,7 @@ class RangeSource:
                 await transport.probe_multi_range(url, expect)
             return None
 
-        self._probing = asyncio.run_coroutine_threadsafe(probe(), _loop_thread())
+        self._probing = asyncio.run_coroutine_threadsafe(probe(), home_loop())
         self._warming.append(self._probing)
         return True
 
@@ -269,7 +244,7 @@ class RangeSource:
             warming.cancel()
         # Their connections back in the pool, or closed, before the transport closes.
         concurrent.futures.wait(self._warming, timeout=5)
-        if self._kind != "local" and _loop is not None and _loop.is_running():
+        if self._kind != "local" and home_running():
             run_blocking(self._transport.aclose())
 
     def __enter__(self) -> RangeSource:

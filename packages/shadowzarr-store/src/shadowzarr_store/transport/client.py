@@ -12,6 +12,7 @@ a server answers them, and the counters in ``stats``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import threading
@@ -33,6 +34,7 @@ from shadowzarr_store.transport.errors import (
     TransientError,
 )
 from shadowzarr_store.transport.head_values import escaped
+from shadowzarr_store.transport.home import home_loop
 from shadowzarr_store.transport.http import HttpBackend
 from shadowzarr_store.transport.local import (
     Stamp,
@@ -49,11 +51,33 @@ from shadowzarr_store.transport.pools import close_all_pools
 from shadowzarr_store.transport.stats import StoreStats, counting_also
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Coroutine
+    from typing import Any, Concatenate
 
 __all__ = ["Transport", "same_etag", "transport_for"]
 
 _UNKNOWN = SourceInfo()
+
+
+def _http_at_home[**P, T](
+    method: Callable[Concatenate[Transport, str, P], Awaitable[T]],
+) -> Callable[Concatenate[Transport, str, P], Coroutine[Any, Any, T]]:
+    """A request entry point of `Transport`: for an HTTP(S) location it runs on the transport's
+    loop (`home`), where the process's one pool per origin lives, whichever loop awaits it
+    (zarr's, a user's); other locations are read on the caller's loop (no connection of ours)."""
+
+    @functools.wraps(method)
+    async def hopped(self: Transport, url: str, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = home_loop()
+        if kind_of(url) != "http" or asyncio.get_running_loop() is loop:
+            return await method(self, url, *args, **kwargs)
+
+        async def there() -> T:
+            return await method(self, url, *args, **kwargs)
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(there(), loop))
+
+    return hopped
 
 
 def _consistent(answer: Answer, expect: SourceInfo, shown: str) -> None:
@@ -111,6 +135,7 @@ class Transport:
 
     # -- one range ------------------------------------------------------------------------------
 
+    @_http_at_home
     async def read(
         self,
         url: str,
@@ -164,6 +189,7 @@ class Transport:
         self.stats.add(requests=1, bytes=len(answer.data))
         return answer
 
+    @_http_at_home
     async def read_whole(self, url: str, *, expect: SourceInfo | None = None) -> bytes:
         """All of ``url``. Over HTTP with nothing recorded to expect (a reference file, a
         ``zarr.json``), a file read before in this process is asked for again only with
@@ -204,6 +230,7 @@ class Transport:
             DOCUMENTS.forget(key)
         return data
 
+    @_http_at_home
     async def probe(self, url: str) -> SourceInfo:
         """What ``url`` is now: size and ETag (one 1-byte ranged GET, which a presigned URL
         answers where a HEAD is refused; HEAD on object stores), or a local file's identity."""
@@ -230,6 +257,7 @@ class Transport:
 
     # -- many ranges ----------------------------------------------------------------------------
 
+    @_http_at_home
     async def read_many(
         self,
         url: str,
@@ -335,6 +363,7 @@ class Transport:
         finally:
             self.stats.add(requests=len(counted), bytes=sum(counted))
 
+    @_http_at_home
     async def probe_multi_range(self, url: str, expect: SourceInfo | None = None) -> None:
         """Ask ``url`` once whether it answers multi-range requests with their parts (two
         one-byte ranges; S3's whole object is closed unread), unless that is known."""
@@ -546,7 +575,7 @@ def transport_for(
     """The transport of every caller: the one place a `Transport` is built outside tests, so
     each store, generator, command and bridge reads with the settings it was given and counts
     in its own ``stats``, while the connections under it are the process's (one pool per
-    origin per event loop, `pools`). Close it with ``aclose`` when done."""
+    origin, on the transport's loop: `home`, `pools`). Close it with ``aclose`` when done."""
     return Transport(options, stats)
 
 

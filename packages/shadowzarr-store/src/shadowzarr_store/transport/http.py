@@ -33,6 +33,7 @@ from shadowzarr_store.transport.errors import (
 )
 from shadowzarr_store.transport.framing import check_range, content_range, part_for, wire_most
 from shadowzarr_store.transport.head_values import check_request, refuse_control
+from shadowzarr_store.transport.home import at_home
 from shadowzarr_store.transport.http1 import (
     AnswerTooLong,
     Head,
@@ -143,6 +144,7 @@ class HttpBackend:
 
     # -- requests -------------------------------------------------------------------------------
 
+    @at_home
     async def ask_redirect(
         self, url: str, headers: dict[str, str], shown: str
     ) -> tuple[int, str | None, float | None]:
@@ -170,6 +172,7 @@ class HttpBackend:
         except aiohttp.ClientError as exc:
             raise SourceError(f"{shown}: {type(exc).__name__}: {said(exc)}") from exc
 
+    @at_home
     async def get_to_end(
         self,
         url: str,
@@ -216,6 +219,7 @@ class HttpBackend:
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
+    @at_home
     async def get_range(
         self,
         url: str,
@@ -268,6 +272,7 @@ class HttpBackend:
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
 
+    @at_home
     async def get_whole(
         self,
         url: str,
@@ -353,7 +358,13 @@ class HttpBackend:
         address, bound, proxy = self._hop(url)
         pool = self._pool(address, proxy)
         sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
-        return await pool.request(pool.head(address, sent, shown), shown, most, expected)
+        return await pool.request(
+            pool.head(address, sent, shown),
+            shown,
+            most,
+            expected,
+            limit=self._options.max_connections,
+        )
 
     def _redirect(self, url: str, head: Head, shown: str, chain: tuple[str, ...]) -> str | None:
         """Where a redirect answer leads (None for any other answer); `RedirectError` for a
@@ -365,6 +376,7 @@ class HttpBackend:
         check_chain(target, (*chain, url), shown)
         return target
 
+    @at_home
     async def get_many(
         self,
         url: str,

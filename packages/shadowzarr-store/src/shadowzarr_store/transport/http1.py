@@ -16,6 +16,7 @@ connections; their failures and stalls are `TransientError`, like aiohttp's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import socket
 import ssl
@@ -33,6 +34,8 @@ from shadowzarr_store.transport.http1_heads import Head, content_length
 from shadowzarr_store.transport.prefault import prepared
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     import numpy as np
     from yarl import URL
 
@@ -65,8 +68,9 @@ def certificate_refused(exc: ssl.SSLCertVerificationError) -> str:
 
 
 class OriginPool:
-    """Kept-alive connections to one ``scheme://host:port``, at most ``limit`` at once (one
-    pool per event loop: transports cannot cross loops), directly or through a forward
+    """Kept-alive connections to one ``scheme://host:port``, at most ``limit`` requests out
+    at once by default (each caller may give its own), used on one event loop (the transport's:
+    asyncio transports cannot cross loops), directly or through a forward
     ``proxy``: an ``http://`` origin's requests go to the proxy with absolute targets, an
     ``https://`` origin's through a CONNECT tunnel in which TLS starts with the origin.
     Connections idle for `IDLE_SECONDS` are closed."""
@@ -90,7 +94,11 @@ class OriginPool:
         self._dial = (proxy.host, proxy.port) if proxy is not None else (self._host, self._port)
         self._timeout = timeout
         self._idle: list[Connection] = []
-        self._slots = asyncio.Semaphore(limit)
+        self._limit = limit
+        self._busy = 0
+        """Requests out on the pool's connections now."""
+        self._waiting: list[tuple[int, asyncio.Future[None]]] = []
+        """Requests waiting for a slot, in order, each with its caller's limit."""
         self._all: set[Connection] = set()
         self._named = not _is_address(self._dial[0])
         self._addresses: tuple[tuple[str, int], ...] = ()
@@ -127,12 +135,20 @@ class OriginPool:
         return "\r\n".join(lines).encode("utf-8")
 
     async def request(
-        self, head: bytes, shown: str, most: int | None = None, expected: int | None = None
+        self,
+        head: bytes,
+        shown: str,
+        most: int | None = None,
+        expected: int | None = None,
+        *,
+        limit: int | None = None,
     ) -> tuple[Head, memoryview]:
         """The answer to ``head``: (head, body); ``most``: the most body bytes it may have (an
         error page may have up to 64 KiB); ``expected``: the body's length if all goes well
-        (a range's), whose buffer is made and its pages mapped while the request is out."""
-        async with self._slots:
+        (a range's), whose buffer is made and its pages mapped while the request is out;
+        ``limit``: the caller's most requests out at once on this origin (default: the
+        pool's), counting every caller's (the pool is shared by callers with other limits)."""
+        async with self._slot(self._limit if limit is None else limit):
             body = prepared(expected)
             connection = None
             while self._idle and connection is None:
@@ -157,6 +173,36 @@ class OriginPool:
                 named = self._proxy.shown
                 raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
             return answer
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, limit: int) -> AsyncIterator[None]:
+        """Wait until fewer than ``limit`` requests are out, then count this one out."""
+        while self._busy >= limit:
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            entry = (limit, woken)
+            self._waiting.append(entry)
+            try:
+                await woken
+            except BaseException:
+                if entry in self._waiting:
+                    self._waiting.remove(entry)
+                elif woken.done():
+                    self._wake()  # woken, then cancelled: the next one may go instead
+                raise
+        self._busy += 1
+        try:
+            yield
+        finally:
+            self._busy -= 1
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the first waiting request whose limit lets it go now."""
+        for at, (limit, woken) in enumerate(self._waiting):
+            if limit > self._busy and not woken.done():
+                del self._waiting[at]
+                woken.set_result(None)
+                return
 
     def _keep_idle(self, connection: Connection) -> None:
         """Keep ``connection`` for the next request; one timer closes those idle too long."""

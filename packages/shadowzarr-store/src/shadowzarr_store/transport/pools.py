@@ -1,14 +1,16 @@
-"""One connection pool per origin per event loop, shared by every transport of the process.
+"""One connection pool per origin per process, shared by every transport of the process.
 
 Every `open_rfs`, `RfsStore`, generator and `RangeSource` makes a `Transport` of its own; with
 pools of their own, 200 stores opened one after another opened 200 connections to one server.
-Here the pools live in a registry per event loop (asyncio transports cannot cross loops;
-zarr's synchronous API runs every store on one loop thread, so its stores share), keyed by what
-a connection is bound to: the origin (scheme, host, port, so TLS too), the proxy it goes
-through, the per-origin limit and the timeout. Each loop has one `ConnectionBudget` per total
-limit, and one aiohttp session per pair of limits. Connections idle for `IDLE_SECONDS` are
-closed by their pool. When the loop shuts down (``asyncio.run`` ending, zarr's loop at exit)
-its pools and sessions are closed on it: an async generator started on the loop is closed by
+Here the pools live in a registry per event loop (asyncio transports cannot cross loops), and
+every HTTP request runs on one loop, the transport's own (`home`: a request awaited on zarr's
+loop or a user's is handed to it), so the process has one registry in use and one pool per
+origin. A pool is keyed by what a connection is bound to: the origin (scheme, host, port, so
+TLS too), the proxy it goes through and the timeout; each caller's per-origin limit applies to
+its requests on the shared pool (`OriginPool.request`). Each loop has one `ConnectionBudget`
+per total limit, and one aiohttp session per pair of limits. Connections idle for
+`IDLE_SECONDS` are closed by their pool. When a loop shuts down (``asyncio.run`` ending) its
+pools and sessions are closed on it: an async generator started on the loop is closed by
 ``loop.shutdown_asyncgens()``, and its ``finally`` closes them. After a fork, the child drops
 what it inherited (the sockets are the parent's).
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["IDLE_SECONDS", "LoopPools", "OriginStats", "close_all_pools", "pool_stats", "pools"]
 
-type PoolKey = tuple[str, str, int | None, Proxy | None, int, float]
+type PoolKey = tuple[str, str, int | None, Proxy | None, float]
 
 
 @dataclass(slots=True)
@@ -58,7 +60,7 @@ class LoopPools:
         self, address: URL, proxy: Proxy | None, limit: int, total: int, timeout: float
     ) -> OriginPool:
         """The pool of ``address``'s origin (through ``proxy``) under these limits."""
-        key = (address.scheme, address.raw_host or "", address.port, proxy, limit, timeout)
+        key = (address.scheme, address.raw_host or "", address.port, proxy, timeout)
         pool = self.origins.get(key)
         if pool is None:
             budget = self.budgets.get(total)
@@ -137,7 +139,7 @@ def pool_stats() -> dict[str, OriginStats]:
         registries = list(_by_loop.values())
     totals: dict[str, OriginStats] = {}
     for registry in registries:
-        for (scheme, host, port, proxy, _, _), pool in list(registry.origins.items()):
+        for (scheme, host, port, proxy, _), pool in list(registry.origins.items()):
             shown_host = f"[{host}]" if ":" in host else host
             name = f"{scheme}://{shown_host}:{port}"
             if proxy is not None:
