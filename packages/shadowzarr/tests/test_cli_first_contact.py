@@ -344,6 +344,8 @@ def test_blosc2_option_names(tmp_path: Path) -> None:
     assert "did you mean cache_policy=?" in message
     assert "cache='none'|'memory'|'disk'" in message
     assert "RfsStore" not in message
+    with pytest.raises(ValueError, match=r"cache=True: use 'none', 'memory' or 'disk'"):
+        shadowzarr.open_array(f"{source}::g/d", cache=True, reference_cache=False)
 
 
 def test_open_rfs_says_where_caching_options_belong(tmp_path: Path) -> None:
