@@ -1,0 +1,173 @@
+"""A run publishing to an object store (moto's real S3 server), killed with SIGKILL before it
+ever copied its progress database there, and started again: every asset it had finished is kept
+(its row object under ``catalog.rows/``), none of them is asked for again (the log of the proxy
+in front of the S3 server says so), the catalog equals a clean run's, and row objects that are
+garbage, of another asset than their name says, or of an asset that is not the catalog's are
+ignored with a warning."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pytest
+from catalog_archive import write_hdf5
+from shadowzarr_store import open_rfs
+from shadowzarr_testing import assert_array_equal_exact
+
+from shadowzarr_catalog import CatalogRowWarning, generate_catalog
+from shadowzarr_catalog.row_objects import row_object, row_object_key
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from shadowzarr_testing import LatencyProxy, MotoS3
+
+pytestmark = pytest.mark.network
+
+TIMING = ["generated_at", "generation_seconds"]
+ASSETS = 24
+KILL_AFTER = 3
+ROWS = "cat/catalog.rows/"
+
+RUN = """
+import json, sys
+from shadowzarr_catalog import generate_catalog
+source, destination, options = sys.argv[1:]
+generate_catalog(source, destination, storage_options=json.loads(options), workers=1,
+                 processes=0)
+"""
+
+
+def _table(moto_s3: MotoS3, bucket: str, prefix: str) -> pd.DataFrame:
+    data = moto_s3.get(bucket, f"{prefix}/catalog.parquet")
+    table = pd.read_parquet(io.BytesIO(data)).drop(columns=TIMING)
+    return table.sort_values("asset_id").reset_index(drop=True)
+
+
+def _destination_requests(front: LatencyProxy, bucket: str) -> dict[str, int]:
+    """What a run asked of the destination bucket, by kind."""
+    counts = {"list rows": 0, "get rows": 0, "get database": 0, "delete": 0}
+    for entry in front.log:
+        path, query = entry["path"], entry["query"]
+        if entry["method"] == "GET" and path.rstrip("/") == f"/{bucket}" and "list-type" in query:
+            counts["list rows"] += f"prefix={ROWS}" in query.replace("%2F", "/")
+        elif entry["method"] == "GET" and path.startswith(f"/{bucket}/{ROWS}"):
+            counts["get rows"] += 1
+        elif entry["method"] == "GET" and path == f"/{bucket}/cat/catalog.sqlite":
+            counts["get database"] += 1
+        elif entry["method"] == "POST" and "delete" in query:
+            counts["delete"] += 1
+    return counts
+
+
+def _source_requests(front: LatencyProxy, bucket: str, name: str) -> list[dict[str, Any]]:
+    return [e for e in front.log if e["path"] == f"/{bucket}/archive/{name}"]
+
+
+def test_killed_run_to_s3_keeps_every_finished_asset(
+    moto_s3: MotoS3,
+    s3_bucket_name: str,
+    make_proxy: Callable[..., LatencyProxy],
+    tmp_path: Path,
+) -> None:
+    source_bucket = moto_s3.create_bucket(s3_bucket_name)
+    bucket = moto_s3.create_bucket(f"{s3_bucket_name}-out")
+    front = make_proxy(moto_s3.endpoint, latency=0.01)
+    options = {**moto_s3.storage_options(), "endpoint": front.base_url}
+    names = [f"a{i:02d}.h5" for i in range(ASSETS)]
+    expected = {}
+    for i, name in enumerate(names):
+        expected[name] = write_hdf5(tmp_path / name, i)
+        moto_s3.put(source_bucket, f"archive/{name}", (tmp_path / name).read_bytes())
+    source = f"s3://{source_bucket}/archive/"
+    generate_catalog(source, f"s3://{bucket}/clean", storage_options=options, processes=0)
+
+    destination = f"s3://{bucket}/cat"
+    command = [sys.executable, "-c", RUN, source, destination, json.dumps(options)]
+    running = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    started = time.monotonic()
+    while len(moto_s3.keys(bucket, ROWS)) < KILL_AFTER and running.poll() is None:
+        assert time.monotonic() - started < 120, "the catalog run never finished an asset"
+        time.sleep(0.01)
+    running.send_signal(signal.SIGKILL)
+    assert running.stderr is not None
+    assert running.wait(timeout=30) == -signal.SIGKILL, running.stderr.read()
+    running.stderr.close()
+    keys = moto_s3.keys(bucket, "cat/")
+    assert "cat/catalog.sqlite" not in keys  # killed before the database was ever copied there
+    assert "cat/catalog.parquet" not in keys
+    row_keys = [k for k in keys if k.startswith(ROWS)]
+    rows = [json.loads(moto_s3.get(bucket, k))["row"] for k in row_keys]
+    finished = {row["asset_id"] for row in rows}
+    assert KILL_AFTER <= len(finished) == len(row_keys) < ASSETS
+    assert finished <= set(names)
+    # each finished asset's reference set is whole at the destination
+    assert all(f"cat/{row['reference']}/refs.json" in keys for row in rows)
+
+    # Row objects that must be ignored: garbage; a row under the name of another asset; a
+    # well-formed row of an asset the source does not list (written as a run writes one).
+    garbage = f"{ROWS}00000000000000000001-0123456789abcdef.json"
+    moto_s3.put(bucket, garbage, b"\x00garbage{")
+    misnamed = row_object_key("a-name-of-another-asset.h5")
+    moto_s3.put(bucket, f"cat/{misnamed}", moto_s3.get(bucket, row_keys[0]))
+    outsider = {**rows[0], "asset_id": "x.h5", "path": "x.h5", "reference": "refs/x.h5.shadowzarr"}
+    foreign = row_object_key("x.h5")
+    moto_s3.put(bucket, f"cat/{foreign}", row_object(outsider))
+    moto_s3.put(bucket, f"{ROWS}not-a-row.txt", b"{}")
+    front.wait_idle()
+    front.reset()
+    with pytest.warns(CatalogRowWarning) as warned:
+        summary = generate_catalog(
+            source, destination, storage_options=options, workers=1, processes=0
+        )
+    messages = sorted(str(w.message) for w in warned)
+    assert len(messages) == 4, messages
+    relative = garbage.removeprefix("cat/")
+    assert any("DecodeError" in m and relative in m for m in messages), messages
+    assert any("another asset than its name" in m and misnamed in m for m in messages), messages
+    assert any("the source does not list" in m and foreign in m for m in messages), messages
+    assert any("not a row object's name" in m for m in messages), messages
+    assert summary.generated == ASSETS - len(finished)
+
+    # The source's log: a finished asset is not asked for again, every other one is generated.
+    for name in names:
+        mine = _source_requests(front, source_bucket, name)
+        assert (len(mine) == 0) == (name in finished), (name, mine)
+    # What resuming cost at the destination: the database (not there), one listing page of the
+    # row objects, one GET for each row object with a row's name (the finished assets' and the
+    # three planted ones); at the end one request deleted the rows the uploaded database holds.
+    cost = _destination_requests(front, bucket)
+    assert cost == {
+        "list rows": 1,
+        "get rows": len(finished) + 3,
+        "get database": 1,
+        "delete": 1,
+    }, cost
+
+    pd.testing.assert_frame_equal(_table(moto_s3, bucket, "cat"), _table(moto_s3, bucket, "clean"))
+    index = json.loads(moto_s3.get(bucket, "cat/index.json"))
+    for name in sorted(finished)[:2] + sorted(set(names) - finished)[:2]:
+        group = open_rfs(f"{destination}/{index[name]}", storage_options=options)
+        for path, values in expected[name].items():
+            assert_array_equal_exact(group[path][:], values, f"{name}:{path}")
+    # The rows are in the uploaded database now and their objects deleted; the ignored stay.
+    assert moto_s3.keys(bucket, ROWS) == sorted(
+        [garbage, f"cat/{misnamed}", f"cat/{foreign}", f"{ROWS}not-a-row.txt"]
+    )
+
+    # Nothing changed: nothing generated, no request to any asset (the source's one listing).
+    front.reset()
+    with pytest.warns(CatalogRowWarning):
+        again = generate_catalog(source, destination, storage_options=options, processes=0)
+    assert (again.generated, again.unchanged) == (0, ASSETS)
+    assert not any(e["path"].startswith(f"/{source_bucket}/archive/") for e in front.log)
+    assert _destination_requests(front, bucket)["list rows"] == 1
+    pd.testing.assert_frame_equal(_table(moto_s3, bucket, "cat"), _table(moto_s3, bucket, "clean"))
