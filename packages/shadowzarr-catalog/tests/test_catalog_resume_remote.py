@@ -3,7 +3,7 @@ ever copied its progress database there, and started again: every asset it had f
 (its row object under ``catalog.rows/``), none of them is asked for again (the log of the proxy
 in front of the S3 server says so), the catalog equals a clean run's, and row objects that are
 garbage, of another asset than their name says, or of an asset that is not the catalog's are
-ignored with a warning."""
+ignored with a warning; and the checks a row object must pass, case by case."""
 
 from __future__ import annotations
 
@@ -23,14 +23,12 @@ from shadowzarr_store import open_rfs
 from shadowzarr_testing import assert_array_equal_exact
 
 from shadowzarr_catalog import CatalogRowWarning, generate_catalog
-from shadowzarr_catalog.row_objects import row_object, row_object_key
+from shadowzarr_catalog.row_objects import read_row_object, row_object, row_object_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from shadowzarr_testing import LatencyProxy, MotoS3
-
-pytestmark = pytest.mark.network
 
 TIMING = ["generated_at", "generation_seconds"]
 ASSETS = 24
@@ -72,6 +70,7 @@ def _source_requests(front: LatencyProxy, bucket: str, name: str) -> list[dict[s
     return [e for e in front.log if e["path"] == f"/{bucket}/archive/{name}"]
 
 
+@pytest.mark.network
 def test_killed_run_to_s3_keeps_every_finished_asset(
     moto_s3: MotoS3,
     s3_bucket_name: str,
@@ -171,3 +170,71 @@ def test_killed_run_to_s3_keeps_every_finished_asset(
     assert not any(e["path"].startswith(f"/{source_bucket}/archive/") for e in front.log)
     assert _destination_requests(front, bucket)["list rows"] == 1
     pd.testing.assert_frame_equal(_table(moto_s3, bucket, "cat"), _table(moto_s3, bucket, "clean"))
+
+
+def _row(asset_id: str = "sub/a.nwb", **changes: Any) -> dict[str, Any]:
+    row = {
+        "asset_id": asset_id,
+        "path": asset_id,
+        "source_url": f"s3://bucket/{asset_id}",
+        "size": 10,
+        "etag": '"e"',
+        "format": "hdf5",
+        "status": "ok",
+        "error_class": None,
+        "error_message": None,
+        "retry": False,
+        "datasets": 1,
+        "chunks": 2,
+        "unsupported": [],
+        "reference": f"refs/{asset_id}.shadowzarr",
+        "reference_bytes": 100,
+        "generated_at": "2026-12-07T12:00:00+00:00",
+        "generation_seconds": 0.5,
+        "requests": 3,
+        "bytes_read": 4000,
+    }
+    return {**row, **changes}
+
+
+def _document(row: dict[str, Any], **changes: Any) -> bytes:
+    return json.dumps({"format": "shadowzarr-catalog-row/1", "row": row, **changes}).encode()
+
+
+HOSTILE = {
+    "not JSON": b"\xff\xfe{",
+    "JSON nested too deep": b"[" * 100_000,
+    "not an object": b"[1, 2]",
+    "another format": _document(_row(), format="shadowzarr-catalog-row/2"),
+    "a column missing": _document({k: v for k, v in _row().items() if k != "etag"}),
+    "a column more": _document(_row(password="x")),
+    "an unknown status": _document(_row(status="done\r\n")),
+    "a reference outside refs/": _document(_row(reference="../../elsewhere.shadowzarr")),
+    "another asset's reference": _document(_row(reference="refs/sub/b.nwb.shadowzarr")),
+    "a size that is text": _document(_row(size="10")),
+    "a path that is a number": _document(_row(path=7)),
+    "unsupported not a list": _document(_row(unsupported={"a": 1})),
+    "a time that is not one": _document(_row(generated_at="yesterday")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_row_object_is_ignored_with_a_warning(case: str) -> None:
+    key = row_object_key("sub/a.nwb")
+    with pytest.warns(CatalogRowWarning, match="ignored 'catalog.rows/"):
+        assert read_row_object(key, HOSTILE[case], {"sub/a.nwb"}) is None
+
+
+def test_a_row_object_is_read_back_only_for_its_own_known_asset() -> None:
+    row = _row()
+    assert read_row_object(row_object_key("sub/a.nwb"), row_object(row), {"sub/a.nwb"}) == row
+    json_form = _row(reference="refs/sub/a.nwb.shadowzarr.json")
+    assert read_row_object(row_object_key("sub/a.nwb"), row_object(json_form), {"sub/a.nwb"})
+    failed = _row(status="failed", reference=None, error_class="SourceError", error_message="x")
+    assert read_row_object(row_object_key("sub/a.nwb"), row_object(failed), {"sub/a.nwb"})
+    with pytest.warns(CatalogRowWarning, match="another asset than its name"):
+        assert read_row_object(row_object_key("sub/b.nwb"), row_object(row), {"sub/a.nwb"}) is None
+    with pytest.warns(CatalogRowWarning, match="the source does not list"):
+        assert read_row_object(row_object_key("sub/a.nwb"), row_object(row), {"b"}) is None
+    with pytest.warns(CatalogRowWarning, match="not a row object's name"):
+        assert read_row_object("catalog.rows/../x.json", row_object(row), {"sub/a.nwb"}) is None

@@ -80,8 +80,9 @@ def read_row_object(key: str, data: bytes, known: Container[str]) -> dict[str, A
 
 def ignored(key: str, reason: str) -> None:
     """Warn that the object ``key`` of the rows folder is not used."""
+    shown = "".join(c if c.isprintable() else "?" for c in reason[:300])
     warnings.warn(
-        f"ignored {key[:200]!r} at the catalog's destination: {reason[:300]}",
+        f"ignored {key[:200]!r} at the catalog's destination: {shown}",
         CatalogRowWarning,
         stacklevel=3,
     )

@@ -382,15 +382,16 @@ class _SyncedState:
                 ignored(listed_object.key, f"{listed_object.size:,} bytes, more than a row has")
             else:
                 unread.append(listed_object.key)
-        known = set(listed).union(self._state.rows())
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="catalog-rows") as pool:
-            for key, data in zip(unread, pool.map(self._target.read_file, unread), strict=True):
-                if data is None:  # deleted since the listing
-                    continue
-                row = read_row_object(key, data, known)
-                if row is not None:
-                    self._state.fold(key, row)
-                    self._folded.append(key)
+        if unread:
+            known = set(listed).union(self._state.asset_ids())
+            with ThreadPoolExecutor(max_workers=8, thread_name_prefix="catalog-rows") as pool:
+                for key, data in zip(unread, pool.map(self._target.read_file, unread), strict=True):
+                    if data is None:  # deleted since the listing
+                        continue
+                    row = read_row_object(key, data, known)
+                    if row is not None:
+                        self._state.fold(key, row)
+                        self._folded.append(key)
         gone = folded.difference(o.key for o in found)
         if gone:
             self._state.unfold(sorted(gone))

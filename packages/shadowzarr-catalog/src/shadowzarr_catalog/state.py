@@ -1,6 +1,7 @@
 """The catalog's progress: one SQLite row per asset, committed as each asset finishes, so a run
 killed at any moment loses at most the assets it was generating, and the next run knows what is
-done, what changed and what failed."""
+done, what changed and what failed. For an object-store catalog, whose database is a local copy,
+the table ``folded`` names the row objects (`row_objects`) whose rows the copy holds."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ class CatalogState:
     def rows(self) -> dict[str, dict[str, Any]]:
         found = self._db.execute("SELECT asset_id, row FROM assets ORDER BY asset_id")
         return {asset_id: json.loads(row) for asset_id, row in found}
+
+    def asset_ids(self) -> set[str]:
+        return {asset_id for (asset_id,) in self._db.execute("SELECT asset_id FROM assets")}
 
     def put(self, row: dict[str, Any]) -> None:
         """Record one asset's row; durable when this returns (autocommit)."""
