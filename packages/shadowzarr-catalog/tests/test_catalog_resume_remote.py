@@ -23,6 +23,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_testing import assert_array_equal_exact
 
 from shadowzarr_catalog import CatalogRowWarning, generate_catalog
+from shadowzarr_catalog import run as run_module
 from shadowzarr_catalog.row_objects import read_row_object, row_object, row_object_key
 
 if TYPE_CHECKING:
@@ -170,6 +171,61 @@ def test_killed_run_to_s3_keeps_every_finished_asset(
     assert not any(e["path"].startswith(f"/{source_bucket}/archive/") for e in front.log)
     assert _destination_requests(front, bucket)["list rows"] == 1
     pd.testing.assert_frame_equal(_table(moto_s3, bucket, "cat"), _table(moto_s3, bucket, "clean"))
+
+
+@pytest.mark.network
+def test_row_objects_a_failed_delete_left_are_not_read_again(
+    moto_s3: MotoS3,
+    s3_bucket_name: str,
+    make_proxy: Callable[..., LatencyProxy],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The row objects an uploaded database holds are deleted after the upload; when that
+    delete fails (as when a run is killed between the two) they stay, listed but not read by
+    the next run, which deletes them. With a database copied after every row, each row's
+    object is deleted as it is folded in."""
+    source_bucket = moto_s3.create_bucket(s3_bucket_name)
+    bucket = moto_s3.create_bucket(f"{s3_bucket_name}-out")
+    front = make_proxy(moto_s3.endpoint)
+    options = {**moto_s3.storage_options(), "endpoint": front.base_url}
+    names = [f"a{i}.h5" for i in range(4)]
+    for i, name in enumerate(names):
+        write_hdf5(tmp_path / name, i)
+        moto_s3.put(source_bucket, f"archive/{name}", (tmp_path / name).read_bytes())
+    source = f"s3://{source_bucket}/archive/"
+    destination = f"s3://{bucket}/cat"
+    front.fail_matching(f"^/{bucket}/?$", "500", method="POST")  # every delete of objects
+    first = generate_catalog(source, destination, storage_options=options, processes=0)
+    assert first.generated == len(names)
+    assert _destination_requests(front, bucket)["delete"] >= 2  # tried, and tried again
+    assert len(moto_s3.keys(bucket, ROWS)) == len(names)
+    assert "cat/catalog.sqlite" in moto_s3.keys(bucket, "cat/")
+
+    front.clear_faults()
+    front.reset()
+    second = generate_catalog(source, destination, storage_options=options, processes=0)
+    assert (second.generated, second.unchanged) == (0, len(names))
+    cost = _destination_requests(front, bucket)
+    assert cost == {"list rows": 1, "get rows": 0, "get database": 1, "delete": 1}, cost
+    assert moto_s3.keys(bucket, ROWS) == []
+    assert not any(e["path"].startswith(f"/{source_bucket}/archive/") for e in front.log)
+
+    changed = ["a1.h5", "a3.h5"]
+    for name in changed:
+        write_hdf5(tmp_path / name, 9)
+        moto_s3.put(source_bucket, f"archive/{name}", (tmp_path / name).read_bytes())
+    monkeypatch.setattr(run_module, "STATE_UPLOAD_SECONDS", 0.0)
+    front.reset()
+    third = generate_catalog(source, destination, storage_options=options, processes=0)
+    assert third.generated == len(changed)
+    uploads = [e for e in front.log if e["method"] == "PUT" and e["path"].endswith(".sqlite")]
+    assert len(uploads) == len(changed) + 1  # after each row, and at the end
+    assert _destination_requests(front, bucket)["delete"] == len(changed)  # none left at the end
+    assert moto_s3.keys(bucket, ROWS) == []
+    table = _table(moto_s3, bucket, "cat").set_index("asset_id")
+    assert sorted(table.index) == names
+    assert (table.status == "ok").all()
 
 
 def _row(asset_id: str = "sub/a.nwb", **changes: Any) -> dict[str, Any]:
