@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -65,6 +66,9 @@ DEFAULT_PER_HOST = 12
 ranges together): about what the AWS command line sends to S3 at once (10)."""
 STATE_UPLOAD_SECONDS = 30.0
 """How often the progress database of an object-store catalog is copied to the destination."""
+ROW_WRITES = 8
+"""Row objects of an object-store catalog being written at once (a row's PUT does not hold up
+the next job's dispatch; a run killed loses at most these rows besides its jobs in flight)."""
 
 
 @renamed_keyword("chunk_index_threshold", "manifest_threshold")
@@ -338,12 +342,12 @@ class _SyncedState:
     store it is a local copy, fetched at the start and copied back every
     `STATE_UPLOAD_SECONDS` and at the end; so that a run killed in between loses no finished
     asset, each row is also PUT as a small object under ``catalog.rows/`` of the destination
-    as it comes (after its asset's reference set). The next run lists that folder (one request
-    per 1,000 objects) and reads the row objects its copy has not folded in (one GET each; a
-    malformed or foreign one is ignored with a `CatalogRowWarning`); once a copy holding row
-    objects is uploaded they are deleted (one request per 1,000), so the folder holds about
-    `STATE_UPLOAD_SECONDS` of rows. A ``removed`` mark is kept in the copy only: a listing
-    makes it again at no cost.
+    as it comes (after its asset's reference set; `ROW_WRITES` at once). The next run lists
+    that folder (one request per 1,000 objects) and reads the row objects its copy has not
+    folded in (one GET each; a malformed or foreign one is ignored with a `CatalogRowWarning`);
+    once a copy holding row objects is uploaded they are deleted (one request per 1,000), so
+    the folder holds about `STATE_UPLOAD_SECONDS` of rows. A ``removed`` mark is kept in the
+    copy only: a listing makes it again at no cost.
     """
 
     def __init__(self, target: Destination) -> None:
@@ -351,6 +355,8 @@ class _SyncedState:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._folded: list[str] = []
         """Row objects the local copy holds, to delete once it is uploaded."""
+        self._writer: ThreadPoolExecutor | None = None
+        self._writes: deque[Future[None]] = deque()
         if target.local:
             path = Path(target.root, STATE_FILE)
         else:
@@ -404,17 +410,27 @@ class _SyncedState:
             self._state.put(row)
             return
         key = row_object_key(row["asset_id"])
-        self._target.write_file(key, row_object(row))
+        self._written(ROW_WRITES - 1)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(ROW_WRITES, thread_name_prefix="catalog-rows")
+        self._writes.append(self._writer.submit(self._target.write_file, key, row_object(row)))
         self._state.fold(key, row)
         self._folded.append(key)
         if time.monotonic() - self._uploaded > STATE_UPLOAD_SECONDS:
             self.upload()
+
+    def _written(self, pending: int) -> None:
+        """Wait until at most ``pending`` row objects are being written; raises the error of
+        one that failed (as a failed write of the database or the catalog does)."""
+        while self._writes and (len(self._writes) > pending or self._writes[0].done()):
+            self._writes.popleft().result()
 
     def upload(self) -> None:
         """Copy the database to the destination, then delete the row objects it holds (a run
         killed between the two finds them listed as folded in, and does not read them)."""
         if self._scratch is None:
             return
+        self._written(0)
         self._state.checkpoint()
         self._target.write_file(STATE_FILE, self._path.read_bytes())
         self._uploaded = time.monotonic()
@@ -433,6 +449,8 @@ class _SyncedState:
         try:
             self.upload()
         finally:
+            if self._writer is not None:
+                self._writer.shutdown()
             self._state.close()
             if self._scratch is not None:
                 self._scratch.cleanup()
