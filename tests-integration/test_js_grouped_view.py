@@ -188,6 +188,9 @@ def hostile(refs: dict[str, Any], variant: str, source: Path) -> None:
         chunks["dense/c/9/0"][2] += 1
     elif variant == "empty_entry":  # size 0 anywhere but offset 0 is malformed
         chunks["dense/c/9/0"] = [chunks["dense/c/9/0"][0], 64, 0]
+    elif variant == "float_entry":  # JSON has one number type: 12345.0 is the integer 12345
+        url, offset, size = chunks["dense/c/5/0"]
+        chunks["dense/c/5/0"] = [url, float(offset), float(size)]
 
 
 # variant: (Python and JS pack the listed chunks, the typed error both views' reads fail with)
@@ -197,6 +200,7 @@ HOSTILE = {
     "inline_entry": (False, None),
     "long_entry": (True, "ChunkDecodeError"),
     "empty_entry": (True, "ReferenceFormatError"),  # listed, refused when read
+    "float_entry": (True, None),  # [url, 64.0, 100] is listed as [url, 64, 100] is
 }
 
 
@@ -206,7 +210,8 @@ HOSTILE = {
 def test_hostile_listings_show_the_same_view(tmp_path: Path) -> None:
     """A listing that is not one table into one file (mixed sources, an entry of another form)
     is shown as stored inside the shards by both stores; missing entries still pack (fill
-    values); bad sizes fail the read through the view with the stored read's typed error."""
+    values); bad sizes fail the read through the view with the stored read's typed error; an
+    offset and size spelled as floats (``12345.0``) are the integers, listed and packed."""
     if not (REPO / "js" / "node_modules" / "zarrita").exists():
         pytest.fail("js/node_modules is missing: run `npm ci` in js/ (tools/test does)")
     source = tmp_path / "data.h5"
@@ -222,6 +227,8 @@ def test_hostile_listings_show_the_same_view(tmp_path: Path) -> None:
         hostile(refs, variant, source)
         name = f"refs-{variant}.json"
         (tmp_path / name).write_text(json.dumps(refs))
+        if variant == "float_entry":
+            assert ".0, " in (tmp_path / name).read_text()
         python = python_zarr_json(RfsStore(str(tmp_path / name)), "dense")
         inner = python["codecs"][0]["configuration"]["chunk_shape"]
         assert (inner != [32, 16]) == packed, (variant, inner)  # dense: chunks of 32 x 16

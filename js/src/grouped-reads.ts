@@ -1,313 +1,256 @@
 /**
- * Serving the shards of the grouped view (grouped-view.ts) as zarrita's sharding codec asks for
- * them: a shard's index, computed from the references (never fetched), and byte ranges of its
- * inner chunks, each read from the stored chunks it shows, all at once so the batcher merges
- * them into a few range requests.
- *
- * A shard's value is the index (`count` little-endian uint64 pairs of offset and length), the
- * inner chunks one after the other in C order, and the index once more. The metadata says
- * `index_location: "start"` (as the Python store's does), and the offsets point after the
- * leading index; zarrita 0.7.5 ignores `index_location` and reads the index as the last bytes
- * of the shard (`{suffixLength}`), which the trailing copy answers. Both readings of the value
- * are right, and the sharding format allows bytes no index entry points to.
+ * The grouped view's reads of one store (the Python store's `GroupedReads`, with its
+ * `GroupedView.layout` and `rewrite`): which arrays it shows as shards (their layouts,
+ * grouped-view.ts), the zarr.json it shows for them, which keys name a shard, and each grouped
+ * array's stored chunks, located from the references and read through the store as stored
+ * (`StoredReads`). The shards' bytes are served by `GroupedShards` (grouped-shards.ts).
  */
-import * as zarr from "zarrita";
-import { ChunkDecodeError } from "./errors.js";
-import { buildShardIndex, type GroupLayout, type ShardIndex } from "./grouped-view.js";
+import { type ArrayInfo, chunkCoordsFromKey } from "./array-metadata.js";
+import { logicalSize, type ValueRange } from "./byte-map.js";
+import { utf8Decode } from "./bytes.js";
+import { isEmptyReference } from "./chunk-checks.js";
+import {
+  byteDecoder,
+  type GroupedArray,
+  GroupedShards,
+  type StoredChunk,
+} from "./grouped-shards.js";
+import {
+  fillChunk,
+  type GroupLayout,
+  groupedMetadata,
+  groupLayout,
+  indexedWithRefs,
+  indexOnly,
+} from "./grouped-view.js";
+import { normalizeMetadataText, parseJson } from "./json.js";
+import { type ListedTable, listedTables } from "./listed-table.js";
+import type { Reference, References } from "./references.js";
+import type { FoundArray } from "./store-arrays.js";
 
-/** A logical byte range of a value: [start, end), or the last `suffix` bytes. */
-export type ValueRange = { start: number; end: number } | { suffix: number } | null;
-
-/** A stored chunk of a shard, located once when the shard's index is built. */
-export interface StoredChunk {
-  readonly key: string;
-  /** Its logical length, what the store serves for it unsharded. */
-  readonly length: number;
-  /** Where the store reads it from (the store's own reference). */
-  readonly ref: unknown;
+/** What the grouped view takes of the store: its reads of keys as stored. */
+export interface StoredReads {
+  /** The array a chunk key belongs to (the nearest node with a zarr.json), or undefined. */
+  arrayOf(key: string): FoundArray | undefined;
+  /** A chunk's reference from its array's chunk manifest; undefined if never written. */
+  fromIndex(key: string): Promise<Reference | undefined>;
+  /** The recorded size of the file a reference URL names (templates expanded), if recorded. */
+  recordedSize(url: string): number | undefined;
+  /** A stored key's bytes from its reference, as the store serves it (undefined: not stored). */
+  readFound(
+    key: string,
+    ref: Reference,
+    range: ValueRange,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array | undefined>;
 }
 
-/** What the grouped view needs of the store about one array and its stored chunks. */
-export interface GroupedArray {
-  readonly path: string;
-  readonly layout: GroupLayout;
+/** The grouped array and shard coordinates a key names. */
+export interface NamedShard {
+  readonly array: GroupedArray;
+  readonly coords: number[];
+}
+
+export class GroupedReads {
+  readonly #references: References;
+  /** Target shard bytes (the view is on: > 0). */
+  readonly #shardBytes: number;
+  readonly #stored: StoredReads;
+  readonly #layouts = new Map<string, GroupLayout | undefined>();
+  readonly #shards = new GroupedShards();
+  readonly #arrays = new Map<string, GroupedArray>();
+  /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
+  #last: { key: string; shard: NamedShard } | undefined;
+  #indexedWithRefs: Set<string> | undefined;
+  #listedTables: Map<string, ListedTable> | undefined;
+
+  constructor(references: References, shardBytes: number, stored: StoredReads) {
+    this.#references = references;
+    this.#shardBytes = shardBytes;
+    this.#stored = stored;
+  }
+
   /**
-   * Where the stored chunk at `coords` is and its length, without reading it where the
-   * references say (null: not stored); synchronous unless it is looked up in a chunk manifest.
+   * How the view shows the array at `path` (its shard and inner chunk grid), or undefined when
+   * it shows it as stored.
    */
-  locate(coords: readonly number[]): StoredChunk | null | Promise<StoredChunk | null>;
-  /** A located stored chunk's bytes as the store serves it unsharded (undefined: not stored). */
-  read(chunk: StoredChunk, signal?: AbortSignal): Promise<Uint8Array | undefined>;
-  /** For packs of decoded chunks: a stored chunk's bytes with its byte codecs undone. */
-  decode(key: string, bytes: Uint8Array): Promise<Uint8Array>;
-  /** The bytes of a stored chunk that is not stored (fill elements), for packs. */
-  fill(): Uint8Array;
-}
+  layout(path: string): GroupLayout | undefined {
+    if (this.#layouts.has(path)) return this.#layouts.get(path);
+    let layout: GroupLayout | undefined;
+    const ref = this.#references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+    if (ref?.kind === "inline") {
+      const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+      if (document !== null && typeof document === "object" && !Array.isArray(document)) {
+        layout = groupLayout(
+          document as Record<string, unknown>,
+          this.#shardBytes,
+          this.#indexOnly(path),
+        );
+      }
+    }
+    this.#layouts.set(path, layout);
+    return layout;
+  }
 
-/** A shard's index and its stored chunks (`innerChunks` order; null: not stored). */
-interface Shard {
-  readonly index: ShardIndex;
-  readonly chunks: readonly (StoredChunk | null)[];
-}
+  /** `text`, the zarr.json at `key` as zarrita is shown it, with its grouped arrays as shards. */
+  rewrite(key: string, text: string): string {
+    return groupedMetadata(text, key, (path) => this.layout(path));
+  }
 
-/** A shard being built: its promise, and its value once built (read without an await). */
-interface ShardEntry {
-  readonly promise: Promise<Shard>;
-  value?: Shard;
-}
+  /** The shard `key` names, when it is the last shard key read (no lookup). */
+  lastShard(key: string): NamedShard | undefined {
+    return this.#last?.key === key ? this.#last.shard : undefined;
+  }
 
-/** Shards kept: each holds its index and its stored chunks' references (up to 4,096). */
-const SHARDS_KEPT = 64;
+  /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
+  shardOf(key: string): NamedShard | undefined {
+    if (this.#last?.key === key) return this.#last.shard;
+    const shard = this.#findShard(key);
+    if (shard !== undefined) this.#last = { key, shard };
+    return shard;
+  }
 
-/** The grouped view's shards of one store: their indexes kept, their bytes read on demand. */
-export class GroupedShards {
-  readonly #shards = new Map<string, ShardEntry>();
-
-  /** Bytes `range` of the shard at `shard` of `array` (undefined: no chunk of it is stored). */
+  /** Bytes `range` of the shard at `key` (undefined: no chunk of it is stored). */
   read(
     key: string,
-    array: GroupedArray,
-    shard: readonly number[],
+    shard: NamedShard,
     range: ValueRange,
     signal?: AbortSignal,
   ): Promise<Uint8Array | undefined> {
-    const entry = this.#shard(key, array, shard);
-    const built = entry.value;
-    if (built === undefined || range === null || !("start" in range)) {
-      return entry.promise.then((value) => this.#read(value, array, range, signal));
-    }
-    return this.#read(built, array, range, signal);
+    return this.#shards.read(key, shard.array, shard.coords, range, signal);
   }
 
-  /** (Not async: zarrita's read of one inner chunk goes straight to its stored chunk's.) */
-  #read(
-    built: Shard,
-    array: GroupedArray,
-    range: ValueRange,
-    signal?: AbortSignal,
-  ): Promise<Uint8Array | undefined> {
-    const index = built.index;
-    if (index.empty) return Promise.resolve(undefined);
-    const [start, end] = window(range, index.total);
-    const first = Math.max(0, lastAtOrBefore(index.offsets, start));
-    const size0 = index.sizes[first] as number;
-    if (index.offsets[first] === start && start + size0 === end && size0 > 0) {
-      // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
-      return this.#inner(array, built.chunks, first, size0, signal);
-    }
-    return this.#parts(built, array, start, end, first, signal);
-  }
-
-  /** Bytes [start, end) of the shard's value: parts of the index and of inner chunks. */
-  async #parts(
-    built: Shard,
-    array: GroupedArray,
-    start: number,
-    end: number,
-    first: number,
-    signal?: AbortSignal,
-  ): Promise<Uint8Array> {
-    const index = built.index;
-    const out = new Uint8Array(end - start);
-    const head = index.index;
-    const tail = index.total - head.length;
-    copyPart(out, start, end, 0, head);
-    copyPart(out, start, end, tail, head);
-    const reads: Promise<void>[] = [];
-    for (let j = first; j < index.offsets.length; j++) {
-      const offset = index.offsets[j] as number;
-      const size = index.sizes[j] as number;
-      if (offset >= end) break;
-      if (size === 0 || offset + size <= start) continue;
-      reads.push(
-        this.#inner(array, built.chunks, j, size, signal).then((bytes) =>
-          copyPart(out, start, end, offset, bytes),
-        ),
-      );
-    }
-    await Promise.all(reads);
-    return out;
-  }
-
-  /** The shard's index and stored chunks, located once for all the reads of it. */
-  #shard(key: string, array: GroupedArray, shard: readonly number[]): ShardEntry {
-    let found = this.#shards.get(key);
-    if (found === undefined) {
-      const promise = this.#build(array, shard);
-      const entry: ShardEntry = { promise };
-      promise.then(
-        (value) => (entry.value = value),
-        () => this.#shards.get(key) === entry && this.#shards.delete(key),
-      );
-      if (this.#shards.size >= SHARDS_KEPT) {
-        this.#shards.delete(this.#shards.keys().next().value as string);
-      }
-      this.#shards.set(key, entry);
-      found = entry;
-    }
-    return found;
-  }
-
-  async #build(array: GroupedArray, shard: readonly number[]): Promise<Shard> {
-    const layout = array.layout;
-    const found = layout.innerChunks(shard).map((c) => (c === null ? null : array.locate(c)));
-    // stored chunks listed in the references are located at once; only index lookups wait
-    const chunks = found.some((c) => c instanceof Promise) ? await Promise.all(found) : found;
-    const located = chunks as (StoredChunk | null)[];
-    const lengths = located.map((c) => (c === null ? -1 : c.length));
-    if (layout.members === 1) {
-      const empty = lengths.findIndex((n) => n === 0);
-      if (empty >= 0) {
-        throw new ChunkDecodeError(
-          `stored chunk ${located[empty]?.key} of array ${array.path} holds no bytes; no chunk ` +
-            "of its array decodes from nothing",
-        );
-      }
-    }
-    const index = buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
-    return { index, chunks: located };
-  }
-
-  /** Inner chunk `j`'s bytes: its one stored chunk as read, or the pack of its members. */
-  #inner(
-    array: GroupedArray,
-    chunks: readonly (StoredChunk | null)[],
-    j: number,
-    size: number,
-    signal?: AbortSignal,
-  ): Promise<Uint8Array> {
-    if (array.layout.members > 1) return this.#pack(array, chunks, j, signal);
-    const chunk = chunks[j] as StoredChunk;
-    return array.read(chunk, signal).then((bytes) => {
-      if (bytes === undefined || bytes.length !== size) {
-        throw new ChunkDecodeError(
-          `stored chunk ${chunk.key} of array ${array.path} changed size while read ` +
-            `(${bytes?.length ?? "missing"} bytes, ${size} in its shard's index)`,
-        );
-      }
-      return bytes;
-    });
-  }
-
-  /** A pack: its members read together, each put in its place in one buffer as it arrives. */
-  async #pack(
-    array: GroupedArray,
-    chunks: readonly (StoredChunk | null)[],
-    j: number,
-    signal?: AbortSignal,
-  ): Promise<Uint8Array> {
-    const layout = array.layout;
-    const out = new Uint8Array(layout.members * layout.chunkNbytes);
-    const place = (m: number, key: string, bytes: Uint8Array): void => {
-      if (bytes.length !== layout.chunkNbytes) {
-        throw new ChunkDecodeError(
-          `stored chunk ${key} of array ${array.path} holds ${bytes.length} bytes decoded, ` +
-            `not the ${layout.chunkNbytes} of a chunk`,
-        );
-      }
-      layout.packInto(out, m, bytes);
-    };
-    const decoded = layout.kind === "decoded";
-    const reads: Promise<void>[] = [];
-    for (let m = 0, at = j * layout.members; m < layout.members; m++, at++) {
-      const chunk = chunks[at] as StoredChunk | null;
-      if (chunk === null) {
-        layout.packInto(out, m, array.fill());
-        continue;
-      }
-      const read = array.read(chunk, signal);
-      reads.push(
-        decoded
-          ? read.then(async (stored) =>
-              place(
-                m,
-                chunk.key,
-                stored === undefined ? array.fill() : await array.decode(chunk.key, stored),
-              ),
-            )
-          : read.then((stored) => place(m, chunk.key, stored ?? array.fill())),
-      );
-    }
-    await Promise.all(reads);
-    return out;
-  }
-}
-
-/**
- * A decoder of stored chunks' bytes with the byte codecs `codecs` (the array's codecs after
- * `bytes`) undone through zarrita's codec registry, as the Python store decodes a pack's
- * members. The codecs are loaded and configured once, on the first chunk, for all of them.
- */
-export function byteDecoder(
-  codecs: readonly Record<string, unknown>[],
-  meta: { dataType: string; shape: readonly number[]; fillValue: unknown },
-): (bytes: Uint8Array, where: string) => Promise<Uint8Array> {
-  type Decoder = { decode(b: Uint8Array): unknown };
-  let loaded: Promise<{ name: string; codec: Decoder | Error }[]> | undefined;
-  const load = async () =>
-    Promise.all(
-      codecs.map(async (codec) => {
-        const name = String(codec.name);
-        const loader = zarr.registry.get(name);
-        if (loader === undefined)
-          return { name, codec: new Error(`codec ${name} is not known to zarrita`) };
-        const Codec = (await loader()) as unknown as {
-          fromConfig(config: unknown, meta: unknown): Decoder;
-        };
-        try {
-          return {
-            name,
-            codec: Codec.fromConfig(codec.configuration ?? {}, { ...meta, codecs: [...codecs] }),
-          };
-        } catch (cause) {
-          return { name, codec: new Error(`codec ${name} failed to decode it: ${String(cause)}`) };
-        }
-      }),
+  /**
+   * Whether every chunk of `path` comes from one table of entries (Python's `manifest_only`):
+   * its chunk manifest, or its chunks listed in the references as one table (`#listedTable`).
+   */
+  #indexOnly(path: string): boolean {
+    this.#indexedWithRefs ??= indexedWithRefs(this.#references);
+    return (
+      indexOnly(this.#references, path, this.#indexedWithRefs) ||
+      this.#listedTable(path) !== undefined
     );
-  return async (bytes, where) => {
-    const chain = await (loaded ??= load());
-    let out = bytes;
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const { name, codec } = chain[i] as { name: string; codec: Decoder | Error };
-      if (codec instanceof Error) throw new ChunkDecodeError(`${where}: ${codec.message}`);
-      try {
-        out = (await codec.decode(out)) as Uint8Array;
-      } catch (cause) {
-        throw new ChunkDecodeError(`${where}: codec ${name} failed to decode it: ${String(cause)}`);
-      }
-    }
-    return out;
-  };
-}
-
-/** The last position of `sorted` whose value is at most `value` (-1: none). */
-function lastAtOrBefore(sorted: readonly number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((sorted[mid] as number) <= value) lo = mid + 1;
-    else hi = mid;
   }
-  return lo - 1;
-}
 
-function window(range: ValueRange, total: number): [number, number] {
-  if (range === null) return [0, total];
-  if ("suffix" in range) return [Math.max(0, total - range.suffix), total];
-  const start = Math.min(Math.max(0, range.start), total);
-  return [start, Math.max(start, Math.min(range.end, total))];
-}
+  /** The listed table of `path` (listed-table.ts): every table made in one pass, when first asked. */
+  #listedTable(path: string): ListedTable | undefined {
+    this.#listedTables ??= listedTables(this.#references);
+    return this.#listedTables.get(path);
+  }
 
-/** Copy the part of `bytes` (at `at` in the value) that falls in [start, end) into `out`. */
-function copyPart(
-  out: Uint8Array,
-  start: number,
-  end: number,
-  at: number,
-  bytes: Uint8Array,
-): void {
-  const from = Math.max(start, at);
-  const to = Math.min(end, at + bytes.length);
-  if (to > from) out.set(bytes.subarray(from - at, to - at), from - start);
+  #findShard(key: string): NamedShard | undefined {
+    const found = this.#stored.arrayOf(key);
+    if (found === undefined) return undefined;
+    const info = found.info;
+    const layout = this.layout(info.path);
+    if (layout === undefined) return undefined;
+    const coords = chunkCoordsFromKey(
+      info,
+      info.path === "" ? key : key.slice(info.path.length + 1),
+    );
+    if (coords === undefined) return undefined;
+    return { array: this.#groupedArray(info, layout), coords };
+  }
+
+  /** What the view's shards need of the array `info` describes (made once). */
+  #groupedArray(info: ArrayInfo, layout: GroupLayout): GroupedArray {
+    const path = info.path;
+    let array = this.#arrays.get(path);
+    if (array !== undefined) return array;
+    const ref = this.#references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+    const document = parseJson(
+      normalizeMetadataText(utf8Decode((ref as { bytes: Uint8Array }).bytes)),
+    ) as Record<string, unknown>;
+    // the byte codecs as zarrita is shown them: fletcher32 is verified by the store apart
+    let codecs = (document.codecs as Record<string, unknown>[]).slice(1);
+    if (info.checksummed) codecs = codecs.slice(0, -1);
+    const meta = {
+      dataType: document.data_type as string,
+      shape: info.chunkShape,
+      fillValue: document.fill_value,
+    };
+    const fill = fillChunk(document, layout);
+    const decode = byteDecoder(codecs, meta);
+    const keyOf = (coords: readonly number[]): string => {
+      const tail = info.defaultEncoding
+        ? ["c", ...coords].join(info.separator)
+        : coords.join(info.separator);
+      return path === "" ? tail : `${path}/${tail}`;
+    };
+    const table = this.#listedTable(path);
+    array = {
+      path,
+      layout,
+      locate:
+        table === undefined
+          ? (coords) => this.#locateStored(keyOf(coords))
+          : (coords) => this.#locateListed(table, coords),
+      read: (chunk, signal) =>
+        this.#stored.readFound(chunk.key, chunk.ref as Reference, null, signal),
+      decode: (key, bytes) => decode(bytes, `chunk ${key}`),
+      fill: () => fill,
+    };
+    this.#arrays.set(path, array);
+    return array;
+  }
+
+  /**
+   * A stored chunk of a shard of the view: its reference and logical length (what `get`
+   * returns for it), found once; null: not stored. Synchronous unless it is in a chunk manifest.
+   */
+  #locateStored(key: string): StoredChunk | null | Promise<StoredChunk | null> {
+    const ref = this.#references.lookup(key) ?? this.#references.generate(key);
+    if (ref !== undefined) return this.#located(key, ref);
+    if (this.#references.indexes.size === 0) return null;
+    return this.#stored
+      .fromIndex(key)
+      .then((found) => (found === undefined ? null : this.#located(key, found)));
+  }
+
+  /**
+   * A stored chunk of an array with a listed table (listed-table.ts), located from its columns by
+   * coordinates, as the Python store reads them (`Resolver.entries`); named by its listed key.
+   */
+  #locateListed(
+    table: ListedTable,
+    coords: readonly number[],
+  ): StoredChunk | null | Promise<StoredChunk | null> {
+    const row = table.row(coords);
+    if (row < 0) return null;
+    const tail = `c/${coords.join("/")}`;
+    const key = table.path === "" ? tail : `${table.path}/${tail}`;
+    const ref: Reference = {
+      kind: "range",
+      url: table.url,
+      offset: table.offsets[row] as number,
+      size: table.sizes[row] as number,
+    };
+    return this.#located(key, ref);
+  }
+
+  #located(key: string, ref: Reference): StoredChunk | null | Promise<StoredChunk | null> {
+    if (isEmptyReference(key, ref)) return null;
+    const length = this.#knownLength(key, ref);
+    if (length !== undefined) return { key, ref, length };
+    // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
+    return this.#stored
+      .readFound(key, ref, null)
+      .then((bytes) => (bytes === undefined ? null : { key, ref, length: bytes.length }));
+  }
+
+  /** A stored chunk's logical length from its reference, where that says it. */
+  #knownLength(key: string, ref: Reference): number | undefined {
+    const array = this.#stored.arrayOf(key);
+    const info = array?.info;
+    let size: number | undefined;
+    if (ref.kind === "inline") size = ref.bytes.length;
+    else {
+      const recorded = ref.kind === "range" ? ref.size : this.#stored.recordedSize(ref.url);
+      if (recorded !== undefined) size = logicalSize(recorded, array?.selection);
+    }
+    if (info?.checksummed && size !== undefined) size = size >= 4 ? size - 4 : undefined;
+    if (size === undefined) return undefined;
+    const full = info?.padding?.chunkBytes;
+    return full !== undefined && size <= full ? full : size;
+  }
 }

@@ -15,7 +15,7 @@
  *
  * One name differs: Python names shards of slabs `shadowzarr.sharding_indexed` (its faster
  * decoder of the same format); zarrita 0.7.5 recognises sharding only by the name
- * `sharding_indexed`, so this store always shows that name. See grouped-reads.ts for the
+ * `sharding_indexed`, so this store always shows that name. See grouped-shards.ts for the
  * shard's bytes.
  */
 import { fillElementBytes } from "./array-metadata.js";
@@ -433,7 +433,7 @@ export interface ShardIndex {
   readonly offsets: readonly number[];
   readonly sizes: readonly number[];
   readonly index: Uint8Array;
-  /** Bytes of the value: the index, the inner chunks, and the index again (see grouped-reads). */
+  /** Bytes of the value: the index, the inner chunks, and the index again (see grouped-shards). */
   readonly total: number;
   readonly empty: boolean;
 }

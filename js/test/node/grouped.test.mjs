@@ -1,8 +1,8 @@
-// The grouped view (grouped-view.ts, grouped-reads.ts): the Python store's rule and metadata,
-// the shard bytes zarrita's sharding codec asks for, and zarrita reading through it. The
-// cross-reader test (tests-integration/test_js_grouped_view.py) compares whole zarr.json
-// documents with the Python store's; every fixture array is also read through the view by
-// store.test.mjs (it is on by default).
+// The grouped view (grouped-view.ts, grouped-reads.ts, grouped-shards.ts): the Python store's
+// rule and metadata, the shard bytes zarrita's sharding codec asks for, and zarrita reading
+// through it. The cross-reader test (tests-integration/test_js_grouped_view.py) compares whole
+// zarr.json documents with the Python store's; every fixture array is also read through the
+// view by store.test.mjs (it is on by default).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as zarr from "zarrita";

@@ -10,7 +10,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as zarr from "zarrita";
-import { ChunkDecodeError, ReferenceFormatError, ReferenceStore, SourceError } from "shadowzarr";
+import {
+  ChunkDecodeError,
+  parseJson,
+  ReferenceFormatError,
+  ReferenceStore,
+  SourceError,
+} from "shadowzarr";
 import { listedTables, MIN_COLUMN_CHUNKS } from "../../dist/listed-table.js";
 import { References } from "../../dist/references.js";
 import { startServer } from "../server.mjs";
@@ -64,6 +70,20 @@ describe("which arrays have a listed table (Python's rule)", () => {
     far.refs["a/c/999999999999999999"] = [url, 0, 32];
     assert.deepEqual(tables(far), ["a"]);
     assert.equal(listedTables(new References(far)).get("a").length, CHUNKS + 1);
+  });
+
+  test("a float-spelled integer is the integer (JSON has one number type)", () => {
+    // as the Python reader holds `[url, 3008.0, 32.0]` in its columns (shadowzarr_spec.parse);
+    // the text is parsed as the store parses a reference file's
+    const text = JSON.stringify(listing(url)).replace(
+      `"a/c/5":["${url}",3008,32]`,
+      `"a/c/5":["${url}",3008.0,32.0]`,
+    );
+    assert.match(text, /3008\.0,32\.0/);
+    const rfs = parseJson(text);
+    assert.deepEqual(tables(rfs), ["a"]);
+    const table = listedTables(new References(rfs)).get("a");
+    assert.deepEqual([table.offsets[5], table.sizes[5]], [3008, 32]);
   });
 
   test("templates are expanded before the one-file rule", () => {

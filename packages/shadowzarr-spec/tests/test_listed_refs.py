@@ -60,7 +60,7 @@ def test_chunks_become_columns_in_file_order() -> None:
         "a/c/007": ["https://h/zero", 1, 2],  # not a canonical chunk key: stays in the dict
         "a/c/9999": "inline bytes",
         "a/c/10000": ["{{u0}}"],
-        "a/c/10001": ["{{u0}}", 64.0, 8.0],  # integral floats are integers: the slow path
+        "a/c/10001": ["{{u0}}", 64.0, 8.0],  # integral floats are integers, in columns too
         "c/3": ["{{u0}}", 5, 6],  # the root's chunks, too few for columns
         **{f"a/c/{N + i}": [URL, i, 1] for i in range(20)},  # a second run of a's chunks
     }
@@ -275,6 +275,11 @@ def test_only_columns_when_no_other_key_lies_under_the_chunks() -> None:
     assert isinstance(plain, ListedRefs)
     assert plain.only_columns("a") is plain.columns["a"]
     assert plain.only_columns("b") is None
+    spelled = rfs_from_json({"version": 1, "refs": {**refs, "a/c/5": ["u", 5.0, 1.0]}}).refs
+    assert isinstance(spelled, ListedRefs)  # JSON has one number type: 5.0 is the integer 5
+    assert spelled.only_columns("a") is spelled.columns["a"]
+    assert spelled["a/c/5"] == FileRef("u", 5, 1)
+    assert type(spelled["a/c/5"].offset) is int
     refs["a/c/100"] = "base64:AAEC"  # an inline chunk beside the columns
     mixed = rfs_from_json({"version": 1, "refs": refs}).refs
     assert isinstance(mixed, ListedRefs)

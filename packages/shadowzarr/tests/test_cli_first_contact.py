@@ -344,6 +344,28 @@ def test_blosc2_option_names(tmp_path: Path) -> None:
     assert "did you mean cache_policy=?" in message
     assert "cache='none'|'memory'|'disk'" in message
     assert "RfsStore" not in message
+    with pytest.raises(ValueError, match=r"cache=True: use 'none', 'memory' or 'disk'"):
+        shadowzarr.open_array(f"{source}::g/d", cache=True, reference_cache=False)
+
+
+def test_open_rfs_says_where_caching_options_belong(tmp_path: Path) -> None:
+    """open_rfs given open_array's (blosc2's) caching names, or a typo, says what to use."""
+    from shadowzarr_hdf5 import generate_rfs
+    from shadowzarr_spec import write_rfs
+    from shadowzarr_store import open_rfs
+
+    source = tmp_path / "f.h5"
+    _small_h5(source)
+    refs = tmp_path / "f.json"
+    write_rfs(generate_rfs(str(source), progress=False), refs)
+    for name in ("cache", "cache_policy", "cache_path"):
+        with pytest.raises(TypeError) as refused:
+            open_rfs(refs, **{name: "disk"})
+        message = str(refused.value)
+        assert f"{name}: a store caches chunks with local_cache=LocalCache(folder)" in message
+        assert "shadowzarr.open_array(url, cache=" in message
+    with pytest.raises(TypeError, match=r"merge_gapp: did you mean merge_gap=\?"):
+        open_rfs(refs, merge_gapp=0)
 
 
 def test_open_array_of_a_reference_folder_url(nginx: NginxServer, nginx_root: Path) -> None:

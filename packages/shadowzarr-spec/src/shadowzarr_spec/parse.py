@@ -198,6 +198,10 @@ def _parse_refs(
             continue
         if type(value) is list and len(value) == 3 and type(key) is str:
             url, offset, size = value
+            if type(offset) is not int or type(size) is not int:
+                # JSON has one number type: 64.0 is the integer 64 (`json_integer`), in columns
+                # too, so no spelling of a number changes which arrays are one listed table
+                offset, size = json_integer(offset), json_integer(size)
             if (
                 type(offset) is int
                 and type(size) is int

@@ -8,6 +8,7 @@ defaults live in one place. The keyword form (`StoreOptions.from_kwargs`, what `
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -95,7 +96,7 @@ class StoreOptions:
         ``transport_options`` (over the fields of one given as ``transport_options=``)."""
         unknown = set(options) - cls.keyword_names()
         if unknown:
-            raise TypeError(f"unknown RfsStore options: {sorted(unknown)}")
+            raise TypeError(unknown_options_message(sorted(unknown), cls.keyword_names()))
         own = {k: v for k, v in options.items() if k not in _TRANSPORT_NAMES}
         settings = {k: v for k, v in options.items() if k in _TRANSPORT_NAMES}
         if settings:
@@ -110,3 +111,25 @@ class StoreOptions:
 
 _TRANSPORT_NAMES = frozenset(TransportOptions.__dataclass_fields__) - {"allow_local_files"}
 """Transport settings a store takes by name (local files are the store's own decision)."""
+
+
+_CACHE_WORDS = ("cache", "cache_policy", "cache_path", "cache_dir", "max_cache_bytes", "refs")
+
+
+def unknown_options_message(unknown: list[str], known: frozenset[str]) -> str:
+    """The error for option names neither the store nor its transport takes: the close name
+    for a typo, and where blosc2's or `open_array`'s caching and reference options belong."""
+    advice = []
+    for name in unknown:
+        if name in _CACHE_WORDS:
+            advice.append(
+                f"{name}: a store caches chunks with local_cache=LocalCache(folder) or "
+                "memory_cache=MemoryCache(bytes); shadowzarr.open_array(url, cache=..., "
+                "cache_dir=..., refs=...) takes blosc2's names for one array"
+            )
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        if close:
+            advice.append(f"{name}: did you mean {close[0]}=?")
+    text = f"unknown RfsStore options: {unknown}"
+    return text + (f" ({'; '.join(advice)})" if advice else "")

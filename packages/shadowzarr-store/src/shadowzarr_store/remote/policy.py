@@ -81,7 +81,12 @@ def make_caches(
     local_cache: LocalCache | None = None,
 ) -> Caches:
     """Caches for ``policy``; pass existing caches to share them between arrays (per store)."""
-    chosen = CachePolicy(policy)
+    try:
+        chosen = CachePolicy(policy)
+    except ValueError:
+        raise ValueError(
+            f"cache={policy!r}: use 'none', 'memory' or 'disk' (or a CachePolicy)"
+        ) from None
     if chosen is CachePolicy.NONE:
         return Caches(chosen)
     if chosen is CachePolicy.MEMORY:

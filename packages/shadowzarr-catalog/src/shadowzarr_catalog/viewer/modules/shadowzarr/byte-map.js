@@ -1,7 +1,8 @@
 /**
  * The one place that turns a logical byte range of a chunk into physical byte ranges of a file:
  * through a selection (records of `recordSize` bytes of which the `keep` ranges are joined) or
- * one to one; and that pads a short result with fill bytes.
+ * one to one; that pads a short result with fill bytes; and that clamps a logical range (a
+ * zarrita range query) to a value's size.
  */
 import { ChunkDecodeError, ReferenceFormatError } from "./errors.js";
 export function validateSelection(path, raw) {
@@ -149,4 +150,20 @@ export function padWithFill(data, start, end, fillElement) {
             out[i] = fillElement[(start + i) % n];
     }
     return out;
+}
+/** `range` of a value of `total` bytes as [start, end), clamped to the value. */
+export function clampRange(range, total) {
+    if (range === null)
+        return [0, total];
+    if ("suffix" in range)
+        return [Math.max(0, total - range.suffix), total];
+    const start = Math.min(Math.max(0, range.start), total);
+    return [start, Math.max(start, Math.min(range.end, total))];
+}
+/** Bytes `range` of a value held whole. */
+export function sliceLogical(bytes, range) {
+    if (range === null)
+        return bytes;
+    const [start, end] = clampRange(range, bytes.length);
+    return bytes.slice(start, end);
 }

@@ -1,206 +1,200 @@
 /**
- * Serving the shards of the grouped view (grouped-view.ts) as zarrita's sharding codec asks for
- * them: a shard's index, computed from the references (never fetched), and byte ranges of its
- * inner chunks, each read from the stored chunks it shows, all at once so the batcher merges
- * them into a few range requests.
- *
- * A shard's value is the index (`count` little-endian uint64 pairs of offset and length), the
- * inner chunks one after the other in C order, and the index once more. The metadata says
- * `index_location: "start"` (as the Python store's does), and the offsets point after the
- * leading index; zarrita 0.7.5 ignores `index_location` and reads the index as the last bytes
- * of the shard (`{suffixLength}`), which the trailing copy answers. Both readings of the value
- * are right, and the sharding format allows bytes no index entry points to.
+ * The grouped view's reads of one store (the Python store's `GroupedReads`, with its
+ * `GroupedView.layout` and `rewrite`): which arrays it shows as shards (their layouts,
+ * grouped-view.ts), the zarr.json it shows for them, which keys name a shard, and each grouped
+ * array's stored chunks, located from the references and read through the store as stored
+ * (`StoredReads`). The shards' bytes are served by `GroupedShards` (grouped-shards.ts).
  */
-import * as zarr from "zarrita";
-import { ChunkDecodeError } from "./errors.js";
-import { buildShardIndex } from "./grouped-view.js";
-/** Shards kept: each holds its index and its stored chunks' references (up to 4,096). */
-const SHARDS_KEPT = 64;
-/** The grouped view's shards of one store: their indexes kept, their bytes read on demand. */
-export class GroupedShards {
-    #shards = new Map();
-    /** Bytes `range` of the shard at `shard` of `array` (undefined: no chunk of it is stored). */
-    read(key, array, shard, range, signal) {
-        const entry = this.#shard(key, array, shard);
-        const built = entry.value;
-        if (built === undefined || range === null || !("start" in range)) {
-            return entry.promise.then((value) => this.#read(value, array, range, signal));
-        }
-        return this.#read(built, array, range, signal);
+import { chunkCoordsFromKey } from "./array-metadata.js";
+import { logicalSize } from "./byte-map.js";
+import { utf8Decode } from "./bytes.js";
+import { isEmptyReference } from "./chunk-checks.js";
+import { byteDecoder, GroupedShards, } from "./grouped-shards.js";
+import { fillChunk, groupedMetadata, groupLayout, indexedWithRefs, indexOnly, } from "./grouped-view.js";
+import { normalizeMetadataText, parseJson } from "./json.js";
+import { listedTables } from "./listed-table.js";
+export class GroupedReads {
+    #references;
+    /** Target shard bytes (the view is on: > 0). */
+    #shardBytes;
+    #stored;
+    #layouts = new Map();
+    #shards = new GroupedShards();
+    #arrays = new Map();
+    /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
+    #last;
+    #indexedWithRefs;
+    #listedTables;
+    constructor(references, shardBytes, stored) {
+        this.#references = references;
+        this.#shardBytes = shardBytes;
+        this.#stored = stored;
     }
-    /** (Not async: zarrita's read of one inner chunk goes straight to its stored chunk's.) */
-    #read(built, array, range, signal) {
-        const index = built.index;
-        if (index.empty)
-            return Promise.resolve(undefined);
-        const [start, end] = window(range, index.total);
-        const first = Math.max(0, lastAtOrBefore(index.offsets, start));
-        const size0 = index.sizes[first];
-        if (index.offsets[first] === start && start + size0 === end && size0 > 0) {
-            // one whole inner chunk, as zarrita's sharding codec asks: its bytes as they are
-            return this.#inner(array, built.chunks, first, size0, signal);
-        }
-        return this.#parts(built, array, start, end, first, signal);
-    }
-    /** Bytes [start, end) of the shard's value: parts of the index and of inner chunks. */
-    async #parts(built, array, start, end, first, signal) {
-        const index = built.index;
-        const out = new Uint8Array(end - start);
-        const head = index.index;
-        const tail = index.total - head.length;
-        copyPart(out, start, end, 0, head);
-        copyPart(out, start, end, tail, head);
-        const reads = [];
-        for (let j = first; j < index.offsets.length; j++) {
-            const offset = index.offsets[j];
-            const size = index.sizes[j];
-            if (offset >= end)
-                break;
-            if (size === 0 || offset + size <= start)
-                continue;
-            reads.push(this.#inner(array, built.chunks, j, size, signal).then((bytes) => copyPart(out, start, end, offset, bytes)));
-        }
-        await Promise.all(reads);
-        return out;
-    }
-    /** The shard's index and stored chunks, located once for all the reads of it. */
-    #shard(key, array, shard) {
-        let found = this.#shards.get(key);
-        if (found === undefined) {
-            const promise = this.#build(array, shard);
-            const entry = { promise };
-            promise.then((value) => (entry.value = value), () => this.#shards.get(key) === entry && this.#shards.delete(key));
-            if (this.#shards.size >= SHARDS_KEPT) {
-                this.#shards.delete(this.#shards.keys().next().value);
-            }
-            this.#shards.set(key, entry);
-            found = entry;
-        }
-        return found;
-    }
-    async #build(array, shard) {
-        const layout = array.layout;
-        const found = layout.innerChunks(shard).map((c) => (c === null ? null : array.locate(c)));
-        // stored chunks listed in the references are located at once; only index lookups wait
-        const chunks = found.some((c) => c instanceof Promise) ? await Promise.all(found) : found;
-        const located = chunks;
-        const lengths = located.map((c) => (c === null ? -1 : c.length));
-        if (layout.members === 1) {
-            const empty = lengths.findIndex((n) => n === 0);
-            if (empty >= 0) {
-                throw new ChunkDecodeError(`stored chunk ${located[empty]?.key} of array ${array.path} holds no bytes; no chunk ` +
-                    "of its array decodes from nothing");
+    /**
+     * How the view shows the array at `path` (its shard and inner chunk grid), or undefined when
+     * it shows it as stored.
+     */
+    layout(path) {
+        if (this.#layouts.has(path))
+            return this.#layouts.get(path);
+        let layout;
+        const ref = this.#references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+        if (ref?.kind === "inline") {
+            const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+            if (document !== null && typeof document === "object" && !Array.isArray(document)) {
+                layout = groupLayout(document, this.#shardBytes, this.#indexOnly(path));
             }
         }
-        const index = buildShardIndex(lengths, layout.members, layout.members * layout.chunkNbytes);
-        return { index, chunks: located };
+        this.#layouts.set(path, layout);
+        return layout;
     }
-    /** Inner chunk `j`'s bytes: its one stored chunk as read, or the pack of its members. */
-    #inner(array, chunks, j, size, signal) {
-        if (array.layout.members > 1)
-            return this.#pack(array, chunks, j, signal);
-        const chunk = chunks[j];
-        return array.read(chunk, signal).then((bytes) => {
-            if (bytes === undefined || bytes.length !== size) {
-                throw new ChunkDecodeError(`stored chunk ${chunk.key} of array ${array.path} changed size while read ` +
-                    `(${bytes?.length ?? "missing"} bytes, ${size} in its shard's index)`);
-            }
-            return bytes;
-        });
+    /** `text`, the zarr.json at `key` as zarrita is shown it, with its grouped arrays as shards. */
+    rewrite(key, text) {
+        return groupedMetadata(text, key, (path) => this.layout(path));
     }
-    /** A pack: its members read together, each put in its place in one buffer as it arrives. */
-    async #pack(array, chunks, j, signal) {
-        const layout = array.layout;
-        const out = new Uint8Array(layout.members * layout.chunkNbytes);
-        const place = (m, key, bytes) => {
-            if (bytes.length !== layout.chunkNbytes) {
-                throw new ChunkDecodeError(`stored chunk ${key} of array ${array.path} holds ${bytes.length} bytes decoded, ` +
-                    `not the ${layout.chunkNbytes} of a chunk`);
-            }
-            layout.packInto(out, m, bytes);
+    /** The shard `key` names, when it is the last shard key read (no lookup). */
+    lastShard(key) {
+        return this.#last?.key === key ? this.#last.shard : undefined;
+    }
+    /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
+    shardOf(key) {
+        if (this.#last?.key === key)
+            return this.#last.shard;
+        const shard = this.#findShard(key);
+        if (shard !== undefined)
+            this.#last = { key, shard };
+        return shard;
+    }
+    /** Bytes `range` of the shard at `key` (undefined: no chunk of it is stored). */
+    read(key, shard, range, signal) {
+        return this.#shards.read(key, shard.array, shard.coords, range, signal);
+    }
+    /**
+     * Whether every chunk of `path` comes from one table of entries (Python's `manifest_only`):
+     * its chunk manifest, or its chunks listed in the references as one table (`#listedTable`).
+     */
+    #indexOnly(path) {
+        this.#indexedWithRefs ??= indexedWithRefs(this.#references);
+        return (indexOnly(this.#references, path, this.#indexedWithRefs) ||
+            this.#listedTable(path) !== undefined);
+    }
+    /** The listed table of `path` (listed-table.ts): every table made in one pass, when first asked. */
+    #listedTable(path) {
+        this.#listedTables ??= listedTables(this.#references);
+        return this.#listedTables.get(path);
+    }
+    #findShard(key) {
+        const found = this.#stored.arrayOf(key);
+        if (found === undefined)
+            return undefined;
+        const info = found.info;
+        const layout = this.layout(info.path);
+        if (layout === undefined)
+            return undefined;
+        const coords = chunkCoordsFromKey(info, info.path === "" ? key : key.slice(info.path.length + 1));
+        if (coords === undefined)
+            return undefined;
+        return { array: this.#groupedArray(info, layout), coords };
+    }
+    /** What the view's shards need of the array `info` describes (made once). */
+    #groupedArray(info, layout) {
+        const path = info.path;
+        let array = this.#arrays.get(path);
+        if (array !== undefined)
+            return array;
+        const ref = this.#references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
+        const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
+        // the byte codecs as zarrita is shown them: fletcher32 is verified by the store apart
+        let codecs = document.codecs.slice(1);
+        if (info.checksummed)
+            codecs = codecs.slice(0, -1);
+        const meta = {
+            dataType: document.data_type,
+            shape: info.chunkShape,
+            fillValue: document.fill_value,
         };
-        const decoded = layout.kind === "decoded";
-        const reads = [];
-        for (let m = 0, at = j * layout.members; m < layout.members; m++, at++) {
-            const chunk = chunks[at];
-            if (chunk === null) {
-                layout.packInto(out, m, array.fill());
-                continue;
-            }
-            const read = array.read(chunk, signal);
-            reads.push(decoded
-                ? read.then(async (stored) => place(m, chunk.key, stored === undefined ? array.fill() : await array.decode(chunk.key, stored)))
-                : read.then((stored) => place(m, chunk.key, stored ?? array.fill())));
-        }
-        await Promise.all(reads);
-        return out;
+        const fill = fillChunk(document, layout);
+        const decode = byteDecoder(codecs, meta);
+        const keyOf = (coords) => {
+            const tail = info.defaultEncoding
+                ? ["c", ...coords].join(info.separator)
+                : coords.join(info.separator);
+            return path === "" ? tail : `${path}/${tail}`;
+        };
+        const table = this.#listedTable(path);
+        array = {
+            path,
+            layout,
+            locate: table === undefined
+                ? (coords) => this.#locateStored(keyOf(coords))
+                : (coords) => this.#locateListed(table, coords),
+            read: (chunk, signal) => this.#stored.readFound(chunk.key, chunk.ref, null, signal),
+            decode: (key, bytes) => decode(bytes, `chunk ${key}`),
+            fill: () => fill,
+        };
+        this.#arrays.set(path, array);
+        return array;
     }
-}
-/**
- * A decoder of stored chunks' bytes with the byte codecs `codecs` (the array's codecs after
- * `bytes`) undone through zarrita's codec registry, as the Python store decodes a pack's
- * members. The codecs are loaded and configured once, on the first chunk, for all of them.
- */
-export function byteDecoder(codecs, meta) {
-    let loaded;
-    const load = async () => Promise.all(codecs.map(async (codec) => {
-        const name = String(codec.name);
-        const loader = zarr.registry.get(name);
-        if (loader === undefined)
-            return { name, codec: new Error(`codec ${name} is not known to zarrita`) };
-        const Codec = (await loader());
-        try {
-            return {
-                name,
-                codec: Codec.fromConfig(codec.configuration ?? {}, { ...meta, codecs: [...codecs] }),
-            };
-        }
-        catch (cause) {
-            return { name, codec: new Error(`codec ${name} failed to decode it: ${String(cause)}`) };
-        }
-    }));
-    return async (bytes, where) => {
-        const chain = await (loaded ??= load());
-        let out = bytes;
-        for (let i = chain.length - 1; i >= 0; i--) {
-            const { name, codec } = chain[i];
-            if (codec instanceof Error)
-                throw new ChunkDecodeError(`${where}: ${codec.message}`);
-            try {
-                out = (await codec.decode(out));
-            }
-            catch (cause) {
-                throw new ChunkDecodeError(`${where}: codec ${name} failed to decode it: ${String(cause)}`);
-            }
-        }
-        return out;
-    };
-}
-/** The last position of `sorted` whose value is at most `value` (-1: none). */
-function lastAtOrBefore(sorted, value) {
-    let lo = 0;
-    let hi = sorted.length;
-    while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (sorted[mid] <= value)
-            lo = mid + 1;
-        else
-            hi = mid;
+    /**
+     * A stored chunk of a shard of the view: its reference and logical length (what `get`
+     * returns for it), found once; null: not stored. Synchronous unless it is in a chunk manifest.
+     */
+    #locateStored(key) {
+        const ref = this.#references.lookup(key) ?? this.#references.generate(key);
+        if (ref !== undefined)
+            return this.#located(key, ref);
+        if (this.#references.indexes.size === 0)
+            return null;
+        return this.#stored
+            .fromIndex(key)
+            .then((found) => (found === undefined ? null : this.#located(key, found)));
     }
-    return lo - 1;
-}
-function window(range, total) {
-    if (range === null)
-        return [0, total];
-    if ("suffix" in range)
-        return [Math.max(0, total - range.suffix), total];
-    const start = Math.min(Math.max(0, range.start), total);
-    return [start, Math.max(start, Math.min(range.end, total))];
-}
-/** Copy the part of `bytes` (at `at` in the value) that falls in [start, end) into `out`. */
-function copyPart(out, start, end, at, bytes) {
-    const from = Math.max(start, at);
-    const to = Math.min(end, at + bytes.length);
-    if (to > from)
-        out.set(bytes.subarray(from - at, to - at), from - start);
+    /**
+     * A stored chunk of an array with a listed table (listed-table.ts), located from its columns by
+     * coordinates, as the Python store reads them (`Resolver.entries`); named by its listed key.
+     */
+    #locateListed(table, coords) {
+        const row = table.row(coords);
+        if (row < 0)
+            return null;
+        const tail = `c/${coords.join("/")}`;
+        const key = table.path === "" ? tail : `${table.path}/${tail}`;
+        const ref = {
+            kind: "range",
+            url: table.url,
+            offset: table.offsets[row],
+            size: table.sizes[row],
+        };
+        return this.#located(key, ref);
+    }
+    #located(key, ref) {
+        if (isEmptyReference(key, ref))
+            return null;
+        const length = this.#knownLength(key, ref);
+        if (length !== undefined)
+            return { key, ref, length };
+        // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
+        return this.#stored
+            .readFound(key, ref, null)
+            .then((bytes) => (bytes === undefined ? null : { key, ref, length: bytes.length }));
+    }
+    /** A stored chunk's logical length from its reference, where that says it. */
+    #knownLength(key, ref) {
+        const array = this.#stored.arrayOf(key);
+        const info = array?.info;
+        let size;
+        if (ref.kind === "inline")
+            size = ref.bytes.length;
+        else {
+            const recorded = ref.kind === "range" ? ref.size : this.#stored.recordedSize(ref.url);
+            if (recorded !== undefined)
+                size = logicalSize(recorded, array?.selection);
+        }
+        if (info?.checksummed && size !== undefined)
+            size = size >= 4 ? size - 4 : undefined;
+        if (size === undefined)
+            return undefined;
+        const full = info?.padding?.chunkBytes;
+        return full !== undefined && size <= full ? full : size;
+    }
 }

@@ -1,18 +1,18 @@
-import { arrayInfoFromMetadata, chunkCoordsFromKey, neededBytes, } from "./array-metadata.js";
+import { chunkCoordsFromKey } from "./array-metadata.js";
 import { RangeBatcher } from "./batcher.js";
-import { assembleSegments, logicalSize, mapLogicalRange, padWithFill, spansFor, } from "./byte-map.js";
+import { assembleSegments, clampRange, logicalSize, mapLogicalRange, padWithFill, sliceLogical, spansFor, } from "./byte-map.js";
 import { utf8Decode, utf8Encode } from "./bytes.js";
+import { checkChunkSize, checkShortBodies, checkStoredBound, isEmptyReference, verifiedFletcher32, } from "./chunk-checks.js";
 import { ChunkManifest } from "./chunk-manifest.js";
 import { createDandiResolver } from "./dandi.js";
-import { ChunkDecodeError, ReferenceFormatError, SourceError } from "./errors.js";
+import { ReferenceFormatError, SourceError } from "./errors.js";
 import { HttpReader } from "./http.js";
-import { fletcher32 } from "./fletcher32.js";
-import { GroupedShards, byteDecoder, } from "./grouped-reads.js";
-import { fillChunk, groupedMetadata, groupLayout, indexedWithRefs, indexOnly, shardBytesOf, } from "./grouped-view.js";
-import { normalizeMetadataText, parseJson } from "./json.js";
-import { listedTables } from "./listed-table.js";
+import { GroupedReads } from "./grouped-reads.js";
+import { shardBytesOf } from "./grouped-view.js";
+import { parseJson } from "./json.js";
 import { metadataForZarrita } from "./metadata-view.js";
 import { sequenceType } from "./sequences.js";
+import { isChunkKey, StoreArrays } from "./store-arrays.js";
 import { References, stripSlashes } from "./references.js";
 export const DEFAULT_MERGE_GAP = 32 * 1024;
 export const DEFAULT_MAX_MERGE_SIZE = 1024 * 1024;
@@ -31,19 +31,12 @@ export class ReferenceStore {
     #batcher;
     #resolveUrl;
     #sources = new Map();
-    #arrays = new Map();
     #indexes = new Map();
     #urls = new Map();
-    /** Target shard bytes of the grouped view (0: off), its arrays' layouts and shards. */
-    #shardBytes;
-    #groupLayouts = new Map();
-    #shards = new GroupedShards();
-    #groupedArrays = new Map();
-    #arraysOf = new Map();
-    /** The last shard key read and what it names (zarrita reads a shard's inner chunks in a row). */
-    #lastShard;
-    #indexedWithRefs;
-    #listedTables;
+    /** Its arrays, as their inline zarr.json describes them (store-arrays.ts). */
+    #arrays;
+    /** The grouped view (grouped-reads.ts); undefined when it is off. */
+    #grouped;
     #tree;
     /**
      * A store over references already loaded (the parsed JSON of refs.json or x.json). Pass
@@ -61,7 +54,7 @@ export class ReferenceStore {
             indexCacheSize: options.indexCacheSize ?? 64,
             structAsBytes: options.structAsBytes ?? true,
         };
-        this.#shardBytes = shardBytesOf(options.groupedView);
+        this.#arrays = new StoreArrays(this.references);
         this.#baseUrl = options.baseUrl;
         const fetchFn = options.fetch ?? defaultFetch;
         this.#resolveUrl = options.resolveUrl ?? createDandiResolver(fetchFn);
@@ -74,6 +67,16 @@ export class ReferenceStore {
             sourceInfo: (url) => this.#sources.get(url),
         });
         this.#batcher = new RangeBatcher(this.#http, this.#resolveUrl, this.#options);
+        const shardBytes = shardBytesOf(options.groupedView);
+        this.#grouped =
+            shardBytes === 0
+                ? undefined
+                : new GroupedReads(this.references, shardBytes, {
+                    arrayOf: (key) => this.#arrays.arrayOf(key),
+                    fromIndex: (key) => this.#fromIndex(key),
+                    recordedSize: (url) => this.#sources.get(this.#absolute(url))?.size,
+                    readFound: (key, ref, range, signal) => this.#readFound(key, ref, range, signal),
+                });
     }
     /**
      * Open the references at `url`: a refs.json (or any .json) file, or the folder holding a
@@ -112,12 +115,11 @@ export class ReferenceStore {
             const logical = "suffixLength" in range
                 ? { suffix: range.suffixLength }
                 : { start: range.offset, end: range.offset + range.length };
-            if (this.#shardBytes > 0) {
+            if (this.#grouped !== undefined) {
                 const raw = key.startsWith("/") ? key.slice(1) : key;
-                const shard = this.#lastShard?.key === raw ? this.#lastShard.shard : undefined;
-                if (shard !== undefined) {
-                    return this.#shards.read(raw, shard.array, shard.coords, logical, opts?.signal);
-                }
+                const shard = this.#grouped.lastShard(raw);
+                if (shard !== undefined)
+                    return this.#grouped.read(raw, shard, logical, opts?.signal);
             }
             return this.#read(key, logical, opts?.signal);
         }
@@ -136,14 +138,15 @@ export class ReferenceStore {
                 ? ref.bytes
                 : await this.#readReference(key, ref, null, undefined, signal);
             let text = metadataForZarrita(utf8Decode(raw), this.#options, key);
-            if (this.#shardBytes > 0 && name === "zarr.json") {
-                text = groupedMetadata(text, key, (path) => this.groupedLayout(path));
+            if (this.#grouped !== undefined && name === "zarr.json") {
+                text = this.#grouped.rewrite(key, text);
             }
             return sliceLogical(utf8Encode(text), range);
         }
-        const shard = this.#shardBytes > 0 ? this.#shardOf(key) : undefined;
-        if (shard !== undefined) {
-            return this.#shards.read(key, shard.array, shard.coords, range, signal);
+        if (this.#grouped !== undefined) {
+            const shard = this.#grouped.shardOf(key);
+            if (shard !== undefined)
+                return this.#grouped.read(key, shard, range, signal);
         }
         return this.#readStored(key, range, signal);
     }
@@ -151,18 +154,19 @@ export class ReferenceStore {
     async #readStored(rawKey, range, signal) {
         let key = rawKey;
         if (this.#options.structAsBytes)
-            key = this.#storedKey(key);
+            key = this.#arrays.storedKey(key);
         const ref = this.references.lookup(key) ?? this.references.generate(key) ?? (await this.#fromIndex(key));
         return this.#readFound(key, ref, range, signal);
     }
     /** A stored key's bytes from its reference (undefined: not stored). */
     async #readFound(key, ref, range, signal) {
-        const array = this.#arrayOf(key);
+        const array = this.#arrays.arrayOf(key);
         if (ref === undefined || isEmptyReference(key, ref))
             return this.#missing(key, array, range);
-        if (array?.info.checksummed && this.#isChunkKey(array.info, key)) {
+        if (array?.info.checksummed && isChunkKey(array.info, key)) {
             const stored = await this.#readReference(key, ref, null, array, signal);
-            return sliceLogical(this.#verifiedFletcher32(key, ref, stored), range);
+            const where = ref.kind === "inline" ? "inline reference" : this.#absolute(ref.url);
+            return sliceLogical(verifiedFletcher32(key, where, stored), range);
         }
         return this.#readReference(key, ref, range, array, signal);
     }
@@ -177,7 +181,7 @@ export class ReferenceStore {
         if (!this.#options.structAsBytes || struct === undefined || struct.fillByte !== undefined) {
             return undefined;
         }
-        if (!this.#isChunkKey(info, key))
+        if (!isChunkKey(info, key))
             return undefined;
         const padding = info?.padding;
         if (padding === undefined) {
@@ -192,60 +196,21 @@ export class ReferenceStore {
      * with `_STRUCTURED_DTYPE`; undefined for other arrays.
      */
     structOf(path) {
-        return this.#arrayInfo(stripSlashes(path))?.struct?.layout;
+        return this.#arrays.arrayInfo(stripSlashes(path))?.struct?.layout;
     }
     /**
      * The values' type of the sequence array at `path` (its `_VLEN_DTYPE`), for
      * `decodeSequences`; undefined for other arrays.
      */
     sequencesOf(path) {
-        const info = this.#arrayInfo(stripSlashes(path));
+        const info = this.#arrays.arrayInfo(stripSlashes(path));
         return info?.vlenDtype === undefined ? undefined : sequenceType(info.vlenDtype);
-    }
-    /**
-     * The stored key of a chunk of a struct array's uint8 view: the view has one more axis (the
-     * element's bytes) of one chunk, so its chunk keys end in one more coordinate, always 0.
-     */
-    #storedKey(key) {
-        const info = this.#arrayOf(key)?.info;
-        if (info?.struct === undefined || this.#isChunkKey(info, key))
-            return key;
-        const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
-        const view = { ...info, shape: [...info.shape, info.struct.layout.itemSize] };
-        const coords = chunkCoordsFromKey(view, suffix);
-        if (coords === undefined || coords.pop() !== 0)
-            return key;
-        const sep = info.separator;
-        const tail = info.defaultEncoding
-            ? ["c", ...coords].join(sep)
-            : coords.length > 0
-                ? coords.join(sep)
-                : "0";
-        return info.path === "" ? tail : `${info.path}/${tail}`;
-    }
-    #isChunkKey(info, key) {
-        const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
-        return chunkCoordsFromKey(info, suffix) !== undefined;
-    }
-    /** A chunk without its Fletcher-32 checksum, which must match (the metadata zarrita sees
-     * lists no fletcher32 codec: see metadata-view.ts). */
-    #verifiedFletcher32(key, ref, stored) {
-        const where = ref.kind === "inline" ? "inline reference" : this.#absolute(ref.url);
-        if (stored.length < 4) {
-            throw new ChunkDecodeError(`${where}: chunk ${key} is shorter than its fletcher32 checksum`);
-        }
-        const n = stored.length - 4;
-        const expected = new DataView(stored.buffer, stored.byteOffset + n, 4).getUint32(0, true);
-        if (fletcher32(stored.subarray(0, n)) !== expected) {
-            throw new ChunkDecodeError(`${where}: chunk ${key} failed its fletcher32 checksum`);
-        }
-        return stored.slice(0, n);
     }
     /** The chunk's reference from its array's chunk manifest; undefined if never written. */
     async #fromIndex(key) {
         if (this.references.indexes.size === 0)
             return undefined;
-        const array = this.#arrayOf(key);
+        const array = this.#arrays.arrayOf(key);
         if (array === undefined)
             return undefined;
         const path = array.info.path;
@@ -280,204 +245,13 @@ export class ReferenceStore {
      * undefined when it shows it as stored (or the view is off).
      */
     groupedLayout(path) {
-        if (this.#shardBytes === 0)
-            return undefined;
-        path = stripSlashes(path);
-        if (this.#groupLayouts.has(path))
-            return this.#groupLayouts.get(path);
-        let layout;
-        const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
-        if (ref?.kind === "inline") {
-            const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
-            if (document !== null && typeof document === "object" && !Array.isArray(document)) {
-                layout = groupLayout(document, this.#shardBytes, this.#indexOnly(path));
-            }
-        }
-        this.#groupLayouts.set(path, layout);
-        return layout;
-    }
-    /**
-     * Whether every chunk of `path` comes from one table of entries (Python's `manifest_only`):
-     * its chunk manifest, or its chunks listed in the references as one table (`#listedTable`).
-     */
-    #indexOnly(path) {
-        this.#indexedWithRefs ??= indexedWithRefs(this.references);
-        return (indexOnly(this.references, path, this.#indexedWithRefs) ||
-            this.#listedTable(path) !== undefined);
-    }
-    /** The listed table of `path` (listed-table.ts): every table made in one pass, when first asked. */
-    #listedTable(path) {
-        this.#listedTables ??= listedTables(this.references);
-        return this.#listedTables.get(path);
-    }
-    /** The grouped array and shard coordinates a key names, when it is a shard of the view. */
-    #shardOf(key) {
-        if (this.#lastShard?.key === key)
-            return this.#lastShard.shard;
-        const shard = this.#findShard(key);
-        if (shard !== undefined)
-            this.#lastShard = { key, shard };
-        return shard;
-    }
-    #findShard(key) {
-        const found = this.#arrayOf(key);
-        if (found === undefined)
-            return undefined;
-        const info = found.info;
-        const layout = this.groupedLayout(info.path);
-        if (layout === undefined)
-            return undefined;
-        const coords = chunkCoordsFromKey(info, info.path === "" ? key : key.slice(info.path.length + 1));
-        if (coords === undefined)
-            return undefined;
-        return { array: this.#groupedArray(info, layout), coords };
-    }
-    /** What the grouped view's shards need of the array `info` describes (made once). */
-    #groupedArray(info, layout) {
-        const path = info.path;
-        let array = this.#groupedArrays.get(path);
-        if (array !== undefined)
-            return array;
-        const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
-        const document = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
-        // the byte codecs as zarrita is shown them: fletcher32 is verified by the store apart
-        let codecs = document.codecs.slice(1);
-        if (info.checksummed)
-            codecs = codecs.slice(0, -1);
-        const meta = {
-            dataType: document.data_type,
-            shape: info.chunkShape,
-            fillValue: document.fill_value,
-        };
-        const fill = fillChunk(document, layout);
-        const decode = byteDecoder(codecs, meta);
-        const keyOf = (coords) => {
-            const tail = info.defaultEncoding
-                ? ["c", ...coords].join(info.separator)
-                : coords.join(info.separator);
-            return path === "" ? tail : `${path}/${tail}`;
-        };
-        const table = this.#listedTable(path);
-        array = {
-            path,
-            layout,
-            locate: table === undefined
-                ? (coords) => this.#locateStored(keyOf(coords))
-                : (coords) => this.#locateListed(table, coords),
-            read: (chunk, signal) => this.#readFound(chunk.key, chunk.ref, null, signal),
-            decode: (key, bytes) => decode(bytes, `chunk ${key}`),
-            fill: () => fill,
-        };
-        this.#groupedArrays.set(path, array);
-        return array;
-    }
-    /**
-     * A stored chunk of a shard of the grouped view: its reference and logical length (what `get`
-     * returns for it), found once; null: not stored. Synchronous unless it is in a chunk manifest.
-     */
-    #locateStored(key) {
-        const ref = this.references.lookup(key) ?? this.references.generate(key);
-        if (ref !== undefined)
-            return this.#located(key, ref);
-        if (this.references.indexes.size === 0)
-            return null;
-        return this.#fromIndex(key).then((found) => found === undefined ? null : this.#located(key, found));
-    }
-    /**
-     * A stored chunk of an array with a listed table (listed-table.ts), located from its columns by
-     * coordinates, as the Python store reads them (`Resolver.entries`); named by its listed key.
-     */
-    #locateListed(table, coords) {
-        const row = table.row(coords);
-        if (row < 0)
-            return null;
-        const tail = `c/${coords.join("/")}`;
-        const key = table.path === "" ? tail : `${table.path}/${tail}`;
-        const ref = {
-            kind: "range",
-            url: table.url,
-            offset: table.offsets[row],
-            size: table.sizes[row],
-        };
-        return this.#located(key, ref);
-    }
-    #located(key, ref) {
-        if (isEmptyReference(key, ref))
-            return null;
-        const length = this.#knownLength(key, ref);
-        if (length !== undefined)
-            return { key, ref, length };
-        // a whole file of unknown size, or a chunk shorter than its checksum: read (and checked)
-        return this.#readFound(key, ref, null).then((bytes) => bytes === undefined ? null : { key, ref, length: bytes.length });
-    }
-    /** A stored chunk's logical length from its reference, where that says it. */
-    #knownLength(key, ref) {
-        const array = this.#arrayOf(key);
-        const info = array?.info;
-        let size;
-        if (ref.kind === "inline")
-            size = ref.bytes.length;
-        else {
-            const recorded = ref.kind === "range" ? ref.size : this.#sources.get(this.#absolute(ref.url))?.size;
-            if (recorded !== undefined)
-                size = logicalSize(recorded, array?.selection);
-        }
-        if (info?.checksummed && size !== undefined)
-            size = size >= 4 ? size - 4 : undefined;
-        if (size === undefined)
-            return undefined;
-        const full = info?.padding?.chunkBytes;
-        return full !== undefined && size <= full ? full : size;
+        return this.#grouped?.layout(stripSlashes(path));
     }
     #requireBase(path) {
         if (this.#baseUrl === undefined) {
             throw new ReferenceFormatError(`the index of ${path} is relative: pass baseUrl`);
         }
         return this.#baseUrl;
-    }
-    /** The array a chunk key belongs to (the nearest node with a zarr.json), or undefined. */
-    #arrayOf(key) {
-        // the answer depends on the key's folder only: kept per folder (a chunk read asks 3 times)
-        const cut0 = key.lastIndexOf("/");
-        const folder = cut0 < 0 ? "\u0000" : key.slice(0, cut0);
-        if (this.#arraysOf.has(folder))
-            return this.#arraysOf.get(folder);
-        if (this.#arraysOf.size >= 4096)
-            this.#arraysOf.clear();
-        const found = this.#findArrayOf(key);
-        this.#arraysOf.set(folder, found);
-        return found;
-    }
-    #findArrayOf(key) {
-        let cut = key.lastIndexOf("/");
-        while (cut >= -1) {
-            const path = cut < 0 ? "" : key.slice(0, cut);
-            const metaKey = path === "" ? "zarr.json" : `${path}/zarr.json`;
-            if (this.references.has(metaKey)) {
-                const info = this.#arrayInfo(path);
-                if (info === null)
-                    return undefined;
-                return { info, selection: this.references.selections.get(path) };
-            }
-            if (cut < 0)
-                break;
-            cut = key.lastIndexOf("/", cut - 1);
-        }
-        return undefined;
-    }
-    #arrayInfo(path) {
-        let info = this.#arrays.get(path);
-        if (info !== undefined)
-            return info;
-        info = null;
-        const ref = this.references.lookup(path === "" ? "zarr.json" : `${path}/zarr.json`);
-        if (ref?.kind === "inline") {
-            const meta = parseJson(normalizeMetadataText(utf8Decode(ref.bytes)));
-            if (meta?.node_type === "array")
-                info = arrayInfoFromMetadata(path, meta);
-        }
-        this.#arrays.set(path, info);
-        return info;
     }
     /** A reference URL (templates expanded) made absolute: a relative one against baseUrl. */
     #absolute(url) {
@@ -532,13 +306,9 @@ export class ReferenceStore {
         }
         const available = logicalSize(physicalSize, selection);
         if (padding !== undefined && array !== undefined) {
-            this.#checkChunkSize(key, array.info, available, padding.chunkBytes);
+            checkChunkSize(key, array.info, available, padding.chunkBytes);
         }
-        const bound = array?.info.storedBound;
-        if (bound !== undefined && available > bound) {
-            throw new ChunkDecodeError(`chunk ${key}: its reference holds ${available} bytes, more than the ${bound} bytes any ` +
-                "chunk of its array compresses to; the references are damaged");
-        }
+        checkStoredBound(key, array?.info, available);
         const total = padding?.chunkBytes ?? available;
         const [start, end] = clampRange(range, total);
         const dataEnd = Math.min(end, available);
@@ -569,30 +339,6 @@ export class ReferenceStore {
         }
         return data;
     }
-    /**
-     * The format's short-chunk rule for a chunk of an uncompressed array: at most a chunk's bytes,
-     * and fewer only where the elements left out all lie past the array's end (`neededBytes`),
-     * whatever part of the chunk is read. Never padded otherwise: a short chunk in the middle of
-     * an array is damage, not fill values.
-     */
-    #checkChunkSize(key, info, available, chunkBytes) {
-        const name = info.path === "" ? "the root array" : `array ${info.path}`;
-        if (available > chunkBytes) {
-            throw new ChunkDecodeError(`${name}: chunk ${key} holds ${available} bytes, more than the ${chunkBytes} of a chunk`);
-        }
-        if (available === chunkBytes)
-            return;
-        const suffix = info.path === "" ? key : key.slice(info.path.length + 1);
-        const coords = chunkCoordsFromKey(info, suffix);
-        if (coords === undefined)
-            return;
-        const need = neededBytes(info, coords);
-        if (available < need) {
-            throw new ChunkDecodeError(`${name}: chunk ${key} holds ${available} bytes; a chunk holds ${chunkBytes}, and ` +
-                `fewer only where the elements left out lie past the array's end (at least ${need} ` +
-                "here): the references are damaged");
-        }
-    }
     async #readFileRange(url, range, signal) {
         if ("suffix" in range) {
             const physical = await this.#resolveUrl(url);
@@ -603,45 +349,4 @@ export class ReferenceStore {
             return new Uint8Array(0);
         return (await this.#batcher.read(url, range.start, range.end, signal)).bytes;
     }
-}
-/**
- * Refuse bodies shorter than asked. References never run past the recorded end of a file (that
- * is refused before any request), so a short answer is a fault or a changed file, never fill.
- */
-function checkShortBodies(key, url, spans, bodies, fileSize) {
-    spans.forEach((span, n) => {
-        const got = bodies[n].length;
-        if (got === span.end - span.offset)
-            return;
-        const recorded = fileSize === undefined
-            ? "no size is recorded for the file, and a short read cannot be told from a fault"
-            : `the file's recorded size (${fileSize} bytes) says they are there`;
-        throw new SourceError(`chunk ${key}: bytes ${span.offset}-${span.end - 1} returned ${got} bytes; ${recorded}`, url);
-    });
-}
-/**
- * The format's size-0 rule: `[url, 0, 0]` is a missing chunk (true: the key reads as absent, as
- * VirtualiZarr writes missing chunks); size 0 at any other offset is malformed.
- */
-function isEmptyReference(key, ref) {
-    if (ref.kind !== "range" || ref.size !== 0)
-        return false;
-    if (ref.offset === 0)
-        return true;
-    throw new ReferenceFormatError(`reference ${key}: size 0 at offset ${ref.offset} (only [url, 0, 0], a missing chunk, may ` +
-        "hold no bytes)");
-}
-function clampRange(range, total) {
-    if (range === null)
-        return [0, total];
-    if ("suffix" in range)
-        return [Math.max(0, total - range.suffix), total];
-    const start = Math.min(Math.max(0, range.start), total);
-    return [start, Math.max(start, Math.min(range.end, total))];
-}
-function sliceLogical(bytes, range) {
-    if (range === null)
-        return bytes;
-    const [start, end] = clampRange(range, bytes.length);
-    return bytes.slice(start, end);
 }
