@@ -20,8 +20,14 @@ from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec import write_rfs as write_local_rfs
 from shadowzarr_spec.io import reference_files
 from shadowzarr_store.transport import get_object, is_local, local_path, put_objects
+from shadowzarr_store.transport.object_store import (
+    ListedObject,
+    delete_objects,
+    list_objects,
+    split_object_url,
+)
 
-__all__ = ["Destination"]
+__all__ = ["Destination", "ListedObject"]
 
 
 class Destination:
@@ -89,3 +95,22 @@ class Destination:
             path = Path(self.root, relative)
             return path.read_bytes() if path.is_file() else None
         return get_object(self.location(relative), self._storage_options)
+
+    def list_files(self, folder: str) -> list[ListedObject]:
+        """The objects under ``folder`` of an object-store destination, their keys relative to
+        the destination (one request per 1,000 keys)."""
+        assert not self.local
+        cut = len(split_object_url(self.root)[1].rstrip("/"))
+        cut = cut + 1 if cut else 0
+        return [
+            ListedObject(o.key[cut:], o.size, o.etag)
+            for o in list_objects(self.location(folder), self._storage_options)
+        ]
+
+    def delete_files(self, relatives: list[str]) -> None:
+        """Delete files of an object-store destination (one request per 1,000)."""
+        assert not self.local
+        prefix = split_object_url(self.root)[1].rstrip("/")
+        keys = [f"{prefix}/{r}" if prefix else r for r in relatives]
+        for start in range(0, len(keys), 1000):
+            delete_objects(self.root, keys[start : start + 1000], self._storage_options)

@@ -17,11 +17,13 @@ import os
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
 
+from shadowzarr_spec import SourceError
 from shadowzarr_spec.deprecation import renamed_keyword
 from shadowzarr_spec.units import format_bytes
 from shadowzarr_store.progress_display import progress_display
@@ -36,6 +38,15 @@ from shadowzarr_catalog.listing import list_assets, with_identities
 from shadowzarr_catalog.page import PAGE_FILE, catalog_page, viewer_files
 from shadowzarr_catalog.paths import SUFFIXES, reference_location
 from shadowzarr_catalog.processes import WorkerPool, default_processes, fork_is_safe
+from shadowzarr_catalog.row_objects import (
+    MAX_ROW_BYTES,
+    ROWS_FOLDER,
+    ignored,
+    is_row_key,
+    read_row_object,
+    row_object,
+    row_object_key,
+)
 from shadowzarr_catalog.state import (
     STATE_FILE,
     CatalogState,
@@ -55,6 +66,9 @@ DEFAULT_PER_HOST = 12
 ranges together): about what the AWS command line sends to S3 at once (10)."""
 STATE_UPLOAD_SECONDS = 30.0
 """How often the progress database of an object-store catalog is copied to the destination."""
+ROW_WRITES = 8
+"""Row objects of an object-store catalog being written at once (a row's PUT does not hold up
+the next job's dispatch; a run killed loses at most these rows besides its jobs in flight)."""
 
 
 @renamed_keyword("chunk_index_threshold", "manifest_threshold")
@@ -129,6 +143,7 @@ def generate_catalog(
             exclude_folder=local_root,
         )
         with _state_for(target) as state:
+            state.merge_row_objects(a.asset_id for a in assets)
             previous = state.rows()
             unknown = _unidentified(assets, previous, form, retry_failed)
             assets = with_identities(assets, unknown, access.transport())
@@ -321,13 +336,27 @@ def _interleaved(todo: list[tuple[Asset, str]]) -> list[tuple[Asset, str]]:
 
 
 class _SyncedState:
-    """The progress database: at the destination when it is local; for an object store, a
-    local copy fetched at the start and copied back every `STATE_UPLOAD_SECONDS` and at the
-    end (a run killed in between regenerates the assets it finished since the last copy)."""
+    """The progress database.
+
+    At a local destination it lives there and each row is committed as it comes. For an object
+    store it is a local copy, fetched at the start and copied back every
+    `STATE_UPLOAD_SECONDS` and at the end; so that a run killed in between loses no finished
+    asset, each row is also PUT as a small object under ``catalog.rows/`` of the destination
+    as it comes (after its asset's reference set; `ROW_WRITES` at once). The next run lists
+    that folder (one request per 1,000 objects) and reads the row objects its copy has not
+    folded in (one GET each; a malformed or foreign one is ignored with a `CatalogRowWarning`);
+    once a copy holding row objects is uploaded they are deleted (one request per 1,000), so
+    the folder holds about `STATE_UPLOAD_SECONDS` of rows. A ``removed`` mark is kept in the
+    copy only: a listing makes it again at no cost.
+    """
 
     def __init__(self, target: Destination) -> None:
         self._target = target
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._folded: list[str] = []
+        """Row objects the local copy holds, to delete once it is uploaded."""
+        self._writer: ThreadPoolExecutor | None = None
+        self._writes: deque[Future[None]] = deque()
         if target.local:
             path = Path(target.root, STATE_FILE)
         else:
@@ -341,20 +370,77 @@ class _SyncedState:
         self._state = CatalogState(path)
         self._uploaded = time.monotonic()
 
+    def merge_row_objects(self, listed: Iterable[str]) -> None:
+        """Fold in the rows a run left as objects after the database copy uploaded last, in the
+        order they were written; ``listed``: the asset ids the source lists (a row object of an
+        asset neither listed nor in the database is foreign)."""
+        if self._scratch is None:
+            return
+        folded = self._state.folded()
+        found = sorted(self._target.list_files(ROWS_FOLDER), key=lambda o: o.key)
+        unread = []
+        for listed_object in found:
+            if listed_object.key in folded:
+                self._folded.append(listed_object.key)
+            elif not is_row_key(listed_object.key):
+                ignored(listed_object.key, "not a row object's name")
+            elif listed_object.size > MAX_ROW_BYTES:
+                ignored(listed_object.key, f"{listed_object.size:,} bytes, more than a row has")
+            else:
+                unread.append(listed_object.key)
+        if unread:
+            known = set(listed).union(self._state.asset_ids())
+            with ThreadPoolExecutor(max_workers=8, thread_name_prefix="catalog-rows") as pool:
+                for key, data in zip(unread, pool.map(self._target.read_file, unread), strict=True):
+                    if data is None:  # deleted since the listing
+                        continue
+                    row = read_row_object(key, data, known)
+                    if row is not None:
+                        self._state.fold(key, row)
+                        self._folded.append(key)
+        gone = folded.difference(o.key for o in found)
+        if gone:
+            self._state.unfold(sorted(gone))
+
     def rows(self) -> dict[str, dict[str, Any]]:
         return self._state.rows()
 
     def put(self, row: dict[str, Any]) -> None:
-        self._state.put(row)
-        if self._scratch is not None and time.monotonic() - self._uploaded > STATE_UPLOAD_SECONDS:
+        if self._scratch is None or row["status"] == "removed":
+            self._state.put(row)
+            return
+        key = row_object_key(row["asset_id"])
+        self._written(ROW_WRITES - 1)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(ROW_WRITES, thread_name_prefix="catalog-rows")
+        self._writes.append(self._writer.submit(self._target.write_file, key, row_object(row)))
+        self._state.fold(key, row)
+        self._folded.append(key)
+        if time.monotonic() - self._uploaded > STATE_UPLOAD_SECONDS:
             self.upload()
 
+    def _written(self, pending: int) -> None:
+        """Wait until at most ``pending`` row objects are being written; raises the error of
+        one that failed (as a failed write of the database or the catalog does)."""
+        while self._writes and (len(self._writes) > pending or self._writes[0].done()):
+            self._writes.popleft().result()
+
     def upload(self) -> None:
+        """Copy the database to the destination, then delete the row objects it holds (a run
+        killed between the two finds them listed as folded in, and does not read them)."""
         if self._scratch is None:
             return
+        self._written(0)
         self._state.checkpoint()
         self._target.write_file(STATE_FILE, self._path.read_bytes())
         self._uploaded = time.monotonic()
+        folded, self._folded = self._folded, []
+        try:
+            self._target.delete_files(folded)
+        except SourceError:  # they stay; the next run skips them as folded and tries again
+            self._folded = folded
+            return
+        self._state.unfold(folded)
 
     def __enter__(self) -> _SyncedState:
         return self
@@ -363,6 +449,8 @@ class _SyncedState:
         try:
             self.upload()
         finally:
+            if self._writer is not None:
+                self._writer.shutdown()
             self._state.close()
             if self._scratch is not None:
                 self._scratch.cleanup()

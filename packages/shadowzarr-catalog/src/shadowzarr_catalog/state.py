@@ -1,6 +1,7 @@
 """The catalog's progress: one SQLite row per asset, committed as each asset finishes, so a run
 killed at any moment loses at most the assets it was generating, and the next run knows what is
-done, what changed and what failed."""
+done, what changed and what failed. For an object-store catalog, whose database is a local copy,
+the table ``folded`` names the row objects (`row_objects`) whose rows the copy holds."""
 
 from __future__ import annotations
 
@@ -28,10 +29,14 @@ class CatalogState:
             "CREATE TABLE IF NOT EXISTS assets ("
             "asset_id TEXT PRIMARY KEY, status TEXT NOT NULL, row TEXT NOT NULL)"
         )
+        self._db.execute("CREATE TABLE IF NOT EXISTS folded (key TEXT PRIMARY KEY)")
 
     def rows(self) -> dict[str, dict[str, Any]]:
         found = self._db.execute("SELECT asset_id, row FROM assets ORDER BY asset_id")
         return {asset_id: json.loads(row) for asset_id, row in found}
+
+    def asset_ids(self) -> set[str]:
+        return {asset_id for (asset_id,) in self._db.execute("SELECT asset_id FROM assets")}
 
     def put(self, row: dict[str, Any]) -> None:
         """Record one asset's row; durable when this returns (autocommit)."""
@@ -39,6 +44,25 @@ class CatalogState:
             "INSERT OR REPLACE INTO assets (asset_id, status, row) VALUES (?, ?, ?)",
             (row["asset_id"], row["status"], json.dumps(row, sort_keys=True)),
         )
+
+    def fold(self, key: str, row: dict[str, Any] | None = None) -> None:
+        """Record that the row object ``key`` (of an object-store catalog) is in this database,
+        with its row when given, in one transaction."""
+        with self._db:
+            self._db.execute("BEGIN")
+            if row is not None:
+                self.put(row)
+            self._db.execute("INSERT OR IGNORE INTO folded (key) VALUES (?)", (key,))
+
+    def folded(self) -> set[str]:
+        """The row objects this database holds."""
+        return {key for (key,) in self._db.execute("SELECT key FROM folded")}
+
+    def unfold(self, keys: list[str]) -> None:
+        """Forget row objects that were deleted."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("DELETE FROM folded WHERE key = ?", [(k,) for k in keys])
 
     def checkpoint(self) -> None:
         """Fold the write-ahead log into the database file (before it is copied elsewhere)."""

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ListedObject",
     "ObjectStoreBackend",
+    "delete_objects",
     "get_object",
     "list_objects",
     "put_objects",
@@ -278,6 +279,23 @@ def put_objects(
             obstore.put(store, key, data)
         except Exception as exc:
             raise _translated(exc, redact(f"{root}/{key}")) from exc
+
+
+def delete_objects(
+    url: str, keys: list[str], storage_options: Mapping[str, Any] | None = None
+) -> None:
+    """Delete ``keys`` (whole keys in the bucket of ``url``); keys already gone are no error.
+    S3 takes up to 1,000 keys a request."""
+    import obstore
+
+    root, _ = split_object_url(url)
+    store = store_for(root, storage_options)
+    if not keys:
+        return
+    try:
+        obstore.delete(store, keys)
+    except Exception as exc:
+        raise _translated(exc, redact(root)) from exc
 
 
 class ObjectStoreBackend:
