@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 import h5py
@@ -22,7 +22,7 @@ from shadowzarr_spec.attribute_conventions import ATTRIBUTE_TYPES_KEY, attribute
 from shadowzarr_spec.nwb_convention import SPECLOC_ATTR, reference_value
 from shadowzarr_spec.region_references import REGION_REFERENCE_KEY
 
-from .object_paths import ObjectPaths, object_address
+from .object_paths import ObjectPaths
 
 __all__ = [
     "SKIPPED_ATTRIBUTES",
@@ -222,27 +222,26 @@ def nested(flat: list[Any], shape: tuple[int, ...]) -> Any:
 def dimension_names(
     dataset: h5py.Dataset,
     stored_names: list[bytes] | None = None,
-    scale_names: Mapping[int, str] | None = None,
+    renamed: Callable[[h5py.Dataset], str | None] | None = None,
 ) -> list[str | None] | None:
     """Names from attached dimension scales (netCDF-4 dimensions) or dimension labels
     (``stored_names``: the dataset's attribute names, when the caller has them).
-    ``scale_names``: a scale's object address → its dimension's name, where that is not the
-    scale's own name (a netCDF-4 dimension reached by several links)."""
+    ``renamed(scale)``: its dimension's name where that is not the scale's own name (a
+    netCDF-4 dimension reached by several links: `Source.netcdf_dimension_of`), else None."""
     keys = set(attribute_names(dataset) if stored_names is None else stored_names)
     if not keys & _DIMENSION_ATTRIBUTES or dataset.shape is None:
         return None
     if dataset.ndim == 0:
         return None
-    renamed = scale_names or {}
     names: list[str | None] = []
     is_scale = h5py.h5ds.is_scale(dataset.id)
     for axis, dim in enumerate(dataset.dims):
         if is_scale and axis == 0:
-            own = renamed.get(object_address(dataset)) if renamed else None
+            own = renamed(dataset) if renamed else None
             names.append(own or posixpath.basename(dataset.name or ""))
         elif len(dim):
             scale = dim[0]
-            named = renamed.get(object_address(scale)) if renamed else None
+            named = renamed(scale) if renamed else None
             names.append(named or posixpath.basename(scale.name or ""))
         else:
             names.append(dim.label or None)

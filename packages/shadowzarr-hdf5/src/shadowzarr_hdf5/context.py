@@ -60,3 +60,10 @@ class Source:
     """The header reader, when it can read this file."""
     tables: Mapping[str, ChunkTable] = field(default_factory=dict)
     """Chunk tables parsed ahead of time, by dataset name."""
+
+    def netcdf_dimension_of(self, scale: h5py.Dataset) -> str | None:
+        """netCDF-4: the name of the dimension ``scale`` stands for where it is not the scale's
+        own name (a dimension reached by several links); None otherwise."""
+        if not self.netcdf_dimensions:
+            return None
+        return self.netcdf_dimensions.get(object_address(scale))

@@ -143,7 +143,7 @@ def _describe(
     else:
         stored_names = attribute_names(dataset)
         attributes = read_attributes(dataset, source.paths, stored_names)
-    names = dimension_names(dataset, stored_names, source.netcdf_dimensions)
+    names = dimension_names(dataset, stored_names, source.netcdf_dimension_of)
     try:
         dtype = dataset.dtype
     except (ValueError, TypeError) as exc:  # no numpy type: IEEE quadruple, HDF5 time types
