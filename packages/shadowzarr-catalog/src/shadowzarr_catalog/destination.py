@@ -19,11 +19,14 @@ from typing import Any
 from shadowzarr_spec import ReferenceFileSystem
 from shadowzarr_spec import write_rfs as write_local_rfs
 from shadowzarr_spec.io import reference_files
-from shadowzarr_store.transport import get_object, is_local, local_path, put_objects
-from shadowzarr_store.transport.object_store import (
+from shadowzarr_store.transport import (
     ListedObject,
     delete_objects,
+    get_object,
+    is_local,
     list_objects,
+    local_path,
+    put_objects,
     split_object_url,
 )
 

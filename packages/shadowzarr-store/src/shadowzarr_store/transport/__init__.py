@@ -70,6 +70,8 @@ from shadowzarr_store.transport.locations import (
     redact,
 )
 from shadowzarr_store.transport.object_store import (
+    ListedObject,
+    delete_objects,
     get_object,
     list_objects,
     obstore_for,
@@ -100,6 +102,7 @@ __all__ = [
     "FramingError",
     "GrowingRuns",
     "HeaderRules",
+    "ListedObject",
     "MissingCredentialsError",
     "NoReadAhead",
     "OriginStats",
@@ -121,6 +124,7 @@ __all__ = [
     "UnsafeRequestError",
     "close_all_pools",
     "counted",
+    "delete_objects",
     "get_object",
     "is_local",
     "is_loopback",
