@@ -66,11 +66,13 @@ def test_chunks_empty_gives_a_task_and_at_most_a_request_per_shard(
             ) as cluster,
             distributed.Client(cluster) as client,
         ):
-            read = client.compute(variable).result()
+            with distributed.get_task_stream(client) as stream:
+                read = client.compute(variable).result()
             # one task per shard ran on the cluster: the chunk tasks (name, i, j) of the dask
-            # array (beside them one task holds the array it reads from)
+            # array (beside them one task holds the array it reads from), as the task stream
+            # recorded them (the scheduler forgets them once the result is computed)
             name = variable.data.name
-            done = [key for key in client.run_on_scheduler(_task_keys) if key[0] == name]
+            done = {task["key"] for task in stream.data if _is_chunk_task(task["key"], name)}
             assert len(done) == shard_count, done
     np.testing.assert_array_equal(read.values, values)
     entries = nginx.entries()
@@ -97,7 +99,9 @@ def test_to_dask_reads_by_shard_too(nginx: NginxServer, served: tuple[np.ndarray
     assert 1 <= len(data) <= math.ceil(150_000 / array.shards[0])
 
 
-def _task_keys(dask_scheduler: distributed.Scheduler) -> list[tuple[object, ...]]:
-    """The keys of the chunk tasks the scheduler knows of (kept while their results are
-    wanted)."""
-    return [key for key in dask_scheduler.tasks if isinstance(key, tuple)]
+def _is_chunk_task(key: object, name: str) -> bool:
+    """Whether a task stream's ``key`` is one of array ``name``'s chunk tasks ``(name, i, j)``
+    (a key may arrive as the tuple or as its text)."""
+    if isinstance(key, tuple):
+        return bool(key) and key[0] == name
+    return isinstance(key, str) and key.startswith(f"('{name}',")
