@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
 
-__all__ = ["at_home", "home_loop", "home_running", "is_home_thread", "run_at_home"]
+__all__ = ["at_home", "home_loop", "home_running", "is_home_thread"]
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -56,18 +56,10 @@ def is_home_thread() -> bool:
     return _thread is not None and threading.current_thread() is _thread
 
 
-async def run_at_home[T](coro: Coroutine[Any, Any, T]) -> T:
-    """Await ``coro`` on the transport's loop: directly when already there, else sent there
-    (a cancellation of the caller cancels it there)."""
-    loop = home_loop()
-    if asyncio.get_running_loop() is loop:
-        return await coro
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
-
-
 def at_home[**P, T](method: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
     """Decorate an async method whose requests use the process's connections: it runs on the
-    transport's loop whichever loop awaits it."""
+    transport's loop whichever loop awaits it. The method's coroutine is made on that loop, not
+    the caller's."""
 
     @functools.wraps(method)
     async def hopped(*args: P.args, **kwargs: P.kwargs) -> T:
