@@ -11,6 +11,7 @@ from shadowzarr_spec import (
     FileRef,
     InlineRef,
     ReferenceFormatError,
+    node_type,
     parse_json,
     read_local_rfs,
     rfs_from_json,
@@ -84,3 +85,21 @@ def test_legacy_bare_non_finite_tokens_load(tmp_path: Path) -> None:
     attributes = parse_json(ref.data)["attributes"]
     assert math.isnan(attributes["r"])
     assert attributes["m"] == -math.inf
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        (b'{"zarr_format":3,"node_type":"array","attributes":{"node_type":"group"}}', "array"),
+        (b'{"attributes":{"node_type":"array"},"node_type":"group"}', "group"),
+        (b'{"attributes":{"node_type":"array"}}', None),
+        (b'{"node_type":3}', None),
+        (b'["node_type","array"]', None),
+        (b'{"node_type":"array"', None),
+        (b"", None),
+    ],
+)
+def test_node_type_reads_only_the_top_level_member(document: bytes, expected: str | None) -> None:
+    assert node_type(document) == expected
+    if expected is not None:
+        assert parse_json(document)["node_type"] == expected

@@ -4,7 +4,6 @@ row. Never raises for the asset's own failure: that is the row's status and erro
 from __future__ import annotations
 
 import datetime
-import json
 import time
 import warnings
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from shadowzarr_spec import (
     SourceInfo,
     UnsafePathError,
     UnsupportedDatasetWarning,
+    node_type,
 )
 from shadowzarr_spec.file_refs import FileRef, InlineRef
 from shadowzarr_spec.model import MISSING_CHUNK
@@ -158,7 +158,7 @@ def _described(rfs: ReferenceFileSystem) -> dict[str, Any]:
         if isinstance(ref, FileRef):
             chunks += 1
         elif key.rsplit("/", 1)[-1] == "zarr.json" and isinstance(ref, InlineRef):
-            arrays += _is_array(ref.data)
+            arrays += node_type(ref.data) == "array"
     for index in rfs.indexes.values():
         if index.table is not None:
             chunks += int((index.table[..., 0] != MISSING_CHUNK).sum())
@@ -167,13 +167,6 @@ def _described(rfs: ReferenceFileSystem) -> dict[str, Any]:
         for path, u in sorted(rfs.unsupported.items())
     ]
     return {"datasets": arrays, "chunks": chunks, "unsupported": unsupported}
-
-
-def _is_array(data: bytes) -> bool:
-    try:
-        return bool(json.loads(data).get("node_type") == "array")
-    except (ValueError, AttributeError):
-        return False
 
 
 def _one_line(exc: BaseException) -> str:

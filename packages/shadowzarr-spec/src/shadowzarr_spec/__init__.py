@@ -33,7 +33,7 @@ from shadowzarr_spec.errors import (
 )
 from shadowzarr_spec.gen import Dimension, GenEntry
 from shadowzarr_spec.io import REFS_FILE, load_index_table, read_local_rfs, write_rfs
-from shadowzarr_spec.json_text import parse_json
+from shadowzarr_spec.json_text import node_type, parse_json
 from shadowzarr_spec.manifest import index_array_metadata, index_chunk_shape
 from shadowzarr_spec.manifest_layout import ManifestLayout
 from shadowzarr_spec.model import (
@@ -98,6 +98,7 @@ __all__ = [
     "index_array_metadata",
     "index_chunk_shape",
     "load_index_table",
+    "node_type",
     "parse_json",
     "read_local_rfs",
     "region_references",
