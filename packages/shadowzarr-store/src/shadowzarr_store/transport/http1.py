@@ -16,7 +16,6 @@ connections; their failures and stalls are `TransientError`, like aiohttp's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import socket
 import ssl
@@ -34,8 +33,6 @@ from shadowzarr_store.transport.http1_heads import Head, content_length
 from shadowzarr_store.transport.prefault import prepared
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     import numpy as np
     from yarl import URL
 
@@ -122,6 +119,20 @@ class OriginPool:
     def head(self, address: URL, headers: dict[str, str], shown: str) -> bytes:
         """The request head of a GET of ``address`` with ``headers``; `UnsafeRequestError` for
         a value that would not stay on its own line (`check_request`)."""
+        return "\r\n".join(self._head_lines(address, headers, shown)).encode("utf-8")
+
+    def range_head(self, address: URL, headers: dict[str, str], shown: str) -> tuple[bytes, bytes]:
+        """`head` cut around the value of its ``Range`` header, given as ``bytes=0-0`` and
+        checked with it: the head of the range ``a-b`` is ``prefix + b"a-b" + suffix``. A
+        batch's ranges differ only there, and two integers and a dash need no check, so the
+        rest is checked once per batch instead of once per range."""
+        lines = self._head_lines(address, headers, shown)
+        at = lines.index("Range: bytes=0-0")  # one line only: a header's value holds no CRLF
+        prefix = "\r\n".join(lines[:at]) + "\r\nRange: bytes="
+        suffix = "\r\n" + "\r\n".join(lines[at + 1 :])
+        return prefix.encode("utf-8"), suffix.encode("utf-8")
+
+    def _head_lines(self, address: URL, headers: dict[str, str], shown: str) -> list[str]:
         target = address.raw_path_qs
         if self._absolute:
             assert self._proxy is not None
@@ -132,7 +143,7 @@ class OriginPool:
         lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines.extend(f"{name}: {value}" for name, value in headers.items())
         lines.append("Accept-Encoding: identity\r\n\r\n")
-        return "\r\n".join(lines).encode("utf-8")
+        return lines
 
     async def request(
         self,
@@ -148,7 +159,11 @@ class OriginPool:
         (a range's), whose buffer is made and its pages mapped while the request is out;
         ``limit``: the caller's most requests out at once on this origin (default: the
         pool's), counting every caller's (the pool is shared by callers with other limits)."""
-        async with self._slot(self._limit if limit is None else limit):
+        limit = self._limit if limit is None else limit
+        if self._busy >= limit:
+            await self._slot(limit)
+        self._busy += 1  # no await between the slot found free and taken
+        try:
             body = prepared(expected)
             connection = None
             while self._idle and connection is None:
@@ -168,15 +183,19 @@ class OriginPool:
                         self._keep_idle(connection)
                     else:
                         self._discard(connection)
-            if self._absolute and answer[0].status == 407:
-                assert self._proxy is not None
-                named = self._proxy.shown
-                raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
-            return answer
+        finally:
+            self._busy -= 1
+            if self._waiting:
+                self._wake()
+        if self._absolute and answer[0].status == 407:
+            assert self._proxy is not None
+            named = self._proxy.shown
+            raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
+        return answer
 
-    @contextlib.asynccontextmanager
-    async def _slot(self, limit: int) -> AsyncIterator[None]:
-        """Wait until fewer than ``limit`` requests are out, then count this one out."""
+    async def _slot(self, limit: int) -> None:
+        """Wait until fewer than ``limit`` requests are out (the caller counts its own out
+        before it awaits anything else)."""
         while self._busy >= limit:
             woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             entry = (limit, woken)
@@ -189,12 +208,6 @@ class OriginPool:
                 elif woken.done():
                     self._wake()  # woken, then cancelled: the next one may go instead
                 raise
-        self._busy += 1
-        try:
-            yield
-        finally:
-            self._busy -= 1
-            self._wake()
 
     def _wake(self) -> None:
         """Wake the first waiting request whose limit lets it go now."""
@@ -359,19 +372,11 @@ class OriginPool:
         waiter: asyncio.Future[tuple[Head, memoryview]] = loop.create_future()
         connection.send(head, waiter, most, body=body)
         # A stall (no bytes for ``timeout`` seconds) fails the request; one timer per request,
-        # looked at every ``timeout`` seconds, not one per piece received.
-        seen = [connection.progress]
-
-        def watch() -> None:
-            if waiter.done():
-                return
-            if connection.progress == seen[0]:
-                connection._fail(TimeoutError())
-                return
-            seen[0] = connection.progress
-            timer[0] = loop.call_later(self._timeout, watch)
-
-        timer = [loop.call_later(self._timeout, watch)]
+        # looked at every ``timeout`` seconds, not one per piece received. (A method, not a
+        # closure: a closure naming itself is a cycle, garbage only the collector frees.)
+        connection.timer = loop.call_later(
+            self._timeout, self._watch, connection, waiter, connection.progress
+        )
         try:
             return await waiter
         except TimeoutError as exc:
@@ -381,7 +386,22 @@ class OriginPool:
         except FramingError as exc:
             raise FramingError(f"{shown}: {exc}") from exc
         finally:
-            timer[0].cancel()
+            timer, connection.timer = connection.timer, None
+            if timer is not None:
+                timer.cancel()
+
+    def _watch(
+        self, connection: Connection, waiter: asyncio.Future[tuple[Head, memoryview]], seen: int
+    ) -> None:
+        """A request's stall timer: no byte since ``seen`` fails it, else it looks again."""
+        if waiter.done():
+            return
+        if connection.progress == seen:
+            connection._fail(TimeoutError())
+            return
+        connection.timer = asyncio.get_running_loop().call_later(
+            self._timeout, self._watch, connection, waiter, connection.progress
+        )
 
     def _discard(self, connection: Connection) -> None:
         if connection in self._all:

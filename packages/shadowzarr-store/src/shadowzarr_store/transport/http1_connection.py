@@ -56,6 +56,8 @@ class Connection(asyncio.BufferedProtocol):
         self._tunnel = False
         self._prepared: np.ndarray | None = None
         self.idle_since = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        """The stall timer of the request in flight (the pool's)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
