@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = ["IDLE_SECONDS", "AnswerTooLong", "Head", "OriginPool", "content_length"]
 
+_EARLY = 0.001
+"""A stall timer running this much early is on time (asyncio runs timers due within its clock's
+resolution)."""
 IDLE_SECONDS = 30.0
 """How long a kept-alive connection may wait for its next request before it is closed."""
 ADDRESSES_KEPT_SECONDS = 60.0
@@ -371,12 +374,14 @@ class OriginPool:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[tuple[Head, memoryview]] = loop.create_future()
         connection.send(head, waiter, most, body=body)
-        # A stall (no bytes for ``timeout`` seconds) fails the request; one timer per request,
-        # looked at every ``timeout`` seconds, not one per piece received. (A method, not a
-        # closure: a closure naming itself is a cycle, garbage only the collector frees.)
-        connection.timer = loop.call_later(
-            self._timeout, self._watch, connection, waiter, connection.progress
-        )
+        # A stall (no byte for ``timeout`` seconds) fails the request: looked at ``timeout``
+        # seconds after it left, then every ``timeout`` seconds, not at each piece received.
+        # One timer per connection, kept armed across its requests (`_watch`), instead of one
+        # made and cancelled per request.
+        connection.check_at = loop.time() + self._timeout
+        connection.seen = connection.progress
+        if connection.timer is None:
+            connection.timer = loop.call_at(connection.check_at, self._watch, connection)
         try:
             return await waiter
         except TimeoutError as exc:
@@ -385,25 +390,30 @@ class OriginPool:
             raise TransientError(f"{shown}: {exc}") from exc
         except FramingError as exc:
             raise FramingError(f"{shown}: {exc}") from exc
-        finally:
-            timer, connection.timer = connection.timer, None
-            if timer is not None:
-                timer.cancel()
 
-    def _watch(
-        self, connection: Connection, waiter: asyncio.Future[tuple[Head, memoryview]], seen: int
-    ) -> None:
-        """A request's stall timer: no byte since ``seen`` fails it, else it looks again."""
-        if waiter.done():
+    def _watch(self, connection: Connection) -> None:
+        """The stall timer of ``connection``'s request in flight: no byte since the last look
+        fails it. Armed for an earlier request, it waits for this one's time; with no request
+        in flight it lapses (the next request arms it again)."""
+        connection.timer = None
+        if not connection.in_flight:
             return
-        if connection.progress == seen:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now < connection.check_at - _EARLY:
+            connection.timer = loop.call_at(connection.check_at, self._watch, connection)
+            return
+        if connection.progress == connection.seen:
             connection._fail(TimeoutError())
             return
-        connection.timer = asyncio.get_running_loop().call_later(
-            self._timeout, self._watch, connection, waiter, connection.progress
-        )
+        connection.seen = connection.progress
+        connection.check_at = now + self._timeout
+        connection.timer = loop.call_at(connection.check_at, self._watch, connection)
 
     def _discard(self, connection: Connection) -> None:
+        if connection.timer is not None:
+            connection.timer.cancel()
+            connection.timer = None
         if connection in self._all:
             self._all.discard(connection)
             self._budget.release()
