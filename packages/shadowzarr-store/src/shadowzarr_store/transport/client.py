@@ -28,11 +28,11 @@ from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
 from shadowzarr_store.transport.documents import DOCUMENTS
 from shadowzarr_store.transport.errors import (
-    FramingError,
     RangeNotSatisfiable,
     SourceTimeoutError,
     TransientError,
 )
+from shadowzarr_store.transport.framing import consistent, same_etag
 from shadowzarr_store.transport.head_values import escaped
 from shadowzarr_store.transport.home import home_loop
 from shadowzarr_store.transport.http import HttpBackend
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
     from typing import Any, Concatenate
 
-__all__ = ["Transport", "consistent", "same_etag", "transport_for"]
+__all__ = ["Transport", "same_etag", "transport_for"]
 
 _UNKNOWN = SourceInfo()
 
@@ -79,29 +79,6 @@ def _http_at_home[**P, T](
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(there(), loop))
 
     return hopped
-
-
-def consistent(answer: Answer, expect: SourceInfo, shown: str) -> None:
-    """A file size other than the recorded one under the recorded ETag: the server contradicts
-    itself (a short answer claiming the file ends early, a wrong Content-Range), since the ETag
-    says the file did not change. A framing error, retried, never `SourceChangedError`."""
-    if (
-        expect.size is not None
-        and answer.total is not None
-        and answer.total != expect.size
-        and expect.etag
-        and answer.etag
-        and same_etag(answer.etag, expect.etag)
-    ):
-        raise FramingError(
-            f"{shown}: the answer says the file is {answer.total} bytes under the ETag recorded "
-            f"for {expect.size} bytes (a faulty answer, not a changed file)"
-        )
-
-
-def same_etag(a: str, b: str) -> bool:
-    """ETags compared as opaque strings (S3's multipart ETags are no MD5), weakness ignored."""
-    return a.removeprefix("W/") == b.removeprefix("W/")
 
 
 def _describe(url: str, start: int, end: int | None) -> str:

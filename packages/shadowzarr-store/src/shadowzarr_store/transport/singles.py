@@ -21,29 +21,60 @@ its own, as before (all of them go on after a failure).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from shadowzarr_spec import SourceAccessError
 
 from shadowzarr_store.transport.errors import RangeNotSatisfiable, TransientError
+from shadowzarr_store.transport.framing import consistent
 from shadowzarr_store.transport.locations import kind_of, redact
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from shadowzarr_spec import SourceInfo
 
     from shadowzarr_store.transport.answer import Answer
-    from shadowzarr_store.transport.client import Transport
     from shadowzarr_store.transport.coalesce import Run
+    from shadowzarr_store.transport.http import HttpBackend
+    from shadowzarr_store.transport.object_store import ObjectStoreBackend
+    from shadowzarr_store.transport.options import TransportOptions
+    from shadowzarr_store.transport.stats import StoreStats
 
 __all__ = ["read_singles"]
 
 
+class Reader(Protocol):
+    """What of `Transport` a batch uses (named here, not imported: the client imports this)."""
+
+    http: HttpBackend
+    objects: ObjectStoreBackend
+    options: TransportOptions
+    stats: StoreStats
+
+    def read(
+        self, url: str, start: int, end: int | None, /, *, expect: SourceInfo | None = None
+    ) -> Awaitable[Answer]: ...
+
+    async def _physical(self, url: str, shown: str) -> tuple[str, bool]: ...
+
+    async def _deadline[T](
+        self, shown: str, attempt: Callable[[], Awaitable[T]], *, retried: bool = True
+    ) -> T: ...
+
+    async def _retried[T](
+        self, attempt: Callable[[], Awaitable[T]], *, failed: TransientError | None = None
+    ) -> T: ...
+
+    def _note_redirect(self, url: str, physical: str, result: object) -> None: ...
+
+    def _check(self, answer: Answer, expect: SourceInfo, shown: str) -> None: ...
+
+
 async def read_singles(
-    transport: Transport, url: str, runs: list[Run], expect: SourceInfo
+    transport: Reader, url: str, runs: list[Run], expect: SourceInfo
 ) -> list[Answer]:
     """The answer to each run of ``url``, one request each (see the module)."""
-    from shadowzarr_store.transport.client import consistent  # a cycle otherwise
-
     if len(runs) == 1:
         return [await transport.read(url, runs[0].start, runs[0].end, expect=expect)]
     named = redact(url)
