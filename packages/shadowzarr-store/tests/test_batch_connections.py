@@ -4,7 +4,10 @@ aiohttp's requests, at a fraction of the CPU."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import subprocess
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -121,6 +124,85 @@ def test_a_file_changed_under_a_batch_is_caught(
         with pytest.raises(SourceChangedError):
             source.fetch_many(RANGES)
 
+
+def test_a_stall_is_timed_from_its_own_request_on_a_kept_alive_connection(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """One connection carries every request; the stall timer an earlier request armed on it
+    neither fails a later request early nor lets its stall go unseen."""
+    data = _blob(nginx_root)
+    proxy: LatencyProxy = make_proxy(nginx.url(""))
+    with _single(proxy.url("f.bin"), backoff=0, timeout=0.6, max_connections=1) as source:
+        source.fetch_many([(0, 10)])  # arms the connection's timer
+        time.sleep(0.3)
+        proxy.faults = [FaultRule("stall", times=1, stall_seconds=20)]
+        started = time.monotonic()
+        assert source.fetch_many(RANGES) == [data[o : o + n] for o, n in RANGES]
+        took = time.monotonic() - started
+        assert source.stats.retries == 1
+    assert 0.55 < took < 5
+    assert proxy.count() == 1 + len(RANGES) + 1
+
+
+def test_a_failed_batch_asks_for_no_range_after_the_failure(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """The first failure is the batch's: the requests under way finish, no other range is
+    asked for (not forty requests sent on in the background for nobody)."""
+    _blob(nginx_root)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3")
+    with _single(proxy.url("f.bin"), max_connections=2) as source:
+        source.fetch_many([(0, 10)])
+        time.sleep(1.1)  # nginx's ETag holds the mtime in seconds
+        nginx.write_file("f.bin", os.urandom(200_000))
+        with pytest.raises(SourceChangedError):
+            source.fetch_many(RANGES)
+        time.sleep(0.5)  # what would still be sent, sent
+    assert proxy.count() <= 1 + 2
+
+
+def test_a_batch_leaves_none_of_its_objects_to_the_garbage_collector(
+    make_proxy, nginx: NginxServer, nginx_root: Path
+) -> None:
+    """Every object a request makes is freed when it is done with (no reference cycle): a
+    batch of thousands of ranges otherwise fed the collector thousands of cycles, each holding
+    its answer's body, and the collections cost a third of the batch's CPU. In a process of
+    its own: the requests other tests left retrying in the background make garbage too."""
+    data = _blob(nginx_root)
+    proxy: LatencyProxy = make_proxy(nginx.url(""), ranges="s3")
+    done = subprocess.run(
+        [sys.executable, "-c", _GARBAGE_SCRIPT, proxy.url("f.bin"), repr(RANGES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    fetched, ours = done.stdout.split()
+    assert fetched == hashlib.sha256(b"".join(data[o : o + n] for o, n in RANGES)).hexdigest()
+    assert ours == "0"
+
+
+_GARBAGE_SCRIPT = """
+import ast, gc, hashlib, sys, types
+from shadowzarr_store.transport import RangeSource, TransportOptions
+
+def ours(thing):
+    if isinstance(thing, types.FunctionType):
+        return thing.__module__.startswith("shadowzarr_store")
+    return type(thing).__module__.startswith("shadowzarr_store")
+
+ranges = ast.literal_eval(sys.argv[2])
+options = TransportOptions(multi_range=False, max_connections=4)
+with RangeSource(sys.argv[1], options, max_gap=0) as source:
+    source.fetch_many(ranges)  # the connections opened before
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    fetched = source.fetch_many(ranges)
+    gc.collect()
+    print(hashlib.sha256(b"".join(fetched)).hexdigest(), sum(map(ours, gc.garbage)))
+"""
 
 # -- one large range: its body received straight into one buffer ---------------------------
 

@@ -28,11 +28,11 @@ from shadowzarr_store.transport.coalesce import Run, coalesce
 from shadowzarr_store.transport.dandi import DandiResolver
 from shadowzarr_store.transport.documents import DOCUMENTS
 from shadowzarr_store.transport.errors import (
-    FramingError,
     RangeNotSatisfiable,
     SourceTimeoutError,
     TransientError,
 )
+from shadowzarr_store.transport.framing import consistent, same_etag
 from shadowzarr_store.transport.head_values import escaped
 from shadowzarr_store.transport.home import home_loop
 from shadowzarr_store.transport.http import HttpBackend
@@ -48,6 +48,7 @@ from shadowzarr_store.transport.locations import kind_of, redact
 from shadowzarr_store.transport.object_store import ObjectStoreBackend
 from shadowzarr_store.transport.options import TransportOptions
 from shadowzarr_store.transport.pools import close_all_pools
+from shadowzarr_store.transport.singles import read_singles
 from shadowzarr_store.transport.stats import StoreStats, counting_also
 
 if TYPE_CHECKING:
@@ -78,29 +79,6 @@ def _http_at_home[**P, T](
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(there(), loop))
 
     return hopped
-
-
-def _consistent(answer: Answer, expect: SourceInfo, shown: str) -> None:
-    """A file size other than the recorded one under the recorded ETag: the server contradicts
-    itself (a short answer claiming the file ends early, a wrong Content-Range), since the ETag
-    says the file did not change. A framing error, retried, never `SourceChangedError`."""
-    if (
-        expect.size is not None
-        and answer.total is not None
-        and answer.total != expect.size
-        and expect.etag
-        and answer.etag
-        and same_etag(answer.etag, expect.etag)
-    ):
-        raise FramingError(
-            f"{shown}: the answer says the file is {answer.total} bytes under the ETag recorded "
-            f"for {expect.size} bytes (a faulty answer, not a changed file)"
-        )
-
-
-def same_etag(a: str, b: str) -> bool:
-    """ETags compared as opaque strings (S3's multipart ETags are no MD5), weakness ignored."""
-    return a.removeprefix("W/") == b.removeprefix("W/")
 
 
 def _describe(url: str, start: int, end: int | None) -> str:
@@ -181,7 +159,7 @@ class Transport:
                 )
             else:  # what a server answers to bytes=5-4 (no request needed to know it)
                 raise RangeNotSatisfiable(f"{shown}: an empty range (end {end} <= start {start})")
-            _consistent(answer, expect, shown)
+            consistent(answer, expect, shown)
             return answer
 
         answer = await self._remote(url, shown, attempt)
@@ -295,6 +273,11 @@ class Transport:
         else:
             answers = await self._read_singles(url, runs, expect)
         for run, answer in zip(runs, answers, strict=True):
+            if len(run.members) == 1 and answer.final is None and not answer.not_modified:
+                a, b = ranges[wanted[run.members[0]]]
+                if a == run.start and len(answer.data) <= b - a:  # the answer is the range's
+                    out[wanted[run.members[0]]] = answer
+                    continue
             for member in run.members:
                 a, b = ranges[wanted[member]]
                 out[wanted[member]] = Answer(
@@ -317,51 +300,8 @@ class Transport:
         return [answer for group in answers for answer in group]
 
     async def _read_singles(self, url: str, runs: list[Run], expect: SourceInfo) -> list[Answer]:
-        """Each run in a request of its own, all at once: what `read` does for each, with what
-        does not depend on the range (the physical URL, the names in errors, the counters)
-        done once. Thousands of B-tree nodes from a server answering one range per request
-        (S3) made the layers of `read`, not the network, the cost of a generator's round."""
-        if len(runs) == 1:
-            return [await self.read(url, runs[0].start, runs[0].end, expect=expect)]
-        named = redact(url)
-        physical, renewable = await self._physical(url, named)
-        get = self.objects.get if kind_of(physical) == "object_store" else self.http.get_range
-        etag, size = expect.etag, expect.size
-        counted: list[int] = []  # bytes of the answers counted here (`read` counts its own)
-
-        async def one(start: int, end: int) -> Answer:
-            shown = f"{named} bytes {start}-{end - 1}"
-            if size is not None and end > start >= size:
-                raise RangeNotSatisfiable(
-                    f"{shown}: starts past the end of the file ({size} bytes recorded)"
-                )
-
-            async def attempt() -> Answer:
-                answer = await get(physical, start, end, etag, shown)
-                _consistent(answer, expect, shown)
-                return answer
-
-            try:
-                answer = await self._retried(attempt)
-            except SourceAccessError:
-                if not renewable:
-                    raise
-                return await self.read(url, start, end, expect=expect)  # resolves again
-            self._note_redirect(url, physical, answer)
-            self._check(answer, expect, shown)
-            counted.append(len(answer.data))
-            return answer
-
-        async def batch() -> list[Answer]:
-            return list(await asyncio.gather(*(one(r.start, r.end) for r in runs)))
-
-        # The requests start together, so one deadline for the batch is each one's deadline
-        # (asyncio.timeout cost a tenth of a request's CPU).
-        shown = f"{named} ({len(runs)} ranges from {runs[0].start} to {runs[-1].end - 1})"
-        try:
-            return await self._deadline(shown, batch, retried=False)
-        finally:
-            self.stats.add(requests=len(counted), bytes=sum(counted))
+        """Each run in a request of its own, all at once (`singles.read_singles`)."""
+        return await read_singles(self, url, runs, expect)
 
     @_http_at_home
     async def probe_multi_range(self, url: str, expect: SourceInfo | None = None) -> None:
@@ -404,7 +344,7 @@ class Transport:
                 return None  # resolved to an object store: one range per request
             parts = await self.http.get_many(target, spans, expect.etag, shown)
             for part in parts or ():
-                _consistent(part, expect, shown)
+                consistent(part, expect, shown)
             return parts
 
         parts = await self._remote(url, shown, attempt)
@@ -523,11 +463,14 @@ class Transport:
                 f"{shown}: no complete answer within the {options.deadline} s deadline"
             ) from exc
 
-    async def _retried[T](self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """``attempt()`` retried on transient failures, with backoff."""
+    async def _retried[T](
+        self, attempt: Callable[[], Awaitable[T]], *, failed: TransientError | None = None
+    ) -> T:
+        """``attempt()`` retried on transient failures, with backoff; ``failed``: the failure
+        of a first attempt made by the caller (the next one is the second)."""
         options = self.options
-        last: TransientError | None = None
-        for number in range(options.attempts):
+        last = failed
+        for number in range(0 if failed is None else 1, options.attempts):
             if number:
                 self.stats.add(retries=1)
                 assert last is not None

@@ -6,14 +6,14 @@ Used by the store's merge queue (reads zarr asks for at the same time) and by `r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["Run", "coalesce"]
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
-    """``[start, end)`` of one request and the positions of the ranges it serves."""
+class Run(NamedTuple):
+    """``[start, end)`` of one request and the positions of the ranges it serves (a tuple:
+    a frozen dataclass cost a batch of thousands of ranges a few ms to make)."""
 
     start: int
     end: int

@@ -12,9 +12,18 @@ from shadowzarr_store.transport.answer import Answer
 from shadowzarr_store.transport.errors import FramingError
 
 if TYPE_CHECKING:
+    from shadowzarr_spec import SourceInfo
+
     from shadowzarr_store.transport.multipart import Part
 
-__all__ = ["check_range", "content_range", "part_for", "wire_most"]
+__all__ = [
+    "check_range",
+    "consistent",
+    "content_range",
+    "part_for",
+    "same_etag",
+    "wire_most",
+]
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
@@ -61,3 +70,26 @@ def check_range(
             f"{shown}: the server answered Content-Range bytes {first}-{last}/{total}, "
             "not the range asked for"
         )
+
+
+def consistent(answer: Answer, expect: SourceInfo, shown: str) -> None:
+    """A file size other than the recorded one under the recorded ETag: the server contradicts
+    itself (a short answer claiming the file ends early, a wrong Content-Range), since the ETag
+    says the file did not change. A framing error, retried, never `SourceChangedError`."""
+    if (
+        expect.size is not None
+        and answer.total is not None
+        and answer.total != expect.size
+        and expect.etag
+        and answer.etag
+        and same_etag(answer.etag, expect.etag)
+    ):
+        raise FramingError(
+            f"{shown}: the answer says the file is {answer.total} bytes under the ETag recorded "
+            f"for {expect.size} bytes (a faulty answer, not a changed file)"
+        )
+
+
+def same_etag(a: str, b: str) -> bool:
+    """ETags compared as opaque strings (S3's multipart ETags are no MD5), weakness ignored."""
+    return a.removeprefix("W/") == b.removeprefix("W/")

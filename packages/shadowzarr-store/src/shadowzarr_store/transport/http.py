@@ -15,6 +15,7 @@ through the proxy that `ProxyConfig` chooses for its URL, whichever client sends
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from shadowzarr_store.transport.errors import (
 )
 from shadowzarr_store.transport.framing import check_range, content_range, part_for, wire_most
 from shadowzarr_store.transport.head_values import check_request, refuse_control
-from shadowzarr_store.transport.home import at_home
+from shadowzarr_store.transport.home import at_home, home_loop
 from shadowzarr_store.transport.http1 import (
     AnswerTooLong,
     Head,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from shadowzarr_store.transport.access import AccessPolicy
     from shadowzarr_store.transport.options import TransportOptions
 
-__all__ = ["Answer", "HttpBackend"]
+__all__ = ["Answer", "HttpBackend", "RangeBatch"]
 
 _MAX_HOPS_KEPT = 1024
 
@@ -246,31 +247,51 @@ class HttpBackend:
                 expected=end - start,
             )
         except AnswerTooLong as exc:
-            ignored = " (the server ignored the Range header: 200, not 206)"
-            raise FramingError(
-                f"{shown}: an answer of {exc.length} bytes or more to a request for at most "
-                f"{end - start}{ignored if exc.status == 200 else ''}"
-            ) from exc
-        status = head.status
-        if status == 206:
-            refuse_coded_range(head.headers.get("content-encoding"), shown)
-            first, last, total = content_range(head.headers.get("content-range"), shown)
-            check_range(first, last, total, start, end, shown)
-            if len(body) != last - first + 1:
-                raise FramingError(
-                    f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
-                )
-            return Answer(body if view else bytes(body), total, head.headers.get("etag"))
+            raise _range_too_long(exc, end - start, shown) from exc
+        if head.status == 206:
+            return _ranged(head, body, start, end, shown, view)
+        return await self._range_other(url, head, start, end, etag, shown, view, chain)
+
+    async def _range_other(
+        self,
+        url: str,
+        head: Head,
+        start: int,
+        end: int,
+        etag: str | None,
+        shown: str,
+        view: bool,
+        chain: tuple[str, ...],
+    ) -> Answer:
+        """A range's answer other than a 206: a redirect followed, or its error."""
         target = self._redirect(url, head, shown, chain)
         if target is not None:
             answer = await self.get_range(
                 target, start, end, etag, shown, view=view, chain=(*chain, url)
             )
             return answer if answer.final else dataclasses.replace(answer, final=target)
-        if status == 200:
+        if head.status == 200:
             raise FramingError(f"{shown}: the server ignored the Range header (200, not 206)")
-        raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
+        raise_for_status(head.status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
+
+    def range_batch(self, url: str, etag: str | None) -> RangeBatch | None:
+        """`get_range` of many ranges of ``url`` on the transport's loop, with what does not
+        depend on the range done once (the hop, the pool, the head's check): None where that
+        fails or the caller is not on the transport's loop (`get_range` then says why, per
+        range, as it always did)."""
+        if asyncio.get_running_loop() is not home_loop():
+            return None
+        try:
+            address, bound, proxy = self._hop(url)
+            pool = self._pool(address, proxy)
+            asked = {**bound, "Range": "bytes=0-0"}
+            if etag:
+                asked["If-Match"] = etag
+            prefix, suffix = pool.range_head(address, asked, redact(url))
+        except SourceError:
+            return None
+        return RangeBatch(self, url, etag, pool, prefix, suffix, self._options.max_connections)
 
     @at_home
     async def get_whole(
@@ -419,6 +440,63 @@ class HttpBackend:
             return None
         raise_for_status(status, shown, retry_after(head.headers.get("retry-after")))
         raise AssertionError("unreachable")
+
+
+class RangeBatch:
+    """`HttpBackend.range_batch`: each range's head is the batch's checked head with its
+    ``Range`` value put in (two integers), sent on the origin's pool; the answer is framed as
+    `HttpBackend.get_range` frames it, with the same errors."""
+
+    __slots__ = ("_backend", "_etag", "_limit", "_pool", "_prefix", "_suffix", "_url")
+
+    def __init__(
+        self,
+        backend: HttpBackend,
+        url: str,
+        etag: str | None,
+        pool: OriginPool,
+        prefix: bytes,
+        suffix: bytes,
+        limit: int,
+    ) -> None:
+        self._backend, self._url, self._etag, self._pool = backend, url, etag, pool
+        self._prefix, self._suffix, self._limit = prefix, suffix, limit
+
+    async def get(self, start: int, end: int, shown: str) -> Answer:
+        """What ``get_range(url, start, end, etag, shown)`` answers or raises."""
+        size = end - start
+        head = b"".join((self._prefix, f"{start}-{end - 1}".encode(), self._suffix))
+        try:
+            answer, body = await self._pool.request(head, shown, size, size, limit=self._limit)
+        except AnswerTooLong as exc:
+            raise _range_too_long(exc, size, shown) from exc
+        if answer.status == 206:
+            return _ranged(answer, body, start, end, shown, False)
+        backend = self._backend
+        return await backend._range_other(
+            self._url, answer, start, end, self._etag, shown, False, ()
+        )
+
+
+def _ranged(head: Head, body: memoryview, start: int, end: int, shown: str, view: bool) -> Answer:
+    """A 206 answer to the range ``[start, end)``, framed strictly."""
+    headers = head.headers
+    refuse_coded_range(headers.get("content-encoding"), shown)
+    first, last, total = content_range(headers.get("content-range"), shown)
+    check_range(first, last, total, start, end, shown)
+    if len(body) != last - first + 1:
+        raise FramingError(
+            f"{shown}: body of {len(body)} bytes, Content-Range says {last - first + 1}"
+        )
+    return Answer(body if view else bytes(body), total, headers.get("etag"))
+
+
+def _range_too_long(exc: AnswerTooLong, size: int, shown: str) -> FramingError:
+    ignored = " (the server ignored the Range header: 200, not 206)"
+    return FramingError(
+        f"{shown}: an answer of {exc.length} bytes or more to a request for at most "
+        f"{size}{ignored if exc.status == 200 else ''}"
+    )
 
 
 def _address(url: str) -> URL:

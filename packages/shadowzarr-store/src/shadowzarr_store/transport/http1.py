@@ -16,7 +16,6 @@ connections; their failures and stalls are `TransientError`, like aiohttp's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import socket
 import ssl
@@ -34,8 +33,6 @@ from shadowzarr_store.transport.http1_heads import Head, content_length
 from shadowzarr_store.transport.prefault import prepared
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     import numpy as np
     from yarl import URL
 
@@ -43,6 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = ["IDLE_SECONDS", "AnswerTooLong", "Head", "OriginPool", "content_length"]
 
+_EARLY = 0.001
+"""A stall timer running this much early is on time (asyncio runs timers due within its clock's
+resolution)."""
 IDLE_SECONDS = 30.0
 """How long a kept-alive connection may wait for its next request before it is closed."""
 ADDRESSES_KEPT_SECONDS = 60.0
@@ -122,6 +122,20 @@ class OriginPool:
     def head(self, address: URL, headers: dict[str, str], shown: str) -> bytes:
         """The request head of a GET of ``address`` with ``headers``; `UnsafeRequestError` for
         a value that would not stay on its own line (`check_request`)."""
+        return "\r\n".join(self._head_lines(address, headers, shown)).encode("utf-8")
+
+    def range_head(self, address: URL, headers: dict[str, str], shown: str) -> tuple[bytes, bytes]:
+        """`head` cut around the value of its ``Range`` header, given as ``bytes=0-0`` and
+        checked with it: the head of the range ``a-b`` is ``prefix + b"a-b" + suffix``. A
+        batch's ranges differ only there, and two integers and a dash need no check, so the
+        rest is checked once per batch instead of once per range."""
+        lines = self._head_lines(address, headers, shown)
+        at = lines.index("Range: bytes=0-0")  # one line only: a header's value holds no CRLF
+        prefix = "\r\n".join(lines[:at]) + "\r\nRange: bytes="
+        suffix = "\r\n" + "\r\n".join(lines[at + 1 :])
+        return prefix.encode("utf-8"), suffix.encode("utf-8")
+
+    def _head_lines(self, address: URL, headers: dict[str, str], shown: str) -> list[str]:
         target = address.raw_path_qs
         if self._absolute:
             assert self._proxy is not None
@@ -132,7 +146,7 @@ class OriginPool:
         lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines.extend(f"{name}: {value}" for name, value in headers.items())
         lines.append("Accept-Encoding: identity\r\n\r\n")
-        return "\r\n".join(lines).encode("utf-8")
+        return lines
 
     async def request(
         self,
@@ -148,7 +162,11 @@ class OriginPool:
         (a range's), whose buffer is made and its pages mapped while the request is out;
         ``limit``: the caller's most requests out at once on this origin (default: the
         pool's), counting every caller's (the pool is shared by callers with other limits)."""
-        async with self._slot(self._limit if limit is None else limit):
+        limit = self._limit if limit is None else limit
+        if self._busy >= limit:
+            await self._slot(limit)
+        self._busy += 1  # no await between the slot found free and taken
+        try:
             body = prepared(expected)
             connection = None
             while self._idle and connection is None:
@@ -168,15 +186,19 @@ class OriginPool:
                         self._keep_idle(connection)
                     else:
                         self._discard(connection)
-            if self._absolute and answer[0].status == 407:
-                assert self._proxy is not None
-                named = self._proxy.shown
-                raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
-            return answer
+        finally:
+            self._busy -= 1
+            if self._waiting:
+                self._wake()
+        if self._absolute and answer[0].status == 407:
+            assert self._proxy is not None
+            named = self._proxy.shown
+            raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
+        return answer
 
-    @contextlib.asynccontextmanager
-    async def _slot(self, limit: int) -> AsyncIterator[None]:
-        """Wait until fewer than ``limit`` requests are out, then count this one out."""
+    async def _slot(self, limit: int) -> None:
+        """Wait until fewer than ``limit`` requests are out (the caller counts its own out
+        before it awaits anything else)."""
         while self._busy >= limit:
             woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             entry = (limit, woken)
@@ -189,12 +211,6 @@ class OriginPool:
                 elif woken.done():
                     self._wake()  # woken, then cancelled: the next one may go instead
                 raise
-        self._busy += 1
-        try:
-            yield
-        finally:
-            self._busy -= 1
-            self._wake()
 
     def _wake(self) -> None:
         """Wake the first waiting request whose limit lets it go now."""
@@ -358,20 +374,14 @@ class OriginPool:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[tuple[Head, memoryview]] = loop.create_future()
         connection.send(head, waiter, most, body=body)
-        # A stall (no bytes for ``timeout`` seconds) fails the request; one timer per request,
-        # looked at every ``timeout`` seconds, not one per piece received.
-        seen = [connection.progress]
-
-        def watch() -> None:
-            if waiter.done():
-                return
-            if connection.progress == seen[0]:
-                connection._fail(TimeoutError())
-                return
-            seen[0] = connection.progress
-            timer[0] = loop.call_later(self._timeout, watch)
-
-        timer = [loop.call_later(self._timeout, watch)]
+        # A stall (no byte for ``timeout`` seconds) fails the request: looked at ``timeout``
+        # seconds after it left, then every ``timeout`` seconds, not at each piece received.
+        # One timer per connection, kept armed across its requests (`_watch`), instead of one
+        # made and cancelled per request.
+        connection.check_at = loop.time() + self._timeout
+        connection.seen = connection.progress
+        if connection.timer is None:
+            connection.timer = loop.call_at(connection.check_at, self._watch, connection)
         try:
             return await waiter
         except TimeoutError as exc:
@@ -380,10 +390,30 @@ class OriginPool:
             raise TransientError(f"{shown}: {exc}") from exc
         except FramingError as exc:
             raise FramingError(f"{shown}: {exc}") from exc
-        finally:
-            timer[0].cancel()
+
+    def _watch(self, connection: Connection) -> None:
+        """The stall timer of ``connection``'s request in flight: no byte since the last look
+        fails it. Armed for an earlier request, it waits for this one's time; with no request
+        in flight it lapses (the next request arms it again)."""
+        connection.timer = None
+        if not connection.in_flight:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now < connection.check_at - _EARLY:
+            connection.timer = loop.call_at(connection.check_at, self._watch, connection)
+            return
+        if connection.progress == connection.seen:
+            connection._fail(TimeoutError())
+            return
+        connection.seen = connection.progress
+        connection.check_at = now + self._timeout
+        connection.timer = loop.call_at(connection.check_at, self._watch, connection)
 
     def _discard(self, connection: Connection) -> None:
+        if connection.timer is not None:
+            connection.timer.cancel()
+            connection.timer = None
         if connection in self._all:
             self._all.discard(connection)
             self._budget.release()

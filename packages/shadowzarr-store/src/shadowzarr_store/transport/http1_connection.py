@@ -18,7 +18,7 @@ from shadowzarr_store.transport.http1_heads import (
     content_length,
     parse_head,
 )
-from shadowzarr_store.transport.prefault import populate
+from shadowzarr_store.transport.prefault import MIN_BYTES, populate
 from shadowzarr_store.transport.prefault import stats as prefault_stats
 
 __all__ = ["Connection"]
@@ -56,10 +56,20 @@ class Connection(asyncio.BufferedProtocol):
         self._tunnel = False
         self._prepared: np.ndarray | None = None
         self.idle_since = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        """The pool's stall timer of the requests on this connection (`OriginPool._watch`),
+        with the time of its next look at the request in flight, and its progress then."""
+        self.check_at = 0.0
+        self.seen = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether a request waits for its answer."""
+        return self._waiter is not None and not self._waiter.done()
 
     @property
     def usable(self) -> bool:
@@ -119,7 +129,7 @@ class Connection(asyncio.BufferedProtocol):
                 self._fail(FramingError("an answer head longer than 64 KiB"))
                 return
             try:
-                head, reusable = parse_head(bytes(self._heads[: found.start()]))
+                head, reusable = parse_head(self._heads[: found.start()])
             except (ValueError, UnicodeDecodeError) as exc:
                 self._fail(FramingError(f"an unreadable answer head ({exc})"))
                 return
@@ -187,6 +197,15 @@ class Connection(asyncio.BufferedProtocol):
         body, self._prepared = self._prepared, None
         if body is not None and len(body) == size:
             prefault_stats().received_into += 1
+        elif size < MIN_BYTES:  # too small to populate: numpy's buffer costs more than it saves
+            self._received, self._filled = len(already), 0
+            if len(already) == size:  # all of it came with the head
+                self._body = memoryview(bytearray(already))
+                self._finish()
+            else:
+                self._body = memoryview(bytearray(size))
+                self._body[: len(already)] = already
+            return
         else:
             try:
                 body = np.empty(size, dtype=np.uint8)

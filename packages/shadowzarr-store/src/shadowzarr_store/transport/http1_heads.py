@@ -29,11 +29,32 @@ MAX_INTERIM = 16
 """The most 1xx answers (``100 Continue``, ``103 Early Hints``) taken before the final one."""
 
 
-def parse_head(raw: bytes) -> tuple[Head, bool]:
+_HEAD = re.compile(
+    r"HTTP/1\.[01] [1-5][0-9][0-9](?: [^\r\n]*)?\r?(?:\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n]*\r?)*"
+)
+"""A head that `parse_head`'s line by line reading takes, in one match: a status line, then
+lines of a token, a colon and a value, each ending in LF or CRLF, no CR elsewhere."""
+_FIELD = re.compile(r"\n([^:]*):([^\n]*)")
+"""A header line of a head `_HEAD` matched: its name and its value (a CR at its end)."""
+
+
+def parse_head(raw: bytes | bytearray) -> tuple[Head, bool]:
     """The head, and whether the connection may be used again. A repeated header's values
     are joined with commas (so two Content-Lengths are no length); a bare CR, a folded line or
     a name that is no token is a ValueError (RFC 9112 §2.2, §5)."""
-    lines = [line.removesuffix("\r") for line in raw.decode("latin-1").split("\n")]
+    text = raw.decode("latin-1")
+    if _HEAD.fullmatch(text) is None:
+        return _parse_lines(text)  # says what is wrong
+    headers: dict[str, str] = {}
+    for name, value in _FIELD.findall(text):
+        name, value = name.lower(), value.strip(" \t\r")  # a CR only at the end
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return Head(int(text[9:12]), headers), _reusable(text, headers)
+
+
+def _parse_lines(text: str) -> tuple[Head, bool]:
+    """`parse_head` line by line: the ValueError of the first line that breaks the rules."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     status_line = _STATUS_LINE.fullmatch(lines[0])
     if status_line is None or "\r" in lines[0]:
         raise ValueError(f"not a status line: {lines[0][:80]!r}")
@@ -44,12 +65,14 @@ def parse_head(raw: bytes) -> tuple[Head, bool]:
             raise ValueError(f"an unreadable header line: {line[:80]!r}")
         name, value = name.lower(), value.strip(" \t")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return Head(int(status_line[1]), headers), _reusable(text, headers)
+
+
+def _reusable(text: str, headers: dict[str, str]) -> bool:
     connection = headers.get("connection", "").lower()
-    if lines[0].startswith("HTTP/1.1"):
-        reusable = connection != "close"
-    else:
-        reusable = connection == "keep-alive"
-    return Head(int(status_line[1]), headers), reusable
+    if text.startswith("HTTP/1.1"):
+        return connection != "close"
+    return connection == "keep-alive"
 
 
 def content_length(value: str) -> int:
