@@ -24,6 +24,7 @@ from shadowzarr_store.transport import (
     RedirectError,
     Transport,
     TransportOptions,
+    close_all_pools,
 )
 from shadowzarr_testing import InFlight, RawServer, range_answer
 
@@ -260,6 +261,9 @@ def test_a_chunked_whole_file_growing_past_its_limit_is_refused(recorded: bool) 
 
 def test_connections_across_origins_are_capped() -> None:
     """Many chunks over many origins: no more connections at once than the total cap."""
+    # A process keeps one pool per origin, bound to the budget of the transport that made it:
+    # an earlier test's server on a port one of these reuses would bring its bigger budget.
+    close_all_pools()
     in_flight = InFlight()
     servers = [
         RawServer(lambda r: range_answer(DATA, r), hold=0.2, in_flight=in_flight) for _ in range(12)
