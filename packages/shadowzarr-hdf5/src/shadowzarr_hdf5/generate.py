@@ -62,14 +62,13 @@ __all__ = ["ProgressCallback", "generate_rfs"]
 
 logger = logging.getLogger(__name__)
 
-GENERATION_CONNECTIONS = 512
+GENERATION_CONNECTIONS = 256
 """Requests in flight while an index level is read (fewer where the process may open fewer
 files: `generation_connections`). A server answering one range per request (S3) is asked once
-per B-tree node: the 2,951 nodes of the benchmark's fragmented file are 6 waves of 512. On the
-single-range server (one connection set-up as long as a request), 512 against 256: at 100 ms
-1.33 s against 1.8 s, the same at 20 and 50 ms; 1,024 cut the waves again (10-14 round trips)
-but each connection's set-up cost more CPU than the waves saved (1.0-1.2 s of CPU, 1.0-1.4 s at
-every latency)."""
+per B-tree node: the 2,700 leaves of the benchmark's fragmented file are about 11 waves of 256
+requests. 1,024 cut the waves the proxy counts (17-19 in all at 100 ms against 29-37) but not
+the time: the benchmark's proxy answers a few thousand requests a second whatever the
+connections, and over TLS each connection costs a handshake of CPU."""
 
 
 def generation_connections() -> int:
