@@ -24,7 +24,6 @@ from shadowzarr_store.transport import (
     RedirectError,
     Transport,
     TransportOptions,
-    close_all_pools,
 )
 from shadowzarr_testing import InFlight, RawServer, range_answer
 
@@ -261,9 +260,6 @@ def test_a_chunked_whole_file_growing_past_its_limit_is_refused(recorded: bool) 
 
 def test_connections_across_origins_are_capped() -> None:
     """Many chunks over many origins: no more connections at once than the total cap."""
-    # A process keeps one pool per origin, bound to the budget of the transport that made it:
-    # an earlier test's server on a port one of these reuses would bring its bigger budget.
-    close_all_pools()
     in_flight = InFlight()
     servers = [
         RawServer(lambda r: range_answer(DATA, r), hold=0.2, in_flight=in_flight) for _ in range(12)
@@ -291,3 +287,47 @@ def test_connections_across_origins_are_capped() -> None:
     assert datas == [DATA[i * 16 : i * 16 + 16] for _ in urls for i in range(10)]
     assert in_flight.peak == 16
     assert sum(len(server.requests) for server in servers) == 120
+
+
+def test_a_smaller_total_holds_on_pools_a_bigger_one_made() -> None:
+    """A process shares one pool per origin among its transports. A transport capped at 16
+    connections in all, reading after one with a bigger budget made the pools, still has at
+    most 16 requests out, and the server sees no more connections than that at once; the
+    bigger transport then reads with its own budget again."""
+    in_flight = InFlight()
+    servers = [
+        RawServer(lambda r: range_answer(DATA, r), hold=0.1, in_flight=in_flight) for _ in range(6)
+    ]
+    for server in servers:
+        server.__enter__()
+    try:
+        urls = [server.url("ok/data.bin") for server in servers]
+        wide = Transport(TransportOptions(max_total_connections=256, max_connections=32))
+        narrow = Transport(TransportOptions(max_total_connections=16, max_connections=8))
+
+        async def reads(transport: Transport, per_origin: int) -> list[bytes]:
+            got = [transport.read(url, i, i + 16) for url in urls for i in range(per_origin)]
+            return [answer.data for answer in await asyncio.gather(*got)]
+
+        async def go() -> tuple[list[bytes], int, list[bytes], int]:
+            try:
+                await reads(wide, 1)  # the pools are made with the wide budget
+                in_flight.peak = 0
+                narrow_data = await reads(narrow, 12)
+                narrow_peak = in_flight.peak
+                in_flight.peak = 0
+                wide_data = await reads(wide, 12)
+                return narrow_data, narrow_peak, wide_data, in_flight.peak
+            finally:
+                await narrow.aclose()
+                await wide.aclose()
+
+        narrow_data, narrow_peak, wide_data, wide_peak = asyncio.run(go())
+    finally:
+        for server in servers:
+            server.__exit__()
+    expected = [DATA[i : i + 16] for _ in urls for i in range(12)]
+    assert narrow_data == expected
+    assert wide_data == expected
+    assert narrow_peak == 16
+    assert wide_peak == 6 * 12  # every range out at once: nothing held it to the narrow budget

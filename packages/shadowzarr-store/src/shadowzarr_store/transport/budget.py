@@ -5,12 +5,19 @@ origins would still open that bound per origin. Every connection holds a slot of
 `ConnectionBudget` while it is open (idle or busy). A pool that needs a connection when none is
 free closes another pool's idle one; if none is idle it waits, and a pool ending a request while
 someone waits closes its connection rather than keeping it idle.
+
+Callers sharing the loop's pools may ask for different totals. The budget holds the largest
+asked for, and each caller's own total bounds its requests out at once over all origins
+(`out`, counting every caller's), so a caller alone never opens more connections than it
+asked for, whichever caller came first.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Protocol
+
+from shadowzarr_store.transport.slots import Slots
 
 __all__ = ["ConnectionBudget"]
 
@@ -29,6 +36,14 @@ class ConnectionBudget:
         self._slots = asyncio.Semaphore(limit)
         self._waiting = 0
         self.pools: list[_Pool] = []
+        self.out = Slots()
+        """Requests out on the loop's pools, each caller bounded by its own total."""
+
+    def grow(self, limit: int) -> None:
+        """Hold at least ``limit`` connections (a caller asked for more than the others)."""
+        for _ in range(limit - self.limit):
+            self._slots.release()
+        self.limit = max(self.limit, limit)
 
     @property
     def wanted(self) -> bool:

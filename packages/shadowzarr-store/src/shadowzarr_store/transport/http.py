@@ -291,7 +291,7 @@ class HttpBackend:
             prefix, suffix = pool.range_head(address, asked, redact(url))
         except SourceError:
             return None
-        return RangeBatch(self, url, etag, pool, prefix, suffix, self._options.max_connections)
+        return RangeBatch(self, url, etag, pool, prefix, suffix, *self._limits())
 
     @at_home
     async def get_whole(
@@ -379,12 +379,9 @@ class HttpBackend:
         address, bound, proxy = self._hop(url)
         pool = self._pool(address, proxy)
         sent = {**bound, **headers, "If-Match": etag} if etag else {**bound, **headers}
+        limit, total = self._limits()
         return await pool.request(
-            pool.head(address, sent, shown),
-            shown,
-            most,
-            expected,
-            limit=self._options.max_connections,
+            pool.head(address, sent, shown), shown, most, expected, limit=limit, total=total
         )
 
     def _redirect(self, url: str, head: Head, shown: str, chain: tuple[str, ...]) -> str | None:
@@ -447,7 +444,7 @@ class RangeBatch:
     ``Range`` value put in (two integers), sent on the origin's pool; the answer is framed as
     `HttpBackend.get_range` frames it, with the same errors."""
 
-    __slots__ = ("_backend", "_etag", "_limit", "_pool", "_prefix", "_suffix", "_url")
+    __slots__ = ("_backend", "_etag", "_limit", "_pool", "_prefix", "_suffix", "_total", "_url")
 
     def __init__(
         self,
@@ -458,16 +455,19 @@ class RangeBatch:
         prefix: bytes,
         suffix: bytes,
         limit: int,
+        total: int,
     ) -> None:
         self._backend, self._url, self._etag, self._pool = backend, url, etag, pool
-        self._prefix, self._suffix, self._limit = prefix, suffix, limit
+        self._prefix, self._suffix, self._limit, self._total = prefix, suffix, limit, total
 
     async def get(self, start: int, end: int, shown: str) -> Answer:
         """What ``get_range(url, start, end, etag, shown)`` answers or raises."""
         size = end - start
         head = b"".join((self._prefix, f"{start}-{end - 1}".encode(), self._suffix))
         try:
-            answer, body = await self._pool.request(head, shown, size, size, limit=self._limit)
+            answer, body = await self._pool.request(
+                head, shown, size, size, limit=self._limit, total=self._total
+            )
         except AnswerTooLong as exc:
             raise _range_too_long(exc, size, shown) from exc
         if answer.status == 206:

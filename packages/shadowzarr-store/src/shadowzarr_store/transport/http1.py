@@ -31,6 +31,7 @@ from shadowzarr_store.transport.http1_bodies import AnswerTooLong
 from shadowzarr_store.transport.http1_connection import Connection
 from shadowzarr_store.transport.http1_heads import Head, content_length
 from shadowzarr_store.transport.prefault import prepared
+from shadowzarr_store.transport.slots import Slots
 
 if TYPE_CHECKING:
     import numpy as np
@@ -95,10 +96,8 @@ class OriginPool:
         self._timeout = timeout
         self._idle: list[Connection] = []
         self._limit = limit
-        self._busy = 0
-        """Requests out on the pool's connections now."""
-        self._waiting: list[tuple[int, asyncio.Future[None]]] = []
-        """Requests waiting for a slot, in order, each with its caller's limit."""
+        self._out = Slots()
+        """Requests out on the pool's connections now, and those waiting for one."""
         self._all: set[Connection] = set()
         self._named = not _is_address(self._dial[0])
         self._addresses: tuple[tuple[str, int], ...] = ()
@@ -156,69 +155,55 @@ class OriginPool:
         expected: int | None = None,
         *,
         limit: int | None = None,
+        total: int | None = None,
     ) -> tuple[Head, memoryview]:
         """The answer to ``head``: (head, body); ``most``: the most body bytes it may have (an
         error page may have up to 64 KiB); ``expected``: the body's length if all goes well
         (a range's), whose buffer is made and its pages mapped while the request is out;
         ``limit``: the caller's most requests out at once on this origin (default: the
-        pool's), counting every caller's (the pool is shared by callers with other limits)."""
+        pool's), ``total``: on every origin of the loop (default: the budget's), each counting
+        every caller's (pools and budget are shared by callers with other limits)."""
         limit = self._limit if limit is None else limit
-        if self._busy >= limit:
-            await self._slot(limit)
-        self._busy += 1  # no await between the slot found free and taken
+        out = self._out
+        if out.busy >= limit:
+            await out.wait(limit)
+        out.busy += 1  # no await between the slot found free and taken
         try:
-            body = prepared(expected)
-            connection = None
-            while self._idle and connection is None:
-                candidate = self._idle.pop()
-                if candidate.usable:
-                    connection = candidate
-                else:
-                    self._discard(candidate)
+            # the origin's slot first: a request waiting for the loop's holds no slot another
+            # origin could use
+            everywhere = self._budget.out
+            if total is not None and everywhere.busy >= total:
+                await everywhere.wait(total)
+            everywhere.busy += 1
             try:
-                if connection is None:
-                    connection = await self._connect(shown)
-                self.requests += 1
-                answer = await self._exchange(connection, head, shown, most, body)
-            finally:
-                if connection is not None:
-                    if connection.reusable and connection.usable and not self._budget.wanted:
-                        self._keep_idle(connection)
+                body = prepared(expected)
+                connection = None
+                while self._idle and connection is None:
+                    candidate = self._idle.pop()
+                    if candidate.usable:
+                        connection = candidate
                     else:
-                        self._discard(connection)
+                        self._discard(candidate)
+                try:
+                    if connection is None:
+                        connection = await self._connect(shown)
+                    self.requests += 1
+                    answer = await self._exchange(connection, head, shown, most, body)
+                finally:
+                    if connection is not None:
+                        if connection.reusable and connection.usable and not self._budget.wanted:
+                            self._keep_idle(connection)
+                        else:
+                            self._discard(connection)
+            finally:
+                everywhere.release()
         finally:
-            self._busy -= 1
-            if self._waiting:
-                self._wake()
+            out.release()
         if self._absolute and answer[0].status == 407:
             assert self._proxy is not None
             named = self._proxy.shown
             raise ProxyError(f"{shown}: the proxy {named} asks for credentials (407)")
         return answer
-
-    async def _slot(self, limit: int) -> None:
-        """Wait until fewer than ``limit`` requests are out (the caller counts its own out
-        before it awaits anything else)."""
-        while self._busy >= limit:
-            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            entry = (limit, woken)
-            self._waiting.append(entry)
-            try:
-                await woken
-            except BaseException:
-                if entry in self._waiting:
-                    self._waiting.remove(entry)
-                elif woken.done():
-                    self._wake()  # woken, then cancelled: the next one may go instead
-                raise
-
-    def _wake(self) -> None:
-        """Wake the first waiting request whose limit lets it go now."""
-        for at, (limit, woken) in enumerate(self._waiting):
-            if limit > self._busy and not woken.done():
-                del self._waiting[at]
-                woken.set_result(None)
-                return
 
     def _keep_idle(self, connection: Connection) -> None:
         """Keep ``connection`` for the next request; one timer closes those idle too long."""

@@ -8,7 +8,8 @@ loop or a user's is handed to it), so the process has one registry in use and on
 origin. A pool is keyed by what a connection is bound to: the origin (scheme, host, port, so
 TLS too), the proxy it goes through and the timeout; each caller's per-origin limit applies to
 its requests on the shared pool (`OriginPool.request`). Each loop has one `ConnectionBudget`
-per total limit, and one aiohttp session per pair of limits. Connections idle for
+of connections across origins, as large as the largest total asked for, each caller's total
+bounding its own requests, and one aiohttp session per pair of limits. Connections idle for
 `IDLE_SECONDS` are closed by their pool. When a loop shuts down (``asyncio.run`` ending) its
 pools and sessions are closed on it: an async generator started on the loop is closed by
 ``loop.shutdown_asyncgens()``, and its ``finally`` closes them. After a fork, the child drops
@@ -49,7 +50,7 @@ class LoopPools:
     """The pools, budgets and aiohttp sessions of one event loop (used on that loop only)."""
 
     origins: dict[PoolKey, OriginPool] = field(default_factory=dict)
-    budgets: dict[int, ConnectionBudget] = field(default_factory=dict)
+    budget: ConnectionBudget | None = None
     sessions: dict[tuple[int, int], aiohttp.ClientSession] = field(default_factory=dict)
     anchor: object = None
     """The async generator whose closing at the loop's shutdown closes these."""
@@ -60,12 +61,14 @@ class LoopPools:
         self, address: URL, proxy: Proxy | None, limit: int, total: int, timeout: float
     ) -> OriginPool:
         """The pool of ``address``'s origin (through ``proxy``) under these limits."""
+        budget = self.budget
+        if budget is None:
+            budget = self.budget = ConnectionBudget(total)
+        elif total > budget.limit:
+            budget.grow(total)
         key = (address.scheme, address.raw_host or "", address.port, proxy, timeout)
         pool = self.origins.get(key)
         if pool is None:
-            budget = self.budgets.get(total)
-            if budget is None:
-                budget = self.budgets[total] = ConnectionBudget(total)
             pool = self.origins[key] = OriginPool(address, limit, timeout, budget, proxy)
         return pool
 
@@ -88,6 +91,7 @@ class LoopPools:
         for pool in self.origins.values():
             pool.close()
         self.origins.clear()
+        self.budget = None
         sessions = list(self.sessions.values())
         self.sessions.clear()
         for session in sessions:
