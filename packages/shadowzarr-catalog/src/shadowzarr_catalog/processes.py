@@ -16,6 +16,7 @@ again, and a new worker takes its place. A worker whose parent dies exits.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -239,6 +240,12 @@ def _serve(
     """A worker: run each job it is sent on one of ``threads`` threads and send its row back;
     exit when told to (None) or when the parent is gone."""
     parents.close()  # the parent's end, inherited: only the parent's own copy may hold it open
+    # The objects inherited from the parent (zarr's, numpy's, h5py's: tens of thousands) live
+    # as long as the worker: out of reach of its garbage collector, whose full collections
+    # would walk them and write to each, copying every page that holds one. In 7 paired runs of
+    # `tools/bench/catalog.py`'s archive (4 workers): 2-13% more assets a minute (median 8%),
+    # 3-13% less CPU per asset (median 7%), better in every pair.
+    gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     sending = threading.Lock()
 
