@@ -153,7 +153,6 @@ def _cpu_seconds() -> float:
 def run_pool(server: BenchServer, urls: list[str], work: Path) -> tuple[Result, float]:
     """The catalog with its default pool; returns the row and the catalog's own count of
     generation requests per asset (the listing's probes aside)."""
-    import pandas as pd
     from shadowzarr_catalog import generate_catalog
     from shadowzarr_catalog.processes import default_processes
     from shadowzarr_catalog.run import DEFAULT_WORKERS
@@ -174,6 +173,8 @@ def run_pool(server: BenchServer, urls: list[str], work: Path) -> tuple[Result, 
         "a URL list: each asset's size/ETag from its generation; CPU s includes the workers'",
     )
     assert summary.statuses == {"ok": len(urls)}, summary
+    import pandas as pd  # after the run: the catalog itself imports no pandas
+
     table = pd.read_parquet(work / "catalog-pool" / "catalog.parquet")
     return result, float(table.requests.mean())
 
