@@ -255,6 +255,24 @@ def test_a_destination_inside_the_folder_is_not_an_asset(tmp_path: Path) -> None
     assert_published(root / "catalog", {"a.h5": values})
 
 
+def test_a_file_whose_name_is_not_utf8_is_a_skipped_row(tmp_path: Path) -> None:
+    """A name of bytes that are not UTF-8 (an old Latin-1 file system's) can be written in no
+    reference set, row or URL: that asset is skipped with the reason, and its neighbours are
+    published as usual, now and in the next run."""
+    root = tmp_path / "archive"
+    values = write_hdf5(root / "a.h5", 1)
+    shutil.copy(root / "a.h5", os.fsdecode(os.fsencode(root) + b"/caf\xe9.h5"))
+    first = generate_catalog(root, tmp_path / "catalog")
+    second = generate_catalog(root, tmp_path / "catalog")
+    assert first.statuses == second.statuses == {"ok": 1, "skipped": 1}
+    assert second.generated == 0
+    table = read_catalog(tmp_path / "catalog")
+    assert table.loc["caf\\xe9.h5", "status"] == "skipped"
+    assert "not UTF-8" in table.loc["caf\\xe9.h5", "error_message"]
+    assert table.loc["caf\\xe9.h5", "source_url"].endswith("/archive/caf\\xe9.h5")
+    assert_published(tmp_path / "catalog", {"a.h5": values})
+
+
 def test_an_empty_folder_makes_an_empty_catalog(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     summary = generate_catalog(tmp_path / "empty", tmp_path / "catalog")

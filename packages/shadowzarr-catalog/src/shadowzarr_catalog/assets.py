@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["Asset", "host_of"]
+__all__ = ["Asset", "host_of", "is_text", "shown_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +35,20 @@ def host_of(url: str) -> str:
         return "local"
     parts = urlsplit(url)
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def is_text(name: str) -> bool:
+    """Whether ``name`` is text (UTF-8 can hold it): a local file's name that is not (bytes
+    decoded with ``surrogateescape``) can be named by no reference set, catalog row or URL."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """``name`` as text: the bytes of a name that is not written as ``\\xff`` escapes."""
+    if is_text(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -27,7 +27,7 @@ from shadowzarr_spec.signed_urls import recorded_location
 from shadowzarr_store.remote.errors import SourceFormatError
 from shadowzarr_store.transport import StoreStats, counted, redact, run_blocking, transport_for
 
-from shadowzarr_catalog.assets import Asset, host_of
+from shadowzarr_catalog.assets import Asset, host_of, is_text, shown_name
 from shadowzarr_catalog.destination import Destination
 from shadowzarr_catalog.formats import Access, Skipped, generate, pick_format
 
@@ -53,7 +53,7 @@ def base_row(asset: Asset) -> dict[str, Any]:
     return {
         "asset_id": asset.asset_id,
         "path": asset.path,
-        "source_url": redact(asset.url),
+        "source_url": shown_name(redact(asset.url)),
         "size": asset.size,
         "etag": asset.etag,
         "format": None,
@@ -88,6 +88,11 @@ def run_job(
     stats = StoreStats()
     rfs = None
     try:
+        if not is_text(asset.url):
+            raise Skipped(
+                "its name is not UTF-8 text: a reference set, a catalog row and a URL name "
+                "files in UTF-8 (rename the file)"
+            )
         with counted(stats):
             row["format"] = kind = pick_format(asset.url, access, asset.path)
             with warnings.catch_warnings():

@@ -22,7 +22,7 @@ from shadowzarr_store.transport import (
     transport_for,
 )
 
-from shadowzarr_catalog.assets import Asset
+from shadowzarr_catalog.assets import Asset, shown_name
 from shadowzarr_catalog.dandi import dandiset_assets, is_dandiset
 
 __all__ = ["list_assets", "with_identities"]
@@ -81,7 +81,7 @@ def _folder_assets(root: Path, exclude: Path | None) -> list[Asset]:
             if name.startswith(".") or not path.is_file():
                 continue
             stat = path.stat()
-            relative = path.relative_to(root).as_posix()
+            relative = shown_name(path.relative_to(root).as_posix())
             found.append(
                 Asset(relative, relative, str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}")
             )
@@ -135,9 +135,8 @@ def _entries_assets(entries: list[str]) -> list[Asset]:
             if not path.is_file():
                 raise ValueError(f"{entry}: not a file (a list names files and URLs)")
             stat = path.stat()
-            found[str(path)] = Asset(
-                str(path), str(path), str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}"
-            )
+            name = shown_name(str(path))
+            found[name] = Asset(name, name, str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}")
         else:
             shown = redact(entry)
             parts = urlsplit(entry)
