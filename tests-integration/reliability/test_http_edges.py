@@ -8,6 +8,7 @@ error, never wrong bytes, and no answer is asked for twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import time
@@ -28,7 +29,7 @@ from shadowzarr_store.transport import (
 from shadowzarr_testing import InFlight, RawServer, range_answer
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
     from pathlib import Path
 
     from shadowzarr_testing import RawRequest
@@ -261,12 +262,7 @@ def test_a_chunked_whole_file_growing_past_its_limit_is_refused(recorded: bool) 
 def test_connections_across_origins_are_capped() -> None:
     """Many chunks over many origins: no more connections at once than the total cap."""
     in_flight = InFlight()
-    servers = [
-        RawServer(lambda r: range_answer(DATA, r), hold=0.2, in_flight=in_flight) for _ in range(12)
-    ]
-    for server in servers:
-        server.__enter__()
-    try:
+    with _range_servers(12, 0.2, in_flight) as servers:
         urls = [server.url("ok/data.bin") for server in servers]
         options = TransportOptions(max_total_connections=16, max_connections=8, retries=0)
         transport = Transport(options)
@@ -281,9 +277,6 @@ def test_connections_across_origins_are_capped() -> None:
                 await transport.aclose()
 
         datas = asyncio.run(go())
-    finally:
-        for server in servers:
-            server.__exit__()
     assert datas == [DATA[i * 16 : i * 16 + 16] for _ in urls for i in range(10)]
     assert in_flight.peak == 16
     assert sum(len(server.requests) for server in servers) == 120
@@ -292,15 +285,9 @@ def test_connections_across_origins_are_capped() -> None:
 def test_a_smaller_total_holds_on_pools_a_bigger_one_made() -> None:
     """A process shares one pool per origin among its transports. A transport capped at 16
     connections in all, reading after one with a bigger budget made the pools, still has at
-    most 16 requests out, and the server sees no more connections than that at once; the
-    bigger transport then reads with its own budget again."""
+    most 16 requests out at once; the bigger transport then reads with its own budget again."""
     in_flight = InFlight()
-    servers = [
-        RawServer(lambda r: range_answer(DATA, r), hold=0.1, in_flight=in_flight) for _ in range(6)
-    ]
-    for server in servers:
-        server.__enter__()
-    try:
+    with _range_servers(6, 0.1, in_flight) as servers:
         urls = [server.url("ok/data.bin") for server in servers]
         wide = Transport(TransportOptions(max_total_connections=256, max_connections=32))
         narrow = Transport(TransportOptions(max_total_connections=16, max_connections=8))
@@ -323,11 +310,20 @@ def test_a_smaller_total_holds_on_pools_a_bigger_one_made() -> None:
                 await wide.aclose()
 
         narrow_data, narrow_peak, wide_data, wide_peak = asyncio.run(go())
-    finally:
-        for server in servers:
-            server.__exit__()
     expected = [DATA[i : i + 16] for _ in urls for i in range(12)]
     assert narrow_data == expected
     assert wide_data == expected
     assert narrow_peak == 16
     assert wide_peak == 6 * 12  # every range out at once: nothing held it to the narrow budget
+
+
+@contextlib.contextmanager
+def _range_servers(count: int, hold: float, in_flight: InFlight) -> Iterator[list[RawServer]]:
+    """``count`` servers answering ranges of DATA after ``hold`` seconds, counted together."""
+    with contextlib.ExitStack() as stack:
+        yield [
+            stack.enter_context(
+                RawServer(lambda r: range_answer(DATA, r), hold=hold, in_flight=in_flight)
+            )
+            for _ in range(count)
+        ]

@@ -167,37 +167,37 @@ class OriginPool:
         out = self._out
         if out.busy >= limit:
             await out.wait(limit)
-        out.busy += 1  # no await between the slot found free and taken
-        try:
-            # the origin's slot first: a request waiting for the loop's holds no slot another
-            # origin could use
-            everywhere = self._budget.out
-            if total is not None and everywhere.busy >= total:
-                await everywhere.wait(total)
-            everywhere.busy += 1
+        out.busy += 1  # no await between a slot found free and taken
+        # the origin's slot first: a request waiting for the loop's holds no slot another
+        # origin could use
+        everywhere = self._budget.out
+        if total is not None and everywhere.busy >= total:
             try:
-                body = prepared(expected)
-                connection = None
-                while self._idle and connection is None:
-                    candidate = self._idle.pop()
-                    if candidate.usable:
-                        connection = candidate
-                    else:
-                        self._discard(candidate)
-                try:
-                    if connection is None:
-                        connection = await self._connect(shown)
-                    self.requests += 1
-                    answer = await self._exchange(connection, head, shown, most, body)
-                finally:
-                    if connection is not None:
-                        if connection.reusable and connection.usable and not self._budget.wanted:
-                            self._keep_idle(connection)
-                        else:
-                            self._discard(connection)
-            finally:
-                everywhere.release()
+                await everywhere.wait(total)
+            except BaseException:
+                out.release()
+                raise
+        everywhere.busy += 1
+        connection = None
+        try:
+            body = prepared(expected)
+            while self._idle and connection is None:
+                candidate = self._idle.pop()
+                if candidate.usable:
+                    connection = candidate
+                else:
+                    self._discard(candidate)
+            if connection is None:
+                connection = await self._connect(shown)
+            self.requests += 1
+            answer = await self._exchange(connection, head, shown, most, body)
         finally:
+            if connection is not None:
+                if connection.reusable and connection.usable and not self._budget.wanted:
+                    self._keep_idle(connection)
+                else:
+                    self._discard(connection)
+            everywhere.release()
             out.release()
         if self._absolute and answer[0].status == 407:
             assert self._proxy is not None
