@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_store.transport import redact
 from shadowzarr_testing import assert_array_equal_exact
 
-from shadowzarr_catalog import generate_catalog
+from shadowzarr_catalog import DuplicateAssetWarning, generate_catalog
 
 EVERY_COLUMN = [
     "asset_id",
@@ -271,6 +272,28 @@ def test_a_file_whose_name_is_not_utf8_is_a_skipped_row(tmp_path: Path) -> None:
     assert "not UTF-8" in table.loc["caf\\xe9.h5", "error_message"]
     assert table.loc["caf\\xe9.h5", "source_url"].endswith("/archive/caf\\xe9.h5")
     assert_published(tmp_path / "catalog", {"a.h5": values})
+
+
+def test_a_name_shown_like_another_files_is_left_out_not_alternated(tmp_path: Path) -> None:
+    """A Latin-1 name shown with ``\\x`` escapes beside a file named with those characters:
+    both would be the asset ``caf\\xe9.h5``. The UTF-8 one keeps the row and its references,
+    run after run (before, each run regenerated the other one over the same row)."""
+    root = tmp_path / "archive"
+    values = write_hdf5(root / "caf\\xe9.h5", 1)
+    write_hdf5(tmp_path / "other.h5", 2)
+    shutil.copy(tmp_path / "other.h5", os.fsdecode(os.fsencode(root) + b"/caf\xe9.h5"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DuplicateAssetWarning)
+        first = generate_catalog(root, tmp_path / "catalog")
+        second = generate_catalog(root, tmp_path / "catalog")
+    assert first.statuses == second.statuses == {"ok": 1}
+    assert (first.generated, second.generated, second.unchanged) == (1, 0, 1)
+    left_out = [str(w.message) for w in caught if w.category is DuplicateAssetWarning]
+    assert len(left_out) == 2
+    assert all(m.startswith(f"{root}/caf\\xe9.h5 (id") for m in left_out)
+    table = read_catalog(tmp_path / "catalog")
+    assert table.loc["caf\\xe9.h5", "source_url"] == str(root / "caf\\xe9.h5")
+    assert_published(tmp_path / "catalog", {"caf\\xe9.h5": values})
 
 
 def test_an_empty_folder_makes_an_empty_catalog(tmp_path: Path) -> None:

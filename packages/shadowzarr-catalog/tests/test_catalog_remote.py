@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_store.transport.object_store import list_objects
 from shadowzarr_testing import assert_array_equal_exact
 
-from shadowzarr_catalog import generate_catalog
+from shadowzarr_catalog import DuplicateAssetWarning, generate_catalog
 
 if TYPE_CHECKING:
     from shadowzarr_testing import LatencyProxy, MotoS3
@@ -108,3 +109,28 @@ def test_a_dandiset_listed_page_by_page(
     assert (again.generated, again.unchanged) == (0, 5)
     downloads = [e for e in proxy.log if "/download" in e["path"] or "presigned" in e["path"]]
     assert downloads == []  # an unchanged asset costs no request to the asset itself
+
+
+def test_a_path_a_dandiset_lists_twice_is_published_once(nginx, make_proxy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A listing naming one path under two asset ids (a draft changed while it was listed):
+    the first id keeps the path's row and reference set, the other is left out with a warning,
+    instead of two jobs writing one reference set, run after run."""
+    proxy: LatencyProxy = make_proxy()
+    values = write_hdf5(nginx.path("sub-1/x.nwb"), 3)
+    proxy.add_asset("asset-a", "sub-1/x.nwb")
+    proxy.add_asset("asset-b", "sub-1/x.nwb")
+    dandiset = proxy.url("api/dandisets/000123/versions/draft/")
+    destination = tmp_path / "catalog"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DuplicateAssetWarning)
+        first = generate_catalog(dandiset, destination)
+        second = generate_catalog(dandiset, destination)
+    assert first.statuses == second.statuses == {"ok": 1}
+    assert (first.generated, second.generated) == (1, 0)
+    assert sum(w.category is DuplicateAssetWarning for w in caught) == 2
+    rows = pd.read_parquet(destination / "catalog.parquet")
+    assert list(rows.asset_id) == ["asset-a"]
+    index = json.loads((destination / "index.json").read_text())
+    assert index == {"asset-a": "refs/sub-1/x.nwb.shadowzarr"}
+    group = open_rfs(str(destination / index["asset-a"]))
+    assert_array_equal_exact(group["counts"][:], values["counts"], "sub-1/x.nwb")

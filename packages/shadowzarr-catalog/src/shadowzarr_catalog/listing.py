@@ -7,6 +7,7 @@ import csv
 import fnmatch
 import io
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from shadowzarr_store.transport import (
 from shadowzarr_catalog.assets import Asset, shown_name
 from shadowzarr_catalog.dandi import dandiset_assets, is_dandiset
 
-__all__ = ["list_assets", "with_identities"]
+__all__ = ["DuplicateAssetWarning", "list_assets", "with_identities"]
 
 LIST_SUFFIXES = frozenset({".txt", ".csv", ".tsv", ".list"})
 """A local file with one of these suffixes is a list of sources, not an asset."""
@@ -62,7 +63,42 @@ def list_assets(
     else:
         found = _entries_assets(list(source))
     chosen = [a for a in found if include is None or fnmatch.fnmatchcase(a.path, include)]
-    return sorted(chosen, key=lambda a: a.asset_id)
+    return _one_each(chosen)
+
+
+class DuplicateAssetWarning(UserWarning):
+    """Two assets of a listing share an id or a path: the second is left out of the run."""
+
+
+def _one_each(assets: list[Asset]) -> list[Asset]:
+    """``assets`` by id, each id and each path once. A row and a reference set belong to one
+    asset: two assets sharing an id (a file whose name is not UTF-8 shown with ``\\x`` escapes
+    beside one named with those characters) or a path (a listing that names one path twice)
+    would take turns over one row and one reference set, each run regenerating the other. The
+    first by id and URL keeps them; a later one is left out with a `DuplicateAssetWarning`,
+    and one listed twice (a page of a listing that shifted while it was read) silently."""
+    kept: list[Asset] = []
+    ids: dict[str, Asset] = {}
+    paths: dict[str, Asset] = {}
+    for asset in sorted(assets, key=lambda a: (a.asset_id, a.url)):
+        first = ids.get(asset.asset_id) or paths.get(asset.path)
+        if first is None:
+            kept.append(asset)
+            ids[asset.asset_id] = paths[asset.path] = asset
+        elif first.url != asset.url or first.asset_id != asset.asset_id:
+            warnings.warn(
+                f"{_named(asset)} left out: it would share a row or reference set with "
+                f"{_named(first)}",
+                DuplicateAssetWarning,
+                stacklevel=3,
+            )
+    return kept
+
+
+def _named(asset: Asset) -> str:
+    return (
+        f"{shown_name(redact(asset.url))} (id {asset.asset_id[:200]!r}, path {asset.path[:200]!r})"
+    )
 
 
 def _folder_assets(root: Path, exclude: Path | None) -> list[Asset]:
