@@ -134,3 +134,45 @@ def test_a_path_a_dandiset_lists_twice_is_published_once(nginx, make_proxy, tmp_
     assert index == {"asset-a": "refs/sub-1/x.nwb.shadowzarr"}
     group = open_rfs(str(destination / index["asset-a"]))
     assert_array_equal_exact(group["counts"][:], values["counts"], "sub-1/x.nwb")
+
+
+def test_an_asset_shifted_across_pages_while_listed_is_not_missed(
+    nginx, make_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The first asset of a draft is deleted after the first page of a listing is read: the
+    third one moves up onto the page already read, so the second page skips it. The asset
+    count the pages report changed, so the version is listed again; the asset is published,
+    not missed (nor marked removed in a catalog that had it)."""
+    from shadowzarr_catalog import dandi
+
+    monkeypatch.setattr(dandi, "PAGE_SIZE", 2)
+    proxy: LatencyProxy = make_proxy()
+    paths = ["a.h5", "b.h5", "c.h5", "d.h5", "e.h5"]
+    expected = {path: write_hdf5(nginx.path(path), i) for i, path in enumerate(paths)}
+    for i, path in enumerate(paths):
+        proxy.add_asset(f"asset-{i}", path)
+    dandiset = proxy.url("api/dandisets/000123/versions/draft/")
+    destination = tmp_path / "catalog"
+    assert generate_catalog(dandiset, destination).statuses == {"ok": 5}
+
+    def delete_the_first(page: int) -> None:
+        if page == 1:
+            proxy.after_listing_page = None
+            proxy.remove_asset("asset-0")
+
+    proxy.after_listing_page = delete_the_first
+    proxy.reset()
+    again = generate_catalog(dandiset, destination)
+    assert (again.generated, again.unchanged, again.removed) == (0, 4, 1)
+    rows = pd.read_parquet(destination / "catalog.parquet").set_index("asset_id")
+    assert rows.status.to_dict() == {
+        "asset-0": "removed",
+        "asset-1": "ok",
+        "asset-2": "ok",
+        "asset-3": "ok",
+        "asset-4": "ok",
+    }
+    assert proxy.count("GET", "/api/dandisets/") == 2 + 2  # two pages, each listing
+    index = json.loads((destination / "index.json").read_text())
+    group = open_rfs(str(destination / index["asset-2"]))
+    assert_array_equal_exact(group["counts"][:], expected["c.h5"]["counts"], "c.h5")

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 
 from shadowzarr_spec import SourceError
 from shadowzarr_store.transport import (
+    Transport,
     TransportOptions,
     is_loopback,
     redact,
@@ -30,6 +31,10 @@ __all__ = ["dandiset_assets", "dandiset_version_url", "is_dandiset"]
 MAIN_API = "https://api.dandiarchive.org"
 PAGE_SIZE = 200
 MAX_PAGES = 100_000
+LISTINGS = 3
+"""Listings of a version read while its asset count changes under them (a draft being edited);
+the assets of all of them are then taken together, so that none shifted out of one is missed
+(one deleted meanwhile fails its job, and the next run marks it removed)."""
 _SHORT = re.compile(r"^dandi://(?P<id>\d{6})(?:/(?P<version>[^/?#]+))?/?$")
 _WEB = re.compile(
     r"^https://(?:www\.)?dandiarchive\.org/dandiset/(?P<id>\d{6})(?:/(?P<version>[^/?#]+))?/?"
@@ -76,20 +81,37 @@ def dandiset_assets(
 
     async def pages() -> list[Asset]:
         transport = transport_for(options)
-        found: list[Asset] = []
-        listing: str | None = f"{version}/assets/?page_size={PAGE_SIZE}&order=path"
+        taken: dict[str, Asset] = {}
         try:
-            for _ in range(MAX_PAGES):
-                if not listing:
+            for _ in range(LISTINGS):
+                found, steady = await _listing(transport, api, version, origin.netloc)
+                taken.update((asset.asset_id, asset) for asset in found)
+                if steady:
                     return found
-                page = json.loads(await transport.read_whole(listing))
-                found.extend(_asset(api, entry) for entry in page.get("results") or [])
-                listing = _next_page(page.get("next"), origin.netloc, listing)
         finally:
             await transport.aclose()
-        raise SourceError(f"{redact(version)}: more than {MAX_PAGES} pages of assets")
+        return list(taken.values())
 
     return run_blocking(pages())
+
+
+async def _listing(
+    transport: Transport, api: str, version: str, netloc: str
+) -> tuple[list[Asset], bool]:
+    """One listing of the version's assets, and whether its asset count held from its first
+    page to its last: when it did not, an asset may have shifted across a page boundary while
+    the pages were read (missed, or listed twice)."""
+    found: list[Asset] = []
+    counts: set[object] = set()
+    listing: str | None = f"{version}/assets/?page_size={PAGE_SIZE}&order=path"
+    for _ in range(MAX_PAGES):
+        if not listing:
+            return found, len(counts) <= 1
+        page = json.loads(await transport.read_whole(listing))
+        counts.add(page.get("count"))
+        found.extend(_asset(api, entry) for entry in page.get("results") or [])
+        listing = _next_page(page.get("next"), netloc, listing)
+    raise SourceError(f"{redact(version)}: more than {MAX_PAGES} pages of assets")
 
 
 def _next_page(link: object, netloc: str, current: str) -> str | None:

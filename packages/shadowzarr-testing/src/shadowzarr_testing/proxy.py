@@ -137,6 +137,7 @@ class LatencyProxy(RequestCounters, Forwarding, DandiRoutes):
         self._assets = {}
         self._signatures = {}
         self._assets_lock = threading.Lock()
+        self.after_listing_page = None
         self.port = 0
         self.presigned_port = 0
         self._loop: asyncio.AbstractEventLoop | None = None

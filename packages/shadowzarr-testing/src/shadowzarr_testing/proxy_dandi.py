@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -53,6 +54,9 @@ class DandiRoutes:
     _assets: dict[str, DandiAsset]
     _signatures: dict[str, _Signature]
     _assets_lock: threading.Lock
+    after_listing_page: Callable[[int], None] | None
+    """Called with a listing page's number once the page is made (a test edits the dandiset
+    between two pages of one listing)."""
 
     if TYPE_CHECKING:  # `LatencyProxy`'s own, which the routes use
 
@@ -167,6 +171,8 @@ class DandiRoutes:
                     "zarr": None,
                 }
             )
+        if self.after_listing_page is not None:
+            self.after_listing_page(page)
         following = None
         if page * size < len(assets):
             following = str(request.url.update_query({"page": page + 1, "page_size": size}))
