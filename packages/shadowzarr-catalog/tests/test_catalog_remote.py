@@ -176,3 +176,44 @@ def test_an_asset_shifted_across_pages_while_listed_is_not_missed(
     index = json.loads((destination / "index.json").read_text())
     group = open_rfs(str(destination / index["asset-2"]))
     assert_array_equal_exact(group["counts"][:], expected["c.h5"]["counts"], "c.h5")
+
+
+def test_a_dandiset_edited_during_every_listing_misses_no_asset(
+    nginx, make_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The first asset is deleted after the first page of each of the three listings, so each
+    listing misses another asset: the assets of the three are taken together, so none that is
+    still there is marked removed. The deleted ones keep their rows until a steady listing
+    marks them removed."""
+    from shadowzarr_catalog import dandi
+
+    monkeypatch.setattr(dandi, "PAGE_SIZE", 2)
+    proxy: LatencyProxy = make_proxy()
+    paths = [f"{letter}.h5" for letter in "abcdefgh"]
+    for i, path in enumerate(paths):
+        write_hdf5(nginx.path(path), i)
+        proxy.add_asset(f"asset-{i}", path)
+    dandiset = proxy.url("api/dandisets/000123/versions/draft/")
+    destination = tmp_path / "catalog"
+    assert generate_catalog(dandiset, destination).statuses == {"ok": 8}
+
+    deleted = iter(["asset-0", "asset-1", "asset-2"])
+
+    def delete_one(page: int) -> None:
+        if page == 1:
+            gone = next(deleted, None)
+            if gone is not None:
+                proxy.remove_asset(gone)
+
+    proxy.after_listing_page = delete_one
+    proxy.reset()
+    edited = generate_catalog(dandiset, destination)
+    proxy.after_listing_page = None
+    assert (edited.generated, edited.removed) == (0, 0)
+    assert edited.statuses == {"ok": 8}
+    assert proxy.count("GET", "/api/dandisets/") == 4 + 3 + 3
+
+    steady = generate_catalog(dandiset, destination)
+    assert (steady.generated, steady.removed) == (0, 3)
+    rows = pd.read_parquet(destination / "catalog.parquet").set_index("asset_id")
+    assert rows.status.to_dict() == {f"asset-{i}": "removed" if i < 3 else "ok" for i in range(8)}

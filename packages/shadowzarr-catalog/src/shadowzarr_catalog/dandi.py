@@ -34,7 +34,7 @@ MAX_PAGES = 100_000
 LISTINGS = 3
 """Listings of a version read while its asset count changes under them (a draft being edited);
 the assets of all of them are then taken together, so that none shifted out of one is missed
-(one deleted meanwhile fails its job, and the next run marks it removed)."""
+or marked removed (one deleted meanwhile keeps its row until a steady listing marks it)."""
 _SHORT = re.compile(r"^dandi://(?P<id>\d{6})(?:/(?P<version>[^/?#]+))?/?$")
 _WEB = re.compile(
     r"^https://(?:www\.)?dandiarchive\.org/dandiset/(?P<id>\d{6})(?:/(?P<version>[^/?#]+))?/?"
