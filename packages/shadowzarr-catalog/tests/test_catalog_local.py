@@ -24,7 +24,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_store.transport import redact
 from shadowzarr_testing import assert_array_equal_exact
 
-from shadowzarr_catalog import DuplicateAssetWarning, generate_catalog
+from shadowzarr_catalog import AssetLeftOutWarning, generate_catalog
 
 EVERY_COLUMN = [
     "asset_id",
@@ -283,12 +283,12 @@ def test_a_name_shown_like_another_files_is_left_out_not_alternated(tmp_path: Pa
     write_hdf5(tmp_path / "other.h5", 2)
     shutil.copy(tmp_path / "other.h5", os.fsdecode(os.fsencode(root) + b"/caf\xe9.h5"))
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DuplicateAssetWarning)
+        warnings.simplefilter("always", AssetLeftOutWarning)
         first = generate_catalog(root, tmp_path / "catalog")
         second = generate_catalog(root, tmp_path / "catalog")
     assert first.statuses == second.statuses == {"ok": 1}
     assert (first.generated, second.generated, second.unchanged) == (1, 0, 1)
-    left_out = [str(w.message) for w in caught if w.category is DuplicateAssetWarning]
+    left_out = [str(w.message) for w in caught if w.category is AssetLeftOutWarning]
     assert len(left_out) == 2
     assert all(m.startswith(f"{root}/caf\\xe9.h5 (id") for m in left_out)
     table = read_catalog(tmp_path / "catalog")

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import pytest
 from catalog_archive import write_hdf5
+from shadowzarr_spec import SourceError
 from shadowzarr_store import open_rfs
 from shadowzarr_store.transport.object_store import list_objects
 from shadowzarr_testing import assert_array_equal_exact
 
-from shadowzarr_catalog import DuplicateAssetWarning, generate_catalog
+from shadowzarr_catalog import AssetLeftOutWarning, generate_catalog
 
 if TYPE_CHECKING:
     from shadowzarr_testing import LatencyProxy, MotoS3
@@ -122,12 +123,12 @@ def test_a_path_a_dandiset_lists_twice_is_published_once(nginx, make_proxy, tmp_
     dandiset = proxy.url("api/dandisets/000123/versions/draft/")
     destination = tmp_path / "catalog"
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DuplicateAssetWarning)
+        warnings.simplefilter("always", AssetLeftOutWarning)
         first = generate_catalog(dandiset, destination)
         second = generate_catalog(dandiset, destination)
     assert first.statuses == second.statuses == {"ok": 1}
     assert (first.generated, second.generated) == (1, 0)
-    assert sum(w.category is DuplicateAssetWarning for w in caught) == 2
+    assert sum(w.category is AssetLeftOutWarning for w in caught) == 2
     rows = pd.read_parquet(destination / "catalog.parquet")
     assert list(rows.asset_id) == ["asset-a"]
     index = json.loads((destination / "index.json").read_text())
@@ -217,3 +218,46 @@ def test_a_dandiset_edited_during_every_listing_misses_no_asset(
     assert (steady.generated, steady.removed) == (0, 3)
     rows = pd.read_parquet(destination / "catalog.parquet").set_index("asset_id")
     assert rows.status.to_dict() == {f"asset-{i}": "removed" if i < 3 else "ok" for i in range(8)}
+
+
+def test_a_listing_entry_that_is_not_text_is_left_out(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A DANDI-like API (here nginx serving a listing page) whose entries carry lone
+    surrogates (JSON's ``\\ud800``) in an asset id, a path or a blob id: no row, URL or
+    database can hold them, so each is left out with a warning, and the run publishes the
+    asset beside them instead of stopping at a UnicodeEncodeError."""
+    version = "api/dandisets/000123/versions/draft"
+    good = write_hdf5(nginx.path("api/assets/asset-c/download/index.html"), 4)
+    entries = [
+        {"asset_id": "asset-\ud800", "path": "a.h5", "size": 10, "blob": "x"},
+        {"asset_id": "asset-b", "path": "b\udce9.h5", "size": 10, "blob": "y"},
+        {"asset_id": "asset-d", "path": "d.h5", "size": 10, "blob": "\udfff"},
+        {"asset_id": "asset-c", "path": "c.h5", "size": None, "blob": "z"},
+    ]
+    page = {"count": 4, "next": None, "results": entries}
+    nginx.write_file(f"{version}/assets/index.html", json.dumps(page).encode())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AssetLeftOutWarning)
+        summary = generate_catalog(nginx.url(f"{version}/"), tmp_path / "catalog")
+    assert summary.statuses == {"ok": 1}
+    assert sum(w.category is AssetLeftOutWarning for w in caught) == 3
+    index = json.loads((tmp_path / "catalog" / "index.json").read_text())
+    assert index == {"asset-c": "refs/c.h5.shadowzarr"}
+    group = open_rfs(str(tmp_path / "catalog" / index["asset-c"]))
+    assert_array_equal_exact(group["counts"][:], good["counts"], "c.h5")
+
+
+@pytest.mark.parametrize(
+    ("page", "reason"),
+    [
+        (b"<html>maintenance</html>", "not JSON"),
+        (b"[1, 2]", "not an object with a list"),
+        (b'{"count": 1, "results": 5}', "not an object with a list"),
+    ],
+)
+def test_a_listing_page_that_is_no_listing_is_a_source_error(  # type: ignore[no-untyped-def]
+    nginx, tmp_path: Path, page: bytes, reason: str
+) -> None:
+    version = "api/dandisets/000123/versions/draft"
+    nginx.write_file(f"{version}/assets/index.html", page)
+    with pytest.raises(SourceError, match=reason):
+        generate_catalog(nginx.url(f"{version}/"), tmp_path / "catalog")

@@ -4,8 +4,7 @@ incremental."""
 
 from __future__ import annotations
 
-from shadowzarr_catalog.assets import Asset
-from shadowzarr_catalog.listing import DuplicateAssetWarning
+from shadowzarr_catalog.assets import Asset, AssetLeftOutWarning
 from shadowzarr_catalog.row_objects import CatalogRowWarning
 from shadowzarr_catalog.run import generate_catalog
 from shadowzarr_catalog.summary import CatalogSummary
@@ -14,8 +13,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Asset",
+    "AssetLeftOutWarning",
     "CatalogRowWarning",
     "CatalogSummary",
-    "DuplicateAssetWarning",
     "generate_catalog",
 ]

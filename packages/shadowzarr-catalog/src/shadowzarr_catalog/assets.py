@@ -7,7 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["Asset", "host_of", "is_text", "shown_name"]
+__all__ = ["Asset", "AssetLeftOutWarning", "host_of", "is_text", "shown_name"]
+
+
+class AssetLeftOutWarning(UserWarning):
+    """An asset of a listing is left out of the run: it shares an id or a path with another
+    asset, or the listing names it with what is not text."""
 
 
 @dataclass(frozen=True, slots=True)

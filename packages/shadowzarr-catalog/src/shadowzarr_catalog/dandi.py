@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import warnings
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from shadowzarr_spec import SourceError
@@ -24,7 +26,7 @@ from shadowzarr_store.transport import (
     transport_for,
 )
 
-from shadowzarr_catalog.assets import Asset
+from shadowzarr_catalog.assets import Asset, AssetLeftOutWarning, is_text
 
 __all__ = ["dandiset_assets", "dandiset_version_url", "is_dandiset"]
 
@@ -107,11 +109,23 @@ async def _listing(
     for _ in range(MAX_PAGES):
         if not listing:
             return found, len(counts) <= 1
-        page = json.loads(await transport.read_whole(listing))
-        counts.add(page.get("count"))
-        found.extend(_asset(api, entry) for entry in page.get("results") or [])
+        page = _page(await transport.read_whole(listing), listing)
+        count = page.get("count")
+        counts.add(count if isinstance(count, int) else None)
+        found.extend(a for entry in page.get("results") or [] if (a := _asset(api, entry)))
         listing = _next_page(page.get("next"), netloc, listing)
     raise SourceError(f"{redact(version)}: more than {MAX_PAGES} pages of assets")
+
+
+def _page(data: bytes, listing: str) -> dict[str, Any]:
+    """A page of the listing: a JSON object (a server's answer is untrusted)."""
+    try:
+        page = json.loads(data)
+    except ValueError as exc:
+        raise SourceError(f"{redact(listing)}: the asset listing is not JSON ({exc})") from None
+    if not isinstance(page, dict) or not isinstance(page.get("results", []), list | None):
+        raise SourceError(f"{redact(listing)}: the asset listing is not an object with a list")
+    return page
 
 
 def _next_page(link: object, netloc: str, current: str) -> str | None:
@@ -122,7 +136,10 @@ def _next_page(link: object, netloc: str, current: str) -> str | None:
     return link
 
 
-def _asset(api: str, entry: object) -> Asset:
+def _asset(api: str, entry: object) -> Asset | None:
+    """The asset a listing entry names; None, with an `AssetLeftOutWarning`, when its id, path
+    or mark is a string that is not text (a JSON ``\\ud800``): no row, URL or database can
+    hold it."""
     if not isinstance(entry, dict) or not isinstance(entry.get("asset_id"), str):
         raise SourceError(f"an asset listing entry without an asset_id: {str(entry)[:120]}")
     asset_id = entry["asset_id"]
@@ -130,10 +147,20 @@ def _asset(api: str, entry: object) -> Asset:
     path = listed_path if isinstance(listed_path, str) else asset_id
     size = entry.get("size")
     mark = entry.get("blob") or entry.get("zarr") or entry.get("modified")
+    etag = str(mark) if mark is not None else None
+    if not all(is_text(value) for value in (asset_id, path, etag or "")):
+        shown = asset_id.encode("utf-8", "backslashreplace").decode("utf-8")
+        warnings.warn(
+            f"the asset {shown[:200]!r} of the listing left out: its id, path or blob id is "
+            "not text",
+            AssetLeftOutWarning,
+            stacklevel=2,
+        )
+        return None
     return Asset(
         asset_id,
         path,
         f"{api}/api/assets/{quote(asset_id, safe='')}/download/",
         size if isinstance(size, int) and size >= 0 else None,
-        str(mark) if mark is not None else None,
+        etag,
     )

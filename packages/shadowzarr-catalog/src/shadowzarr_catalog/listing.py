@@ -23,10 +23,10 @@ from shadowzarr_store.transport import (
     transport_for,
 )
 
-from shadowzarr_catalog.assets import Asset, shown_name
+from shadowzarr_catalog.assets import Asset, AssetLeftOutWarning, shown_name
 from shadowzarr_catalog.dandi import dandiset_assets, is_dandiset
 
-__all__ = ["DuplicateAssetWarning", "list_assets", "with_identities"]
+__all__ = ["list_assets", "with_identities"]
 
 LIST_SUFFIXES = frozenset({".txt", ".csv", ".tsv", ".list"})
 """A local file with one of these suffixes is a list of sources, not an asset."""
@@ -66,16 +66,12 @@ def list_assets(
     return _one_each(chosen)
 
 
-class DuplicateAssetWarning(UserWarning):
-    """Two assets of a listing share an id or a path: the second is left out of the run."""
-
-
 def _one_each(assets: list[Asset]) -> list[Asset]:
     """``assets`` by id, each id and each path once. A row and a reference set belong to one
     asset: two assets sharing an id (a file whose name is not UTF-8 shown with ``\\x`` escapes
     beside one named with those characters) or a path (a listing that names one path twice)
     would take turns over one row and one reference set, each run regenerating the other. The
-    first by id and URL keeps them; a later one is left out with a `DuplicateAssetWarning`,
+    first by id and URL keeps them; a later one is left out with a `AssetLeftOutWarning`,
     and one listed twice (a page of a listing that shifted while it was read) silently."""
     kept: list[Asset] = []
     ids: dict[str, Asset] = {}
@@ -89,7 +85,7 @@ def _one_each(assets: list[Asset]) -> list[Asset]:
             warnings.warn(
                 f"{_named(asset)} left out: it would share a row or reference set with "
                 f"{_named(first)}",
-                DuplicateAssetWarning,
+                AssetLeftOutWarning,
                 stacklevel=3,
             )
     return kept
