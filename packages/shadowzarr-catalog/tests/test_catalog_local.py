@@ -189,6 +189,32 @@ def test_a_list_of_urls_and_paths(nginx, tmp_path: Path) -> None:  # type: ignor
         assert_array_equal_exact(group["counts"][:], local["counts"], "c.h5")
 
 
+def test_an_upper_case_tsv_list_is_read_as_tab_separated(tmp_path: Path) -> None:
+    values = write_hdf5(tmp_path / "c.h5", 9)
+    listing = tmp_path / "ASSETS.TSV"
+    listing.write_text(f"name\turl\nc\t{tmp_path / 'c.h5'}\n")
+    assert generate_catalog(listing, tmp_path / "catalog").statuses == {"ok": 1}
+    index = json.loads((tmp_path / "catalog" / "index.json").read_text())
+    group = open_rfs(str(tmp_path / "catalog" / index[str((tmp_path / "c.h5").resolve())]))
+    assert_array_equal_exact(group["counts"][:], values["counts"], "c.h5")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("urls.txt", b"/data/caf\xe9.h5\n", r"urls.txt: a list of sources is UTF-8 text \(byte 9"),
+        ("urls.csv", b"url\n" + b"a" * 200_000, r"urls.csv: not a readable csv file"),
+        ("urls.txt", b"/data/a\x00b.h5\n", r"^/data/a\\x00b\.h5: a source holds a NUL byte"),
+    ],
+)
+def test_an_unreadable_list_of_sources_is_a_value_error_naming_it(
+    tmp_path: Path, name: str, data: bytes, reason: str
+) -> None:
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(ValueError, match=reason):
+        generate_catalog(tmp_path / name, tmp_path / "catalog")
+
+
 def test_a_url_list_costs_no_request_more_than_generate_rfs(  # type: ignore[no-untyped-def]
     nginx, proxy, tmp_path: Path
 ) -> None:

@@ -140,10 +140,21 @@ def _prefix_assets(url: str, options: TransportOptions) -> list[Asset]:
 def _list_file_entries(path: Path) -> list[str]:
     """The sources a list file names: one a line (``#`` comments), or for CSV/TSV the ``url``
     column when the header names one, else the first column."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() not in (".csv", ".tsv"):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{shown_name(str(path))}: a list of sources is UTF-8 text (byte {exc.start} is not)"
+        ) from None
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".tsv"):
         return [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
-    rows = list(csv.reader(io.StringIO(text), delimiter="\t" if path.suffix == ".tsv" else ","))
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ","))
+    except csv.Error as exc:
+        raise ValueError(
+            f"{shown_name(str(path))}: not a readable {suffix[1:]} file ({exc})"
+        ) from None
     rows = [r for r in rows if r and r[0].strip() and not r[0].startswith("#")]
     if not rows:
         return []
@@ -162,6 +173,8 @@ def _entries_assets(entries: list[str]) -> list[Asset]:
         entry = os.fspath(entry).strip()
         if not entry:
             continue
+        if "\x00" in entry:
+            raise ValueError(f"{shown_name(redact(entry))[:200]}: a source holds a NUL byte")
         if is_local(entry):
             path = Path(entry).resolve()
             if not path.is_file():
