@@ -83,6 +83,30 @@ def test_codecs_zarr_refuses_are_reported() -> None:
         builder.build()
 
 
+def test_a_shard_of_no_whole_inner_chunks_is_refused_after_a_good_one() -> None:
+    """Metadata zarr-python accepted once is not asked about again in the process, but a
+    sharded array's chunk shape is part of what is asked: 3 elements hold no whole inner
+    chunks of 2, whatever was accepted before."""
+    little = {"name": "bytes", "configuration": {"endian": "little"}}
+    sharding = {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [2],
+            "codecs": [little],
+            "index_codecs": [little, {"name": "crc32c"}],
+            "index_location": "end",
+        },
+    }
+    for chunk, accepted in ((4, True), (3, False), (4, True)):
+        builder = RfsBuilder()
+        builder.add_array("z", shape=[12], data_type="<i4", chunk_shape=[chunk], codecs=[sharding])
+        if accepted:
+            assert builder.build().refs["z/zarr.json"]
+        else:
+            with pytest.raises(BuilderError, match="zarr-python refuses"):
+                builder.build()
+
+
 def test_a_codec_a_known_package_provides_is_accepted_where_it_is_not_installed() -> None:
     """Generating decodes nothing: an imagecodecs codec is the reader's to install."""
     builder = RfsBuilder()

@@ -349,10 +349,9 @@ class RfsBuilder:
         gen_by_path: dict[str, list[GenEntry]] = {}
         for gen_path, entry in self._gen:
             gen_by_path.setdefault(gen_path, []).append(entry)
-        accepted: set[str] = set()
         for path, array in self._arrays.items():
             gen = gen_by_path.get(path, ())
-            validate_array(path, array, gen, self._selections.get(path), accepted)
+            validate_array(path, array, gen, self._selections.get(path))
             check_file_ends(path, array, gen, self._sources, self._indexes.get(path))
             documents[path] = array_metadata(
                 shape=array.shape,
