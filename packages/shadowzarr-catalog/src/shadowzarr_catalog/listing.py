@@ -71,7 +71,7 @@ def _one_each(assets: list[Asset]) -> list[Asset]:
     asset: two assets sharing an id (a file whose name is not UTF-8 shown with ``\\x`` escapes
     beside one named with those characters) or a path (a listing that names one path twice)
     would take turns over one row and one reference set, each run regenerating the other. The
-    first by id and URL keeps them; a later one is left out with a `AssetLeftOutWarning`,
+    first by id and URL keeps them; a later one is left out with an `AssetLeftOutWarning`,
     and one listed twice (a page of a listing that shifted while it was read) silently."""
     kept: list[Asset] = []
     ids: dict[str, Asset] = {}
