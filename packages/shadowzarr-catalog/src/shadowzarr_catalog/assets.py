@@ -53,7 +53,12 @@ def is_text(name: str) -> bool:
 
 
 def shown_name(name: str) -> str:
-    """``name`` as text: the bytes of a name that is not written as ``\\xff`` escapes."""
+    """``name`` as text: the bytes of a name that is not written as ``\\xff`` escapes, and a
+    surrogate no bytes decode to (JSON's ``\\ud800``) as ``\\ud800``."""
     if is_text(name):
         return name
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")

@@ -26,7 +26,7 @@ from shadowzarr_store.transport import (
     transport_for,
 )
 
-from shadowzarr_catalog.assets import Asset, AssetLeftOutWarning, is_text
+from shadowzarr_catalog.assets import Asset, AssetLeftOutWarning, is_text, shown_name
 
 __all__ = ["dandiset_assets", "dandiset_version_url", "is_dandiset"]
 
@@ -104,7 +104,7 @@ async def _listing(
     page to its last: when it did not, an asset may have shifted across a page boundary while
     the pages were read (missed, or listed twice)."""
     found: list[Asset] = []
-    counts: set[object] = set()
+    counts: set[int | None] = set()
     listing: str | None = f"{version}/assets/?page_size={PAGE_SIZE}&order=path"
     for _ in range(MAX_PAGES):
         if not listing:
@@ -149,10 +149,9 @@ def _asset(api: str, entry: object) -> Asset | None:
     mark = entry.get("blob") or entry.get("zarr") or entry.get("modified")
     etag = str(mark) if mark is not None else None
     if not all(is_text(value) for value in (asset_id, path, etag or "")):
-        shown = asset_id.encode("utf-8", "backslashreplace").decode("utf-8")
         warnings.warn(
-            f"the asset {shown[:200]!r} of the listing left out: its id, path or blob id is "
-            "not text",
+            f"the asset {shown_name(asset_id)[:200]!r} of the listing left out: its id, path "
+            "or blob id is not text",
             AssetLeftOutWarning,
             stacklevel=2,
         )
