@@ -261,3 +261,20 @@ def test_a_listing_page_that_is_no_listing_is_a_source_error(  # type: ignore[no
     nginx.write_file(f"{version}/assets/index.html", page)
     with pytest.raises(SourceError, match=reason):
         generate_catalog(nginx.url(f"{version}/"), tmp_path / "catalog")
+
+
+def test_listing_pages_that_point_back_are_a_source_error(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Two pages whose ``next`` links point at each other: the page read already is refused
+    at once, not read again and again up to the listing's bound of pages."""
+    from shadowzarr_catalog import dandi
+
+    version = "api/dandisets/000123/versions/draft"
+    first = {"count": 0, "next": nginx.url(f"{version}/assets/p2/"), "results": []}
+    back = nginx.url(f"{version}/assets/?page_size={dandi.PAGE_SIZE}&order=path")
+    second = {"count": 0, "next": back, "results": []}
+    nginx.write_file(f"{version}/assets/index.html", json.dumps(first).encode())
+    nginx.write_file(f"{version}/assets/p2/index.html", json.dumps(second).encode())
+    nginx.reset()
+    with pytest.raises(SourceError, match="was read already"):
+        generate_catalog(nginx.url(f"{version}/"), tmp_path / "catalog")
+    assert nginx.count(path_prefix=f"{version}/assets/") == 2

@@ -106,14 +106,16 @@ async def _listing(
     found: list[Asset] = []
     counts: set[int | None] = set()
     listing: str | None = f"{version}/assets/?page_size={PAGE_SIZE}&order=path"
+    read: set[str] = set()
     for _ in range(MAX_PAGES):
         if not listing:
             return found, len(counts) <= 1
+        read.add(listing)
         page = _page(await transport.read_whole(listing), listing)
         count = page.get("count")
         counts.add(count if isinstance(count, int) else None)
         found.extend(a for entry in page.get("results") or [] if (a := _asset(api, entry)))
-        listing = _next_page(page.get("next"), netloc, listing)
+        listing = _next_page(page.get("next"), netloc, read)
     raise SourceError(f"{redact(version)}: more than {MAX_PAGES} pages of assets")
 
 
@@ -128,11 +130,15 @@ def _page(data: bytes, listing: str) -> dict[str, Any]:
     return page
 
 
-def _next_page(link: object, netloc: str, current: str) -> str | None:
+def _next_page(link: object, netloc: str, read: set[str]) -> str | None:
+    """The page after the one read last: on the API's origin, and not one ``read`` already
+    (pages that point back to each other would be read until `MAX_PAGES`)."""
     if link is None:
         return None
-    if not isinstance(link, str) or urlsplit(link).netloc != netloc or link == current:
+    if not isinstance(link, str) or urlsplit(link).netloc != netloc:
         raise SourceError(f"the asset listing's next page {str(link)[:120]!r} leaves the API")
+    if link in read:
+        raise SourceError(f"the asset listing's next page {redact(link)[:120]!r} was read already")
     return link
 
 
