@@ -129,10 +129,12 @@ def test_extents_are_every_stored_chunk(nginx: NginxServer, nginx_root: Path) ->
 
 
 def _served_as_planned(nginx: NginxServer, plan: Any, *, slack: int = 1) -> None:
-    """nginx served the plan's requests, give or take one join: requests of one wave are
-    answered at about the same moment, and whether their successors meet in one flush or two
-    is the event loop's timing, not the plan's. Either way every range starts and ends at a
-    planned chunk, holds every chunk once, and joins chunks only across gaps the merger joins."""
+    """nginx served the plan's requests, give or take the joins timing decides: requests of
+    one wave are answered at about the same moment, and whether their successors meet in one
+    flush or several is the event loop's timing, not the plan's (a loaded machine spreads a
+    wave's answers, so fewer join: at most one request a chunk; at most ``slack`` joins more
+    than planned). Either way every range starts and ends at a planned chunk, holds every
+    chunk once, and joins chunks only across gaps the merger joins."""
     served = sorted(
         (int(a), int(b) + 1)
         for a, b in (
@@ -141,7 +143,7 @@ def _served_as_planned(nginx: NginxServer, plan: Any, *, slack: int = 1) -> None
             if e.uri.endswith("signal.bin")
         )
     )
-    assert abs(len(served) - len(plan.requests)) <= slack
+    assert len(plan.requests) - slack <= len(served) <= len(plan.chunks)
     chunks = sorted({(c.start, c.end) for c in plan.chunks})
     holding = {start: end for start, end in served}
     position = 0
