@@ -18,7 +18,7 @@ from shadowzarr_store import open_rfs
 from shadowzarr_store.transport.object_store import list_objects
 from shadowzarr_testing import assert_array_equal_exact
 
-from shadowzarr_catalog import AssetLeftOutWarning, generate_catalog
+from shadowzarr_catalog import AssetLeftOutWarning, dandi, generate_catalog
 
 if TYPE_CHECKING:
     from shadowzarr_testing import LatencyProxy, MotoS3
@@ -73,8 +73,6 @@ def test_a_bucket_prefix_published_to_the_bucket(
 def test_a_dandiset_listed_page_by_page(
     nginx, make_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from shadowzarr_catalog import dandi
-
     monkeypatch.setattr(dandi, "PAGE_SIZE", 2)
     proxy: LatencyProxy = make_proxy()
     expected = {}
@@ -144,8 +142,6 @@ def test_an_asset_shifted_across_pages_while_listed_is_not_missed(
     third one moves up onto the page already read, so the second page skips it. The asset
     count the pages report changed, so the version is listed again; the asset is published,
     not missed (nor marked removed in a catalog that had it)."""
-    from shadowzarr_catalog import dandi
-
     monkeypatch.setattr(dandi, "PAGE_SIZE", 2)
     proxy: LatencyProxy = make_proxy()
     paths = ["a.h5", "b.h5", "c.h5", "d.h5", "e.h5"]
@@ -186,8 +182,6 @@ def test_a_dandiset_edited_during_every_listing_misses_no_asset(
     listing misses another asset: the assets of the three are taken together, so none that is
     still there is marked removed. The deleted ones keep their rows until a steady listing
     marks them removed."""
-    from shadowzarr_catalog import dandi
-
     monkeypatch.setattr(dandi, "PAGE_SIZE", 2)
     proxy: LatencyProxy = make_proxy()
     paths = [f"{letter}.h5" for letter in "abcdefgh"]
@@ -266,8 +260,6 @@ def test_a_listing_page_that_is_no_listing_is_a_source_error(  # type: ignore[no
 def test_listing_pages_that_point_back_are_a_source_error(nginx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Two pages whose ``next`` links point at each other: the page read already is refused
     at once, not read again and again up to the listing's bound of pages."""
-    from shadowzarr_catalog import dandi
-
     version = "api/dandisets/000123/versions/draft"
     first = {"count": 0, "next": nginx.url(f"{version}/assets/p2/"), "results": []}
     back = nginx.url(f"{version}/assets/?page_size={dandi.PAGE_SIZE}&order=path")
