@@ -205,6 +205,7 @@ def test_an_upper_case_tsv_list_is_read_as_tab_separated(tmp_path: Path) -> None
         ("urls.txt", b"/data/caf\xe9.h5\n", r"urls.txt: a list of sources is UTF-8 text \(byte 9"),
         ("urls.csv", b"url\n" + b"a" * 200_000, r"urls.csv: not a readable csv file"),
         ("urls.txt", b"/data/a\x00b.h5\n", r"^/data/a\\x00b\.h5: a source holds a NUL byte"),
+        ("urls.txt", b"http://[abc/a.h5\n", r"^http://\[abc/a\.h5: not a URL \(Invalid IPv6"),
     ],
 )
 def test_an_unreadable_list_of_sources_is_a_value_error_naming_it(

@@ -270,3 +270,30 @@ def test_listing_pages_that_point_back_are_a_source_error(nginx, tmp_path: Path)
     with pytest.raises(SourceError, match="was read already"):
         generate_catalog(nginx.url(f"{version}/"), tmp_path / "catalog")
     assert nginx.count(path_prefix=f"{version}/assets/") == 2
+
+
+@pytest.mark.parametrize(
+    ("link", "reason"),
+    [
+        ("http://[abc/api/next", r"'http://\[abc/api/next' leaves the API"),
+        ("https://user:secret@elsewhere/p?X-Amz-Signature=s3cret", "leaves the API"),
+        # a password longer than the message shows of the link: cut before its "@", it would
+        # no longer read as one
+        (f"https://user:secret{'x' * 150}@elsewhere/", "leaves the API"),
+        (["not", "a", "link"], "leaves the API"),
+    ],
+)
+def test_a_next_page_off_the_api_is_a_source_error_that_shows_no_secret(  # type: ignore[no-untyped-def]
+    nginx, tmp_path: Path, link: object, reason: str
+) -> None:
+    """A listing's ``next`` link is the server's: one that is no URL, one to another host
+    (credentials and a signature in it), or no string at all ends the listing with a
+    `SourceError`, and the message shows no secret the link carried (redacted before it is
+    shortened)."""
+    version = "api/dandisets/000123/versions/draft"
+    page = {"count": 0, "next": link, "results": []}
+    nginx.write_file(f"{version}/assets/index.html", json.dumps(page).encode())
+    with pytest.raises(SourceError, match=reason) as raised:
+        generate_catalog(nginx.url(f"{version}/"), tmp_path / "catalog")
+    assert "secret" not in str(raised.value)
+    assert "s3cret" not in str(raised.value)

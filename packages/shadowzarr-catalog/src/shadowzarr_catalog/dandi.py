@@ -135,11 +135,20 @@ def _next_page(link: object, netloc: str, read: set[str]) -> str | None:
     (pages that point back to each other would be read until `MAX_PAGES`)."""
     if link is None:
         return None
-    if not isinstance(link, str) or urlsplit(link).netloc != netloc:
-        raise SourceError(f"the asset listing's next page {str(link)[:120]!r} leaves the API")
+    shown = f"the asset listing's next page {redact(str(link))[:120]!r}"
+    if not isinstance(link, str) or _netloc(link) != netloc:
+        raise SourceError(f"{shown} leaves the API")
     if link in read:
-        raise SourceError(f"the asset listing's next page {redact(link)[:120]!r} was read already")
+        raise SourceError(f"{shown} was read already")
     return link
+
+
+def _netloc(link: str) -> str | None:
+    """The host (and port) of ``link``; None for what is no URL (``http://[abc``)."""
+    try:
+        return urlsplit(link).netloc
+    except ValueError:
+        return None
 
 
 def _asset(api: str, entry: object) -> Asset | None:

@@ -184,7 +184,10 @@ def _entries_assets(entries: list[str]) -> list[Asset]:
             found[name] = Asset(name, name, str(path), stat.st_size, f"mtime_ns:{stat.st_mtime_ns}")
         else:
             shown = redact(entry)
-            parts = urlsplit(entry)
+            try:
+                parts = urlsplit(entry)
+            except ValueError as exc:  # http://[abc
+                raise ValueError(f"{shown_name(shown)[:200]}: not a URL ({exc})") from None
             found[shown] = Asset(shown, f"{parts.netloc}/{parts.path}", entry)
     return list(found.values())
 
